@@ -1,0 +1,33 @@
+"""Command line: ``python -m toolkit <command> ...`` for people without Jupyter.
+
+Each command lives in the module of its idea and is imported lazily (``toolkit.<module>.cli(argv) -> int``).
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {
+    "render": ("toolkit.render", "render a conversation with tools into text and token ids"),
+    "models": ("toolkit.fetch", "install / inspect the optional real offline model"),
+    "constrain": ("toolkit.constrain", "sample outputs under a JSON-Schema grammar"),
+    "loop": ("toolkit.host", "run the host execute-and-feed-back loop on an example"),
+    "claims": ("toolkit.claims", "check the chapters' numbers and claims"),
+    "figures": ("toolkit.figures", "regenerate the book's figures and their data"),
+    "mcp": ("toolkit.mcp.cli", "serve the kit's tools over MCP / print wire logs"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        print("usage: python -m toolkit <command> [options]\n\ncommands:")
+        for name, (_, help_) in COMMANDS.items():
+            print(f"  {name:<10} {help_}")
+        return 0 if not argv or argv[0] in ("-h", "--help") else 2
+    module = importlib.import_module(COMMANDS[argv[0]][0])
+    return int(module.cli(argv[1:]) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
