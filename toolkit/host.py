@@ -1,0 +1,723 @@
+"""The host's execute-and-feed-back loop, with the KV cache kept across turns (book §14.5.2 steps 3–6, §14.5.3,
+§14.5.8; "Tool Use" §3.1).
+
+What it does
+- ``loop(...)`` is a generator of typed steps. Per turn: render the messages (``Rendered``), generate until
+  ``<|im_end|>`` (``Generated``), cut out zero, one or several ``<tool_call>`` blocks (``Parsed``), validate the
+  arguments with jsonschema, execute independent calls in parallel in a thread pool with a per-call timeout
+  (``Executed``), append one ``role="tool"`` message per call and go again — until the model answers
+  (``Answered``) or a guard stops it (``Stopped(reason)``, always the last step). ``run(...)`` collects a
+  :class:`Trace`.
+- Everything the *model* gets wrong becomes a structured error result the model sees on the next turn, never an
+  exception: malformed JSON, an unclosed tag, an unknown tool, invalid arguments, a tool that raises or times
+  out, a call the person did not approve (tools with ``needs_confirmation`` run only if ``confirm(call)`` says
+  yes; the default denies). Guards: ``max_turns``, the same call repeated, a token budget.
+- The **backend protocol** (below) and two backends: :class:`HFBackend` (a transformers model that keeps one
+  ``DynamicCache`` across turns and prefills only the tokens after the longest shared prefix; when the new
+  rendering does not extend the old one it crops the cache to the shared prefix) and :class:`ScriptedBackend`
+  (replays fixed texts, for deterministic loop tests). ``toolkit.engine`` implements the same protocol.
+- Per turn it records tokens reused vs prefilled and prefill/decode wall time, and splits the prompt into tool
+  definitions / history / new tokens (``Rendered.split``).
+- ``constrain="tag"``: turns that answer a user message are decoded under ``toolkit.constrain``'s tool-call
+  structural tag (the model must call); turns after tool results decode freely. ``answer_prefix`` (off by
+  default) starts the answer after a tool result for the model, e.g. ``"The answer is"``: a small model tends
+  to re-emit JSON otherwise. Output that used it says so (``Rendered.forced_prefix``).
+
+What it leaves out
+- Killing a timed-out tool: Python threads cannot be stopped, so a timed-out call is abandoned (its thread
+  finishes in the background) and its result ignored.
+- Recovering calls a model writes without the tags (fenced or bare JSON): the host recognises only the
+  template's ``<tool_call>`` format, as a real host does; that is what constrained decoding is for.
+- Streaming, batching several conversations, history compression (§14.5.8).
+
+Backend protocol (stable; ``toolkit.engine`` implements it too)::
+
+    backend.generate(prompt_ids: list[int], *, max_new_tokens: int, stop_ids: set[int], mask=None,
+                     temperature: float = 0.0, seed: int = 0) -> Generation
+    backend.name: str            # what ran, e.g. Loaded.description; says "STAND-IN" for random weights
+    backend.reset() -> None      # forget any cached prefix (optional)
+    backend.vocab_width: int     # logit width, for grammar bitmasks (optional; default 151,936)
+
+``Generation(new_ids, reused, prefilled, prefill_s, decode_s, stopped_by)``: ``new_ids`` are the generated ids
+including the stop token if one was hit; ``reused`` prompt tokens came from a cache, ``prefilled`` were computed
+(``reused + prefilled == len(prompt_ids)``); ``stopped_by`` is ``"stop"`` (a stop id), ``"grammar"`` (the mask
+terminated), or ``"length"`` (``max_new_tokens``). ``mask`` is a ``toolkit.constrain.GrammarMask``-like object:
+``allocate()`` a bitmask, ``fill(bitmask)`` before each step, apply it with
+``xgrammar.apply_token_bitmask_inplace(logits, bitmask)``, ``accept(token_id)`` after, ``is_terminated()``.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import json
+import re
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Iterator, Mapping, Protocol
+
+IM_END = "<|im_end|>"
+IM_END_ID = 151645
+STOP_REASONS = ("answered", "max_turns", "repeated_call", "token_budget", "max_new_tokens")
+
+
+# ================================================================ backend protocol
+@dataclass
+class Generation:
+    new_ids: list[int]
+    reused: int
+    prefilled: int
+    prefill_s: float
+    decode_s: float
+    stopped_by: str  # "stop" | "grammar" | "length"
+
+
+class Backend(Protocol):
+    name: str
+
+    def generate(self, prompt_ids: list[int], *, max_new_tokens: int, stop_ids: set[int], mask=None,
+                 temperature: float = 0.0, seed: int = 0) -> Generation: ...
+
+
+def _pick(logits, temperature: float, generator) -> int:
+    import torch
+
+    if temperature <= 0:
+        return int(torch.argmax(logits))
+    probs = torch.softmax(logits.float() / temperature, dim=-1)
+    return int(torch.multinomial(probs, 1, generator=generator))
+
+
+class HFBackend:
+    """A transformers causal LM behind the backend protocol, with a prefix cache of one conversation.
+
+    ``reuse=False`` prefills the whole prompt every turn (what a server without prefix caching does); greedy
+    decoding gives the same tokens either way (tested), only the work differs.
+    """
+
+    def __init__(self, model, name: str | None = None, reuse: bool = True):
+        self.model = model
+        self.reuse = reuse
+        self.name = name or type(model).__name__
+        self.device = next(model.parameters()).device
+        self.vocab_width = int(model.get_output_embeddings().weight.shape[0])
+        self.reset()
+
+    @classmethod
+    def from_loaded(cls, loaded, reuse: bool = True) -> "HFBackend":
+        return cls(loaded.model, loaded.description, reuse)
+
+    def reset(self) -> None:
+        self._cache = None
+        self._ids: list[int] = []  # the token ids whose keys/values are in self._cache
+
+    def _sync(self) -> None:
+        import torch
+
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def _forward(self, ids: list[int]):
+        import torch
+
+        x = torch.tensor([ids], device=self.device)
+        # logits_to_keep=1: only the last position's logits are needed (a 151,936-wide row per token is costly)
+        out = self.model(input_ids=x, cache=self._cache, use_cache=True, logits_to_keep=1)
+        self._cache = out.cache if getattr(out, "cache", None) is not None else out.past_key_values
+        self._ids.extend(ids)
+        return out.logits[0, -1].float()
+
+    def generate(self, prompt_ids, *, max_new_tokens, stop_ids, mask=None, temperature=0.0, seed=0):
+        import torch
+        from transformers import DynamicCache
+
+        from .render import shared_prefix
+
+        prompt_ids = list(prompt_ids)
+        keep = shared_prefix(self._ids, prompt_ids) if (self.reuse and self._cache is not None) else 0
+        keep = min(keep, len(prompt_ids) - 1)  # at least one token must run to produce the next logits
+        if keep <= 0:
+            self._cache, self._ids = DynamicCache(config=self.model.config), []
+        elif keep < len(self._ids):
+            self._cache.crop(keep - len(self._ids))  # negative: number of positions to drop
+            self._ids = self._ids[:keep]
+        gen = torch.Generator(device="cpu").manual_seed(seed)
+        bitmask = mask.allocate() if mask is not None else None
+        new: list[int] = []
+        stopped_by = "length"
+        with torch.inference_mode():
+            self._sync()
+            t0 = time.perf_counter()
+            logits = self._forward(prompt_ids[keep:])
+            self._sync()
+            t1 = time.perf_counter()
+            while len(new) < max_new_tokens:
+                if mask is not None:
+                    mask.fill(bitmask)
+                    import xgrammar as xgr
+
+                    xgr.apply_token_bitmask_inplace(logits.unsqueeze(0), bitmask.to(logits.device))
+                tok = _pick(logits.cpu() if temperature > 0 else logits, temperature, gen)
+                new.append(tok)
+                if mask is not None:
+                    mask.accept(tok)
+                if tok in stop_ids:
+                    stopped_by = "stop"
+                    break
+                if mask is not None and mask.is_terminated():
+                    stopped_by = "grammar"
+                    break
+                if len(new) < max_new_tokens:
+                    logits = self._forward([tok])
+            self._sync()
+            t2 = time.perf_counter()
+        return Generation(new, keep, len(prompt_ids) - keep, t1 - t0, t2 - t1, stopped_by)
+
+
+class ScriptedBackend:
+    """Replays scripted assistant texts (one per turn), smolagents ``FakeToolCallModel`` style.
+
+    It tokenizes each text with ``tokenizer``, appends ``<|im_end|>`` unless the text already ends in a stop, and
+    reports reuse as if it had a perfect prefix cache (shared prefix with its previous prompt + output). A
+    callable script entry receives the prompt ids and returns the text, so tests can react to what they see.
+    ``delay_s`` makes "generation" take time, for timing-related views.
+    """
+
+    def __init__(self, tokenizer, script, name: str = "scripted fake model (no weights)", delay_s: float = 0.0):
+        self.tokenizer, self.script, self.name, self.delay_s = tokenizer, list(script), name, delay_s
+        self.vocab_width = 151_936
+        self.prompts: list[list[int]] = []
+        self._seen: list[int] = []
+
+    def reset(self) -> None:
+        self._seen = []
+
+    def generate(self, prompt_ids, *, max_new_tokens, stop_ids, mask=None, temperature=0.0, seed=0):
+        from .render import shared_prefix
+
+        turn = len(self.prompts)
+        self.prompts.append(list(prompt_ids))
+        if turn >= len(self.script):
+            raise IndexError(f"scripted backend has only {len(self.script)} turn(s); turn {turn + 1} was asked")
+        entry = self.script[turn]
+        text = entry(list(prompt_ids)) if callable(entry) else entry
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        if not ids or ids[-1] not in stop_ids:
+            ids.append(min(stop_ids) if IM_END_ID not in stop_ids else IM_END_ID)
+        stopped_by = "stop"
+        if len(ids) > max_new_tokens:
+            ids, stopped_by = ids[:max_new_tokens], "length"
+        reused = min(shared_prefix(self._seen, prompt_ids), len(prompt_ids) - 1)
+        self._seen = list(prompt_ids) + ids[:-1]
+        time.sleep(self.delay_s)
+        return Generation(ids, reused, len(prompt_ids) - reused, 0.0, self.delay_s, stopped_by)
+
+
+# ================================================================ parsing
+@dataclass
+class ToolCall:
+    index: int
+    raw: str  # the text between the tags
+    name: str | None = None
+    arguments: dict | None = None
+    error: dict | None = None  # {"type": "malformed_json"|"unclosed_tag"|"bad_call", "message": ...}
+    id: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+_TAG = re.compile(r"<tool_call>(.*?)(</tool_call>|$)", re.S)
+MAX_CALL_CHARS = 20_000
+
+
+def _as_arguments(value):
+    if isinstance(value, str):  # some models JSON-encode the arguments a second time
+        value = json.loads(value)
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raise ValueError(f"'arguments' must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def parse_tool_calls(text: str) -> tuple[str, list[ToolCall]]:
+    """Split a generation into its free text and its ``<tool_call>`` blocks. Never raises on any input string.
+
+    Each block's JSON must be ``{"name": str, "arguments": object}``; anything else becomes a call with an
+    ``error`` the model is shown, so it can fix itself.
+    """
+    if not isinstance(text, str):
+        return "", [ToolCall(0, repr(text)[:200], error={"type": "bad_call", "message": "output is not text"})]
+    calls, content, pos = [], [], 0
+    for i, m in enumerate(_TAG.finditer(text)):
+        content.append(text[pos:m.start()])
+        pos = m.end()
+        raw = m.group(1)
+        call = ToolCall(i, raw, id=f"call_{i + 1}")
+        calls.append(call)
+        if not m.group(2):
+            call.error = {"type": "unclosed_tag", "message": "<tool_call> was opened but never closed with "
+                                                             "</tool_call> (output cut off?)"}
+            continue
+        if len(raw) > MAX_CALL_CHARS:
+            call.error = {"type": "bad_call", "message": f"tool call longer than {MAX_CALL_CHARS} characters"}
+            continue
+        try:
+            obj = json.loads(raw)
+        except (ValueError, RecursionError) as e:  # RecursionError: JSON nested thousands deep
+            call.error = {"type": "malformed_json", "message": f"tool call is not valid JSON: {str(e)[:160]}"}
+            continue
+        try:
+            if not isinstance(obj, dict):
+                raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
+            if not isinstance(obj.get("name"), str) or not obj["name"]:
+                raise ValueError("the call needs a string 'name'")
+            call.name, call.arguments = obj["name"], _as_arguments(obj.get("arguments", obj.get("parameters")))
+        except (ValueError, RecursionError) as e:
+            call.name = obj.get("name") if isinstance(obj, dict) and isinstance(obj.get("name"), str) else None
+            call.error = {"type": "bad_call", "message": str(e)[:200]}
+    content.append(text[pos:])
+    return "".join(content).strip(), calls
+
+
+# ================================================================ executing
+@dataclass
+class CallResult:
+    call_id: str
+    name: str | None
+    arguments: dict | None
+    status: str  # "ok" | "error" | "denied" | "timeout"
+    result: Any  # the tool's dict, or {"error": {"type": ..., "message": ...}}
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def message(self) -> dict:
+        """The role="tool" message the model will see."""
+        return {"role": "tool", "tool_call_id": self.call_id, "name": self.name or "",
+                "content": json.dumps(self.result, ensure_ascii=False, default=str)}
+
+
+def _error(kind: str, message: str) -> dict:
+    return {"error": {"type": kind, "message": message}}
+
+
+def _parameters(tool) -> dict:
+    schema = getattr(tool, "schema", None) or {}
+    fn = schema.get("function", schema)
+    return fn.get("parameters") or fn.get("inputSchema") or schema.get("inputSchema") or \
+        {"type": "object", "properties": {}}
+
+
+def _openai_schema(tool) -> dict:
+    schema = getattr(tool, "schema", None) or {}
+    if "function" in schema:
+        return schema
+    return {"type": "function", "function": {"name": tool.name, "description": schema.get("description", ""),
+                                             "parameters": _parameters(tool)}}
+
+
+def check_arguments(tool, args) -> str | None:
+    """Why ``args`` do not fit ``tool``'s schema (jsonschema + no unknown keys), or None if they do."""
+    import jsonschema
+
+    params = _parameters(tool)
+    if not isinstance(args, dict):
+        return "arguments must be a JSON object"
+    props = params.get("properties")
+    if isinstance(props, dict) and params.get("additionalProperties", False) is False:
+        unknown = sorted(set(args) - set(props))
+        if unknown:
+            return f"unexpected argument(s) {unknown}; allowed: {sorted(props)}"
+    try:
+        jsonschema.validate(args, params)
+    except jsonschema.ValidationError as e:
+        where = "/".join(map(str, e.absolute_path)) or "arguments"
+        return f"invalid {where}: {e.message[:200]}"
+    except jsonschema.SchemaError as e:
+        return f"the tool's own schema is invalid: {e.message[:200]}"
+    return None
+
+
+def _run_one(tool, args):
+    t0 = time.perf_counter()
+    try:
+        out = tool.call(args)
+        json.dumps(out, default=str)  # the model must be able to read it back
+        return "ok", out, time.perf_counter() - t0
+    except Exception as e:  # a tool's failure is an observation for the model, not a crash of the host
+        from .tools import ToolError
+
+        kind = "tool_error" if isinstance(e, ToolError) else "tool_exception"
+        msg = str(e) if isinstance(e, ToolError) else f"{type(e).__name__}: {e}"
+        return "error", _error(kind, msg[:300]), time.perf_counter() - t0
+
+
+def execute(calls: list[ToolCall], tools: Mapping[str, Any], *, confirm: Callable | None = None,
+            timeout_s: float = 5.0, parallel: bool = True) -> list[CallResult]:
+    """Validate and run ``calls``; independent ones at the same time. Results come back in call order."""
+    results: list[CallResult | None] = [None] * len(calls)
+    todo = []
+    for i, c in enumerate(calls):
+        if not c.ok:
+            results[i] = CallResult(c.id, c.name, c.arguments, "error", {"error": c.error})
+        elif c.name not in tools:
+            results[i] = CallResult(c.id, c.name, c.arguments, "error",
+                                    _error("unknown_tool", f"no tool named {c.name!r}; available: {sorted(tools)}"))
+        elif (why := check_arguments(tools[c.name], c.arguments)) is not None:
+            results[i] = CallResult(c.id, c.name, c.arguments, "error", _error("invalid_arguments", why))
+        elif getattr(tools[c.name], "needs_confirmation", False) and not (confirm and confirm(c)):
+            results[i] = CallResult(c.id, c.name, c.arguments, "denied",
+                                    _error("denied", f"{c.name} changes something outside the chat and the user "
+                                                     "did not approve this call; it was not run"))
+        else:
+            todo.append(i)
+    if todo:
+        pool = cf.ThreadPoolExecutor(max_workers=len(todo) if parallel else 1, thread_name_prefix="tool")
+        started = time.perf_counter()
+        futures = {pool.submit(_run_one, tools[calls[i].name], calls[i].arguments): i for i in todo}
+        done, _ = cf.wait(futures, timeout=timeout_s if parallel else timeout_s * len(todo))
+        for fut, i in futures.items():
+            c = calls[i]
+            if fut in done:
+                status, out, secs = fut.result()
+                results[i] = CallResult(c.id, c.name, c.arguments, status, out, secs)
+            else:
+                fut.cancel()
+                results[i] = CallResult(c.id, c.name, c.arguments, "timeout",
+                                        _error("timeout", f"{c.name} did not finish within {timeout_s:g} s"),
+                                        time.perf_counter() - started)
+        pool.shutdown(wait=False, cancel_futures=True)  # never wait for a stuck tool
+    return results  # type: ignore[return-value]
+
+
+# ================================================================ steps
+@dataclass
+class Rendered:
+    turn: int
+    rendering: Any  # toolkit.render.Rendering
+    prompt_ids: list[int]  # rendering ids + forced prefix ids
+    split: dict  # {"tools": n, "history": n, "new": n}
+    forced_prefix: str = ""
+
+
+@dataclass
+class Generated:
+    turn: int
+    text: str
+    generation: Generation
+    constrained: bool
+
+    @property
+    def ids(self) -> list[int]:
+        return self.generation.new_ids
+
+
+@dataclass
+class Parsed:
+    turn: int
+    content: str
+    calls: list[ToolCall]
+
+
+@dataclass
+class Executed:
+    turn: int
+    results: list[CallResult]
+    wall_s: float
+
+
+@dataclass
+class Answered:
+    turn: int
+    text: str
+
+
+@dataclass
+class Stopped:
+    reason: str  # one of STOP_REASONS
+    turn: int
+    detail: str = ""
+
+
+Step = Rendered | Generated | Parsed | Executed | Answered | Stopped
+
+
+# ================================================================ the loop
+def _call_key(c: ToolCall) -> str:
+    return f"{c.name}:{json.dumps(c.arguments, sort_keys=True, ensure_ascii=False)}"
+
+
+def timestamp_prefix(turn: int) -> str:
+    """A wall-clock line for the start of the system prompt: what breaks prefix caching (§14.5.8)."""
+    import datetime
+
+    return f"Current time: {datetime.datetime.now().isoformat(timespec='microseconds')}\n"
+
+
+def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], *, template: str = "qwen2.5",
+         max_turns: int = 4, max_new_tokens: int = 96, token_budget: int = 50_000, repeat_limit: int = 1,
+         confirm: Callable | None = None, tool_timeout_s: float = 5.0, parallel: bool = True,
+         constrain: str = "none", grammar=None, answer_prefix: str | None = None,
+         system_prefix: Callable[[int], str] | None = None, temperature: float = 0.0,
+         seed: int = 0) -> Iterator[Step]:
+    """Run the host loop; yield steps. ``messages`` is extended in place with the assistant and tool messages.
+
+    ``tools`` maps name -> any object with ``name``, ``schema``, ``needs_confirmation`` and ``call(args)``
+    (``toolkit.tools.Tool``, or an MCP adapter's tools). ``template``: ``"qwen2.5"``, ``"qwen3"`` (the kit's) or
+    ``"native"`` (the tokenizer's own). ``system_prefix(turn)`` is prepended to the system prompt at render time
+    only (e.g. :func:`timestamp_prefix`). ``grammar`` overrides the grammar ``constrain="tag"`` compiles.
+    """
+    from .render import render
+
+    if constrain not in ("none", "tag"):
+        raise ValueError(f"constrain must be 'none' or 'tag', got {constrain!r}")
+    schemas = [_openai_schema(t) for t in tools.values()]
+    stop_ids = {IM_END_ID}
+    if constrain == "tag" and grammar is None:
+        from .constrain import compile_tools
+
+        grammar = compile_tools(schemas, tokenizer, mode="tag", parallel=parallel,
+                                vocab_width=getattr(backend, "vocab_width", None))
+    counts: dict[str, int] = {}
+    spent, prev_len = 0, None
+    for turn in range(1, max_turns + 1):
+        if spent >= token_budget:
+            yield Stopped("token_budget", turn, f"{spent} tokens computed >= budget {token_budget}")
+            return
+        view = [dict(m) for m in messages]
+        if system_prefix is not None:
+            if view and view[0]["role"] == "system":
+                view[0]["content"] = system_prefix(turn) + (view[0].get("content") or "")
+            else:
+                view.insert(0, {"role": "system", "content": system_prefix(turn).rstrip("\n")})
+        rendering = render(view, schemas or None, template=template, tokenizer=tokenizer)
+        after_tools = bool(messages) and messages[-1]["role"] == "tool"
+        forced = answer_prefix if (answer_prefix and after_tools) else ""
+        prompt = list(rendering.ids) + (tokenizer.encode(forced, add_special_tokens=False) if forced else [])
+        n_tools = rendering.counts.get("tools", 0)
+        new = len(prompt) - n_tools if prev_len is None else max(0, min(len(prompt) - prev_len, len(prompt)))
+        split = {"tools": n_tools, "history": max(0, len(prompt) - n_tools - new), "new": new}
+        prev_len = len(prompt)
+        yield Rendered(turn, rendering, prompt, split, forced)
+
+        constrained = grammar is not None and not after_tools
+        mask = None
+        if constrained:
+            from .constrain import GrammarMask
+
+            mask = GrammarMask(grammar)
+        budget_left = max(1, token_budget - spent - len(prompt))
+        g = backend.generate(prompt, max_new_tokens=min(max_new_tokens, budget_left), stop_ids=stop_ids,
+                             mask=mask, temperature=temperature, seed=seed + turn)
+        spent += g.prefilled + len(g.new_ids)
+        body = g.new_ids[:-1] if g.new_ids and g.new_ids[-1] in stop_ids else g.new_ids
+        text = forced + tokenizer.decode(body, skip_special_tokens=False)
+        yield Generated(turn, text, g, constrained)
+
+        content, calls = parse_tool_calls(text)
+        yield Parsed(turn, content, calls)
+        if not calls:
+            messages.append({"role": "assistant", "content": text})
+            yield Answered(turn, text)
+            if g.stopped_by == "length":
+                yield Stopped("max_new_tokens", turn, f"answer cut at {len(g.new_ids)} new tokens")
+            else:
+                yield Stopped("answered", turn)
+            return
+        repeats = [c for c in calls if c.ok and counts.get(_call_key(c), 0) + 1 > repeat_limit]
+        for c in calls:
+            if c.ok:
+                counts[_call_key(c)] = counts.get(_call_key(c), 0) + 1
+        if repeats:
+            messages.append({"role": "assistant", "content": text})
+            yield Stopped("repeated_call", turn, f"{repeats[0].name}({json.dumps(repeats[0].arguments, ensure_ascii=False)})"
+                                                  f" was already called {repeat_limit} time(s)")
+            return
+        # Well-formed calls go into history the API way (the template re-serialises them: the prefix may
+        # change); if any block was malformed, keep the raw text so the model sees exactly what it wrote.
+        if all(c.ok for c in calls):
+            messages.append({"role": "assistant", "content": content, "tool_calls": [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in calls]})
+        else:
+            messages.append({"role": "assistant", "content": text})
+        t0 = time.perf_counter()
+        results = execute(calls, tools, confirm=confirm, timeout_s=tool_timeout_s, parallel=parallel)
+        yield Executed(turn, results, time.perf_counter() - t0)
+        messages.extend(r.message() for r in results)
+    yield Stopped("max_turns", max_turns, f"no answer after {max_turns} turn(s)")
+
+
+# ================================================================ collecting
+@dataclass
+class Trace:
+    """All steps of one run plus the per-turn accounting the trace widget plots."""
+
+    model: str
+    steps: list = field(default_factory=list)
+    messages: list = field(default_factory=list)
+
+    @property
+    def stop(self) -> Stopped | None:
+        return next((s for s in reversed(self.steps) if isinstance(s, Stopped)), None)
+
+    @property
+    def answer(self) -> str | None:
+        return next((s.text for s in reversed(self.steps) if isinstance(s, Answered)), None)
+
+    def of(self, kind) -> list:
+        return [s for s in self.steps if isinstance(s, kind)]
+
+    def turns(self) -> list[dict]:
+        """One row per turn: prompt split, reused/prefilled, times, calls and their statuses."""
+        rows: dict[int, dict] = {}
+        for s in self.steps:
+            r = rows.setdefault(getattr(s, "turn", 0), {"turn": getattr(s, "turn", 0)})
+            if isinstance(s, Rendered):
+                r.update(prompt=len(s.prompt_ids), **s.split, forced_prefix=s.forced_prefix)
+            elif isinstance(s, Generated):
+                g = s.generation
+                r.update(reused=g.reused, prefilled=g.prefilled, generated=len(g.new_ids),
+                         prefill_ms=round(g.prefill_s * 1e3, 2), decode_ms=round(g.decode_s * 1e3, 2),
+                         stopped_by=g.stopped_by, constrained=s.constrained)
+            elif isinstance(s, Parsed):
+                r["calls"] = [c.name if c.ok else f"!{c.error['type']}" for c in s.calls]
+            elif isinstance(s, Executed):
+                r["statuses"] = [x.status for x in s.results]
+                r["tool_ms"] = round(s.wall_s * 1e3, 2)
+        return [r for r in rows.values() if "prompt" in r]
+
+    def to_json(self) -> dict:
+        out = []
+        for s in self.steps:
+            d = {"step": type(s).__name__}
+            if isinstance(s, Rendered):
+                d.update(turn=s.turn, prompt_tokens=len(s.prompt_ids), split=s.split, forced_prefix=s.forced_prefix)
+            elif isinstance(s, Generated):
+                d.update(turn=s.turn, text=s.text, constrained=s.constrained,
+                         **{k: v for k, v in asdict(s.generation).items() if k != "new_ids"},
+                         new_tokens=len(s.generation.new_ids))
+            elif isinstance(s, Parsed):
+                d.update(turn=s.turn, content=s.content,
+                         calls=[{"id": c.id, "name": c.name, "arguments": c.arguments, "error": c.error}
+                                for c in s.calls])
+            elif isinstance(s, Executed):
+                d.update(turn=s.turn, wall_s=s.wall_s, results=[asdict(r) for r in s.results])
+            else:
+                d.update(asdict(s))
+            out.append(d)
+        return {"model": self.model, "steps": out, "turns": self.turns(), "answer": self.answer,
+                "stop_reason": self.stop.reason if self.stop else None}
+
+
+def run(backend, tokenizer, messages, tools, on_step: Callable | None = None, **kw) -> Trace:
+    """Run :func:`loop` to the end and collect a :class:`Trace` (``on_step`` sees each step as it happens)."""
+    trace = Trace(getattr(backend, "name", type(backend).__name__), messages=messages)
+    for step in loop(backend, tokenizer, messages, tools, **kw):
+        trace.steps.append(step)
+        if on_step:
+            on_step(step)
+    return trace
+
+
+# ================================================================ examples + CLI
+EXAMPLES = {
+    "calculator": dict(messages=[{"role": "system", "content": "你是一个计算助手。你可以调用外部工具。"},
+                                 {"role": "user", "content": "250的15%是多少？"}],
+                       tools=["calculator"], parallel=False),
+    "weather": dict(messages=[{"role": "user", "content": "今天北京天气怎么样？"}],
+                    tools=["get_weather", "calculator"], parallel=False),
+    "two_cities": dict(messages=[{"role": "user", "content": "What is the weather in Paris and in Tokyo today?"}],
+                       tools=["get_weather"], parallel=True),
+}
+DEFAULT_ANSWER_PREFIX = "The answer is"
+
+
+def example(name: str) -> dict:
+    """A fresh copy of one of :data:`EXAMPLES` with its tools resolved from ``toolkit.tools.TOOLS``."""
+    from .tools import TOOLS
+
+    if name not in EXAMPLES:
+        raise ValueError(f"unknown example {name!r}; choose one of {sorted(EXAMPLES)}")
+    ex = EXAMPLES[name]
+    return dict(messages=[dict(m) for m in ex["messages"]], tools={n: TOOLS[n] for n in ex["tools"]},
+                parallel=ex["parallel"])
+
+
+def template_for(loaded) -> str:
+    """The kit template matching a ``toolkit.models.Loaded`` (Qwen2-architecture models use Qwen2.5's)."""
+    mt = getattr(getattr(loaded.model, "config", None), "model_type", "")
+    return "qwen3" if mt == "qwen3" else "qwen2.5"
+
+
+def run_example(name: str, loaded, *, reuse: bool = True, **kw) -> Trace:
+    """Run one example on a loaded model. Real models get the tag constraint and the answer prefix by default;
+    a random-weight stand-in gets the tag constraint with bounded strings and no answer prefix."""
+    ex = example(name)
+    backend = HFBackend.from_loaded(loaded, reuse=reuse)
+    kw.setdefault("constrain", "tag")
+    kw.setdefault("answer_prefix", DEFAULT_ANSWER_PREFIX if loaded.semantic else None)
+    kw.setdefault("parallel", ex["parallel"])
+    kw.setdefault("template", template_for(loaded))
+    if not loaded.semantic:
+        kw.setdefault("max_new_tokens", 48)
+    return run(backend, loaded.tokenizer, ex["messages"], ex["tools"], **kw)
+
+
+def cli(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m toolkit loop", description="Run the host loop on an example.")
+    p.add_argument("--example", choices=sorted(EXAMPLES), default="calculator")
+    p.add_argument("--model", default="auto", help="auto | stand-in | qwen2.5-coder-0.5b | folder (default auto)")
+    p.add_argument("--constrain", choices=["tag", "none"], default="tag")
+    p.add_argument("--answer-prefix", default=None,
+                   help=f"text that starts the answer after tool results (real models: {DEFAULT_ANSWER_PREFIX!r};"
+                        " pass '' to turn it off)")
+    p.add_argument("--no-reuse", action="store_true", help="prefill the whole prompt every turn")
+    p.add_argument("--max-turns", type=int, default=4)
+    p.add_argument("--max-new-tokens", type=int, default=96)
+    p.add_argument("--json", action="store_true", help="print the steps as JSON")
+    a = p.parse_args(argv)
+    import torch
+
+    from .models import load
+
+    torch.manual_seed(0)
+    loaded = load(a.model, quiet=a.json)
+    kw = dict(constrain=a.constrain, max_turns=a.max_turns, max_new_tokens=a.max_new_tokens)
+    if a.answer_prefix is not None:
+        kw["answer_prefix"] = a.answer_prefix or None
+    trace = run_example(a.example, loaded, reuse=not a.no_reuse, **kw)
+    if a.json:
+        out = trace.to_json()
+        out["semantic"] = loaded.semantic
+        print(json.dumps(out, ensure_ascii=False, indent=1, default=str))
+        return 0
+    print(f"model: {loaded.description}")
+    if not loaded.semantic:
+        print("NOTE: random weights — the calls below are well-formed but meaningless (mechanics only).")
+    for s in trace.steps:
+        if isinstance(s, Rendered):
+            print(f"\n-- turn {s.turn}: prompt {len(s.prompt_ids)} tokens {s.split}"
+                  + (f", answer started for the model with {s.forced_prefix!r}" if s.forced_prefix else ""))
+        elif isinstance(s, Generated):
+            g = s.generation
+            print(f"   generated {len(g.new_ids)} tokens ({'constrained' if s.constrained else 'free'}), "
+                  f"reused {g.reused}, prefilled {g.prefilled}, prefill {g.prefill_s * 1e3:.0f} ms, "
+                  f"decode {g.decode_s * 1e3:.0f} ms: {s.text!r}")
+        elif isinstance(s, Executed):
+            for r in s.results:
+                print(f"   {r.status:>7} {r.name}({json.dumps(r.arguments, ensure_ascii=False)}) -> "
+                      f"{json.dumps(r.result, ensure_ascii=False)}")
+        elif isinstance(s, Stopped):
+            print(f"\nstopped: {s.reason} {s.detail}".rstrip())
+    print(f"answer: {trace.answer}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli(sys.argv[1:]))
