@@ -1,0 +1,110 @@
+import os
+import time
+
+import pytest
+import torch
+
+from toolkit import models
+from toolkit.models import ADDED_TOKENS, VOCAB_WIDTH, load, qwen_tokenizer, stand_in
+
+
+def test_official_added_token_ids_and_flags(qwen3_tok, qwen25_tok):
+    for tok, flavor in ((qwen3_tok, "qwen3"), (qwen25_tok, "qwen2.5")):
+        dec = tok.added_tokens_decoder
+        for tid, text, special in ADDED_TOKENS[flavor]:
+            assert dec[tid].content == text
+            assert dec[tid].special is special, text
+    assert qwen3_tok.convert_tokens_to_ids("<tool_call>") == 151657
+    assert qwen3_tok.added_tokens_decoder[151657].special is False
+    assert qwen3_tok.convert_tokens_to_ids("<|im_end|>") == 151645
+    assert qwen3_tok.added_tokens_decoder[151645].special is True
+    assert qwen3_tok.eos_token == "<|im_end|>"
+
+
+def test_tool_response_is_one_token_in_qwen3_four_in_qwen25(qwen3_tok, qwen25_tok):
+    assert qwen3_tok.encode("<tool_response>", add_special_tokens=False) == [151665]
+    pieces = qwen25_tok.encode("<tool_response>", add_special_tokens=False)
+    assert len(pieces) == 4 and all(i < 151643 for i in pieces)
+
+
+def test_bpe_matches_known_qwen_ids(qwen3_tok):
+    # Ids of the byte-level BPE shared by Qwen2/2.5/3 (facts from the official tokenizer).
+    assert qwen3_tok.encode("你好", add_special_tokens=False) == [108386]
+    assert qwen3_tok.encode("\n", add_special_tokens=False) == [198]
+    # Qwen splits digits one by one.
+    assert len(qwen3_tok.encode("12345", add_special_tokens=False)) == 5
+    text = "def f(x):\n    return x**2  # 平方 🙂"
+    assert qwen3_tok.decode(qwen3_tok.encode(text, add_special_tokens=False)) == text
+
+
+def test_skip_special_tokens_keeps_tool_call_text(qwen3_tok):
+    ids = qwen3_tok.encode('<tool_call>\n{"a": 1}\n</tool_call><|im_end|>', add_special_tokens=False)
+    assert ids[0] == 151657
+    out = qwen3_tok.decode(ids, skip_special_tokens=True)
+    assert out.startswith("<tool_call>") and "<|im_end|>" not in out
+
+
+def test_tokenizer_is_cached_outside_repo(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOOLKIT_CACHE", str(tmp_path))
+    tok = qwen_tokenizer("qwen2.5")
+    assert (tmp_path / "tokenizers" / "qwen2.5" / "tokenizer.json").exists()
+    again = qwen_tokenizer("qwen2.5")
+    assert again.encode("hello world") == tok.encode("hello world")
+    with pytest.raises(ValueError, match="unknown tokenizer flavor"):
+        qwen_tokenizer("llama")
+
+
+def test_stand_in_is_fast_qwen_shaped_and_labelled():
+    stand_in()  # first call pays the one-off transformers import
+    t0 = time.perf_counter()
+    m = stand_in()
+    assert time.perf_counter() - t0 < 1.0
+    assert models.vocab_width(m) == VOCAB_WIDTH
+    assert m.config.model_type == "qwen3"
+    out = load("stand-in", quiet=True)
+    assert out.semantic is False and "STAND-IN" in out.description and "qwen3" in out.description
+    with torch.no_grad():
+        logits = out.model(torch.tensor([[151644, 872, 198]])).logits
+    assert logits.shape[-1] == VOCAB_WIDTH
+    # Seeded: two builds are identical.
+    a, b = stand_in(seed=3), stand_in(seed=3)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+
+
+def test_offline_detection_does_not_hang(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    t0 = time.perf_counter()
+    assert models.hub_reachable() is False
+    assert time.perf_counter() - t0 < 0.1
+    with pytest.raises(ConnectionError, match="cannot reach the hub"):
+        load("Qwen/Qwen3-0.6B", quiet=True)
+
+
+def test_unreachable_hub_times_out_quickly(monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+
+    def refuse(*a, **k):
+        raise OSError("no route")
+
+    monkeypatch.setattr(models.socket, "create_connection", refuse)
+    assert models.hub_reachable(timeout=0.5) is False
+
+
+def test_auto_falls_back_and_says_so(monkeypatch, capsys):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from toolkit import fetch
+
+    monkeypatch.setattr(fetch, "is_installed", lambda: False)
+    out = load("auto")
+    assert out.kind == "stand-in" and out.notes and "fell back" in out.notes[0]
+    err = capsys.readouterr().err
+    assert "falling back to stand-in" in err and "STAND-IN" in err
+
+
+def test_local_folder_round_trip(tmp_path):
+    m = stand_in(flavor="qwen2.5")
+    m.save_pretrained(tmp_path)
+    qwen_tokenizer("qwen2.5").save_pretrained(tmp_path)
+    out = load(str(tmp_path), quiet=True, dtype="float32")
+    assert out.kind == "local" and out.device in ("cpu", "cuda")
+    assert out.tokenizer.convert_tokens_to_ids("<tool_call>") == 151657
