@@ -106,7 +106,7 @@ MAX_SECONDS = 0.05
 
 _CTX = decimal.Context(prec=28, Emax=999_999, Emin=-999_999,
                        traps=[decimal.Overflow, decimal.DivisionByZero, decimal.InvalidOperation])
-_TOKEN = re.compile(r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<op>\*\*|[-+*/%^()×÷])"
+_TOKEN = re.compile(r"\s*(?:(?P<num>(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)|(?P<op>\*\*|[-+*/%^()×÷])"
                     r"|(?P<of>of\b|的))", re.I)
 _SYNONYMS = {"×": "*", "÷": "/", "^": "**", "的": "of"}
 
@@ -235,6 +235,7 @@ def _starts_operand(tok) -> bool:
 
 
 def _plain_number(value: decimal.Decimal) -> int | float:
+    # Integers stay exact up to 1e18; beyond that a float (JSON readers in other languages lose big ints).
     if value == value.to_integral_value() and abs(value) < 10 ** 18:
         return int(value)
     return float(value)
