@@ -303,3 +303,402 @@ def replay(grammar: Grammar, ids) -> tuple[bool, bool]:
         if not m.accept(i):
             return False, False
     return True, m.is_terminated()
+
+
+# ---------------------------------------------------------------- prompts and checking outputs
+def chat_prompt(tokenizer, user: str, tools=None, system: str | None = None) -> list[int]:
+    """Token ids of a one-turn chat rendered with the tokenizer's own template, ending in the generation prompt."""
+    from .render import render
+
+    messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
+    return list(render(messages, tools=tools, template="native", tokenizer=tokenizer).ids)
+
+
+@dataclass
+class Check:
+    """Did an output parse, and does it validate? ``values``: the parsed JSON (one per call for tool tags)."""
+
+    parses: bool
+    valid: bool
+    values: list = field(default_factory=list)
+    error: str = ""
+
+
+_CALL_RE = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
+
+
+def check(text: str, schema: dict, tool_tags: bool = False) -> Check:
+    """Parse ``text`` (bare JSON, or every ``<tool_call>`` block if ``tool_tags``) and validate with jsonschema."""
+    import jsonschema
+
+    pieces = _CALL_RE.findall(text) if tool_tags else [text.strip()]
+    if not pieces:
+        return Check(False, False, [], "no <tool_call>…</tool_call> block")
+    values = []
+    for piece in pieces:
+        try:
+            values.append(json.loads(piece))
+        except json.JSONDecodeError as e:
+            return Check(False, False, values, f"not JSON: {e.msg} at column {e.colno}")
+    for v in values:
+        err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(v))
+        if err is not None:
+            return Check(True, False, values, f"schema: {err.message[:160]}")
+    return Check(True, True, values)
+
+
+def check_output(text: str, grammar: Grammar) -> Check:
+    return check(text, grammar.schema, tool_tags=grammar.kind == "tag")
+
+
+def token_text(tokenizer, tid: int) -> str:
+    """How one token reads (ids past the tokenizer's end are padding rows of the logit matrix)."""
+    if tid >= len(tokenizer):
+        return f"<pad#{tid}>"
+    return tokenizer.decode([tid])
+
+
+# ---------------------------------------------------------------- decoding: the step trace
+@dataclass
+class Step:
+    index: int
+    allowed: int  # how many of the V token ids the mask allowed (V when unconstrained)
+    top_before: list  # [(id, text, p)] top-k of the model's own distribution
+    top_after: list  # [(id, text, p)] top-k after masking and renormalising
+    removed_mass: float  # probability the mask took away (0 when the model only wanted allowed tokens)
+    chosen: int
+    chosen_text: str
+    p_before: float  # the chosen token's probability before the mask
+    p_after: float
+
+
+@dataclass
+class StepTrace:
+    prompt_len: int
+    ids: list  # generated ids, stop token included when there was one
+    steps: list
+    text: str
+    terminated: bool  # the grammar reached its end (constrained) / a stop token was produced (unconstrained)
+    temperature: float
+    seed: int
+    vocab_width: int
+    constrained: bool
+    seconds: float = 0.0
+
+    @property
+    def allowed_sizes(self) -> list[int]:
+        return [s.allowed for s in self.steps]
+
+
+def _decode_text(tokenizer, ids, stops) -> str:
+    body = ids[:-1] if ids and ids[-1] in stops else ids
+    return tokenizer.decode([i for i in body if i < len(tokenizer)], skip_special_tokens=False)
+
+
+def _top(tokenizer, probs, k):
+    vals, idx = probs.topk(k)
+    return [(int(i), token_text(tokenizer, int(i)), float(v)) for v, i in zip(vals, idx) if float(v) > 0]
+
+
+def trace(model, tokenizer, prompt_ids, grammar: Grammar | None, max_new_tokens: int = 48,
+          temperature: float = 0.0, seed: int = 0, top_k: int = 10) -> StepTrace:
+    """Decode one sequence, driving the grammar matcher ourselves, and record every step (see :class:`Step`).
+
+    ``temperature=0`` is greedy (the shown probabilities are then at temperature 1); otherwise sampling from the
+    masked distribution at ``temperature`` with a seeded generator. ``grammar=None`` decodes unconstrained.
+    """
+    import torch
+
+    from .models import vocab_width
+
+    width = vocab_width(model)
+    if grammar is not None and grammar.vocab_width != width:
+        raise ValueError(f"grammar was compiled for vocab width {grammar.vocab_width}, model has {width}")
+    stops = set(grammar.stop_token_ids if grammar else _stop_ids(tokenizer))
+    mask = GrammarMask(grammar) if grammar else None
+    bitmask = mask.allocate() if mask else None
+    gen = torch.Generator().manual_seed(seed)
+    dev = next(model.parameters()).device
+    ids = torch.tensor([list(prompt_ids)], device=dev)
+    steps, out_ids, past, terminated = [], [], None, False
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        for i in range(max_new_tokens):
+            # Same call shape as transformers' generate (attention mask over everything so far): keeps greedy
+            # decoding bit-identical between the two paths.
+            attn = torch.ones(1, len(prompt_ids) + len(out_ids), dtype=torch.long, device=dev)
+            out = model(input_ids=ids, attention_mask=attn, cache=past, use_cache=True, logits_to_keep=1)
+            past = out.past_key_values
+            logits = out.logits[:, -1, :].float()
+            before = torch.softmax(logits / (temperature or 1.0), -1)[0].cpu()
+            if mask is not None:
+                mask.fill(bitmask)
+                allowed = mask.allowed_count(bitmask)
+                masked = logits.clone()
+                mask.apply(masked, bitmask)
+            else:
+                allowed, masked = width, logits
+            after = torch.softmax(masked / (temperature or 1.0), -1)[0].cpu()
+            if temperature > 0:
+                tok = int(torch.multinomial(after, 1, generator=gen))
+            else:
+                tok = int(masked[0].argmax())
+            removed = float(1.0 - before[after > 0].sum()) if mask is not None else 0.0
+            steps.append(Step(i, allowed, _top(tokenizer, before, top_k), _top(tokenizer, after, top_k),
+                              max(removed, 0.0), tok, token_text(tokenizer, tok), float(before[tok]),
+                              float(after[tok])))
+            out_ids.append(tok)
+            if mask is not None:
+                if not mask.accept(tok):
+                    raise RuntimeError(f"matcher refused token {tok} it had allowed (step {i})")
+                if mask.is_terminated():
+                    terminated = True
+                    break
+            elif tok in stops:
+                terminated = True
+                break
+            ids = torch.tensor([[tok]], device=dev)
+    secs = time.perf_counter() - t0
+    return StepTrace(len(prompt_ids), out_ids, steps, _decode_text(tokenizer, out_ids, stops), terminated,
+                     temperature, seed, width, grammar is not None, secs)
+
+
+# ---------------------------------------------------------------- decoding: xgrammar's transformers integration
+@dataclass
+class Generation:
+    ids: list  # generated ids (stop token included when produced)
+    text: str
+    terminated: bool  # constrained: a fresh matcher replaying ``ids`` ends terminated; else a stop token came
+    seconds: float
+    constrained: bool
+
+    @property
+    def tokens_per_s(self) -> float:
+        return len(self.ids) / self.seconds if self.seconds else float("nan")
+
+
+def generation_kwargs(tokenizer, max_new_tokens: int, temperature: float, stops) -> dict:
+    """Explicit settings, so a model folder's own generation_config (Qwen ships top_k=20, top_p=0.8,
+    repetition_penalty=1.05) cannot silently change what "greedy" or "temperature T" means here."""
+    kw = dict(max_new_tokens=max_new_tokens, eos_token_id=list(stops), pad_token_id=tokenizer.pad_token_id,
+              repetition_penalty=1.0, min_new_tokens=0)
+    if temperature > 0:  # top_k=0 / top_p=1.0: sample from the whole (masked) distribution
+        kw.update(do_sample=True, temperature=float(temperature), top_k=0, top_p=1.0)
+    else:
+        kw.update(do_sample=False)
+    return kw
+
+
+def generate(model, tokenizer, prompt_ids, grammar: Grammar | None = None, max_new_tokens: int = 48,
+             temperature: float = 0.0, seed: int = 0) -> Generation:
+    """``model.generate`` with xgrammar's own LogitsProcessor (a fresh one per call: it cannot be reset)."""
+    import torch
+
+    stops = list(grammar.stop_token_ids if grammar else _stop_ids(tokenizer))
+    procs = []
+    if grammar is not None:
+        from xgrammar.contrib.hf import LogitsProcessor
+
+        procs = [LogitsProcessor(grammar.compiled)]
+    dev = next(model.parameters()).device
+    ids = torch.tensor([list(prompt_ids)], device=dev)
+    torch.manual_seed(seed)
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), logits_processor=procs,
+                             **generation_kwargs(tokenizer, max_new_tokens, temperature, stops))
+    secs = time.perf_counter() - t0
+    new = [int(t) for t in out[0, ids.shape[1]:]]
+    if grammar is not None:
+        # The processor is not called after the stop token, so its matcher never sees it: replay instead.
+        ok, terminated = replay(grammar, new)
+        terminated = ok and terminated
+    else:
+        terminated = bool(new) and new[-1] in stops
+    return Generation(new, _decode_text(tokenizer, new, set(stops)), terminated, secs, grammar is not None)
+
+
+def sample(model, tokenizer, prompt_ids, grammar: Grammar | None, n: int, temperature: float = 1.0,
+           seed: int = 0, max_new_tokens: int = 48) -> list[Generation]:
+    """``n`` samples in one batched ``model.generate`` (one matcher per row inside xgrammar's processor)."""
+    import torch
+
+    stops = list(grammar.stop_token_ids if grammar else _stop_ids(tokenizer))
+    procs = []
+    if grammar is not None:
+        from xgrammar.contrib.hf import LogitsProcessor
+
+        procs = [LogitsProcessor(grammar.compiled)]
+    dev = next(model.parameters()).device
+    ids = torch.tensor([list(prompt_ids)] * n, device=dev)
+    torch.manual_seed(seed)
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), logits_processor=procs,
+                             **generation_kwargs(tokenizer, max_new_tokens, temperature, stops))
+    secs = time.perf_counter() - t0
+    gens = []
+    for row in out[:, ids.shape[1]:].tolist():
+        cut = next((k + 1 for k, t in enumerate(row) if t in stops), len(row))  # drop the padding after a stop
+        new = row[:cut]
+        if grammar is not None:
+            ok, term = replay(grammar, new)
+            term = ok and term
+        else:
+            term = bool(new) and new[-1] in stops
+        gens.append(Generation(new, _decode_text(tokenizer, new, set(stops)), term, secs / n, grammar is not None))
+    return gens
+
+
+# ---------------------------------------------------------------- distortion: exact, on an enumerable grammar
+@dataclass
+class Distortion:
+    """Per valid output: its probability under the model (renormalised over all valid outputs) vs under
+    step-wise masking + renormalisation. ``valid_mass``: how much of the model's own probability the valid
+    outputs hold; ``pruned``: masked-decoding probability on paths cut off as negligible (``eps``)."""
+
+    rows: list  # [(text, p_model, p_masked, n_token_paths)], sorted by p_model
+    valid_mass: float
+    pruned: float
+    nodes: int  # model forwards spent
+    greedy: str  # what greedy constrained decoding outputs
+
+    @property
+    def argmax_model(self) -> str:
+        return max(self.rows, key=lambda r: r[1])[0]
+
+    @property
+    def argmax_masked(self) -> str:
+        return max(self.rows, key=lambda r: r[2])[0]
+
+    @property
+    def changed(self) -> bool:
+        return self.argmax_model != self.argmax_masked
+
+    def table(self) -> str:
+        lines = [f"{'output':<28} {'P model (renorm.)':>18} {'P masked':>10} {'paths':>6}"]
+        lines += [f"{t!r:<28} {pm:>18.4f} {pk:>10.4f} {n:>6}" for t, pm, pk, n in self.rows]
+        return "\n".join(lines)
+
+
+def distortion(model, tokenizer, prompt_ids, grammar: Grammar, eps: float = 1e-4, max_nodes: int = 400,
+               max_depth: int = 24) -> Distortion:
+    """Walk every token path the grammar allows (all tokenisations of every valid output), one forward per
+    tree node with the KV cache cropped back on the way up, and sum path probabilities per output text.
+
+    A path is followed while either its model probability (relative to the valid mass found so far) or its
+    masked probability is above ``eps``; what is cut is reported in ``pruned``, so "exact" means exact up to
+    that number.
+    """
+    import torch
+
+    stops = set(grammar.stop_token_ids)
+    dev = next(model.parameters()).device
+    root = GrammarMask(grammar)
+    bitmask = root.allocate()
+    leaves: list[tuple[list, float, float]] = []  # (ids, log p_model, p_masked)
+    state = {"nodes": 0, "pruned": 0.0}
+    with torch.no_grad():
+        ids = torch.tensor([list(prompt_ids)], device=dev)
+        out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+        cache, n0 = out.past_key_values, len(prompt_ids)
+
+        def visit(matcher, path, logits, logp, pmask):
+            state["nodes"] += 1
+            logprobs = torch.log_softmax(logits.float(), -1)
+            matcher.fill_next_token_bitmask(bitmask, 0)
+            allowed = np.flatnonzero(allowed_mask(bitmask, grammar.vocab_width))
+            lp_allowed = logprobs[torch.as_tensor(allowed, device=logprobs.device)].cpu().double()
+            z = torch.logsumexp(lp_allowed, 0)
+            for tok, lp in zip(allowed.tolist(), lp_allowed.tolist()):
+                child_logp, child_pmask = logp + lp, pmask * float(np.exp(lp - float(z)))
+                if tok in stops:
+                    leaves.append((path, child_logp, child_pmask))
+                    continue
+                best = max((l[1] for l in leaves), default=child_logp)
+                negligible = child_pmask < eps and child_logp - max(best, child_logp) < np.log(eps)
+                if negligible or len(path) >= max_depth or state["nodes"] >= max_nodes:
+                    state["pruned"] += child_pmask
+                    continue
+                child = matcher.fork()
+                child.accept_token(tok)
+                length = n0 + len(path)
+                step = model(input_ids=torch.tensor([[tok]], device=dev), cache=cache, use_cache=True,
+                             logits_to_keep=1)
+                visit(child, path + [tok], step.logits[0, -1], child_logp, child_pmask)
+                cache.crop(-(cache.get_seq_length() - length))  # back to this node's prefix for the next sibling
+
+        visit(root.matcher, [], out.logits[0, -1], 0.0, 1.0)
+    if not leaves:
+        raise ValueError("no complete output found: is the grammar finite and small (an enum)?")
+    texts: dict[str, list] = {}
+    for path, lp, pm in leaves:
+        t = tokenizer.decode(path)
+        agg = texts.setdefault(t, [0.0, 0.0, 0])
+        agg[0] += float(np.exp(lp))
+        agg[1] += pm
+        agg[2] += 1
+    valid = sum(a[0] for a in texts.values())
+    rows = sorted(((t, a[0] / valid, a[1], a[2]) for t, a in texts.items()), key=lambda r: -r[1])
+    greedy = trace(model, tokenizer, prompt_ids, grammar, max_new_tokens=max_depth + 1).text
+    return Distortion(rows, valid, state["pruned"], state["nodes"], greedy)
+
+
+# ---------------------------------------------------------------- command line
+def cli(argv: list[str]) -> int:
+    """``python -m toolkit constrain --schema FILE --samples N --temperature T [--json] [--model NAME]``."""
+    ap = argparse.ArgumentParser(prog="python -m toolkit constrain",
+                                 description="Sample outputs under a JSON-Schema grammar (xgrammar) and validate them.")
+    ap.add_argument("--schema", required=True, help="JSON Schema file")
+    ap.add_argument("--samples", type=int, default=5)
+    ap.add_argument("--temperature", type=float, default=1.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--max-new-tokens", type=int, default=64)
+    ap.add_argument("--prompt", default="Give one example.", help="the user message")
+    ap.add_argument("--model", default="auto", help="auto | stand-in | qwen2.5-coder-0.5b | folder (default auto)")
+    ap.add_argument("--unconstrained", action="store_true", help="sample without the grammar, for comparison")
+    ap.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
+    a = ap.parse_args(argv)
+    try:
+        with open(a.schema, encoding="utf-8") as f:
+            schema = _as_schema(f.read())
+    except OSError as e:
+        print(f"error: cannot read schema file: {e.strerror}: {a.schema}", file=sys.stderr)
+        return 2
+    except SchemaError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    from . import models
+
+    loaded = models.load(a.model, quiet=True)
+    notes = list(loaded.notes)
+    if not loaded.semantic:
+        # A random-weight model rarely closes a string by itself: bound them so every sample terminates.
+        schema, notes = bounded(schema), notes + ["stand-in: strings bounded with maxLength (see constrain.bounded)"]
+    try:
+        grammar = compile_schema(schema, loaded.tokenizer, models.vocab_width(loaded.model))
+    except SchemaError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    system = "Reply with only a JSON object that matches this JSON Schema:\n" + json.dumps(schema, ensure_ascii=False)
+    prompt = chat_prompt(loaded.tokenizer, a.prompt, system=system)
+    gens = sample(loaded.model, loaded.tokenizer, prompt, None if a.unconstrained else grammar, a.samples,
+                  a.temperature, a.seed, a.max_new_tokens)
+    checks = [check(g.text, schema) for g in gens]
+    n_valid = sum(c.valid for c in checks)
+    if a.json:
+        print(json.dumps({"model": loaded.description, "semantic": loaded.semantic, "notes": notes,
+                          "constrained": not a.unconstrained, "temperature": a.temperature, "seed": a.seed,
+                          "valid": n_valid, "samples": [
+                              {"text": g.text, "parses": c.parses, "valid": c.valid, "error": c.error,
+                               "terminated": g.terminated, "tokens": len(g.ids)} for g, c in zip(gens, checks)]},
+                         ensure_ascii=False, indent=1))
+    else:
+        print(f"model: {loaded.description}")
+        for n in notes:
+            print(f"note: {n}")
+        for i, (g, c) in enumerate(zip(gens, checks)):
+            print(f"[{i}] {'valid' if c.valid else 'INVALID (' + c.error + ')'}: {g.text}")
+        print(f"{n_valid}/{len(gens)} valid ({'constrained' if not a.unconstrained else 'unconstrained'}, "
+              f"T={a.temperature})")
+    return 0
