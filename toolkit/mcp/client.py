@@ -425,9 +425,11 @@ class MCPTool:
     def parameters(self) -> dict:
         return self.schema["function"]["parameters"]
 
-    def call(self, args: dict) -> str:
-        """Run the tool on the server. Returns its text marked as untrusted data; a tool failure, a protocol
-        error or a timeout raises ``toolkit.tools.ToolError`` (the host loop shows that to the model)."""
+    def call(self, args: dict) -> dict:
+        """Run the tool on the server; return its output marked as untrusted data (``safety.untrusted``).
+
+        A tool failure (``isError``), a protocol error or a timeout raises ``toolkit.tools.ToolError``, which the
+        host loop turns into an error result the model reads."""
         from toolkit.mcp.safety import untrusted
         from toolkit.tools import ToolError
 
@@ -436,10 +438,12 @@ class MCPTool:
         except MCPError as e:
             kind = "timed out" if e.code == types.REQUEST_TIMEOUT else f"protocol error {e.code}"
             raise ToolError(f"{self.name}: {kind}: {e.error.message}") from None
-        text = result_text(result)
         if result.is_error:
-            raise ToolError(untrusted(text, server=self.server, tool=self.name, error=True))
-        return untrusted(text, server=self.server, tool=self.name)
+            raise ToolError(f"{self.name} failed (untrusted text from MCP server {self.server}): "
+                            f"{result_text(result)}")
+        # structuredContent when the server sent it (no JSON inside a JSON string), else the text blocks
+        content = result.structured_content if result.structured_content is not None else result_text(result)
+        return untrusted(content, server=self.server, tool=self.name)
 
 
 # ------------------------------------------------------------------ starting the kit's own server
