@@ -1,0 +1,370 @@
+"""toolkit.host: the parser, every error path and guard of the loop (scripted fake models), prefix reuse on a
+real transformers model (the random-weight stand-in), and the real offline model's round trips."""
+import json
+import threading
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from toolkit import host, tools
+from toolkit.host import (Answered, Executed, Generated, HFBackend, Parsed, Rendered, ScriptedBackend, Stopped,
+                          parse_tool_calls, run)
+from toolkit.models import qwen_tokenizer
+from toolkit.tools import TOOLS, Tool, ToolError
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return qwen_tokenizer("qwen2.5")
+
+
+def call(name, **arguments):
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False) + "\n</tool_call>"
+
+
+def loop_once(tok, script, tools=None, messages=None, **kw):
+    backend = ScriptedBackend(tok, script)
+    msgs = messages or [{"role": "user", "content": "250的15%是多少？"}]
+    return run(backend, tok, msgs, tools if tools is not None else TOOLS, **kw), backend
+
+
+def tool_messages(trace):
+    return [json.loads(m["content"]) for m in trace.messages if m["role"] == "tool"]
+
+
+# ------------------------------------------------------------------ parser
+def test_parse_zero_one_several():
+    assert parse_tool_calls("just text") == ("just text", [])
+    content, calls = parse_tool_calls("Let me check.\n" + call("calculator", expression="1+1"))
+    assert content == "Let me check." and [(c.name, c.arguments, c.ok) for c in calls] == \
+        [("calculator", {"expression": "1+1"}, True)]
+    _, calls = parse_tool_calls(call("get_weather", city="Paris") + "\n" + call("get_weather", city="Tokyo"))
+    assert [c.arguments["city"] for c in calls] == ["Paris", "Tokyo"] and [c.id for c in calls] == ["call_1", "call_2"]
+
+
+@pytest.mark.parametrize("text,kind", [
+    ("<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"1\"}\n</tool_call>", "malformed_json"),
+    ("<tool_call>\n{\"name\": \"calculator\"", "unclosed_tag"),
+    ("<tool_call>[1, 2]</tool_call>", "bad_call"),
+    ("<tool_call>{\"arguments\": {}}</tool_call>", "bad_call"),
+    ("<tool_call>{\"name\": \"calculator\", \"arguments\": [1]}</tool_call>", "bad_call"),
+    ("<tool_call>{\"name\": \"calculator\", \"arguments\": \"{not json\"}</tool_call>", "bad_call"),
+    ("<tool_call>" + "[" * 10_000 + "</tool_call>", "malformed_json"),
+    ("<tool_call>" + "x" * 30_000 + "</tool_call>", "bad_call"),
+])
+def test_parse_errors_become_structured(text, kind):
+    _, calls = parse_tool_calls(text)
+    assert len(calls) == 1 and calls[0].error["type"] == kind and calls[0].error["message"]
+
+
+def test_parse_accepts_double_encoded_arguments():
+    _, calls = parse_tool_calls('<tool_call>{"name": "calculator", "arguments": "{\\"expression\\": \\"2\\"}"}</tool_call>')
+    assert calls[0].ok and calls[0].arguments == {"expression": "2"}
+
+
+# One character per piece keeps generation cheap (10,000 examples in seconds); translate() expands the pieces.
+_PIECES = str.maketrans({"A": "<tool_call>", "B": "</tool_call>", "N": '"name": ', "R": '"arguments": ',
+                         "C": '"calculator"', "E": "1e999", "U": "\\u12", "O": '{"expression": "1"}'})
+_TEXTS = st.text(alphabet="ABNRCEUO{}[]\":,\\\n 1x\x00🙂", max_size=40).map(lambda s: s.translate(_PIECES))
+
+
+@settings(max_examples=10_000, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(_TEXTS)
+def test_parser_never_raises(text):
+    content, calls = parse_tool_calls(text)
+    assert isinstance(content, str) and (len(calls) > 0) == ("<tool_call>" in text)
+    assert len(calls) <= text.count("<tool_call>")
+    for c in calls:
+        assert c.ok == (c.error is None)
+        assert c.ok or c.error["type"] in ("malformed_json", "unclosed_tag", "bad_call")
+        assert not c.ok or (isinstance(c.name, str) and isinstance(c.arguments, dict))
+
+
+# ------------------------------------------------------------------ the loop, scripted
+def test_one_round_trip_and_step_order(tok):
+    trace, backend = loop_once(tok, [call("calculator", expression="250 * 15%"), "250的15%是37.5。"])
+    kinds = [type(s).__name__ for s in trace.steps]
+    assert kinds == ["Rendered", "Generated", "Parsed", "Executed", "Rendered", "Generated", "Parsed", "Answered",
+                     "Stopped"]
+    assert trace.stop.reason == "answered" and "37.5" in trace.answer
+    assert tool_messages(trace) == [{"expression": "250 * 15%", "result": 37.5}]
+    # the second request carries the result inside <tool_response>, rendered by the template
+    second = tok.decode(backend.prompts[1])
+    assert '<tool_response>\n{"expression": "250 * 15%", "result": 37.5}\n</tool_response>' in second
+    assert second.endswith("<|im_start|>assistant\n")
+
+
+def test_prefix_accounting_with_scripted_backend(tok):
+    trace, backend = loop_once(tok, [call("calculator", expression="2+2"), "4"])
+    t1, t2 = trace.turns()
+    assert t1["reused"] == 0 and t1["prefilled"] == t1["prompt"] and t1["history"] == 0
+    assert t2["reused"] + t2["prefilled"] == t2["prompt"] and t2["reused"] >= t1["prompt"]
+    assert t1["tools"] == t2["tools"] > 0 and t2["tools"] + t2["history"] + t2["new"] == t2["prompt"]
+    assert t2["history"] == t1["prompt"] - t1["tools"]
+
+
+@pytest.mark.parametrize("script,kind", [
+    (['<tool_call>\n{"name": "calculator", "arguments": {"expression": "1"}\n</tool_call>'], "malformed_json"),
+    ([call("search_web", q="x")], "unknown_tool"),
+    ([call("calculator", expr="1+1")], "invalid_arguments"),
+    ([call("calculator", expression=7)], "invalid_arguments"),
+    ([call("get_weather", city="Paris", unit="kelvin")], "invalid_arguments"),
+    ([call("calculator", expression="__import__('os')")], "tool_error"),
+    ([call("get_weather", city="Atlantis")], "tool_error"),
+])
+def test_model_errors_become_results_the_model_sees(tok, script, kind):
+    trace, backend = loop_once(tok, script + ["sorry"])
+    assert trace.stop.reason == "answered"
+    (result,) = tool_messages(trace)
+    assert result["error"]["type"] == kind and result["error"]["message"]
+    assert kind in tok.decode(backend.prompts[1])  # the model is shown what went wrong
+
+
+def test_tool_that_raises_or_hangs(tok):
+    def boom(x: int) -> dict:
+        """Explodes.
+
+        Args:
+            x: anything
+        """
+        raise RuntimeError("kaboom")
+
+    def hang(x: int) -> dict:
+        """Never returns in time.
+
+        Args:
+            x: seconds
+        """
+        time.sleep(x)
+        return {"slept": x}
+
+    mine = {"boom": Tool.from_function(boom), "hang": Tool.from_function(hang)}
+    trace, _ = loop_once(tok, [call("boom", x=1) + "\n" + call("hang", x=3), "done"], tools=mine,
+                         tool_timeout_s=0.2)
+    (ex,) = trace.of(Executed)
+    assert [r.status for r in ex.results] == ["error", "timeout"]
+    assert ex.results[0].result["error"] == {"type": "tool_exception", "message": "RuntimeError: kaboom"}
+    assert ex.results[1].result["error"]["type"] == "timeout" and ex.wall_s < 2.5
+    assert trace.stop.reason == "answered"
+
+
+def test_independent_calls_run_at_the_same_time(tok):
+    barrier = threading.Barrier(2, timeout=5)
+
+    def meet(who: str) -> dict:
+        """Waits until the other call arrives too (only possible if both run concurrently).
+
+        Args:
+            who: a name
+        """
+        barrier.wait()
+        return {"met": who}
+
+    trace, _ = loop_once(tok, [call("meet", who="a") + "\n" + call("meet", who="b"), "ok"],
+                         tools={"meet": Tool.from_function(meet)}, tool_timeout_s=10)
+    assert [r["met"] for r in tool_messages(trace)] == ["a", "b"]
+    assert len(trace.of(Rendered)) == 2  # both calls were executed in one round
+
+
+def test_confirmation_denies_by_default_and_runs_when_approved(tok, tmp_path):
+    tools.set_notes_dir(tmp_path)
+    try:
+        script = [call("write_note", title="todo", text="buy milk"), "ok"]
+        trace, _ = loop_once(tok, script)
+        assert tool_messages(trace)[0]["error"]["type"] == "denied" and not list(tmp_path.iterdir())
+        seen = []
+        trace, _ = loop_once(tok, script, confirm=lambda c: seen.append((c.name, c.arguments)) or True)
+        assert seen == [("write_note", {"title": "todo", "text": "buy milk"})]
+        assert (tmp_path / "todo.txt").read_text() == "buy milk" and tool_messages(trace)[0]["saved"] == "todo.txt"
+        trace, _ = loop_once(tok, script, confirm=lambda c: False)
+        assert tool_messages(trace)[0]["error"]["type"] == "denied"
+    finally:
+        tools.set_notes_dir(None)
+
+
+def test_guard_max_turns(tok):
+    script = [call("calculator", expression=f"{i}+1") for i in range(5)]
+    trace, _ = loop_once(tok, script, max_turns=3)
+    assert trace.stop.reason == "max_turns" and len(trace.of(Executed)) == 3 and trace.answer is None
+
+
+def test_guard_repeated_call(tok):
+    trace, _ = loop_once(tok, [call("calculator", expression="1+1")] * 3)
+    assert trace.stop.reason == "repeated_call" and "calculator" in trace.stop.detail
+    assert len(trace.of(Executed)) == 1
+    trace, _ = loop_once(tok, [call("calculator", expression="1+1")] * 3 + ["2"], repeat_limit=3)
+    assert trace.stop.reason == "answered" and len(trace.of(Executed)) == 3
+
+
+def test_guard_token_budget(tok):
+    script = [call("calculator", expression=f"{i}+1") for i in range(5)]
+    trace, _ = loop_once(tok, script, token_budget=400)
+    assert trace.stop.reason == "token_budget" and 1 <= len(trace.of(Executed)) < 5
+
+
+def test_truncated_answer_is_reported(tok):
+    trace, _ = loop_once(tok, ["word " * 50], max_new_tokens=10)
+    assert trace.stop.reason == "max_new_tokens" and trace.of(Generated)[0].generation.stopped_by == "length"
+
+
+def test_answer_prefix_only_after_tool_results(tok):
+    trace, backend = loop_once(tok, [call("calculator", expression="2*3"), " 6."], answer_prefix="The answer is")
+    r1, r2 = trace.of(Rendered)
+    assert r1.forced_prefix == "" and r2.forced_prefix == "The answer is"
+    assert tok.decode(backend.prompts[1]).endswith("<|im_start|>assistant\nThe answer is")
+    assert trace.answer == "The answer is 6."
+
+
+def test_system_prefix_is_rendered_not_stored(tok):
+    msgs = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}]
+    trace, backend = loop_once(tok, ["hello"], messages=msgs, system_prefix=lambda t: f"T{t}\n")
+    assert "<|im_start|>system\nT1\nsys" in tok.decode(backend.prompts[0]) and msgs[0]["content"] == "sys"
+
+
+def test_mcp_style_tool_like_objects_are_accepted(tok):
+    class Remote:  # what an MCP adapter supplies: name, MCP-style schema, needs_confirmation, call
+        name, needs_confirmation = "echo", False
+        schema = {"name": "echo", "description": "Echoes.",
+                  "inputSchema": {"type": "object", "properties": {"s": {"type": "string"}}, "required": ["s"]}}
+
+        def call(self, args):
+            return {"echo": args["s"]}
+
+    trace, backend = loop_once(tok, [call("echo", s="hi") + "\n" + call("echo"), "done"], tools={"echo": Remote()})
+    res = tool_messages(trace)
+    assert res[0] == {"echo": "hi"} and res[1]["error"]["type"] == "invalid_arguments"
+    assert '"name": "echo"' in tok.decode(backend.prompts[0])  # rendered as an OpenAI-style tool
+
+
+def test_trace_json_is_serialisable(tok):
+    trace, _ = loop_once(tok, [call("calculator", expression="1+1"), "2"])
+    out = json.loads(json.dumps(trace.to_json(), default=str))
+    assert out["stop_reason"] == "answered" and out["answer"] == "2" and len(out["turns"]) == 2
+
+
+# ------------------------------------------------------------------ a real transformers model (stand-in)
+@pytest.fixture(scope="module")
+def stand_in():
+    import torch
+
+    from toolkit.models import load
+
+    torch.set_num_threads(1)
+    return load("stand-in-qwen2.5", quiet=True)
+
+
+def _two_turns(loaded, reuse, system_prefix=None):
+    backend = HFBackend.from_loaded(loaded, reuse=reuse)
+    msgs = [{"role": "user", "content": "What is 2+2?"}]
+    tools_ = {"calculator": TOOLS["calculator"]}
+    # Turn 2 follows whatever turn 1 generated (random weights: free text), so script the history instead:
+    steps, gens = [], []
+    for turn in range(2):
+        trace = run(backend, loaded.tokenizer, msgs, tools_, max_turns=1, max_new_tokens=12, template="qwen2.5",
+                    system_prefix=system_prefix)
+        gens.append(trace.of(Generated)[0].generation)
+        steps.append(trace)
+        msgs += [{"role": "user", "content": f"And {turn}+3?"}]
+    return gens
+
+
+def test_greedy_tokens_identical_with_and_without_reuse(stand_in):
+    with_reuse = _two_turns(stand_in, True)
+    without = _two_turns(stand_in, False)
+    assert [g.new_ids for g in with_reuse] == [g.new_ids for g in without]
+    assert with_reuse[1].reused > 0 and without[1].reused == 0
+    assert with_reuse[1].prefilled < without[1].prefilled
+    assert with_reuse[1].reused + with_reuse[1].prefilled == without[1].prefilled
+
+
+def test_timestamp_at_start_of_system_prompt_collapses_reuse(stand_in):
+    stable = _two_turns(stand_in, True)
+    stamped = _two_turns(stand_in, True, system_prefix=host.timestamp_prefix)
+    # only '<|im_start|>system\nCurrent time: 2026-..' up to the first digit that changed survives
+    line = stand_in.tokenizer.encode("<|im_start|>system\n" + host.timestamp_prefix(0))
+    assert stable[1].reused > 200 and stamped[1].reused < len(line)
+
+
+def test_cache_is_cropped_when_history_is_rewritten(stand_in):
+    backend = HFBackend.from_loaded(stand_in)
+    ids = stand_in.tokenizer.encode("one two three four five six seven eight nine ten")
+    backend.generate(ids, max_new_tokens=3, stop_ids={host.IM_END_ID})
+    g = backend.generate(ids[:5] + [11, 12, 13], max_new_tokens=3, stop_ids={host.IM_END_ID})
+    assert (g.reused, g.prefilled) == (5, 3)
+    fresh = HFBackend.from_loaded(stand_in, reuse=False).generate(ids[:5] + [11, 12, 13], max_new_tokens=3,
+                                                                   stop_ids={host.IM_END_ID})
+    assert fresh.new_ids == g.new_ids
+
+
+def test_constrained_turn_on_the_stand_in_is_a_well_formed_call(stand_in):
+    from toolkit.constrain import bounded, compile_tools
+
+    schemas = [bounded(s, max_length=6) for s in tools.schemas(["get_weather"])]
+    grammar = compile_tools(schemas, stand_in.tokenizer, mode="tag", vocab_width=151_936)
+    trace = run(HFBackend.from_loaded(stand_in), stand_in.tokenizer, [{"role": "user", "content": "weather?"}],
+                {"get_weather": TOOLS["get_weather"]}, constrain="tag", grammar=grammar, max_turns=1,
+                max_new_tokens=60)
+    gen, parsed = trace.of(Generated)[0], trace.of(Parsed)[0]
+    assert gen.constrained and gen.generation.stopped_by in ("stop", "grammar")
+    assert len(parsed.calls) == 1 and parsed.calls[0].ok and parsed.calls[0].name == "get_weather"
+
+
+def test_cli_json_on_the_stand_in_says_so(capsys):
+    assert host.cli(["--example", "weather", "--model", "stand-in", "--max-turns", "1", "--max-new-tokens", "40",
+                     "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["semantic"] is False and "STAND-IN" in out["model"]
+    assert out["steps"][0]["step"] == "Rendered" and out["stop_reason"] in host.STOP_REASONS
+
+
+# ------------------------------------------------------------------ the real offline model
+def _real():
+    from toolkit import fetch
+
+    if not fetch.is_installed():
+        pytest.skip("real offline model not installed (python -m toolkit models install-real)")
+    from toolkit.models import load
+
+    return load("qwen2.5-coder-0.5b", quiet=True)
+
+
+@pytest.fixture(scope="module")
+def real():
+    import torch
+
+    torch.set_num_threads(2)
+    return _real()
+
+
+@pytest.mark.real_model
+def test_real_calculator_round_trip(real):
+    trace = host.run_example("calculator", real)
+    executed = trace.of(Executed)
+    assert len(executed) == 1 and executed[0].results[0].result["result"] == 37.5
+    assert trace.stop.reason == "answered" and "37.5" in trace.answer
+
+
+@pytest.mark.real_model
+def test_real_weather_answer_comes_from_the_table(real):
+    trace = host.run_example("weather", real)
+    (ex,) = trace.of(Executed)
+    assert ex.results[0].name == "get_weather" and ex.results[0].result["city"] == "北京"
+    assert str(tools.WEATHER_TABLE["北京"][0]) in trace.answer
+
+
+@pytest.mark.real_model
+def test_real_two_cities_two_calls_one_round(real):
+    trace = host.run_example("two_cities", real)
+    ex = trace.of(Executed)
+    assert len(ex) == 1 and sorted(r.result["city"] for r in ex[0].results) == ["Paris", "Tokyo"]
+    assert trace.stop.reason == "answered"
+
+
+@pytest.mark.real_model
+def test_real_greedy_identical_with_and_without_reuse(real):
+    a = host.run_example("calculator", real, reuse=True)
+    b = host.run_example("calculator", real, reuse=False)
+    assert [g.ids for g in a.of(Generated)] == [g.ids for g in b.of(Generated)]
+    assert a.turns()[1]["reused"] > 0 and b.turns()[1]["reused"] == 0
