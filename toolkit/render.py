@@ -180,20 +180,31 @@ def shared_prefix(a, b) -> int:
     return n
 
 
-def tool_definition_cost(tools, template: str = "qwen3", tokenizer=None) -> dict:
-    """Tokens the tool block adds to a request: the total, the fixed preamble, and each tool's own line."""
-    probe = [{"role": "user", "content": "hi"}]
-    base = len(render(probe, None, template, tokenizer=tokenizer))
-    full = len(render(probe, tools, template, tokenizer=tokenizer))
-    empty = len(render(probe, [], template, tokenizer=tokenizer))  # [] renders no tool block
+def count_tokens(messages, tools=None, template: str = "qwen3", add_generation_prompt: bool = True,
+                 tokenizer=None) -> int:
+    """Token count of a rendering, without labelling each token (fast path for sliders and sweeps)."""
     tok = tokenizer if tokenizer is not None else tokenizer_for(template)
+    text = render_text(messages, tools, template, add_generation_prompt, tok)
+    return len(tok(text, add_special_tokens=False)["input_ids"])
+
+
+def tool_definition_cost(tools, template: str = "qwen3", tokenizer=None, per_tool: bool = True) -> dict:
+    """Tokens the tool block adds to a request: the total, the fixed preamble, and each tool's own line."""
     import json
 
-    per_tool = {t.get("function", t).get("name", f"tool{i}"):
-                len(tok.encode("\n" + json.dumps(t, ensure_ascii=False), add_special_tokens=False))
-                for i, t in enumerate(tools)}
-    return {"total": full - base, "per_tool": per_tool, "preamble": full - base - sum(per_tool.values()),
-            "n_tools": len(tools), "no_tools": empty}
+    probe = [{"role": "user", "content": "hi"}]
+    tok = tokenizer if tokenizer is not None else tokenizer_for(template)
+    base = count_tokens(probe, None, template, tokenizer=tok)
+    full = count_tokens(probe, tools, template, tokenizer=tok) if tools else base
+    out = {"total": full - base, "n_tools": len(tools)}
+    if per_tool:
+        # each tool's JSON line on its own; the preamble is what is left (BPE may merge a token across a line
+        # boundary, so per-tool numbers are approximate to a token; the total is exact)
+        out["per_tool"] = {t.get("function", t).get("name", f"tool{i}"):
+                           len(tok.encode("\n" + json.dumps(t, ensure_ascii=False), add_special_tokens=False))
+                           for i, t in enumerate(tools)}
+        out["preamble"] = out["total"] - sum(out["per_tool"].values()) if tools else 0
+    return out
 
 
 # ------------------------------------------------------------------ command line

@@ -1,0 +1,184 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: -all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 01 · A tool call, token by token
+#
+# A model that "calls a tool" does nothing new at inference time. The chat template writes the tool definitions
+# into the prompt as ordinary text, the model writes a `<tool_call>` block as ordinary tokens, and the host —
+# not the model — parses and runs the call and puts the result back into the conversation for the next request
+# (book §14.5.2; "Tool Use" §3.1). This notebook walks the six steps of one round trip on two examples,
+# a calculator question (what is 15% of 250?) and a weather question for 北京, with the real Qwen token ids.
+#
+# Colours in the token views mark *segments*: control tokens, system text, tool definitions, user text,
+# assistant text, the tool call, the tool response, and the generation prompt. Hover a token for its id and
+# flags; click it to select it.
+
+# %%
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import ipywidgets as W
+import pandas as pd
+import torch
+from IPython.display import HTML, Markdown, display
+
+from toolkit import host, models
+from toolkit.catalog import realistic_tools
+from toolkit.examples import round_trip
+from toolkit.render import render, shared_prefix, tokenizer_for
+from toolkit.tools import TOOLS
+from toolkit.widgets.tokens import TokenView, legend_html, segment_table
+from toolkit.widgets.toolcost import ToolCountCost
+
+torch.manual_seed(0)
+torch.set_num_threads(min(2, os.cpu_count() or 1))
+tok = tokenizer_for("qwen3")
+print("tokenizer:", tok.name_or_path, "| vocabulary with added tokens:", len(tok), "| model logit width:",
+      models.VOCAB_WIDTH)
+
+# %% [markdown]
+# ## Step 1 — the tools become text in the system turn
+# With `tools=` the Qwen3 template opens the system turn with a `# Tools` section: instructions, then one JSON
+# line per tool inside `<tools></tools>`, then the format the model should answer in. It is plain text and it
+# costs tokens on every request, because the model keeps no state between requests (§14.5.2 step 1).
+
+# %%
+calc = round_trip("calculator")
+first = render(calc.first, calc.tools, "qwen3")
+print(first.text)
+display(HTML(legend_html()))
+view1 = TokenView(first)
+display(view1)
+display(pd.DataFrame(segment_table(first)))
+
+# %% [markdown]
+# ## Step 2 — the model writes the call as ordinary tokens
+# `<tool_call>` and `</tool_call>` are single *added* tokens, not spelled out letter by letter, and they are not
+# *special*: in Qwen only the control tokens such as `<|im_start|>` / `<|im_end|>` carry `special=True`. So the
+# call is sampled from the same logits as any other text.
+
+# %%
+for text in ("<tool_call>", "</tool_call>", "<|im_start|>", "<|im_end|>", "<tool_response>", "<think>"):
+    tid = tok.convert_tokens_to_ids(text)
+    at = tok.added_tokens_decoder[tid]
+    print(f"{text:<18} id {tid}  special={at.special}")
+call_text = render(calc.first + [calc.call], calc.tools, "qwen3", add_generation_prompt=False)
+call_tokens = [t for t in call_text.tokens if t.segment == "tool_call"]
+print("\nthe call as tokens:", [(t.id, t.text) for t in call_tokens])
+
+# %% [markdown]
+# Now a model. `load("auto")` takes Qwen3-0.6B from the hub when it is reachable; offline it takes the real
+# offline model (Qwen2.5-Coder-0.5B-Instruct, if `make real-model` installed it) or else a **random-weight
+# stand-in** that has Qwen's shape and vocabulary but no knowledge: its output shows the mechanics only.
+# The host constrains the model to the tool-call format (notebook 02 shows how) and stops at `<|im_end|>`.
+
+# %%
+loaded = models.load("auto")
+print("MODEL:", loaded.description)
+if not loaded.semantic:
+    display(Markdown("**This is a random-weight stand-in: the tokens below show the mechanics of a call, "
+                     "not a meaningful answer.**"))
+trace = host.run_example("calculator", loaded, max_turns=2)
+generated = trace.of(host.Generated)[0]
+gen_tok = loaded.tokenizer
+print("template used for this model:", host.template_for(loaded))
+print("generated ids:", generated.ids)
+print("as text:", repr(gen_tok.decode(generated.ids)))
+
+# %% [markdown]
+# ## Step 3 — generation stops at `<|im_end|>`
+# `<|im_end|>` (id 151645) is the end-of-turn token; the engine stops there and hands the text to the host.
+# The request is over — nothing waits inside the engine while the tool runs (§14.5.8).
+
+# %%
+print("last generated id:", generated.ids[-1], "=", repr(gen_tok.decode(generated.ids[-1:])),
+      "| eos:", gen_tok.eos_token, gen_tok.convert_tokens_to_ids(gen_tok.eos_token))
+
+# %% [markdown]
+# ## Step 4 — the host parses, validates and executes
+# The host cuts the JSON out from between the tags, checks the arguments against the tool's schema, and runs the
+# tool. All of this happens outside the model.
+
+# %%
+content, calls = host.parse_tool_calls(gen_tok.decode(generated.ids, skip_special_tokens=True))
+for c in calls:
+    print("parsed:", c.name, c.arguments, "error:", c.error)
+results = host.execute(calls, {n: TOOLS[n] for n in ("calculator",)})
+for r in results:
+    print("executed:", r.status, r.result)
+print("the scripted example's call:", calc.call["tool_calls"][0]["function"], "->", calc.executed[0])
+
+# %% [markdown]
+# ## Step 5 — the result returns as a `role="tool"` message … inside a *user* turn
+# The API has a `tool` role; the token stream does not. Qwen's template wraps each result in
+# `<tool_response>…</tool_response>` inside a `user` turn, and consecutive tool results share that one turn.
+# The second request ends with the generation prompt `<|im_start|>assistant\n`.
+
+# %%
+second = render(calc.second, calc.tools, "qwen3")
+print(second.text[len(first.text) - len("<|im_start|>assistant\n"):])
+view2 = TokenView(second)
+display(view2)
+
+# %% [markdown]
+# ## Step 6 — a new request with a longer prefix
+# The next turn is a *new* request whose token ids start with all of the previous request's ids. A prefix cache
+# can reuse that shared part; anything that changes the beginning (a timestamp in the system prompt) breaks it.
+
+# %%
+n_shared = shared_prefix(first, second)
+print(f"request 1: {len(first)} tokens; request 2: {len(second)} tokens; shared prefix: {n_shared} "
+      f"({n_shared / len(second):.0%} of request 2); new tokens: {len(second) - n_shared}")
+assert second.ids[:len(first)] == first.ids
+
+# %% [markdown]
+# ## The same six steps for the weather in 北京
+
+# %%
+wx = round_trip("weather")
+wfirst, wsecond = render(wx.first, wx.tools, "qwen3"), render(wx.second, wx.tools, "qwen3")
+print(wsecond.text.split("</tools>")[-1])
+print(f"shared prefix {shared_prefix(wfirst, wsecond)} of {len(wsecond)} tokens")
+display(TokenView(wsecond))
+
+# %% [markdown]
+# ## Qwen3 and Qwen2.5 side by side
+# Same messages, two templates. Qwen2.5 adds a default system prompt when none is given, and its vocabulary has
+# no `<tool_response>` token — the tag costs four ordinary tokens there, one in Qwen3.
+
+# %%
+q3, q25 = render(wx.second, wx.tools, "qwen3"), render(wx.second, wx.tools, "qwen2.5")
+rows = [dict(segment=s, qwen3=q3.counts[s], qwen2_5=q25.counts[s]) for s in q3.counts if q3.counts[s] or q25.counts[s]]
+rows.append(dict(segment="TOTAL", qwen3=len(q3), qwen2_5=len(q25)))
+display(pd.DataFrame(rows).set_index("segment"))
+t25 = tokenizer_for("qwen2.5")
+print("<tool_response> in Qwen3:", tok.encode("<tool_response>", add_special_tokens=False),
+      "| in Qwen2.5:", t25.encode("<tool_response>", add_special_tokens=False))
+tail = lambda r: r.text.split("</tools>")[-1]
+display(W.HBox([W.VBox([W.HTML("<b>Qwen3</b>"), W.HTML(f"<pre>{tail(q3)}</pre>")]),
+                W.VBox([W.HTML("<b>Qwen2.5</b>"), W.HTML(f"<pre>{tail(q25)}</pre>")])]))
+
+# %% [markdown]
+# ## What the tool definitions cost, every turn
+# Each request re-renders every mounted tool (§14.5.3, first cost). Move the slider: the count is measured by
+# rendering that many realistic tool definitions (`toolkit.catalog`) with the real tokenizer.
+
+# %%
+cost_view = ToolCountCost(tools=realistic_tools(100), template="qwen3", n=10)
+display(cost_view.widget)
+print(cost_view.summary())

@@ -1,0 +1,119 @@
+"""Every notebook: committed without outputs, in sync with its py:percent pair, and runs top to bottom headless.
+
+Execution uses nbclient with a per-cell timeout, HF_HUB_OFFLINE=1 and two CPU threads, like a classroom laptop or
+a Binder pod. Peak memory of the kernel process tree is recorded (tests/../benchmarks/notebooks.py prints the
+table); the 2 GB Binder budget is asserted here.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+CELL_TIMEOUT = 600
+PEAK_LIMIT_BYTES = 2 * 1024**3
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "no notebooks found"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_committed_without_outputs(path):
+    nb = nbformat.read(path, as_version=4)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            assert not cell.outputs, f"{path.name} cell {i} has outputs: clear them before committing"
+            assert cell.execution_count is None, f"{path.name} cell {i} has an execution count"
+    assert "widgets" not in nb.metadata, f"{path.name} carries saved widget state"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_jupytext_pair_in_sync(path, tmp_path):
+    py = path.with_suffix(".py")
+    assert py.exists(), f"{path.name} has no py:percent pair"
+    # Sync a copy and compare: if either side was edited alone, the synced result differs from what is committed.
+    for f in (path, py, ROOT / "notebooks" / "jupytext.toml"):
+        shutil.copy2(f, tmp_path / f.name)
+    os.utime(tmp_path / py.name, (time.time() + 5, time.time() + 5))  # treat the .py as the source of truth
+    subprocess.run([sys.executable, "-m", "jupytext", "--sync", "--quiet", str(tmp_path / py.name)], check=True)
+    got = nbformat.read(tmp_path / path.name, as_version=4)
+    want = nbformat.read(path, as_version=4)
+    assert [c.source for c in got.cells] == [c.source for c in want.cells], \
+        f"{path.name} and {py.name} differ: run `jupytext --sync notebooks/{py.name}`"
+    assert [c.cell_type for c in got.cells] == [c.cell_type for c in want.cells]
+
+
+class _PeakRSS:
+    """Samples the RSS of the kernel's process tree (the kernel and anything it starts)."""
+
+    def __init__(self, pid):
+        import psutil
+
+        self.proc, self.peak, self._stop = psutil.Process(pid), 0, threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self):
+        import psutil
+
+        while not self._stop.is_set():
+            try:
+                procs = [self.proc] + self.proc.children(recursive=True)
+                self.peak = max(self.peak, sum(p.memory_info().rss for p in procs if p.is_running()))
+            except psutil.Error:
+                pass
+            self._stop.wait(0.2)
+
+    def stop(self):
+        self._stop.set()
+        self._t.join()
+        return self.peak
+
+
+def execute_notebook(path: Path, timeout: int = CELL_TIMEOUT):
+    """Run a notebook in a fresh kernel; return (executed notebook, seconds, peak kernel RSS bytes)."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    env_before = dict(os.environ)
+    os.environ.update(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="2", MKL_NUM_THREADS="2", TOKENIZERS_PARALLELISM="false",
+                      MPLBACKEND="Agg")
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    t0 = time.perf_counter()
+    peak = 0
+    try:
+        with client.setup_kernel():
+            pid = client.km.provisioner.process.pid if client.km.provisioner else None
+            sampler = _PeakRSS(pid) if pid else None
+            try:
+                for index, cell in enumerate(nb.cells):
+                    client.execute_cell(cell, index)
+            finally:
+                peak = sampler.stop() if sampler else 0
+    finally:
+        os.environ.clear()
+        os.environ.update(env_before)
+    return nb, time.perf_counter() - t0, peak
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs_headless(path, record_property):
+    nb, seconds, peak = execute_notebook(path)
+    record_property("seconds", round(seconds, 1))
+    record_property("peak_rss_mb", round(peak / 2**20))
+    print(f"{path.name}: {seconds:.1f} s, peak RSS {peak / 2**20:.0f} MB")
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors, f"{path.name}: {errors[0]['ename']}: {errors[0]['evalue']}"
+    text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert "Traceback" not in text
+    assert peak <= PEAK_LIMIT_BYTES, f"{path.name} peaked at {peak / 2**20:.0f} MB (> 2 GB Binder budget)"
