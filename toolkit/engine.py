@@ -1,0 +1,515 @@
+"""A small decode engine for one sequence on a transformers Qwen2/Qwen3 causal LM: static KV cache, chunked
+prefill, a one-token step replayed as a CUDA graph, prefix reuse across turns (book §14.5.3, §14.5.8).
+
+What it does
+- Reads the weights of a loaded Qwen2/Qwen3 model (no copy unless ``fuse``) and runs its forward pass itself,
+  op for op as transformers writes it, over a KV cache allocated once (``max_len`` positions).
+- Prefill runs in chunks of ``prefill_chunk`` tokens (causal attention aligned to the chunk's end).
+- Decode is split into two fixed-shape steps: the *body* (embed the last token, 28 layers, logits; reads the
+  position from a device tensor and advances it) and the *sampler* (grammar bitmask, temperature, argmax). On
+  CUDA each is captured once as a CUDA graph and replayed per token; the body has one graph per KV-length
+  bucket (256, 512, ... ``max_len``) so attention reads only the filled part of the cache, masked.
+- The host never waits on the GPU except to read a sampled token: the next body step is queued before the
+  host looks at the current token, so checking stop ids and filling the grammar mask overlap GPU work.
+  Unconstrained runs keep ``lookahead`` steps queued; a stop discards the few tokens computed past it.
+- Greedy (argmax, first index on ties) or seeded sampling from softmax(logits / T) via the exponential race
+  (argmax of logits/T - log E, E ~ Exp(1) drawn from a generator seeded per call).
+- Grammar masks: any object with ``allocate() / fill(bitmask) / accept(id) / is_terminated()`` (see
+  ``toolkit.constrain.GrammarMask``); its int32 bitmask is unpacked on the device (same bit order as
+  ``xgrammar.apply_token_bitmask_inplace``) inside the sampler graph.
+- Prefix reuse: the cache keeps the ids it holds; a new prompt keeps the longest shared prefix (at least one
+  token is always recomputed to get fresh logits) and prefills only the rest; a diverging prompt rolls back to
+  the shared length. ``generate`` returns ``toolkit.host.Generation`` (the host loop's backend protocol).
+- ``compile=True`` (CUDA) fuses the per-layer pointwise work with ``torch.compile`` before capture.
+
+What it leaves out
+- Batches, paged/multi-sequence caches, speculative decoding, top-k/top-p, repetition penalties.
+- Sliding-window layers, dynamic RoPE scaling, architectures other than Qwen2/Qwen3 (an ``EngineError`` says so).
+- Bit-exactness with ``model.generate``: the same ops in the same order, but chunk boundaries and padded
+  attention change float rounding slightly; greedy tokens agree in the tests, near-ties could differ.
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from .host import Generation
+
+__all__ = ["Engine", "EngineError", "Generation", "allowed_tokens"]
+
+
+class EngineError(ValueError):
+    """Bad input or an unsupported model; ``str(e)`` is one readable line."""
+
+
+# ---------------------------------------------------------------- the model's math (as transformers writes it)
+def _rms(x, w, eps):
+    xf = x.to(torch.float32)
+    var = xf.pow(2).mean(-1, keepdim=True)
+    return w * (xf * torch.rsqrt(var + eps)).to(x.dtype)
+
+
+def _rope(x, cos, sin):
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return (x * cos) + (rotated * sin)
+
+
+def _pre(h, add, ln, wq, bq, wk, bk, wv, bv, qn, kn, cos, sin, eps, heads, kv_heads, head_dim):
+    """Residual add (of the previous layer's MLP output), norm, q/k/v, q/k norms, RoPE. ``wk is None`` = fused."""
+    if add is not None:
+        h = h + add
+    x = _rms(h, ln, eps)
+    if wk is None:  # one matmul for q, k and v (concatenated weights)
+        q, k, v = F.linear(x, wq, bq).split([heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], -1)
+    else:
+        q, k, v = F.linear(x, wq, bq), F.linear(x, wk, bk), F.linear(x, wv, bv)
+    s = x.shape[0]
+    q, k, v = q.reshape(s, heads, head_dim), k.reshape(s, kv_heads, head_dim), v.reshape(s, kv_heads, head_dim)
+    if qn is not None:  # Qwen3 normalises each head's q and k
+        q, k = _rms(q, qn, eps), _rms(k, kn, eps)
+    return h, _rope(q, cos, sin), _rope(k, cos, sin), v
+
+
+def _post(h, o, wo, bo, ln, wg, wu, wd, eps, act):
+    """Attention output projection + residual, norm, MLP. Returns (residual, mlp_out); ``wu is None`` = fused."""
+    h = h + F.linear(o, wo, bo)
+    x = _rms(h, ln, eps)
+    if wu is None:
+        g, u = F.linear(x, wg).chunk(2, dim=-1)
+    else:
+        g, u = F.linear(x, wg), F.linear(x, wu)
+    return h, F.linear(act(g) * u, wd)
+
+
+def allowed_tokens(words: torch.Tensor, vocab_width: int, shifts: torch.Tensor | None = None) -> torch.Tensor:
+    """Unpack an xgrammar int32 bitmask (bit j of word i = token 32*i + j) into a bool vector of length V,
+    with tensor ops only, so it runs inside a CUDA graph on the mask's device."""
+    if shifts is None:
+        shifts = torch.arange(32, dtype=torch.int32, device=words.device)
+    return (((words.reshape(-1, 1) >> shifts) & 1) != 0).reshape(-1)[:vocab_width]
+
+
+@dataclass
+class _Layer:
+    ln1: torch.Tensor
+    wq: torch.Tensor
+    bq: torch.Tensor | None
+    wk: torch.Tensor | None
+    bk: torch.Tensor | None
+    wv: torch.Tensor | None
+    bv: torch.Tensor | None
+    qn: torch.Tensor | None
+    kn: torch.Tensor | None
+    wo: torch.Tensor
+    bo: torch.Tensor | None
+    ln2: torch.Tensor
+    wg: torch.Tensor
+    wu: torch.Tensor | None
+    wd: torch.Tensor
+
+
+def _bias(lin):
+    return None if lin.bias is None else lin.bias.detach()
+
+
+def _layers(model, fuse: bool) -> list[_Layer]:
+    out = []
+    for layer in model.model.layers:
+        a, m = layer.self_attn, layer.mlp
+        q, k, v = a.q_proj.weight.detach(), a.k_proj.weight.detach(), a.v_proj.weight.detach()
+        bq, bk, bv = _bias(a.q_proj), _bias(a.k_proj), _bias(a.v_proj)
+        g, u = m.gate_proj.weight.detach(), m.up_proj.weight.detach()
+        if fuse:
+            q, k, v = torch.cat([q, k, v]), None, None
+            bq, bk, bv = (None if bq is None else torch.cat([bq, bk, bv])), None, None
+            g, u = torch.cat([g, u]), None
+        qn = getattr(a, "q_norm", None)
+        kn = getattr(a, "k_norm", None)
+        out.append(_Layer(layer.input_layernorm.weight.detach(), q, bq, k, bk, v, bv,
+                          None if qn is None else qn.weight.detach(), None if kn is None else kn.weight.detach(),
+                          a.o_proj.weight.detach(), _bias(a.o_proj), layer.post_attention_layernorm.weight.detach(),
+                          g, u, m.down_proj.weight.detach()))
+    return out
+
+
+def _check_supported(model) -> None:
+    cfg = model.config
+    if getattr(cfg, "model_type", "") not in ("qwen2", "qwen3"):
+        raise EngineError(f"toolkit.engine runs Qwen2/Qwen3 models only, not model_type={cfg.model_type!r}")
+    if "sliding_attention" in (getattr(cfg, "layer_types", None) or []):
+        raise EngineError("toolkit.engine has no sliding-window attention; this config uses it")
+    rope = getattr(model.model.rotary_emb, "rope_type", "default")
+    if rope not in ("default", "linear", "yarn", "llama3"):  # static inv_freq only
+        raise EngineError(f"toolkit.engine supports static RoPE only, not rope_type={rope!r}")
+    if getattr(cfg, "hidden_act", "silu") != "silu":
+        raise EngineError(f"toolkit.engine expects a SiLU MLP, not hidden_act={cfg.hidden_act!r}")
+
+
+# ---------------------------------------------------------------- the engine
+class Engine:
+    """One sequence's decode engine. ``generate`` follows the host loop's backend protocol (``toolkit.host``).
+
+    ``graphs`` (default: on CUDA) captures the decode steps as CUDA graphs; ``compile`` (CUDA) fuses the layer
+    math with torch.compile first; ``fuse`` (default: on CUDA) concatenates q/k/v and gate/up weights (one
+    matmul each, a copy of ~70% of the weights); ``reuse`` keeps the shared prompt prefix across calls.
+    """
+
+    def __init__(self, model, *, max_len: int | None = None, prefill_chunk: int | None = None,
+                 graphs: bool | None = None, compile: bool = False, fuse: bool | None = None, reuse: bool = True,
+                 min_bucket: int | None = None, lookahead: int = 4, name: str | None = None):
+        _check_supported(model)
+        p = next(model.parameters())
+        self.device, self.dtype = p.device, p.dtype
+        cuda = self.device.type == "cuda"
+        cfg = model.config
+        self.graphs = cuda if graphs is None else bool(graphs)
+        if self.graphs and not cuda:
+            raise EngineError("CUDA graphs need a CUDA device; this model is on " + str(self.device))
+        self.compile, self.reuse, self.lookahead = bool(compile), bool(reuse), max(1, int(lookahead))
+        self.fuse = cuda if fuse is None else bool(fuse)
+        # Rounded up to a multiple of 64: attention kernels want aligned mask rows.
+        self.max_len = -(-int(max_len or min(cfg.max_position_embeddings, 32768 if cuda else 4096)) // 64) * 64
+        self.prefill_chunk = int(prefill_chunk or (4096 if cuda else 256))
+        self.name = name or f"{type(model).__name__} ({cfg.model_type}, {sum(x.numel() for x in model.parameters()) / 1e6:.1f}M params)"
+        self.vocab_width = int(model.get_output_embeddings().weight.shape[0])
+        self.heads, self.kv_heads = cfg.num_attention_heads, cfg.num_key_value_heads
+        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        self.eps = float(cfg.rms_norm_eps)
+        attn0 = model.model.layers[0].self_attn
+        self.scaling = float(getattr(attn0, "scaling", self.head_dim ** -0.5))
+
+        self.embed = model.model.embed_tokens.weight.detach()
+        self.lm_head = model.get_output_embeddings().weight.detach()
+        self.norm = model.model.norm.weight.detach()
+        self.layers = _layers(model, self.fuse)
+        self.weight_bytes = sum(x.numel() * x.element_size() for x in model.parameters())
+
+        dev, dt, L = self.device, self.dtype, self.max_len
+        # RoPE tables for every position, computed like transformers' rotary embedding (fp32, then cast).
+        rot = model.model.rotary_emb
+        freqs = torch.arange(L, device=dev, dtype=torch.float32)[:, None] * rot.inv_freq.to(dev, torch.float32)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        scale = float(getattr(rot, "attention_scaling", 1.0))
+        self._cos, self._sin = (emb.cos() * scale).to(dt), (emb.sin() * scale).to(dt)
+        # Zeros, not empty: masked positions are multiplied by 0 in attention, and 0 * NaN garbage is NaN.
+        self.kv = torch.zeros(len(self.layers), 2, self.kv_heads, L, self.head_dim, device=dev, dtype=dt)
+
+        # Static buffers the decode steps read and write (their addresses are baked into the graphs).
+        self._tok = torch.zeros(1, dtype=torch.long, device=dev)
+        self._pos = torch.zeros(1, dtype=torch.long, device=dev)
+        self._logits = torch.zeros(self.vocab_width, dtype=torch.float32, device=dev)
+        self._words = (self.vocab_width + 31) // 32
+        self._bits = torch.zeros(self._words, dtype=torch.int32, device=dev)
+        self._shifts = torch.arange(32, dtype=torch.int32, device=dev)
+        self._noise = torch.ones(self.vocab_width, dtype=torch.float32, device=dev)
+        self._inv_temp = torch.ones(1, dtype=torch.float32, device=dev)
+        self._arange = torch.arange(L, device=dev)
+        self._zero = torch.zeros((), dtype=dt, device=dev)
+        self._ninf = torch.full((), float("-inf"), dtype=dt, device=dev)
+        self._gen = torch.Generator(device=dev)
+        ring = self.lookahead + 2
+        self._ring = torch.zeros(ring, dtype=torch.long, pin_memory=cuda)
+        self._events = [torch.cuda.Event() for _ in range(ring)] if cuda else None
+        self._host_bits: dict[int, torch.Tensor] = {}
+
+        # KV-length buckets: one body graph each, so decode attention reads at most ~2x the filled cache.
+        b, self.buckets = int(min_bucket or (256 if cuda else 64)), []
+        while b < L:
+            self.buckets.append(b)
+            b *= 2
+        self.buckets.append(L)
+        self._pre, self._post = _pre, _post
+        if self.compile:
+            self._pre = torch.compile(_pre, fullgraph=True, dynamic=False)
+            self._post = torch.compile(_post, fullgraph=True, dynamic=False)
+        self._body_graphs: dict[int, torch.cuda.CUDAGraph] = {}
+        self._sample_graphs: dict[tuple[bool, bool], torch.cuda.CUDAGraph] = {}
+        self._pool = torch.cuda.graph_pool_handle() if self.graphs else None
+        self._ids: list[int] = []  # token ids whose keys/values are in self.kv[..., :len]
+        self.captures_s = 0.0
+
+    @classmethod
+    def from_loaded(cls, loaded, **kw) -> "Engine":
+        """An engine over ``toolkit.models.load(...)``'s model, named by its description (says STAND-IN)."""
+        return cls(loaded.model, name=loaded.description, **kw)
+
+    # ---------------------------------------------------------------- small helpers
+    @property
+    def mode(self) -> str:
+        parts = [self.device.type, str(self.dtype).removeprefix("torch.")]
+        parts.append("compiled+graph" if self.compile and self.graphs else "graph" if self.graphs
+                     else "compiled" if self.compile else "eager")
+        if self.fuse:
+            parts.append("fused qkv/gate-up")
+        return ", ".join(parts)
+
+    def describe(self) -> str:
+        return f"toolkit.engine [{self.mode}, cache {self.max_len} positions] over {self.name}"
+
+    def reset(self) -> None:
+        """Forget the cached prefix (the next call prefills its whole prompt)."""
+        self._ids = []
+
+    @property
+    def cached_ids(self) -> list[int]:
+        return list(self._ids)
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def _bucket(self, length: int) -> int:
+        for b in self.buckets:
+            if b >= length:
+                return b
+        raise EngineError(f"position {length} beyond the cache ({self.max_len})")
+
+    # ---------------------------------------------------------------- prefill (eager, host-known positions)
+    @torch.no_grad()
+    def _prefill(self, ids: list[int], start: int) -> None:
+        from torch.nn.attention.bias import causal_lower_right
+
+        n_rep = self.heads // self.kv_heads
+        for c0 in range(0, len(ids), self.prefill_chunk):
+            chunk = ids[c0:c0 + self.prefill_chunk]
+            p, c = start + c0, len(chunk)
+            h = F.embedding(torch.tensor(chunk, device=self.device), self.embed)
+            cos, sin = self._cos[p:p + c].unsqueeze(1), self._sin[p:p + c].unsqueeze(1)
+            add = None
+            for i, w in enumerate(self.layers):
+                h, q, k, v = _pre(h, add, w.ln1, w.wq, w.bq, w.wk, w.bk, w.wv, w.bv, w.qn, w.kn, cos, sin, self.eps,
+                                  self.heads, self.kv_heads, self.head_dim)
+                cache = self.kv[i]
+                cache[0, :, p:p + c] = k.transpose(0, 1)
+                cache[1, :, p:p + c] = v.transpose(0, 1)
+                keys, vals = cache[0, :, :p + c].unsqueeze(0), cache[1, :, :p + c].unsqueeze(0)
+                if n_rep > 1:  # same layout as transformers' repeat_kv
+                    keys = keys[:, :, None].expand(-1, -1, n_rep, -1, -1).reshape(1, self.heads, p + c, -1)
+                    vals = vals[:, :, None].expand(-1, -1, n_rep, -1, -1).reshape(1, self.heads, p + c, -1)
+                qh = q.transpose(0, 1).unsqueeze(0)
+                if c == 1:
+                    o = F.scaled_dot_product_attention(qh, keys, vals, scale=self.scaling)
+                elif p == 0:
+                    o = F.scaled_dot_product_attention(qh, keys, vals, is_causal=True, scale=self.scaling)
+                else:  # queries are the last c of p+c positions: causal mask aligned bottom-right
+                    o = F.scaled_dot_product_attention(qh, keys, vals, attn_mask=causal_lower_right(c, p + c),
+                                                       scale=self.scaling)
+                o = o[0].transpose(0, 1).reshape(c, -1)
+                h, add = _post(h, o, w.wo, w.bo, w.ln2, w.wg, w.wu, w.wd, self.eps, F.silu)
+            if c0 + c >= len(ids):  # logits only for the prompt's last token
+                last = (h[-1:] + add[-1:])
+                self._logits.copy_(F.linear(_rms(last, self.norm, self.eps), self.lm_head).view(-1))
+
+    # ---------------------------------------------------------------- the two decode steps (fixed shapes)
+    def _body(self, bucket: int) -> None:
+        """Embed self._tok at position self._pos, run every layer, write self._logits, advance self._pos."""
+        pos = self._pos
+        h = F.embedding(self._tok, self.embed)
+        cos, sin = self._cos.index_select(0, pos).unsqueeze(1), self._sin.index_select(0, pos).unsqueeze(1)
+        mask = torch.where(self._arange[:bucket] <= pos, self._zero, self._ninf).view(1, 1, 1, bucket)
+        n_rep = self.heads // self.kv_heads
+        add = None
+        with self._attn_backend():
+            for i, w in enumerate(self.layers):
+                h, add = self._body_layer(i, w, h, add, pos, cos, sin, mask, bucket, n_rep)
+        logits = F.linear(_rms(h + add, self.norm, self.eps), self.lm_head)
+        self._logits.copy_(logits.view(-1))
+        pos.add_(1)
+
+    def _attn_backend(self):
+        # A masked single-query attention: memory-efficient kernel on CUDA (flash takes no mask; pinning the
+        # choice keeps eager and graph runs on the same kernel). The CPU picks its own.
+        if self.device.type != "cuda":
+            return contextlib.nullcontext()
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        return sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
+
+    def _body_layer(self, i, w, h, add, pos, cos, sin, mask, bucket, n_rep):
+        h, q, k, v = self._pre(h, add, w.ln1, w.wq, w.bq, w.wk, w.bk, w.wv, w.bv, w.qn, w.kn, cos, sin,
+                               self.eps, self.heads, self.kv_heads, self.head_dim)
+        cache = self.kv[i]
+        cache[0].index_copy_(1, pos, k.transpose(0, 1))
+        cache[1].index_copy_(1, pos, v.transpose(0, 1))
+        # One query token: group the query heads by their KV head (no repeated K/V copy).
+        qg = q.reshape(1, self.kv_heads, n_rep, self.head_dim)
+        o = F.scaled_dot_product_attention(qg, cache[0, :, :bucket].unsqueeze(0), cache[1, :, :bucket].unsqueeze(0),
+                                           attn_mask=mask, scale=self.scaling)
+        return self._post(h, o.reshape(1, -1), w.wo, w.bo, w.ln2, w.wg, w.wu, w.wd, self.eps, F.silu)
+
+    def _sample(self, greedy: bool, masked: bool) -> None:
+        """Mask (bit j of word i = token 32*i + j allowed), temperature + exponential race, argmax -> self._tok."""
+        logits = self._logits
+        if masked:
+            logits = logits.masked_fill(~allowed_tokens(self._bits, self.vocab_width, self._shifts), float("-inf"))
+        if not greedy:
+            logits = logits * self._inv_temp - self._noise.log()
+        self._tok.copy_(torch.argmax(logits, dim=-1, keepdim=True))
+
+    # ---------------------------------------------------------------- CUDA graphs
+    def _capture(self, fn, body_pos: int | None = None):
+        """Warm ``fn`` up on a side stream, then capture it. For a body step at ``body_pos`` the warm-up's
+        writes (that position's keys/values, the position counter) are put back afterwards."""
+        t0 = time.perf_counter()
+        self._sync()
+        saved = None
+        if body_pos is not None:
+            self._pos.fill_(body_pos)
+            saved = self.kv[:, :, :, body_pos].clone()
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side), torch.no_grad():
+            for _ in range(2):  # cuBLAS handles, autotuning and compilation happen here, outside the capture
+                fn()
+                if body_pos is not None:
+                    self._pos.fill_(body_pos)
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        if saved is not None:
+            self.kv[:, :, :, body_pos] = saved
+        graph = torch.cuda.CUDAGraph()
+        with torch.no_grad(), torch.cuda.graph(graph, pool=self._pool):
+            fn()
+        self._sync()
+        self.captures_s += time.perf_counter() - t0
+        return graph
+
+    def _run_body(self, bucket: int, pos_host: int) -> None:
+        if not self.graphs:
+            with torch.no_grad():
+                self._body(bucket)
+            return
+        g = self._body_graphs.get(bucket)
+        if g is None:
+            g = self._body_graphs[bucket] = self._capture(lambda: self._body(bucket), pos_host)
+        g.replay()
+
+    def _run_sample(self, greedy: bool, masked: bool) -> None:
+        if not self.graphs:
+            with torch.no_grad():
+                self._sample(greedy, masked)
+            return
+        g = self._sample_graphs.get((greedy, masked))
+        if g is None:
+            g = self._sample_graphs[(greedy, masked)] = self._capture(lambda: self._sample(greedy, masked))
+        g.replay()
+
+    def prepare(self, up_to: int | None = None) -> float:
+        """Capture (compiling first, if asked) every graph a sequence of up to ``up_to`` positions needs, so
+        no capture happens inside a timed run. Returns the seconds spent. No-op without graphs."""
+        if not self.graphs:
+            return 0.0
+        before = self.captures_s
+        for key in [(True, False), (True, True), (False, False), (False, True)]:
+            if key not in self._sample_graphs:
+                self._sample_graphs[key] = self._capture(lambda key=key: self._sample(*key))
+        top = self._bucket(min(int(up_to or self.max_len), self.max_len))
+        for b in self.buckets:
+            if b <= top and b not in self._body_graphs:
+                self._body_graphs[b] = self._capture(lambda b=b: self._body(b), b - 1)
+        return self.captures_s - before
+
+    # ---------------------------------------------------------------- the backend protocol
+    def _check_ids(self, ids) -> list[int]:
+        try:
+            out = [int(t) for t in ids]
+        except (TypeError, ValueError) as exc:
+            raise EngineError(f"prompt ids must be integers: {exc}") from None
+        if not out:
+            raise EngineError("empty prompt: the engine needs at least one token")
+        bad = [t for t in out if not 0 <= t < self.vocab_width]
+        if bad:
+            raise EngineError(f"token id {bad[0]} outside the model's vocabulary [0, {self.vocab_width})")
+        if len(out) > self.max_len:
+            raise EngineError(f"prompt of {len(out)} tokens does not fit the cache of {self.max_len} positions")
+        return out
+
+    def _mask_bits(self, mask) -> torch.Tensor:
+        shape = tuple(mask.allocate().shape)
+        buf = self._host_bits.get(shape[-1])
+        if buf is None:
+            buf = self._host_bits[shape[-1]] = torch.zeros(shape, dtype=torch.int32,
+                                                           pin_memory=self.device.type == "cuda")
+        return buf
+
+    def generate(self, prompt_ids, *, max_new_tokens: int, stop_ids=frozenset(), mask=None,
+                 temperature: float = 0.0, seed: int = 0) -> Generation:
+        prompt = self._check_ids(prompt_ids)
+        stop_ids = {int(s) for s in (stop_ids or ())}
+        greedy = temperature <= 0
+        self._sync()
+        t0 = time.perf_counter()
+        keep = 0
+        if self.reuse:
+            n = min(len(self._ids), len(prompt) - 1)  # recompute at least the last token: its logits are needed
+            while keep < n and self._ids[keep] == prompt[keep]:
+                keep += 1
+        self._ids = prompt[:keep]  # roll back to the shared prefix before writing past it
+        self._prefill(prompt[keep:], keep)
+        self._ids = list(prompt)
+        self._sync()
+        t1 = time.perf_counter()
+
+        P = len(prompt)
+        limit = max(0, min(int(max_new_tokens), self.max_len - P + 1))
+        new: list[int] = []
+        stopped = "length"
+        host_bits = self._mask_bits(mask) if mask is not None else None
+        if mask is not None:
+            self._bits.zero_()  # words past the mask's own width stay 0: forbidden
+        if not greedy:
+            self._gen.manual_seed(int(seed))
+            self._inv_temp.fill_(1.0 / float(temperature))
+        self._pos.fill_(P)
+        # Constrained: the host must accept token i before the mask for i+1 exists, so one step in flight.
+        depth = self.lookahead if (mask is None and self._events is not None) else 1
+        R = len(self._ring)
+        launched = bodies = 0
+
+        def launch(i: int) -> None:
+            nonlocal bodies
+            if not greedy:
+                self._noise.exponential_(generator=self._gen)
+            self._run_sample(greedy, mask is not None)
+            if self._events is not None:
+                self._ring[i % R:i % R + 1].copy_(self._tok, non_blocking=True)
+                self._events[i % R].record()
+            else:
+                self._ring[i % R] = self._tok[0]
+            if i + 1 < limit:  # queue the next body step before the host looks at this token
+                self._run_body(self._bucket(P + i + 1), P + i)
+                bodies += 1
+
+        while len(new) < limit:
+            if mask is not None and mask.is_terminated():
+                stopped = "grammar"
+                break
+            while launched < limit and launched - len(new) < depth:
+                if mask is not None:
+                    mask.fill(host_bits)
+                    w = min(host_bits.shape[-1], self._words)
+                    self._bits[:w].copy_(host_bits.view(-1)[:w], non_blocking=True)
+                launched += 1
+                launch(launched - 1)
+            slot = len(new) % R
+            if self._events is not None:
+                self._events[slot].synchronize()
+            tok = int(self._ring[slot])
+            new.append(tok)
+            if mask is not None and not mask.accept(tok):
+                stopped = "grammar"  # the mask allowed a token its matcher refuses: should not happen
+                break
+            if tok in stop_ids:
+                stopped = "stop"
+                break
+            if mask is not None and mask.is_terminated():
+                stopped = "grammar"
+                break
+        self._sync()
+        t2 = time.perf_counter()
+        self._ids = prompt + new[:min(bodies, len(new))]  # tokens whose keys/values the body steps wrote
+        return Generation(new, keep, P - keep, t1 - t0, t2 - t1, stopped)
