@@ -96,6 +96,10 @@ def build_server(tools: Mapping[str, Tool] | None = None) -> Server:
     """A low-level SDK ``Server`` whose ``tools/list`` and ``tools/call`` are backed by ``tools``."""
     tools = dict(TOOLS if tools is None else tools)
     from toolkit import __version__
+    # Tool.validate imports jsonschema on first use; that import takes seconds here (its optional format
+    # checkers build a grammar). Paying it now, before the server says it is ready, keeps the first
+    # tools/call from looking like a hung tool to a client with a short timeout.
+    import jsonschema  # noqa: F401
 
     async def on_list_tools(ctx, params) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[mcp_tool(t) for t in tools.values()])
