@@ -182,9 +182,9 @@ def round_trip_trace() -> dict:
     The scripted answer is built from the ``<tool_response>`` the host put into the second prompt.
     """
     from . import host
-    from .models import qwen_tokenizer
+    from .render import tokenizer_for
 
-    tok = qwen_tokenizer("qwen3")
+    tok = tokenizer_for("qwen3")
     call = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "250 * 15%"}}\n</tool_call>'
 
     def answer(prompt_ids):  # read the result back from the prompt, as a model would
