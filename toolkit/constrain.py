@@ -363,8 +363,8 @@ def token_text(tokenizer, tid: int) -> str:
 class Step:
     index: int
     allowed: int  # how many of the V token ids the mask allowed (V when unconstrained)
-    top_before: list  # [(id, text, p)] top-k of the model's own distribution
-    top_after: list  # [(id, text, p)] top-k after masking and renormalising
+    top_before: list  # [(id, text, p_before, p_after)]: top-k of the model's own distribution
+    top_after: list  # [(id, text, p_before, p_after)]: top-k after masking and renormalising
     removed_mass: float  # probability the mask took away (0 when the model only wanted allowed tokens)
     chosen: int
     chosen_text: str
@@ -395,9 +395,10 @@ def _decode_text(tokenizer, ids, stops) -> str:
     return tokenizer.decode([i for i in body if i < len(tokenizer)], skip_special_tokens=False)
 
 
-def _top(tokenizer, probs, k):
-    vals, idx = probs.topk(k)
-    return [(int(i), token_text(tokenizer, int(i)), float(v)) for v, i in zip(vals, idx) if float(v) > 0]
+def _top(tokenizer, by, before, after, k):
+    vals, idx = by.topk(k)
+    return [(int(i), token_text(tokenizer, int(i)), float(before[i]), float(after[i]))
+            for v, i in zip(vals, idx) if float(v) > 0]
 
 
 def trace(model, tokenizer, prompt_ids, grammar: Grammar | None, max_new_tokens: int = 48,
@@ -444,7 +445,8 @@ def trace(model, tokenizer, prompt_ids, grammar: Grammar | None, max_new_tokens:
             else:
                 tok = int(masked[0].argmax())
             removed = float(1.0 - before[after > 0].sum()) if mask is not None else 0.0
-            steps.append(Step(i, allowed, _top(tokenizer, before, top_k), _top(tokenizer, after, top_k),
+            steps.append(Step(i, allowed, _top(tokenizer, before, before, after, top_k),
+                              _top(tokenizer, after, before, after, top_k),
                               max(removed, 0.0), tok, token_text(tokenizer, tok), float(before[tok]),
                               float(after[tok])))
             out_ids.append(tok)
