@@ -53,7 +53,7 @@ def _rounds_to(value: float, printed: float, decimals: int) -> bool:
 
 def _verdict(ok: bool, caveat: str = "", why_not: str = "") -> tuple[str, str]:
     if not ok:
-        return FAILS, why_not
+        return FAILS, why_not or "the computed value does not match the claim (see the evidence)"
     return (CAVEAT, caveat) if caveat else (HOLDS, "")
 
 
