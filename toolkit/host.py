@@ -101,6 +101,10 @@ class HFBackend:
         self.name = name or type(model).__name__
         self.device = next(model.parameters()).device
         self.vocab_width = int(model.get_output_embeddings().weight.shape[0])
+        import inspect
+
+        # transformers renamed forward's `past_key_values` to `cache` (5.2x); accept either version.
+        self._cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
         self.reset()
 
     @classmethod
@@ -122,7 +126,7 @@ class HFBackend:
 
         x = torch.tensor([ids], device=self.device)
         # logits_to_keep=1: only the last position's logits are needed (a 151,936-wide row per token is costly)
-        out = self.model(input_ids=x, cache=self._cache, use_cache=True, logits_to_keep=1)
+        out = self.model(input_ids=x, use_cache=True, logits_to_keep=1, **{self._cache_kw: self._cache})
         self._cache = out.cache if getattr(out, "cache", None) is not None else out.past_key_values
         self._ids.extend(ids)
         return out.logits[0, -1].float()
@@ -623,6 +627,54 @@ def run(backend, tokenizer, messages, tools, on_step: Callable | None = None, **
         if on_step:
             on_step(step)
     return trace
+
+
+# ================================================================ prefix stability of a template
+def _stability_conversation() -> list[dict]:
+    """Two user queries, each answered after one tool call; assistant turns carry reasoning (Qwen3 shows it)."""
+    calc = {"id": "call_1", "type": "function", "function": {"name": "calculator",
+                                                             "arguments": {"expression": "250 * 15%"}}}
+    weather = {"id": "call_2", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "北京"}}}
+    return [
+        {"role": "user", "content": "250的15%是多少？"},
+        {"role": "assistant", "content": "", "reasoning_content": "The user wants 15% of 250: use the calculator.",
+         "tool_calls": [calc]},
+        {"role": "tool", "tool_call_id": "call_1", "name": "calculator",
+         "content": '{"expression": "250 * 15%", "result": 37.5}'},
+        {"role": "assistant", "content": "250的15%是37.5。", "reasoning_content": "The tool returned 37.5."},
+        {"role": "user", "content": "北京今天天气怎么样？"},
+        {"role": "assistant", "content": "", "reasoning_content": "A weather question: call get_weather.",
+         "tool_calls": [weather]},
+        {"role": "tool", "tool_call_id": "call_2", "name": "get_weather",
+         "content": '{"city": "北京", "temperature": 25, "condition": "sunny"}'},
+        {"role": "assistant", "content": "北京今天晴，25°C。", "reasoning_content": "Sunny, 25 degrees."},
+    ]
+
+
+def prefix_stability(template: str, conversation: list[dict] | None = None, tools=None, tokenizer=None) -> list[dict]:
+    """Per request of a multi-turn conversation: how much of what the previous request left in the cache (its
+    prompt + the assistant's output) is still a prefix of the next prompt.
+
+    Qwen3's template drops ``<think>`` blocks of assistant turns before the latest user query, so at a new query
+    the history is rewritten and the cache is only good up to the first rewritten turn; Qwen2.5 never rewrites.
+    """
+    from .render import render, shared_prefix
+    from .tools import schemas
+
+    conv = conversation or _stability_conversation()
+    tools = schemas(["calculator", "get_weather"]) if tools is None else tools
+    asks = [i for i, m in enumerate(conv) if m["role"] == "assistant"]
+    rows = []
+    for n, (i, j) in enumerate(zip(asks, asks[1:]), 1):
+        prompt = render(conv[:i], tools, template, tokenizer=tokenizer).ids
+        done = render(conv[:i + 1], tools, template, add_generation_prompt=False, tokenizer=tokenizer).ids
+        cached = done[:-1]  # generation stopped at <|im_end|>; the template's trailing newline was never computed
+        nxt = render(conv[:j], tools, template, tokenizer=tokenizer).ids
+        shared = shared_prefix(cached, nxt)
+        rows.append(dict(template=template, request=n + 1, after=conv[j - 1]["role"], cached=len(cached),
+                         next_prompt=len(nxt), shared=shared, recompute=len(nxt) - shared,
+                         kept=round(shared / len(cached), 3), prompt_was_prefix=shared_prefix(prompt, done) == len(prompt)))
+    return rows
 
 
 # ================================================================ examples + CLI

@@ -1,0 +1,123 @@
+"""Prefix reuse on the agent workload of book §14.5.3: tool definitions T tokens, Δ new tokens per turn, R turns.
+
+Turn k's prompt is T + Δ·k tokens. Without reuse every turn prefills its whole prompt; with reuse the backend
+keeps the KV cache and prefills only what is new. The script runs both on the same model in one go and prints
+the measured prefill tokens and wall clock side by side, next to the book's token ratio T/Δ + (R+1)/2.
+
+Run:  python benchmarks/prefix_reuse.py                      # stand-in on CPU, T=2000 Δ=512 R=30
+      python benchmarks/prefix_reuse.py --model qwen2.5-coder-0.5b --T 10000 --delta 2048 --R 30   # on a GPU
+Flags: --backend hf|engine (engine = toolkit.engine, CUDA), --every N (print every N-th turn), --json.
+
+Leaves out: decoding (each turn generates one token: the account here is prefill, §14.5.3's second account),
+and the content of the tokens — ids are real rendered conversation tokens cycled to length; cost depends on
+count, not content. The book counts "with reuse" as Δ·R (increments only); the measured run also prefills the
+first turn's T, so both are printed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+
+def token_stream(n: int, tokenizer) -> list[int]:
+    """n real token ids: the calculator round trip rendered with the kit's tools, repeated."""
+    from toolkit.examples import round_trip
+    from toolkit.render import render
+
+    rt = round_trip("calculator")
+    ids = render(rt.full, rt.tools, template="qwen2.5", tokenizer=tokenizer, add_generation_prompt=False).ids
+    return (ids * (n // len(ids) + 1))[:n]
+
+
+def book_ratio(T: int, delta: int, R: int) -> float:
+    return T / delta + (R + 1) / 2
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default="stand-in", help="stand-in | qwen2.5-coder-0.5b | folder (default stand-in)")
+    p.add_argument("--T", type=int, default=2000, help="tool-definition tokens (book: 10,000)")
+    p.add_argument("--delta", type=int, default=512, help="new tokens per turn (book: 2048)")
+    p.add_argument("--R", type=int, default=30, help="turns")
+    p.add_argument("--backend", choices=["hf", "engine"], default="hf")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--every", type=int, default=5, help="print every N-th turn")
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args(argv)
+
+    import torch
+
+    torch.set_num_threads(a.threads)
+    from toolkit.host import HFBackend
+    from toolkit.models import load
+
+    loaded = load(a.model, quiet=True)
+    total = a.T + a.delta * a.R
+    stream = token_stream(total, loaded.tokenizer)
+
+    def backend(reuse: bool):
+        if a.backend == "engine":
+            from toolkit.engine import Engine
+
+            return Engine(loaded.model, reuse=reuse, max_len=total + 64)
+        return HFBackend(loaded.model, loaded.description, reuse=reuse)
+
+    runs = {}
+    for reuse in (False, True):
+        be = backend(reuse)
+        be.generate(stream[:64], max_new_tokens=1, stop_ids=set())  # warm-up (kernels, allocator)
+        if hasattr(be, "reset"):
+            be.reset()
+        rows = []
+        t_start = time.perf_counter()
+        for k in range(1, a.R + 1):
+            g = be.generate(stream[:a.T + a.delta * k], max_new_tokens=1, stop_ids=set())
+            rows.append(dict(turn=k, prompt=a.T + a.delta * k, reused=g.reused, prefilled=g.prefilled,
+                             prefill_s=g.prefill_s))
+        runs[reuse] = dict(rows=rows, wall_s=time.perf_counter() - t_start)
+        del be
+
+    no, yes = runs[False], runs[True]
+    tok_no = sum(r["prefilled"] for r in no["rows"])
+    tok_yes = sum(r["prefilled"] for r in yes["rows"])
+    s_no = sum(r["prefill_s"] for r in no["rows"])
+    s_yes = sum(r["prefill_s"] for r in yes["rows"])
+    book_no = sum(a.T + a.delta * k for k in range(1, a.R + 1))
+    book_yes = a.delta * a.R
+    summary = dict(model=loaded.description, device=loaded.device, backend=a.backend, T=a.T, delta=a.delta, R=a.R,
+                   tokens_no_reuse=tok_no, tokens_reuse=tok_yes, token_ratio_measured=tok_no / tok_yes,
+                   book_tokens_no_reuse=book_no, book_tokens_reuse=book_yes,
+                   token_ratio_book=book_no / book_yes, formula=book_ratio(a.T, a.delta, a.R),
+                   prefill_s_no_reuse=s_no, prefill_s_reuse=s_yes, time_ratio=s_no / s_yes,
+                   wall_s_no_reuse=no["wall_s"], wall_s_reuse=yes["wall_s"])
+    if a.json:
+        print(json.dumps(dict(summary, turns={"no_reuse": no["rows"], "reuse": yes["rows"]}), indent=1))
+        return 0
+
+    print(f"model: {loaded.description}" + ("" if loaded.semantic else
+                                            "  (random weights: timing is real, the tokens mean nothing)"))
+    print(f"workload: T={a.T} tool-definition tokens, Δ={a.delta} new tokens per turn, R={a.R} turns, "
+          f"backend={a.backend}\n")
+    print(f"{'turn':>4} {'prompt':>7} | {'no reuse: prefilled':>19} {'ms':>8} | {'reuse: reused':>13} "
+          f"{'prefilled':>9} {'ms':>8}")
+    for r0, r1 in zip(no["rows"], yes["rows"]):
+        if r0["turn"] == 1 or r0["turn"] % a.every == 0 or r0["turn"] == a.R:
+            print(f"{r0['turn']:>4} {r0['prompt']:>7} | {r0['prefilled']:>19} {r0['prefill_s'] * 1e3:>8.1f} | "
+                  f"{r1['reused']:>13} {r1['prefilled']:>9} {r1['prefill_s'] * 1e3:>8.1f}")
+    print()
+    print(f"{'':34}{'no reuse':>12}{'reuse':>12}{'ratio':>9}")
+    print(f"{'prefill tokens, measured':34}{tok_no:>12,}{tok_yes:>12,}{tok_no / tok_yes:>9.1f}")
+    print(f"{'prefill tokens, book (Δ·R w/ reuse)':34}{book_no:>12,}{book_yes:>12,}{book_no / book_yes:>9.1f}")
+    print(f"{'prefill wall clock, s':34}{s_no:>12.2f}{s_yes:>12.2f}{s_no / s_yes:>9.1f}")
+    print(f"\nbook formula T/Δ + (R+1)/2 = {a.T}/{a.delta} + {a.R + 1}/2 = {book_ratio(a.T, a.delta, a.R):.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""Trace view: the host loop's turns as they happen — what each prompt is made of, what the cache saved, and
+how long prefill and decode took (book §14.5.3's second account, measured on one conversation).
+
+``TraceView(model_name)`` is an ipywidgets ``VBox``: a header naming the model (and saying so when it is a
+random-weight stand-in), a plotly ``FigureWidget`` with three panels per turn — prompt split (tool definitions /
+history / new tokens), cache (reused / prefilled / generated) and wall time (prefill / decode / tools) — and a
+step log. Feed it with ``host.run(..., on_step=view.on_step)`` or ``view.show(trace)``. The plotted numbers are
+plain data (``view.rows``, ``panel_data(rows)``) so tests check them without a browser.
+
+Leaves out: token-level detail (``widgets.tokens`` shows a rendering token by token) and comparing two runs in one
+figure (the notebook puts two views side by side).
+"""
+from __future__ import annotations
+
+import html
+import json
+
+import ipywidgets as widgets
+import plotly.graph_objects as go
+
+# (panel, key, label, colour); panel 1 = prompt split, 2 = cache, 3 = time
+SERIES = [
+    (1, "tools", "tool definitions", "#fdae6b"), (1, "history", "history", "#9ecae1"), (1, "new", "new tokens", "#74c476"),
+    (2, "reused", "reused from cache", "#6baed6"), (2, "prefilled", "prefilled", "#fb6a4a"),
+    (2, "generated", "generated", "#9e9ac8"),
+    (3, "prefill_ms", "prefill ms", "#fb6a4a"), (3, "decode_ms", "decode ms", "#9e9ac8"), (3, "tool_ms", "tools ms", "#bdbdbd"),
+]
+_TITLES = ("prompt tokens: what they are", "prompt tokens: cache", "wall time per turn (ms, stacked)")
+
+
+def panel_data(rows: list[dict]) -> dict[str, list]:
+    """Per series, one value per turn (missing values are 0): exactly what the bars show."""
+    return {key: [r.get(key, 0) or 0 for r in rows] for _, key, _, _ in SERIES} | {"turn": [r["turn"] for r in rows]}
+
+
+def _figure(rows) -> go.FigureWidget:
+    data = panel_data(rows)
+    traces = [go.Bar(x=data["turn"], y=data[key], name=label, marker_color=colour, legendgroup=str(panel),
+                     xaxis=f"x{panel}", yaxis=f"y{panel}", hovertemplate=f"turn %{{x}}<br>{label}: %{{y}}<extra></extra>")
+              for panel, key, label, colour in SERIES]
+    layout = go.Layout(
+        barmode="stack", height=330, width=980, margin=dict(l=50, r=10, t=40, b=40),
+        legend=dict(orientation="h", y=-0.22), template="plotly_white",
+        xaxis1=dict(domain=[0, 0.3], title="turn", dtick=1), xaxis2=dict(domain=[0.35, 0.65], title="turn", dtick=1),
+        xaxis3=dict(domain=[0.7, 1.0], title="turn", dtick=1),
+        yaxis1=dict(anchor="x1", title="tokens"), yaxis2=dict(anchor="x2"), yaxis3=dict(anchor="x3"),
+        annotations=[dict(text=t, x=(a + b) / 2, y=1.1, xref="paper", yref="paper", showarrow=False)
+                     for t, (a, b) in zip(_TITLES, [(0, 0.3), (0.35, 0.65), (0.7, 1.0)])])
+    return go.FigureWidget(data=traces, layout=layout)
+
+
+def _step_line(step) -> str:
+    from ..host import Answered, Executed, Generated, Parsed, Rendered, Stopped
+
+    e = html.escape
+    if isinstance(step, Rendered):
+        extra = f" · answer started with <code>{e(step.forced_prefix)}</code>" if step.forced_prefix else ""
+        return f"<b>turn {step.turn}</b> · prompt {len(step.prompt_ids)} tokens {e(json.dumps(step.split))}{extra}"
+    if isinstance(step, Generated):
+        g = step.generation
+        kind = "constrained (tool-call tag)" if step.constrained else "free"
+        return (f"&nbsp;&nbsp;generated {len(g.new_ids)} tokens, {kind}, stopped by {g.stopped_by}: "
+                f"<code>{e(step.text)}</code>")
+    if isinstance(step, Parsed):
+        return "&nbsp;&nbsp;parsed: " + (", ".join(e(c.name or "?") if c.ok else f"<i>{e(c.error['type'])}</i>"
+                                                  for c in step.calls) or "no tool call → answer")
+    if isinstance(step, Executed):
+        return "<br>".join(f"&nbsp;&nbsp;{e(r.status)}: {e(str(r.name))}({e(json.dumps(r.arguments, ensure_ascii=False))})"
+                           f" → <code>{e(json.dumps(r.result, ensure_ascii=False))}</code>" for r in step.results)
+    if isinstance(step, Answered):
+        return f"<b>answer</b>: {e(step.text)}"
+    if isinstance(step, Stopped):
+        return f"<b>stopped</b>: {e(step.reason)} {e(step.detail)}"
+    return e(repr(step))
+
+
+class TraceView(widgets.VBox):
+    """Live view of one host-loop run. ``on_step`` is the ``run(..., on_step=...)`` callback."""
+
+    def __init__(self, model_name: str = "", semantic: bool = True, **kw):
+        self.steps: list = []
+        self.rows: list[dict] = []
+        self.header = widgets.HTML()
+        self.fig = _figure([])
+        self.log = widgets.HTML(layout=widgets.Layout(max_height="260px", overflow="auto"))
+        super().__init__([self.header, self.fig, self.log], **kw)
+        self.set_model(model_name, semantic)
+
+    def set_model(self, name: str, semantic: bool = True) -> None:
+        warn = ("" if semantic else " <b style='color:#b30000'>RANDOM-WEIGHT STAND-IN: shows the mechanics; "
+                                    "the calls and text mean nothing</b>")
+        self.header.value = f"<div style='font-family:monospace'>model: {html.escape(name)}{warn}</div>"
+
+    def clear(self) -> None:
+        self.steps, self.rows = [], []
+        self.log.value = ""
+        self._redraw()
+
+    def on_step(self, step) -> None:
+        self.steps.append(step)
+        self.log.value += f"<div style='font-family:monospace;font-size:12px'>{_step_line(step)}</div>"
+        from ..host import Executed, Generated, Stopped
+
+        if isinstance(step, (Generated, Executed, Stopped)):
+            self._redraw()
+
+    def show(self, trace) -> None:
+        """Replace the view with a finished :class:`toolkit.host.Trace`."""
+        self.clear()
+        self.set_model(trace.model, "STAND-IN" not in trace.model)
+        for s in trace.steps:
+            self.on_step(s)
+
+    def _redraw(self) -> None:
+        from ..host import Trace
+
+        self.rows = Trace("", steps=self.steps).turns()
+        data = panel_data(self.rows)
+        with self.fig.batch_update():
+            for trace, (_, key, _, _) in zip(self.fig.data, SERIES):
+                trace.x, trace.y = data["turn"], data[key]
