@@ -374,14 +374,17 @@ def tool_use_claims() -> list[Claim]:
 # ================================================================ §14.5.6 / Tool Use §3.2: MCP
 def _probe_server():
     """Run a one-tool MCP server in-process and record what a client sees (no network, no subprocess)."""
+    import concurrent.futures as cf
     import logging
 
     import anyio
     from mcp import Client
     from mcp.server.mcpserver import MCPServer
 
+    root = logging.getLogger()
+    saved = (root.level, list(root.handlers))
     logging.getLogger("mcp").setLevel(logging.CRITICAL)  # the server logs the deliberate failure loudly
-    srv = MCPServer("claims-probe")
+    srv = MCPServer("claims-probe")  # it also calls logging.basicConfig(INFO): undone below
 
     @srv.tool()
     def divide(a: float, b: float) -> float:
@@ -400,7 +403,12 @@ def _probe_server():
                                   tool_keys=sorted(listed.tools[0].model_dump(by_alias=True, exclude_none=True)),
                                   error=bad.is_error, unknown=unknown.is_error)
 
-    anyio.run(main)
+    try:  # in a thread of its own: Jupyter already runs an event loop in the main thread
+        with cf.ThreadPoolExecutor(1) as pool:
+            pool.submit(anyio.run, main).result()
+    finally:
+        root.setLevel(saved[0])
+        root.handlers[:] = saved[1]
     return seen
 
 
