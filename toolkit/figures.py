@@ -46,8 +46,8 @@ L = {
         cum_no_cache="无缓存：每轮从头预填充", cum_cache="缓存全命中：只算增量",
         ratio="{a:,} / {b:,} = {r:.1f}×<br>T/Δ + (R+1)/2 = {c:.2f} + {h:.1f}",
         ratio_cold="{a:,} / {b:,} = {r:.1f}×（冷启动：首轮也算 T）",
-        decay_title="串行 k 步的整体成功率 p^k", steps="步数 k", overall="整体成功率",
-        table_title="表 14-11 串行多步任务的整体成功率 p^k", p_col="单步成功率 p", k_col="{k} 步",
+        decay_title="串行 k 步的整体成功率 p<sup>k</sup>", steps="步数 k", overall="整体成功率",
+        table_title="表 14-11 串行多步任务的整体成功率 p<sup>k</sup>", p_col="单步成功率 p", k_col="{k} 步",
         seq_title="图 14-9 一次工具调用的完整往返（由宿主循环记录的轨迹绘制）",
         lanes=dict(user="用户", host="宿主（host）", engine="推理引擎 / 模型", tool="工具"),
         mcp_title="图 14-11 MCP 的宿主 / 客户端 / 服务器架构",
@@ -59,8 +59,8 @@ L = {
         cum_no_cache="no cache: whole prefix every turn", cum_cache="full cache hit: only the new tokens",
         ratio="{a:,} / {b:,} = {r:.1f}×<br>T/Δ + (R+1)/2 = {c:.2f} + {h:.1f}",
         ratio_cold="{a:,} / {b:,} = {r:.1f}× (cold: turn 1 also computes T)",
-        decay_title="Overall success of k serial steps, p^k", steps="steps k", overall="overall success",
-        table_title="Table 14-11 Overall success p^k of a serial multi-step task", p_col="per-step p",
+        decay_title="Overall success of k serial steps, p<sup>k</sup>", steps="steps k", overall="overall success",
+        table_title="Table 14-11 Overall success p<sup>k</sup> of a serial multi-step task", p_col="per-step p",
         k_col="{k} steps",
         seq_title="Fig 14-9 One tool call, round trip (drawn from a trace recorded by the host loop)",
         lanes=dict(user="user", host="host", engine="engine / model", tool="tool"),
@@ -98,9 +98,10 @@ def context_growth_figure(g: cost.Growth, lang: str = "en", width: int = 1100, h
     fig.update_yaxes(tickformat=",", rangemode="tozero")
     fig.add_shape(type="line", xref="x", yref="y", x0=0.5, x1=g.R + 0.5, y0=g.T, y1=g.T, name="tool_line",
                   line=dict(color="#333", dash="dash", width=1.5))
-    fig.add_annotation(name="tool_line", xref="x", yref="y", x=0.6, y=g.T, text=t["tool_line"].format(T=g.T),
-                       showarrow=False, xanchor="left", yanchor="bottom", font=dict(size=12),
-                       bgcolor="rgba(255,255,255,0.8)")
+    # below the line, mid-panel: there the bars are all "served from cache" grey, so no orange is hidden
+    fig.add_annotation(name="tool_line", xref="x", yref="y", x=(g.R + 1) / 2, y=g.T,
+                       text=t["tool_line"].format(T=g.T), showarrow=False, xanchor="center", yanchor="top",
+                       font=dict(size=12), bgcolor="rgba(255,255,255,0.85)", visible=g.T > 0)
     fig.add_annotation(name="ratio", xref="x2 domain", yref="y2 domain", x=0.03, y=0.97, xanchor="left",
                        yanchor="top", align="left", showarrow=False, text=_ratio_text(g, lang),
                        bgcolor="rgba(255,255,255,0.85)", bordercolor="#999", borderwidth=1, font=dict(size=13))
@@ -127,7 +128,7 @@ def update_context_growth(fig, g: cost.Growth, lang: str = "en") -> None:
         fig.layout.shapes[0].update(x1=g.R + 0.5, y0=g.T, y1=g.T)
         for a in fig.layout.annotations:
             if a.name == "tool_line":
-                a.update(y=g.T, text=t["tool_line"].format(T=g.T))
+                a.update(x=(g.R + 1) / 2, y=g.T, text=t["tool_line"].format(T=g.T), visible=g.T > 0)
             elif a.name == "ratio":
                 a.text = _ratio_text(g, lang)
 
@@ -282,7 +283,7 @@ def round_trip_figure(trace: dict, lang: str = "en", width: int = 1150) -> go.Fi
         ann.append(dict(x=x1, y=y, ax=x0, ay=y, xref="x", yref="y", axref="x", ayref="y", text="",
                         showarrow=True, arrowhead=2, arrowsize=1.3, arrowwidth=2, arrowcolor=C_LANES[a["src"]]))
         ann.append(dict(x=min(x0, x1) + 0.04, y=y + 0.07, text=text, showarrow=False, xanchor="left",
-                        yanchor="bottom", font=dict(size=12)))
+                        yanchor="bottom", align="left", font=dict(size=12)))
     ann.append(dict(x=-0.3, y=y_end - 0.1, xanchor="left", yanchor="top", showarrow=False, align="left",
                     font=dict(size=11, color="#555"),
                     text=("轨迹来源：" if lang == "zh" else "trace recorded by: ") + trace["producer"] + "<br>" +
