@@ -113,6 +113,10 @@ class WireLog:
         self.entries.clear()
         self.http.clear()
 
+    def since(self, start: int) -> "WireLog":
+        """A view of the messages from index ``start`` on (e.g. ``n = len(log)`` before a step, then ``since(n)``)."""
+        return WireLog(self.entries[start:], [], self.t0)
+
     def methods(self) -> list[str]:
         """The methods the host sent, in order (requests and notifications)."""
         return [e.method for e in self.entries if e.direction == TO_SERVER and e.method]
