@@ -368,3 +368,32 @@ def test_real_greedy_identical_with_and_without_reuse(real):
     b = host.run_example("calculator", real, reuse=False)
     assert [g.ids for g in a.of(Generated)] == [g.ids for g in b.of(Generated)]
     assert a.turns()[1]["reused"] > 0 and b.turns()[1]["reused"] == 0
+
+
+# ------------------------------------------------------------------ the trace widget (toolkit/widgets/trace.py)
+def test_trace_view_plots_the_trace_numbers(tok):
+    from toolkit.widgets.trace import SERIES, TraceView, panel_data
+
+    trace, _ = loop_once(tok, [call("calculator", expression="2+2"), "4"])
+    view = TraceView("scripted", semantic=False)
+    for s in trace.steps:
+        view.on_step(s)
+    assert view.rows == trace.turns() and "STAND-IN" in view.header.value
+    data = panel_data(view.rows)
+    assert data["reused"][1] == trace.turns()[1]["reused"] > 0
+    for fig_trace, (_, key, _, _) in zip(view.fig.data, SERIES):
+        assert list(fig_trace.y) == data[key] and list(fig_trace.x) == [1, 2]
+    assert "answer" in view.steps_html.value and "calculator" in view.steps_html.value
+    view.show(trace)  # replaying a finished trace gives the same picture
+    assert view.rows == trace.turns() and view.steps_html.value.count("<b>turn") == 2
+    view.clear()
+    assert view.rows == [] and len(view.fig.data[0].y) == 0
+
+
+def test_prefix_stability_qwen3_rewrites_qwen25_keeps():
+    q3, q25 = host.prefix_stability("qwen3"), host.prefix_stability("qwen2.5")
+    assert all(r["prompt_was_prefix"] for r in q3 + q25)
+    assert all(r["kept"] == 1.0 for r in q25)
+    after_user = [r for r in q3 if r["after"] == "user"]
+    assert after_user and all(r["kept"] < 1.0 for r in after_user)
+    assert all(r["kept"] == 1.0 for r in q3 if r["after"] == "tool")

@@ -82,8 +82,8 @@ class TraceView(widgets.VBox):
         self.rows: list[dict] = []
         self.header = widgets.HTML()
         self.fig = _figure([])
-        self.log = widgets.HTML(layout=widgets.Layout(max_height="260px", overflow="auto"))
-        super().__init__([self.header, self.fig, self.log], **kw)
+        self.steps_html = widgets.HTML(layout=widgets.Layout(max_height="260px", overflow="auto"))
+        super().__init__([self.header, self.fig, self.steps_html], **kw)
         self.set_model(model_name, semantic)
 
     def set_model(self, name: str, semantic: bool = True) -> None:
@@ -93,12 +93,12 @@ class TraceView(widgets.VBox):
 
     def clear(self) -> None:
         self.steps, self.rows = [], []
-        self.log.value = ""
+        self.steps_html.value = ""
         self._redraw()
 
     def on_step(self, step) -> None:
         self.steps.append(step)
-        self.log.value += f"<div style='font-family:monospace;font-size:12px'>{_step_line(step)}</div>"
+        self.steps_html.value += f"<div style='font-family:monospace;font-size:12px'>{_step_line(step)}</div>"
         from ..host import Executed, Generated, Stopped
 
         if isinstance(step, (Generated, Executed, Stopped)):

@@ -1,0 +1,221 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: -all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 03 · The host loop: generate, parse, execute, feed back — and what the cache saves
+#
+# The model only ever generates text. Everything else in a tool call happens in the *host*: it cuts the
+# `<tool_call>` block out of the output, checks the arguments, runs the function, and appends the result as a
+# `role="tool"` message; then it sends a **new request** whose prompt is the old one plus the call plus the
+# result (book §14.5.2 steps 4–6; "Tool Use" §3.1). Nothing waits inside the model between the two requests;
+# what makes the second request cheap is a prefix cache that still holds the keys and values of the shared
+# beginning (§14.5.8). This notebook runs that loop live and measures, per turn, how many prompt tokens were
+# reused and how many had to be computed again.
+
+# %%
+import json
+import os
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import ipywidgets as W
+import pandas as pd
+import torch
+from IPython.display import Markdown, display
+
+from toolkit import host, tools
+from toolkit.models import load, qwen_tokenizer
+from toolkit.widgets.trace import TraceView
+
+torch.manual_seed(0)
+torch.set_num_threads(min(2, os.cpu_count() or 1))
+MODEL = os.environ.get("TOOLKIT_MODEL", "auto")  # auto: the real offline model if installed, else the stand-in
+loaded = load(MODEL, quiet=True)
+print("model that runs below:", loaded.description)
+if not loaded.semantic:
+    display(Markdown("**This is a random-weight stand-in.** Every number about tokens, cache and time below is "
+                     "real; the calls and the text it writes mean nothing. Install the real model with "
+                     "`python -m toolkit models install-real` to see meaningful answers."))
+
+# %% [markdown]
+# ## 1 · Tools are typed functions; the schema is generated from them
+# Each demo tool is written once, as a Python function with type hints and a docstring. The JSON Schema that the
+# template writes into the prompt is generated from that function (`transformers.utils.get_json_schema`), so
+# the description the model reads and the code the host runs cannot drift apart. "Tool Use" §3.1 calls this the
+# tool's four parts: a name, a description, typed parameters, and the function behind them.
+
+# %%
+print(json.dumps(tools.TOOLS["get_weather"].schema, ensure_ascii=False, indent=1))
+print("needs a person's approval:", {n: t.needs_confirmation for n, t in tools.TOOLS.items()})
+
+# %% [markdown]
+# The calculator never calls `eval`: it has its own tokenizer and parser, and refuses anything that is not
+# arithmetic, and anything too long, too deep or too large, with a message meant for the model.
+
+# %%
+for expr in ["250 * 15%", "15% of 250", "__import__('os')", "9**9**9", "1e308*1e308", "(" * 10_000 + "1" + ")" * 10_000]:
+    t0 = time.perf_counter()
+    try:
+        out = tools.calculator(expr)
+    except tools.ToolError as e:
+        out = f"refused: {e}"
+    print(f"{expr[:24]!r:<28} {(time.perf_counter() - t0) * 1e3:6.2f} ms  {out}")
+
+# %% [markdown]
+# ## 2 · The loop, live
+# The trace view below updates as the loop runs. Per turn it shows what the prompt is made of — the tool
+# definitions (the same every turn), the history, and the tokens that are new since the previous request — then
+# the cache split (reused vs prefilled, plus generated) and the wall time of prefill, decode and the tools.
+#
+# Two settings make the small model behave; both are printed in the trace. The first turn is decoded under a
+# grammar that binds the `<tool_call>` tag to its single token and the JSON to the tool schemas (notebook 02):
+# unconstrained, this 0.5B model rarely writes the tag. After a tool result the answer is *started* for it
+# with "The answer is" (the `answer_prefix` option): otherwise it tends to write another JSON object.
+
+# %%
+view = TraceView(loaded.description, loaded.semantic)
+display(view)
+trace = host.run_example("calculator", loaded, on_step=view.on_step)
+print("stop reason:", trace.stop.reason, "| answer:", trace.answer)
+
+# %% [markdown]
+# The message list after the loop is the API's view of the same conversation (compare "Tool Use" §3.1): the
+# assistant message carries a structured `tool_calls` entry, the tool message carries the result as text.
+
+# %%
+for m in trace.messages:
+    print(json.dumps(m, ensure_ascii=False))
+
+# %%
+turns = pd.DataFrame(trace.turns())
+turns[["turn", "prompt", "tools", "history", "new", "reused", "prefilled", "generated", "prefill_ms", "decode_ms",
+       "constrained", "forced_prefix"]]
+
+# %% [markdown]
+# In turn 2 the prompt grew by the call and the result, yet only a few dozen tokens were prefilled: the rest was
+# still in the cache. The reused count is a little *smaller* than turn 1's prompt plus its output, because the
+# host stores the call as structured data and the template writes it back out; wherever its spelling or
+# tokenization differs from what the model produced, the cache stops matching.
+#
+# Try the other examples (a weather question; a two-city question where both calls come in one turn and run
+# in parallel in the host):
+
+# %%
+pick = W.Dropdown(options=sorted(host.EXAMPLES), value="two_cities", description="example")
+go_ = W.Button(description="run")
+
+
+def _run(_):
+    view.clear()
+    host.run_example(pick.value, loaded, on_step=view.on_step)
+
+
+go_.on_click(_run)
+display(W.HBox([pick, go_]))
+
+# %% [markdown]
+# ## 3 · What the model gets wrong becomes a message, not a crash
+# A host must survive bad output: JSON that does not parse, a tool that does not exist, arguments that fail the
+# schema, a tool that raises or hangs, a call that changes something and was not approved (§14.5.9 lists these
+# failure modes). Each becomes a structured error result that the model reads on its next turn. To show every
+# path deterministically this cell uses a **scripted fake model** (no weights: it replays fixed texts).
+
+# %%
+tok25 = qwen_tokenizer("qwen2.5")
+script = ['<tool_call>\n{"name": "calculator", "arguments": {"expression": "1+"}\n</tool_call>',  # bad JSON
+          '<tool_call>\n{"name": "search_web", "arguments": {"q": "news"}}\n</tool_call>\n'
+          '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "kelvin"}}\n</tool_call>\n'
+          '<tool_call>\n{"name": "write_note", "arguments": {"title": "todo", "text": "milk"}}\n</tool_call>',
+          '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+          '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>']
+fake = host.ScriptedBackend(tok25, script)
+scripted = host.run(fake, tok25, [{"role": "user", "content": "hi"}], tools.TOOLS, template="qwen2.5")
+for s in scripted.of(host.Executed):
+    for r in s.results:
+        print(f"turn {s.turn}: {r.status:<7} {r.name}: {json.dumps(r.result, ensure_ascii=False)[:110]}")
+print("stopped:", scripted.stop.reason, "-", scripted.stop.detail)
+
+# %% [markdown]
+# The same call twice in a row is the "loop" failure of §14.5.9; the repeated-call guard stops it. The other
+# guards are a maximum number of turns and a token budget; each run records why it stopped.
+#
+# ## 4 · A timestamp at the top of the system prompt
+# §14.5.8 warns that anything which changes the *start* of the prompt — such as the current time written into
+# the system prompt — makes every request's prefix different, so the cache can keep almost nothing. The switch
+# below puts a clock line at the very start of the system prompt, re-rendered on every turn.
+
+# %%
+def reuse_run(stamp: bool):
+    return host.run_example("calculator", loaded, system_prefix=host.timestamp_prefix if stamp else None)
+
+
+rows = []
+for stamp in (False, True):
+    t = reuse_run(stamp)
+    r = t.turns()[1]
+    rows.append(dict(timestamp=stamp, turn=2, prompt=r["prompt"], reused=r["reused"], prefilled=r["prefilled"],
+                     prefill_ms=r["prefill_ms"], answer=t.answer))
+pd.DataFrame(rows)
+
+# %%
+stamp_box = W.Checkbox(value=False, description="timestamp at start of system prompt")
+stamp_view = TraceView(loaded.description, loaded.semantic)
+
+
+def _restamp(change):
+    stamp_view.clear()
+    host.run_example("calculator", loaded, on_step=stamp_view.on_step,
+                     system_prefix=host.timestamp_prefix if change["new"] else None)
+
+
+stamp_box.observe(_restamp, names="value")
+display(W.VBox([stamp_box, stamp_view]))
+_restamp({"new": stamp_box.value})
+
+# %% [markdown]
+# With the clock line, turn 2 reuses only the tokens before the first digit that changed, and prefills the
+# whole rest again — tool definitions included. Put volatile facts at the end of the prompt, not the start.
+#
+# ## 5 · Does the template itself keep the prefix? Qwen3 vs Qwen2.5
+# A cache helps only if each new prompt *extends* what the previous request left behind. Qwen3's template drops
+# the `<think>` part of assistant turns that came before the latest user question. Within one question (a
+# tool call and its result) the history is unchanged; but when the user asks something new, the earlier
+# reasoning disappears from the rendering and the cache is good only up to the first rewritten turn. Qwen2.5
+# writes no reasoning and never rewrites. (Rendering only, both with the real token ids; no model runs here.)
+
+# %%
+stab = pd.DataFrame(host.prefix_stability("qwen3") + host.prefix_stability("qwen2.5"))
+stab
+
+# %%
+worst = stab.loc[stab.groupby("template")["kept"].idxmin()]
+for _, r in worst.iterrows():
+    print(f"{r.template:>8}: at request {r.request} (after a {r.after} message) {r.shared}/{r.cached} cached tokens "
+          f"are still a prefix; {r.recompute} tokens must be prefilled")
+
+# %% [markdown]
+# ## 6 · The bill over many turns
+# §14.5.3 sizes this for an agent with 10,000 tokens of tool definitions that adds 2,048 tokens per turn over
+# 30 turns: prefilling everything every turn costs T/Δ + (R+1)/2 ≈ 20.4 times the tokens of prefilling only
+# what is new. `benchmarks/prefix_reuse.py` runs that workload (scaled down on a CPU) on this backend, with and
+# without reuse, and prints both ratios side by side.
+
+# %%
+T, D, R = 10_000, 2048, 30
+without = sum(T + D * k for k in range(1, R + 1))
+print(f"prefill tokens without reuse {without:,}, with reuse {D * R:,}: ratio {without / (D * R):.1f}; "
+      f"formula T/Δ + (R+1)/2 = {T / D + (R + 1) / 2:.1f}")
