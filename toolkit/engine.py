@@ -94,6 +94,29 @@ def allowed_tokens(words: torch.Tensor, vocab_width: int, shifts: torch.Tensor |
     return (((words.reshape(-1, 1) >> shifts) & 1) != 0).reshape(-1)[:vocab_width]
 
 
+def _pre_fast(h, add, ln, wqkv, bqkv, qkn, cos, ssin, eps, heads, kv_heads, head_dim):
+    """The same layer start with fewer kernels (CUDA default): fused RMSNorm kernels, q and k normed and rotated
+    together, RoPE as roll + one multiply-add (``ssin`` = sin with the first half negated). Rounds differently
+    from ``_pre`` in the last bit; used for both the eager and the graph path, so those two still agree."""
+    if add is not None:
+        h = h + add
+    x = F.rms_norm(h, (h.shape[-1],), ln, eps)
+    qkv = F.linear(x, wqkv, bqkv)
+    s, n = x.shape[0], heads + kv_heads
+    qk = qkv[:, :n * head_dim].reshape(s, n, head_dim)
+    v = qkv[:, n * head_dim:].reshape(s, kv_heads, head_dim)
+    if qkn is not None:  # per-head q/k norms (Qwen3); qkn stacks q_norm's weight H times and k_norm's KV times
+        qk = F.rms_norm(qk, (head_dim,), None, eps) * qkn
+    qk = torch.addcmul(qk * cos, qk.roll(head_dim // 2, -1), ssin)
+    return h, qk[:, :heads], qk[:, heads:], v
+
+
+def _post_fast(h, o, wo, bo, ln, wgu, wd, eps):
+    h = h + F.linear(o, wo, bo)
+    g, u = F.linear(F.rms_norm(h, (h.shape[-1],), ln, eps), wgu).chunk(2, dim=-1)
+    return h, F.linear(F.silu(g) * u, wd)
+
+
 @dataclass
 class _Layer:
     ln1: torch.Tensor
@@ -111,6 +134,7 @@ class _Layer:
     wg: torch.Tensor
     wu: torch.Tensor | None
     wd: torch.Tensor
+    qkn: torch.Tensor | None = None  # fast path: [heads + kv_heads, head_dim] q/k norm weights
 
 
 def _bias(lin):
@@ -130,10 +154,12 @@ def _layers(model, fuse: bool) -> list[_Layer]:
             g, u = torch.cat([g, u]), None
         qn = getattr(a, "q_norm", None)
         kn = getattr(a, "k_norm", None)
+        qkn = None if qn is None else torch.cat([qn.weight.detach().expand(a.config.num_attention_heads, -1),
+                                                  kn.weight.detach().expand(a.config.num_key_value_heads, -1)])
         out.append(_Layer(layer.input_layernorm.weight.detach(), q, bq, k, bk, v, bv,
                           None if qn is None else qn.weight.detach(), None if kn is None else kn.weight.detach(),
                           a.o_proj.weight.detach(), _bias(a.o_proj), layer.post_attention_layernorm.weight.detach(),
-                          g, u, m.down_proj.weight.detach()))
+                          g, u, m.down_proj.weight.detach(), qkn))
     return out
 
 
@@ -154,13 +180,15 @@ def _check_supported(model) -> None:
 class Engine:
     """One sequence's decode engine. ``generate`` follows the host loop's backend protocol (``toolkit.host``).
 
-    ``graphs`` (default: on CUDA) captures the decode steps as CUDA graphs; ``compile`` (CUDA) fuses the layer
-    math with torch.compile first; ``fuse`` (default: on CUDA) concatenates q/k/v and gate/up weights (one
-    matmul each, a copy of ~70% of the weights); ``reuse`` keeps the shared prompt prefix across calls.
+    ``graphs`` (default: on CUDA) captures the decode steps as CUDA graphs; ``compile`` fuses the decode step's
+    layer math with torch.compile first; ``fuse`` concatenates q/k/v and gate/up weights (one matmul each, a copy
+    of ~70% of the weights); ``fast`` (default: on CUDA; implies ``fuse``) uses fewer, fused kernels that round
+    slightly differently from transformers; ``reuse`` keeps the shared prompt prefix across calls.
     """
 
     def __init__(self, model, *, max_len: int | None = None, prefill_chunk: int | None = None,
-                 graphs: bool | None = None, compile: bool = False, fuse: bool | None = None, reuse: bool = True,
+                 graphs: bool | None = None, compile: bool = False, fuse: bool | None = None,
+                 fast: bool | None = None, reuse: bool = True,
                  min_bucket: int | None = None, lookahead: int = 4, name: str | None = None):
         _check_supported(model)
         p = next(model.parameters())
@@ -171,11 +199,13 @@ class Engine:
         if self.graphs and not cuda:
             raise EngineError("CUDA graphs need a CUDA device; this model is on " + str(self.device))
         self.compile, self.reuse, self.lookahead = bool(compile), bool(reuse), max(1, int(lookahead))
-        self.fuse = cuda if fuse is None else bool(fuse)
+        self.fast = cuda if fast is None else bool(fast)
+        self.fuse = self.fast or (cuda if fuse is None else bool(fuse))  # the fast path needs fused weights
         # Rounded up to a multiple of 64: attention kernels want aligned mask rows.
         self.max_len = -(-int(max_len or min(cfg.max_position_embeddings, 32768 if cuda else 4096)) // 64) * 64
         self.prefill_chunk = int(prefill_chunk or (4096 if cuda else 256))
-        self.name = name or f"{type(model).__name__} ({cfg.model_type}, {sum(x.numel() for x in model.parameters()) / 1e6:.1f}M params)"
+        params = sum(x.numel() for x in model.parameters())
+        self.name = name or f"{type(model).__name__} ({cfg.model_type}, {params / 1e6:.1f}M params)"
         self.vocab_width = int(model.get_output_embeddings().weight.shape[0])
         self.heads, self.kv_heads = cfg.num_attention_heads, cfg.num_key_value_heads
         self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
@@ -196,6 +226,9 @@ class Engine:
         emb = torch.cat((freqs, freqs), dim=-1)
         scale = float(getattr(rot, "attention_scaling", 1.0))
         self._cos, self._sin = (emb.cos() * scale).to(dt), (emb.sin() * scale).to(dt)
+        if self.fast:  # rotate_half(x) * sin == roll(x, half) * (sin with its first half negated)
+            half = self.head_dim // 2
+            self._sin = torch.cat((-self._sin[:, :half], self._sin[:, half:]), dim=-1)
         # Zeros, not empty: masked positions are multiplied by 0 in attention, and 0 * NaN garbage is NaN.
         self.kv = torch.zeros(len(self.layers), 2, self.kv_heads, L, self.head_dim, device=dev, dtype=dt)
 
@@ -223,10 +256,12 @@ class Engine:
             self.buckets.append(b)
             b *= 2
         self.buckets.append(L)
-        self._pre, self._post = _pre, _post
+        # Plain functions for prefill (shapes vary); the decode step's may be compiled (one fixed shape).
+        self._pre, self._post = (_pre_fast, _post_fast) if self.fast else (_pre, _post)
+        self._pre_dec, self._post_dec = self._pre, self._post
         if self.compile:
-            self._pre = torch.compile(_pre, fullgraph=True, dynamic=False)
-            self._post = torch.compile(_post, fullgraph=True, dynamic=False)
+            self._pre_dec = torch.compile(self._pre, fullgraph=True, dynamic=False)
+            self._post_dec = torch.compile(self._post, fullgraph=True, dynamic=False)
         self._body_graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self._sample_graphs: dict[tuple[bool, bool], torch.cuda.CUDAGraph] = {}
         self._pool = torch.cuda.graph_pool_handle() if self.graphs else None
@@ -244,7 +279,9 @@ class Engine:
         parts = [self.device.type, str(self.dtype).removeprefix("torch.")]
         parts.append("compiled+graph" if self.compile and self.graphs else "graph" if self.graphs
                      else "compiled" if self.compile else "eager")
-        if self.fuse:
+        if self.fast:
+            parts.append("fast kernels")
+        elif self.fuse:
             parts.append("fused qkv/gate-up")
         return ", ".join(parts)
 
@@ -282,8 +319,7 @@ class Engine:
             cos, sin = self._cos[p:p + c].unsqueeze(1), self._sin[p:p + c].unsqueeze(1)
             add = None
             for i, w in enumerate(self.layers):
-                h, q, k, v = _pre(h, add, w.ln1, w.wq, w.bq, w.wk, w.bk, w.wv, w.bv, w.qn, w.kn, cos, sin, self.eps,
-                                  self.heads, self.kv_heads, self.head_dim)
+                h, q, k, v = self._layer_pre(self._pre, h, add, w, cos, sin)
                 cache = self.kv[i]
                 cache[0, :, p:p + c] = k.transpose(0, 1)
                 cache[1, :, p:p + c] = v.transpose(0, 1)
@@ -300,10 +336,9 @@ class Engine:
                     o = F.scaled_dot_product_attention(qh, keys, vals, attn_mask=causal_lower_right(c, p + c),
                                                        scale=self.scaling)
                 o = o[0].transpose(0, 1).reshape(c, -1)
-                h, add = _post(h, o, w.wo, w.bo, w.ln2, w.wg, w.wu, w.wd, self.eps, F.silu)
+                h, add = self._layer_post(self._post, h, o, w)
             if c0 + c >= len(ids):  # logits only for the prompt's last token
-                last = (h[-1:] + add[-1:])
-                self._logits.copy_(F.linear(_rms(last, self.norm, self.eps), self.lm_head).view(-1))
+                self._logits.copy_(self._head(h[-1:] + add[-1:]).view(-1))
 
     # ---------------------------------------------------------------- the two decode steps (fixed shapes)
     def _body(self, bucket: int) -> None:
@@ -317,8 +352,7 @@ class Engine:
         with self._attn_backend():
             for i, w in enumerate(self.layers):
                 h, add = self._body_layer(i, w, h, add, pos, cos, sin, mask, bucket, n_rep)
-        logits = F.linear(_rms(h + add, self.norm, self.eps), self.lm_head)
-        self._logits.copy_(logits.view(-1))
+        self._logits.copy_(self._head(h + add).view(-1))
         pos.add_(1)
 
     def _attn_backend(self):
@@ -331,8 +365,7 @@ class Engine:
         return sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
 
     def _body_layer(self, i, w, h, add, pos, cos, sin, mask, bucket, n_rep):
-        h, q, k, v = self._pre(h, add, w.ln1, w.wq, w.bq, w.wk, w.bk, w.wv, w.bv, w.qn, w.kn, cos, sin,
-                               self.eps, self.heads, self.kv_heads, self.head_dim)
+        h, q, k, v = self._layer_pre(self._pre_dec, h, add, w, cos, sin)
         cache = self.kv[i]
         cache[0].index_copy_(1, pos, k.transpose(0, 1))
         cache[1].index_copy_(1, pos, v.transpose(0, 1))
@@ -340,7 +373,23 @@ class Engine:
         qg = q.reshape(1, self.kv_heads, n_rep, self.head_dim)
         o = F.scaled_dot_product_attention(qg, cache[0, :, :bucket].unsqueeze(0), cache[1, :, :bucket].unsqueeze(0),
                                            attn_mask=mask, scale=self.scaling)
-        return self._post(h, o.reshape(1, -1), w.wo, w.bo, w.ln2, w.wg, w.wu, w.wd, self.eps, F.silu)
+        return self._layer_post(self._post_dec, h, o.reshape(1, -1), w)
+
+    def _layer_pre(self, fn, h, add, w, cos, sin):
+        if self.fast:
+            return fn(h, add, w.ln1, w.wq, w.bq, w.qkn, cos, sin, self.eps, self.heads, self.kv_heads, self.head_dim)
+        return fn(h, add, w.ln1, w.wq, w.bq, w.wk, w.bk, w.wv, w.bv, w.qn, w.kn, cos, sin, self.eps, self.heads,
+                  self.kv_heads, self.head_dim)
+
+    def _layer_post(self, fn, h, o, w):
+        if self.fast:
+            return fn(h, o, w.wo, w.bo, w.ln2, w.wg, w.wd, self.eps)
+        return fn(h, o, w.wo, w.bo, w.ln2, w.wg, w.wu, w.wd, self.eps, F.silu)
+
+    def _head(self, h):
+        """Final norm + LM head (logits in the model's dtype)."""
+        x = F.rms_norm(h, (h.shape[-1],), self.norm, self.eps) if self.fast else _rms(h, self.norm, self.eps)
+        return F.linear(x, self.lm_head)
 
     def _sample(self, greedy: bool, masked: bool) -> None:
         """Mask (bit j of word i = token 32*i + j allowed), temperature + exponential race, argmax -> self._tok."""

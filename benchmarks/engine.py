@@ -1,0 +1,405 @@
+"""Decode speed of one small model, four ways, in one run; the agent workload with and without prefix reuse;
+constrained vs unconstrained decoding. Prints markdown tables (``--out FILE`` also writes them).
+
+    python benchmarks/engine.py                 # GPU: Qwen3-0.6B shape, random bf16 weights; CPU: the stand-in
+    python benchmarks/engine.py --T 512 --delta 64 --R 6      # agent workload sizes (defaults depend on device)
+
+Rows of the decode table: ``model.generate`` (transformers, dynamic cache), the engine eager (one Python op
+per kernel), the engine with CUDA graphs, and the engine with torch.compile + CUDA graphs. Each gets tokens/s
+and % of the bandwidth floor (copy bandwidth measured in this run / bytes of weights read per token).
+On a GPU the model is built from the Qwen3-0.6B config with random weights: weights cannot be carried to the
+lent machine, and the speed of a dense forward pass does not depend on the values of its weights.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+
+# Qwen3-0.6B's published config values (facts), written here because the hub cannot be reached.
+QWEN3_06B = dict(vocab_size=151_936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
+                 num_attention_heads=16, num_key_value_heads=8, head_dim=128, tie_word_embeddings=True,
+                 rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0},
+                 max_position_embeddings=40_960, rms_norm_eps=1e-6, hidden_act="silu",
+                 bos_token_id=151643, eos_token_id=151645)
+
+LINES: list[str] = []
+
+
+def say(line: str = "") -> None:
+    print(line, flush=True)
+    LINES.append(line)
+
+
+def sync(dev):
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+def build_model(kind: str, dev):
+    from transformers import AutoModelForCausalLM, Qwen3Config
+
+    if kind == "qwen3-0.6b-shape":
+        dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+        torch.manual_seed(0)
+        with torch.device(dev):  # initialise on the device: 0.6B random numbers on the CPU take a while
+            model = AutoModelForCausalLM.from_config(Qwen3Config(**QWEN3_06B), dtype=dtype).eval()
+        return model, (f"RANDOM WEIGHTS built from the Qwen3-0.6B config (hidden 1024, 28 layers, 16/8 heads, "
+                       f"head_dim 128, vocab 151,936, tied) in {str(dtype)[6:]}: speed only, no meaning")
+    if kind == "stand-in":
+        from toolkit.models import stand_in
+
+        return stand_in(device=str(dev)), "RANDOM-WEIGHT STAND-IN (toolkit.models.stand_in, 9.8M params): mechanics only"
+    from toolkit.models import load
+
+    loaded = load(kind, device=str(dev), quiet=True)
+    return loaded.model, loaded.description
+
+
+def copy_bandwidth(dev) -> float:
+    """Bytes read + written per second by a large device-to-device copy (median of several)."""
+    n = (1 << 30) if dev.type == "cuda" else (1 << 27)
+    a = torch.ones(n // 2, dtype=torch.bfloat16, device=dev)
+    b = torch.empty_like(a)
+    times = []
+    for i in range(12):
+        sync(dev)
+        t0 = time.perf_counter()
+        b.copy_(a)
+        sync(dev)
+        if i >= 2:
+            times.append(time.perf_counter() - t0)
+    del a, b
+    return 2 * n / statistics.median(times)
+
+
+def prompt_ids(n: int, seed: int) -> list[int]:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, 151_643, (n,), generator=g).tolist()
+
+
+def hf_rate(model, prompt, n):
+    """model.generate: per-token decode time = (t(n tokens) - t(1 token)) / (n - 1); also its tokens."""
+    dev = next(model.parameters()).device
+    ids = torch.tensor([prompt], device=dev)
+    kw = dict(attention_mask=torch.ones_like(ids), do_sample=False, eos_token_id=None, pad_token_id=0)
+
+    def run(k):
+        sync(dev)
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            out = model.generate(ids, max_new_tokens=k, min_new_tokens=k, **kw)
+        sync(dev)
+        return time.perf_counter() - t0, out[0, len(prompt):].tolist()
+
+    run(2)  # warm-up
+    t1, _ = run(1)
+    tn, toks = run(n)
+    return (n - 1) / max(tn - t1, 1e-9), toks
+
+
+def engine_rate(engine, prompt, n, repeats=3):
+    """Median decode tokens/s ((n-1) body steps over decode_s) of a fresh prefill each time; tokens of the last."""
+    engine.prepare(len(prompt) + n + 1)
+    engine.generate(prompt, max_new_tokens=min(n, 8), stop_ids=set())  # warm-up (allocator, kernels)
+    rates, toks = [], None
+    for _ in range(repeats):
+        engine.reset()
+        g = engine.generate(prompt, max_new_tokens=n, stop_ids=set())
+        rates.append((len(g.new_ids) - 1) / g.decode_s)
+        toks = g.new_ids
+    return statistics.median(rates), toks
+
+
+def same_prefix(a, b) -> int:
+    k = 0
+    while k < min(len(a), len(b)) and a[k] == b[k]:
+        k += 1
+    return k
+
+
+# ---------------------------------------------------------------- sections
+DECODE_HEADER = ["| path | tokens/s | ms/token | % of floor | setup s | same tokens as engine eager |",
+                 "| --- | ---: | ---: | ---: | ---: | --- |"]
+
+
+def decode_row(name, rate, setup, toks, ref, floor):
+    match = "reference" if ref is None else (
+        "yes" if toks == ref[:len(toks)] else f"first {same_prefix(toks, ref)} of {len(toks)}")
+    say(f"| {name} | {rate:,.1f} | {1e3 / rate:.2f} | {100 * rate / floor:.1f}% | {setup:.1f} | {match} |")
+
+
+def decode_table(model, dev, args, floor):
+    """model.generate, the engine eager, the engine with CUDA graphs. Returns (rates, graph engine, eager tokens)."""
+    from toolkit.engine import Engine
+
+    prompt = prompt_ids(args.prompt, seed=1)
+    say(f"## Decode, batch 1 (prompt {args.prompt} random tokens, greedy; engine rows {args.new} new tokens)")
+    say()
+    for line in DECODE_HEADER:
+        say(line)
+    rates = {}
+    eager = Engine(model, graphs=False, max_len=args.prompt + args.new + 64)
+    n_eager = args.new if dev.type == "cpu" else min(args.new, 64)
+    rates["engine eager"], ref = engine_rate(eager, prompt, n_eager)
+    rates["model.generate"], hf_toks = hf_rate(model, prompt, args.hf_new)
+    decode_row(f"model.generate ({args.hf_new} tokens)", rates["model.generate"], 0.0, hf_toks, ref, floor)
+    decode_row(f"engine eager, {eager.mode} ({n_eager} tokens)", rates["engine eager"], 0.0, ref, None, floor)
+    fastest = eager
+    if dev.type == "cuda":
+        try:
+            t0 = time.perf_counter()
+            e = Engine(model, graphs=True, max_len=args.prompt + args.new + 64)
+            e.prepare(args.prompt + args.new + 1)
+            setup = time.perf_counter() - t0
+            rates["engine CUDA graph"], toks = engine_rate(e, prompt, args.new)
+            decode_row(f"engine CUDA graph, {e.mode}", rates["engine CUDA graph"], setup, toks[:n_eager], ref, floor)
+            fastest = e
+        except Exception as exc:  # keep the rows above
+            say(f"| engine CUDA graph | failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]} | | | | |")
+    say()
+    return rates, fastest, (prompt, ref, n_eager)
+
+
+def compiled_table(model, args, floor, ref_info):
+    """The engine with torch.compile-fused layer steps inside its CUDA graphs (compiles for a minute or two)."""
+    from toolkit.engine import Engine
+
+    prompt, ref, n_eager = ref_info
+    t0 = time.perf_counter()
+    e = Engine(model, graphs=True, compile=True, max_len=args.prompt + args.new + 64)
+    e.prepare(args.prompt + args.new + 1)
+    setup = time.perf_counter() - t0
+    rate, toks = engine_rate(e, prompt, args.new)
+    say("## Decode with torch.compile (same prompt and tokens as above)")
+    say()
+    for line in DECODE_HEADER:
+        say(line)
+    decode_row(f"engine compiled + CUDA graph, {e.mode}", rate, setup, toks[:n_eager], ref, floor)
+    say()
+    return rate, e
+
+
+def attention_pairs(a: int, b: int) -> int:
+    """(query, key) pairs when positions a..b-1 are prefilled causally over a cache holding 0..a-1."""
+    return (b * (b + 1) - a * (a + 1)) // 2
+
+
+def agent_table(model, dev, args, fast_kw):
+    from toolkit.engine import Engine
+
+    T, D, R = args.T, args.delta, args.R
+    total = T + R * D
+    base = prompt_ids(total, seed=2)
+    e = Engine(model, max_len=total + args.decode_per_round + 64, **fast_kw)
+    e.prepare(total + args.decode_per_round + 1 if args.decode_per_round > 1 else 1)  # no capture inside timing
+    e_mode = e.mode
+    cfg = model.config
+    layers, width = cfg.num_hidden_layers, cfg.num_attention_heads * (getattr(cfg, "head_dim", None) or
+                                                                      cfg.hidden_size // cfg.num_attention_heads)
+    dense = sum(p.numel() for n, p in model.named_parameters() if "embed" not in n and "lm_head" not in n)
+
+    def flops(a, b):  # the arithmetic a prefill of positions a..b-1 must do (matmuls + attention)
+        return 2 * dense * (b - a) + 4 * layers * width * attention_pairs(a, b)
+
+    # Warm-up: first-call costs (kernel selection for new shapes) stay out of the timed rounds.
+    e.reset()
+    e.generate(base[:D], max_new_tokens=1, stop_ids=set())
+    e.generate(base[:2 * D], max_new_tokens=1, stop_ids=set())
+    rounds = {}
+    t_start = time.perf_counter()
+    for reuse in (True, False):  # with reuse first: it is short; the other may hit the time budget
+        e.reuse = True
+        e.reset()
+        e.generate(base[:T], max_new_tokens=0, stop_ids=set())  # the T-token prefix, cached before round 1
+        e.reuse = reuse
+        rounds[reuse] = []
+        for r in range(1, R + 1):
+            p = base[:T + r * D]
+            sync(dev)
+            t0 = time.perf_counter()
+            g = e.generate(p, max_new_tokens=args.decode_per_round, stop_ids=set())
+            sync(dev)
+            rounds[reuse].append((time.perf_counter() - t0, g.prefilled, flops(g.reused, len(p))))
+            if time.perf_counter() - t_start > args.agent_budget_s:
+                break
+    del e
+    k = min(len(rounds[True]), len(rounds[False]))  # compare the same rounds
+    (w1, f1, fl1), (w0, f0, fl0) = ([sum(x[i] for x in rounds[reuse][:k]) for i in range(3)] for reuse in (True, False))
+    token_ratio = T / D + (R + 1) / 2
+    say(f"## Agent workload: T={T:,} prefix tokens, +Δ={D:,} per round, R={R} rounds "
+        f"({args.decode_per_round} token(s) decoded per round; context up to {T + R * D:,}; {e_mode})")
+    say()
+    if k < R:
+        say(f"Only the first {k} of {R} rounds ran within the {args.agent_budget_s:.0f} s budget; ratios are over "
+            f"those rounds (token ratio for {k} rounds: {T / D + (k + 1) / 2:.1f}×).")
+        say()
+    say("| | tokens prefilled | prefill FLOPs | wall s |")
+    say("| --- | ---: | ---: | ---: |")
+    say(f"| with reuse (prefill only the new Δ) | {f1:,} | {fl1:.3g} | {w1:.3f} |")
+    say(f"| without reuse (prefill everything) | {f0:,} | {fl0:.3g} | {w0:.3f} |")
+    say(f"| **ratio** without / with | **{f0 / f1:.1f}×** | **{fl0 / fl1:.1f}×** | **{w0 / w1:.1f}×** |")
+    say()
+    say(f"Token ratio T/Δ + (R+1)/2 = {token_ratio:.1f}×. The FLOP ratio is lower because a full prefill's "
+        "attention grows with the square of the context while a reused round's grows linearly: that ratio is "
+        "what a compute-bound prefill can reach.")
+    say()
+    return w0 / w1, T / D + (k + 1) / 2, fl0 / fl1
+
+
+_GRAMMAR: list = []
+
+
+def constrained_table(e, args):
+    try:
+        import xgrammar  # noqa: F401
+
+        from toolkit.constrain import GrammarMask, compile_schema
+        from toolkit.models import qwen_tokenizer
+    except Exception as exc:  # the lent GPU machine may lack xgrammar (carried as a wheel when it can be)
+        say(f"## Constrained vs unconstrained: skipped ({type(exc).__name__}: {exc})")
+        return None
+    n = args.new
+    if not _GRAMMAR:
+        # A long JSON string: the model cannot close it before n tokens and almost every token stays allowed,
+        # so each step's mask fill is as expensive as it gets (large allowed set).
+        t0 = time.perf_counter()
+        tok = qwen_tokenizer("qwen3")
+        _GRAMMAR.append(compile_schema({"type": "string", "minLength": 16 * n}, tok, vocab_width=151_936))
+        _GRAMMAR.append(time.perf_counter() - t0)
+    grammar, compile_s = _GRAMMAR
+    prompt = prompt_ids(args.prompt, seed=3)
+    e.prepare(args.prompt + n + 1)
+    rates = {}
+    for masked in (False, True, False, True):
+        e.reset()
+        g = e.generate(prompt, max_new_tokens=n, stop_ids=set(), mask=GrammarMask(grammar) if masked else None)
+        rates.setdefault(masked, []).append(((len(g.new_ids) - 1) / g.decode_s, len(g.new_ids), g.stopped_by))
+    best = {m: max(v) for m, v in rates.items()}
+    say(f"## Constrained vs unconstrained ({e.mode}; grammar: JSON string, minLength {16 * n}; tokenizer + "
+        f"grammar built in {compile_s:.1f} s)")
+    say()
+    say("| decoding | tokens/s | tokens | stopped by |")
+    say("| --- | ---: | ---: | --- |")
+    say(f"| unconstrained | {best[False][0]:,.1f} | {best[False][1]} | {best[False][2]} |")
+    say(f"| constrained (xgrammar fills the mask on the host; applied on the device) | {best[True][0]:,.1f} | "
+        f"{best[True][1]} | {best[True][2]} |")
+    ratio = best[True][0] / best[False][0]
+    say(f"| **constrained / unconstrained** | **{100 * ratio:.1f}%** | | |")
+    say()
+    return ratio
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda")
+    p.add_argument("--model", default=None,
+                   help="qwen3-0.6b-shape (GPU default) | stand-in (CPU default) | qwen2.5-coder-0.5b")
+    p.add_argument("--prompt", type=int, default=None, help="prompt tokens for the decode table")
+    p.add_argument("--new", type=int, default=None, help="new tokens per engine run")
+    p.add_argument("--hf-new", type=int, default=None, help="new tokens for the model.generate row")
+    p.add_argument("--T", type=int, default=None)
+    p.add_argument("--delta", type=int, default=None)
+    p.add_argument("--R", type=int, default=None)
+    p.add_argument("--decode-per-round", type=int, default=1)
+    p.add_argument("--agent-budget-s", type=float, default=150.0, help="stop the agent workload's rounds after this")
+    p.add_argument("--no-compile", dest="compile", action="store_false", help="skip the torch.compile row")
+    p.add_argument("--skip", default="", help="comma list of sections to skip: decode,agent,constrained")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's; 1 is polite)")
+    p.add_argument("--out", default=None, help="also write the printed tables to this markdown file")
+    args = p.parse_args(argv)
+    dev = torch.device("cuda" if (args.device == "auto" and torch.cuda.is_available()) else
+                       (args.device if args.device != "auto" else "cpu"))
+    gpu = dev.type == "cuda"
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    args.model = args.model or ("qwen3-0.6b-shape" if gpu else "stand-in")
+    args.prompt = args.prompt or (512 if gpu else 64)
+    args.new = args.new or (256 if gpu else 32)
+    args.hf_new = args.hf_new or (32 if gpu else 16)
+    args.T, args.delta, args.R = args.T or (10_000 if gpu else 512), args.delta or (2048 if gpu else 64), \
+        args.R or (30 if gpu else 6)
+    skip = set(filter(None, args.skip.split(",")))
+
+    import transformers
+
+    machine = (f"{torch.cuda.get_device_name(dev)} ({torch.cuda.get_device_properties(dev).total_memory / 2**30:.0f} "
+               f"GiB), CUDA {torch.version.cuda}" if gpu else f"CPU {platform.processor() or platform.machine()}, "
+               f"{torch.get_num_threads()} thread(s)")
+    model, what = build_model(args.model, dev)
+    weight_bytes = sum(x.numel() * x.element_size() for x in model.parameters())
+    say(f"# toolkit.engine benchmark — {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC")
+    say()
+    say(f"- machine: {machine}; host {platform.node()}, {os.cpu_count()} CPU cores")
+    say(f"- software: torch {torch.__version__}, transformers {transformers.__version__}, Python "
+        f"{platform.python_version()}")
+    say(f"- model: {what}")
+    bw = copy_bandwidth(dev)
+    floor = bw / weight_bytes
+    say(f"- copy bandwidth (measured now, read + write): {bw / 1e9:,.0f} GB/s; weights read per token: "
+        f"{weight_bytes / 1e9:.3f} GB → bandwidth floor {floor:,.0f} tokens/s")
+    say()
+    def section(name, fn, *a):
+        """Run one section; a failure is printed and the next section still runs."""
+        if name in skip:
+            return None
+        t0 = time.perf_counter()
+        try:
+            return fn(*a)
+        except Exception as exc:
+            import traceback
+
+            traceback.print_exc()
+            say(f"## {name}: FAILED ({type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''})")
+            say()
+            return None
+        finally:
+            print(f"[{name}: {time.perf_counter() - t0:.1f} s]", file=sys.stderr, flush=True)
+            if args.out:
+                with open(args.out, "w") as f:
+                    f.write("\n".join(LINES) + "\n")
+
+    rates, fastest, ref_info = section("decode", decode_table, model, dev, args, floor) or ({}, None, None)
+    agent = section("agent", agent_table, model, dev, args, dict(graphs=gpu))
+    if fastest is None and "constrained" not in skip:
+        from toolkit.engine import Engine
+
+        fastest = Engine(model, graphs=gpu, max_len=args.prompt + args.new + 64)
+    ratios = [section("constrained", constrained_table, fastest, args)]
+    if gpu and args.compile and ref_info is not None:
+        out = section("compiled", compiled_table, model, args, floor, ref_info)
+        if out:
+            rates["engine compiled + CUDA graph"] = out[0]
+            ratios.append(section("constrained", constrained_table, out[1], args))
+    ratios = [r for r in ratios if r is not None]
+    if gpu:
+        engine_rates = [v for k, v in rates.items() if k.startswith("engine")]
+        best = max(engine_rates) if engine_rates else float("nan")
+        say("## Against the targets (issue 9)")
+        say()
+        say(f"- decode ≥ 1,000 tokens/s: best engine row {best:,.0f} tokens/s ({100 * best / floor:.0f}% of floor) "
+            f"→ {'met' if best >= 1000 else 'NOT met'}")
+        if agent:
+            say(f"- agent workload wall ratio ≥ 15×: {agent[0]:.1f}× (token ratio {agent[1]:.1f}×, FLOP ratio "
+                f"{agent[2]:.1f}×) → {'met' if agent[0] >= 15 else 'NOT met'}")
+        if ratios:
+            say(f"- constrained ≥ 95% of unconstrained: {', '.join(f'{100 * r:.1f}%' for r in ratios)} → "
+                f"{'met' if min(ratios) >= 0.95 else 'NOT met'}")
+        say()
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("\n".join(LINES) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

