@@ -18,6 +18,8 @@ What it leaves out
 - Partial cache hits, eviction, chunked prefill, batching (batch > 1 reuses each weight read for many tokens,
   so the bandwidth bound is per sequence at batch 1 only), KV-cache reads in the bandwidth bound unless you pass
   ``kv_bytes``, and any dependence between steps in p^k (the book calls it an upper-bound model).
+- The bounds count every parameter as read (and as 2 FLOPs) per token; an untied input embedding is really only
+  looked up one row at a time, so for Llama 3 8B the weights streamed are ~7.5B, not 8.03B (the bound is ~7% low).
 """
 from __future__ import annotations
 

@@ -55,7 +55,8 @@ L = {
     "en": dict(
         growth_title="Fig 14-10 Context growth in an agent loop (T = {T:,}, Δ = {delta:,}, R = {R})",
         per_turn="Prefix prefilled per turn (tokens)", cumulative="Cumulative prefill (tokens)", turn="turn k",
-        from_cache="served from the prefix cache", computed="computed this turn", tool_line="tool definitions T = {T:,}",
+        from_cache="served from the prefix cache", computed="computed this turn",
+        tool_line="tool definitions T = {T:,}",
         cum_no_cache="no cache: whole prefix every turn", cum_cache="full cache hit: only the new tokens",
         ratio="{a:,} / {b:,} = {r:.1f}×<br>T/Δ + (R+1)/2 = {c:.2f} + {h:.1f}",
         ratio_cold="{a:,} / {b:,} = {r:.1f}× (cold: turn 1 also computes T)",
@@ -238,7 +239,8 @@ def _arrows(trace: dict, lang: str) -> list[dict]:
         elif k == "request":
             n, r = s["prompt_tokens"], s.get("reused", 0)
             add("host", "engine", "⑤⑥", f"新请求：结果放在 user 轮的 <tool_response> 里<br>{n} 词元，前缀缓存命中 {r}",
-                f"new request, the result inside a user turn's <tool_response><br>{n} tokens, {r} from the prefix cache")
+                f"new request, the result inside a user turn's <tool_response><br>{n} tokens, "
+                f"{r} from the prefix cache")
         elif k == "model_output" and "<tool_call>" in s["text"]:
             add("engine", "engine", "②③", f"逐词元生成 <tool_call>…</tool_call><br>{s['tokens']} 词元，到 "
                 f"{s['stop']} 停止", f"decodes <tool_call>…</tool_call><br>{s['tokens']} tokens, stops at {s['stop']}")
@@ -345,8 +347,8 @@ def mcp_figure(facts: dict, lang: str = "en", width: int = 1150, height: int = 5
         box(22, y0, 40, y1, C_LANES["host"], ("MCP 客户端" if zh else "MCP client") + f"<br>({transport})")
         box(70, y0 - 2, 98, y1 + 2, C_LANES["tool"], label, fill="#f7f1f6")
         arrow(40.5, y1 - 3, 69.5, C_LANES["host"], "tools/list, tools/call {name, arguments}")
-        arrow(69.5, y0 + 3, 40.5, C_LANES["tool"], "{" + ", ".join(facts["tool_fields"]) + "}<br>{" +
-              ", ".join(facts["result_fields"]) + "}", above=False)
+        arrow(69.5, y0 + 3, 40.5, C_LANES["tool"], "tools/list → {" + ", ".join(facts["tool_fields"]) +
+              "}<br>tools/call → {" + ", ".join(facts["result_fields"]) + "}", above=False)
     ann.append(dict(x=15, y=40, text=("宿主循环" if zh else "host loop"), showarrow=False, font=dict(size=12),
                     xanchor="right"))
     shapes.append(dict(type="line", x0=16, y0=58, x1=16, y1=20, line=dict(color="#999", width=2)))
@@ -449,15 +451,15 @@ def write_all(out: Path, langs=("zh", "en"), formats=("svg", "png", "pdf"), clai
         kaleido.start_sync_server(silence_warnings=True)
     try:
         static = build_static(out, langs)
-        with cf.ThreadPoolExecutor(1) as pool:  # chromium renders in its own process meanwhile
-            first = pool.submit(render_images, static, formats)
+        with cf.ThreadPoolExecutor(1) as pool:  # chromium renders in its own process while Python works
+            jobs = [pool.submit(render_images, static, formats)]
             traced = build_traced(out, langs)
+            jobs.append(pool.submit(render_images, traced, formats))
             if claims:
                 from .claims import write_markdown
 
                 write_markdown(out / "claims.md")
-            n = first.result()
-        n += render_images(traced, formats)
+            n = sum(j.result() for j in jobs)
     finally:
         if formats:
             kaleido.stop_sync_server(silence_warnings=True)
