@@ -232,3 +232,15 @@ def test_cli_prints_a_stdio_wire_log(capsys):
     assert methods == ["server/discover", "tools/list", "tools/call", "tools/call", "tools/call",
                        "tools/frobnicate"]
     assert '"isError": true' in out and '"code": -32601' in out and '"code": -32602' in out
+
+
+def test_cli_serve_reports_a_taken_port(capsys):
+    import socket
+
+    from toolkit.mcp.cli import cli
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        assert cli(["serve", "--http", "--port", str(taken.getsockname()[1])]) == 1
+    assert "cannot listen on 127.0.0.1" in capsys.readouterr().err

@@ -86,8 +86,12 @@ def cli(argv: list[str]) -> int:
         tools = kit_tools(demo=args.demo, test_tools=args.test_tools)
         if args.stdio:
             serve_stdio(tools)
-        else:
+            return 0
+        try:
             serve_http(args.port, tools)
+        except OSError as e:  # e.g. the port is taken: say so instead of a traceback
+            print(f"error: cannot listen on 127.0.0.1:{args.port}: {e.strerror or e}", file=sys.stderr)
+            return 1
         return 0
     log, version = wirelog("stdio" if args.stdio else "http", args.legacy)
     if args.jsonl:

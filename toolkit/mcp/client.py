@@ -24,6 +24,7 @@ What it leaves out
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
@@ -324,10 +325,13 @@ class Connection:
             self._portal_cm.__exit__(*sys.exc_info())
             self._portal = None
             raise
+        # a forgotten connection would keep its event-loop thread (and a stdio server) alive at exit
+        atexit.register(self.close)
         return self
 
     def close(self) -> None:
         """End the session: stdio closes the server's stdin (the SDK kills it if it lingers), HTTP sends DELETE."""
+        atexit.unregister(self.close)
         if self._client_cm is not None:
             try:
                 self._client_cm.__exit__(None, None, None)
@@ -486,6 +490,7 @@ class HTTPServer:
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
                                      env={**os.environ, **_child_env()}, cwd=str(REPO_ROOT))
         self.pid = self.proc.pid
+        atexit.register(self.stop)  # never leave a server behind when the notebook or test process ends
         self.url = self._wait_for_url(startup_timeout)
 
     def _wait_for_url(self, timeout: float) -> str:
@@ -507,6 +512,7 @@ class HTTPServer:
 
     def stop(self, timeout: float = 10) -> int:
         """SIGTERM, then SIGKILL if it lingers; returns the exit code."""
+        atexit.unregister(self.stop)
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
