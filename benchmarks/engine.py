@@ -311,7 +311,7 @@ def main(argv=None) -> int:
     p.add_argument("--delta", type=int, default=None)
     p.add_argument("--R", type=int, default=None)
     p.add_argument("--decode-per-round", type=int, default=1)
-    p.add_argument("--agent-budget-s", type=float, default=150.0, help="stop the agent workload's rounds after this")
+    p.add_argument("--agent-budget-s", type=float, default=90.0, help="stop the agent workload's rounds after this")
     p.add_argument("--no-compile", dest="compile", action="store_false", help="skip the torch.compile row")
     p.add_argument("--skip", default="", help="comma list of sections to skip: decode,agent,constrained")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's; 1 is polite)")
