@@ -126,7 +126,8 @@ def download_wheels(dest: Path, verbose: bool = True) -> list[Path]:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--dest", str(dest),
            "--disable-pip-version-check", *([] if verbose else ["-q"]), *specs]
     _say("downloading " + ", ".join(specs), verbose)
-    res = subprocess.run(cmd, stdout=None if verbose else subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # pip's progress goes to our stderr: stdout of `install-real` is only the folder, for scripts to read.
+    res = subprocess.run(cmd, stdout=sys.stderr if verbose else subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"pip download failed (exit {res.returncode}):\n{res.stderr.strip()[-2000:]}")
     wheels = []
