@@ -328,13 +328,13 @@ def mcp_figure(facts: dict, lang: str = "en", width: int = 1150, height: int = 5
         ann.append(dict(x=x1, y=y, ax=x0, ay=y, xref="x", yref="y", axref="x", ayref="y", text="", showarrow=True,
                         arrowhead=2, arrowwidth=2, arrowcolor=color))
         ann.append(dict(x=(x0 + x1) / 2, y=y + (1.0 if above else -1.0), text=label, showarrow=False,
-                        font=dict(size=12), yanchor="bottom" if above else "top"))
+                        font=dict(size=11), yanchor="bottom" if above else "top"))
 
     # the host: the LLM application that holds the model loop and one client per server
-    box(2, 8, 44, 92, C_LANES["host"], "", fill="#f3f9f1")
+    box(2, 8, 39.5, 92, C_LANES["host"], "", fill="#f3f9f1")
     ann.append(dict(x=4, y=89, xanchor="left", yanchor="top", showarrow=False, font=dict(size=15),
                     text="<b>" + ("宿主 Host（LLM 应用）" if zh else "Host (the LLM application)") + "</b>"))
-    box(6, 60, 40, 80, C_LANES["engine"], ("模型 / 推理引擎<br>工具 schema 渲染进提示（§14.5.2 第 1 步）" if zh else
+    box(5, 60, 37, 80, C_LANES["engine"], ("模型 / 推理引擎<br>工具 schema 渲染进提示（§14.5.2 第 1 步）" if zh else
                                            "model / engine<br>tool schemas rendered into the prompt (§14.5.2 step 1)"))
     ys = [(40, 52), (14, 26)]
     names = facts["kit_tools"]
@@ -344,16 +344,16 @@ def mcp_figure(facts: dict, lang: str = "en", width: int = 1150, height: int = 5
                (("MCP 服务器：远程服务" if zh else "MCP server: a remote service") + "<br><i>tools · resources · prompts</i>",
                 "Streamable HTTP")]
     for (y0, y1), (label, transport) in zip(ys, servers):
-        box(22, y0, 40, y1, C_LANES["host"], ("MCP 客户端" if zh else "MCP client") + f"<br>({transport})")
+        box(20, y0, 37, y1, C_LANES["host"], ("MCP 客户端" if zh else "MCP client") + f"<br>({transport})")
         box(70, y0 - 2, 98, y1 + 2, C_LANES["tool"], label, fill="#f7f1f6")
-        arrow(40.5, y1 - 3, 69.5, C_LANES["host"], "tools/list, tools/call {name, arguments}")
-        arrow(69.5, y0 + 3, 40.5, C_LANES["tool"], "tools/list → {" + ", ".join(facts["tool_fields"]) +
+        arrow(38, y1 - 3, 69.5, C_LANES["host"], "tools/list, tools/call {name, arguments}")
+        arrow(69.5, y0 + 3, 38, C_LANES["tool"], "tools/list → {" + ", ".join(facts["tool_fields"]) +
               "}<br>tools/call → {" + ", ".join(facts["result_fields"]) + "}", above=False)
-    ann.append(dict(x=15, y=40, text=("宿主循环" if zh else "host loop"), showarrow=False, font=dict(size=12),
+    ann.append(dict(x=13, y=40, text=("宿主循环" if zh else "host loop"), showarrow=False, font=dict(size=12),
                     xanchor="right"))
-    shapes.append(dict(type="line", x0=16, y0=58, x1=16, y1=20, line=dict(color="#999", width=2)))
+    shapes.append(dict(type="line", x0=14, y0=58, x1=14, y1=20, line=dict(color="#999", width=2)))
     for y in (46, 20):
-        shapes.append(dict(type="line", x0=16, y0=y, x1=22, y1=y, line=dict(color="#999", width=2)))
+        shapes.append(dict(type="line", x0=14, y0=y, x1=20, y1=y, line=dict(color="#999", width=2)))
     ann.append(dict(x=50, y=2, showarrow=False, font=dict(size=11, color="#555"), text=(
         f"JSON-RPC {facts['jsonrpc']} · " + ("传输" if zh else "transports") + f": {', '.join(facts['transports'])}"
         + " · " + ("已安装 SDK" if zh else "installed SDK") + f" {facts['sdk']}, " +
