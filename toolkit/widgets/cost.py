@@ -168,7 +168,8 @@ class DecodeView(_Timed):
         b, spec = self.budget, cost.MODELS[self.model.value]
         return (f"<b>{b.flops_per_token / 1e9:.1f} GFLOPs per token</b> (2 × {spec.active_params / 1e9:.2f}B active) "
                 f"· {b.tokens:,} tokens → <b>{b.total_flops / 1e15:.3f} PFLOPs</b> · each token reads "
-                f"{cost.bytes_per_token(spec.active_params, b.bytes_per_param) / 1e9:.1f} GB of weights → at most <b>{b.tokens_per_s_bound:,.0f} tokens/s</b>"
+                f"{cost.bytes_per_token(spec.active_params, b.bytes_per_param) / 1e9:.1f} GB of weights → at most "
+                f"<b>{b.tokens_per_s_bound:,.0f} tokens/s</b>"
                 f" on {self.hardware.value} at batch 1, so ≥ {b.seconds_floor:,.1f} s for all tokens"
                 + (f"<br><small>{spec.note}</small>" if spec.note else ""))
 
