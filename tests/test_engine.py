@@ -63,14 +63,16 @@ def test_stand_in_greedy_matches_generate():
 
 
 @pytest.mark.parametrize("flavor", ["qwen3", "qwen2.5"])
-@pytest.mark.parametrize("kernels", ["exact", "fused", "fast"])
+@pytest.mark.parametrize("kernels", ["exact", "fused", "fast", "fast+matmul"])
 def test_greedy_matches_generate(flavor, kernels, lm3, lm3_ref):
-    """Exact (transformers' op order), fused q/k/v + gate/up weights, and the fast kernels (the CUDA default)."""
+    """Exact (transformers' op order), fused q/k/v + gate/up weights, the fast kernels (the CUDA default), and
+    decode attention written as matmul-softmax-matmul."""
     model = lm3 if flavor == "qwen3" else _random_lm("qwen2.5", seed=3)
     prompt, ref = lm3_ref if flavor == "qwen3" else (_prompt(40), _hf_greedy(model, _prompt(40), 24))
     assert len(set(ref)) > 10  # a path that actually moves, not one repeated token
-    e = Engine(model, fuse=kernels != "exact", fast=kernels == "fast", prefill_chunk=16)
-    assert e.fast == (kernels == "fast") and e.fuse == (kernels != "exact")
+    e = Engine(model, fuse=kernels != "exact", fast=kernels.startswith("fast"), prefill_chunk=16,
+               attention="matmul" if kernels.endswith("matmul") else None)
+    assert e.fast == kernels.startswith("fast") and e.fuse == (kernels != "exact")
     assert e.generate(prompt, max_new_tokens=24, stop_ids=set()).new_ids == ref
 
 
@@ -131,6 +133,10 @@ def test_unsupported_model_is_refused():
         Engine(gpt2)
     with pytest.raises(EngineError, match="CUDA"):
         Engine(_random_lm(), graphs=True)
+    with pytest.raises(EngineError, match="CUDA"):
+        Engine(_random_lm(), attention="flash")
+    with pytest.raises(EngineError, match="attention must be"):
+        Engine(_random_lm(), attention="paged")
 
 
 # ---------------------------------------------------------------- prefix reuse
@@ -307,12 +313,14 @@ def test_compiled_steps_give_same_tokens(lm3, lm3_ref):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_cuda_graph_equals_eager(dtype):
+@pytest.mark.parametrize("dtype, attention", [(torch.float32, "sdpa"), (torch.float32, "matmul"),
+                                              (torch.bfloat16, "sdpa"), (torch.bfloat16, "matmul"),
+                                              (torch.bfloat16, "flash")])
+def test_cuda_graph_equals_eager(dtype, attention):
     model = _random_lm("qwen3", device="cuda", dtype=dtype)
     prompt = _prompt(240, seed=3)  # decode crosses the 256 -> 512 bucket
-    eager = Engine(model, graphs=False, min_bucket=256)
-    graph = Engine(model, graphs=True, min_bucket=256)
+    eager = Engine(model, graphs=False, min_bucket=256, attention=attention)
+    graph = Engine(model, graphs=True, min_bucket=256, attention=attention)
     for kw in (dict(), dict(temperature=0.8, seed=3)):
         a = eager.generate(prompt, max_new_tokens=40, stop_ids=set(), **kw)
         b = graph.generate(prompt, max_new_tokens=40, stop_ids=set(), **kw)
@@ -320,6 +328,11 @@ def test_cuda_graph_equals_eager(dtype):
     if dtype == torch.float32:
         assert a.new_ids and eager.generate(prompt, max_new_tokens=40, stop_ids=set()).new_ids == \
             _hf_greedy(model, prompt, 40)
+    if attention != "sdpa":  # same function as sdpa's attention, to bf16/fp32 rounding
+        ref = Engine(model, graphs=False, attention="sdpa")
+        ref.generate(prompt, max_new_tokens=2, stop_ids=set())
+        graph.generate(prompt, max_new_tokens=2, stop_ids=set())
+        torch.testing.assert_close(graph._logits, ref._logits, atol=5e-2, rtol=5e-2)
     # Prefix reuse on the graph path: same tokens as a fresh prefill.
     p2 = prompt + b.new_ids + _prompt(20, seed=4)
     r = graph.generate(p2, max_new_tokens=20, stop_ids=set())

@@ -188,7 +188,7 @@ class Engine:
 
     def __init__(self, model, *, max_len: int | None = None, prefill_chunk: int | None = None,
                  graphs: bool | None = None, compile: bool = False, fuse: bool | None = None,
-                 fast: bool | None = None, reuse: bool = True,
+                 fast: bool | None = None, attention: str | None = None, reuse: bool = True,
                  min_bucket: int | None = None, lookahead: int = 4, name: str | None = None):
         _check_supported(model)
         p = next(model.parameters())
@@ -200,6 +200,11 @@ class Engine:
             raise EngineError("CUDA graphs need a CUDA device; this model is on " + str(self.device))
         self.compile, self.reuse, self.lookahead = bool(compile), bool(reuse), max(1, int(lookahead))
         self.fast = cuda if fast is None else bool(fast)
+        self.attention = attention or "sdpa"
+        if self.attention not in ("sdpa", "matmul", "flash"):
+            raise EngineError(f"attention must be 'sdpa', 'matmul' or 'flash', not {attention!r}")
+        if self.attention == "flash" and not (cuda and p.dtype in (torch.float16, torch.bfloat16)):
+            raise EngineError("attention='flash' needs a CUDA device and fp16/bf16 weights")
         self.fuse = self.fast or (cuda if fuse is None else bool(fuse))  # the fast path needs fused weights
         # Rounded up to a multiple of 64: attention kernels want aligned mask rows.
         self.max_len = -(-int(max_len or min(cfg.max_position_embeddings, 32768 if cuda else 4096)) // 64) * 64
@@ -256,6 +261,9 @@ class Engine:
             self.buckets.append(b)
             b *= 2
         self.buckets.append(L)
+        # FlashAttention's variable-length call: cumulative lengths (built here: no host->device copy in a capture).
+        self._cu_q = torch.tensor([0, 1], dtype=torch.int32, device=dev)
+        self._cu_k = {b: torch.tensor([0, b], dtype=torch.int32, device=dev) for b in self.buckets}
         # Plain functions for prefill (shapes vary); the decode step's may be compiled (one fixed shape).
         self._pre, self._post = (_pre_fast, _post_fast) if self.fast else (_pre, _post)
         self._pre_dec, self._post_dec = self._pre, self._post
@@ -279,6 +287,8 @@ class Engine:
         parts = [self.device.type, str(self.dtype).removeprefix("torch.")]
         parts.append("compiled+graph" if self.compile and self.graphs else "graph" if self.graphs
                      else "compiled" if self.compile else "eager")
+        if self.attention != "sdpa":
+            parts.append(f"{self.attention} attention")
         if self.fast:
             parts.append("fast kernels")
         elif self.fuse:
@@ -346,34 +356,54 @@ class Engine:
         pos = self._pos
         h = F.embedding(self._tok, self.embed)
         cos, sin = self._cos.index_select(0, pos).unsqueeze(1), self._sin.index_select(0, pos).unsqueeze(1)
-        mask = torch.where(self._arange[:bucket] <= pos, self._zero, self._ninf).view(1, 1, 1, bucket)
-        n_rep = self.heads // self.kv_heads
+        if self.attention == "flash":  # keys past the position are excluded by length, no mask needed
+            mask = (pos + 1).to(torch.int32)
+        else:
+            mask = torch.where(self._arange[:bucket] <= pos, self._zero, self._ninf).view(1, 1, 1, bucket)
         add = None
         with self._attn_backend():
             for i, w in enumerate(self.layers):
-                h, add = self._body_layer(i, w, h, add, pos, cos, sin, mask, bucket, n_rep)
+                h, add = self._body_layer(i, w, h, add, pos, cos, sin, mask, bucket)
         self._logits.copy_(self._head(h + add).view(-1))
         pos.add_(1)
 
     def _attn_backend(self):
-        # A masked single-query attention: memory-efficient kernel on CUDA (flash takes no mask; pinning the
-        # choice keeps eager and graph runs on the same kernel). The CPU picks its own.
-        if self.device.type != "cuda":
+        # sdpa with a mask: pin the memory-efficient kernel on CUDA (flash takes no mask; pinning keeps eager and
+        # graph runs on the same kernel). The CPU picks its own.
+        if self.device.type != "cuda" or self.attention != "sdpa":
             return contextlib.nullcontext()
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
         return sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
 
-    def _body_layer(self, i, w, h, add, pos, cos, sin, mask, bucket, n_rep):
+    def _body_layer(self, i, w, h, add, pos, cos, sin, mask, bucket):
         h, q, k, v = self._layer_pre(self._pre_dec, h, add, w, cos, sin)
         cache = self.kv[i]
         cache[0].index_copy_(1, pos, k.transpose(0, 1))
         cache[1].index_copy_(1, pos, v.transpose(0, 1))
-        # One query token: group the query heads by their KV head (no repeated K/V copy).
-        qg = q.reshape(1, self.kv_heads, n_rep, self.head_dim)
-        o = F.scaled_dot_product_attention(qg, cache[0, :, :bucket].unsqueeze(0), cache[1, :, :bucket].unsqueeze(0),
-                                           attn_mask=mask, scale=self.scaling)
-        return self._layer_post(self._post_dec, h, o.reshape(1, -1), w)
+        return self._layer_post(self._post_dec, h, self._attend(q, cache, bucket, mask), w)
+
+    def _attend(self, q, cache, bucket, mask):
+        """One query token over the first ``bucket`` cache positions -> [1, heads * head_dim].
+
+        ``sdpa``/``matmul``: ``mask`` is additive (0 / -inf); the query heads are grouped by their KV head
+        ([1, kv_heads, n_rep, d]) so no K/V copy is made. ``flash``: FlashAttention's variable-length call with
+        the used key length (``mask`` = position + 1) read from the device: no mask, keys past it are skipped."""
+        n_rep, d = self.heads // self.kv_heads, self.head_dim
+        keys, vals = cache[0, :, :bucket], cache[1, :, :bucket]  # [kv_heads, bucket, d]
+        if self.attention == "flash":
+            o = torch.ops.aten._flash_attention_forward(
+                q.reshape(1, self.heads, d), keys.transpose(0, 1), vals.transpose(0, 1), self._cu_q,
+                self._cu_k[bucket], 1, bucket, 0.0, False, False, scale=self.scaling, seqused_k=mask)[0]
+            return o.reshape(1, -1)
+        qg = q.reshape(1, self.kv_heads, n_rep, d)
+        if self.attention == "matmul":
+            scores = torch.matmul(qg, keys.unsqueeze(0).transpose(-1, -2)) * self.scaling + mask
+            o = torch.matmul(torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype), vals.unsqueeze(0))
+        else:
+            o = F.scaled_dot_product_attention(qg, keys.unsqueeze(0), vals.unsqueeze(0), attn_mask=mask,
+                                               scale=self.scaling)
+        return o.reshape(1, -1)
 
     def _layer_pre(self, fn, h, add, w, cos, sin):
         if self.fast:
