@@ -21,6 +21,8 @@ def test_rows_tell_tool_failures_from_protocol_errors():
     rows = wire_rows(_log())
     assert [r["kind"] for r in rows] == ["request", "is_error", "request", "error"]
     assert [r["dir"] for r in rows] == ["->", "<-", "->", "<-"]
+    assert [r["method"] for r in rows] == ["tools/call", "(tools/call)", "tools/frobnicate", "(tools/frobnicate)"]
+    assert rows[0]["ms"] == 0.0 and rows[-1]["ms"] >= 0
     assert '"_meta": "…"' in rows[0]["json"] and '"k": "v"' in wire_rows(_log(), hide_meta=False)[0]["json"]
     page = wire_html(rows)
     assert page.count("<tr") == 5 and "#fde2e1" in page and "#fff3cd" in page and "tools/frobnicate" in page

@@ -1,8 +1,8 @@
 """Views for the MCP notebook: a wire-log table and a confirmation panel for risky tool calls.
 
 What it does
-- ``wire_rows(log)`` turns a ``toolkit.mcp.client.WireLog`` into plain rows (time, direction, kind, method, id,
-  JSON); ``wire_html(rows)`` renders them as an HTML table (host->server and server->host in two colours,
+- ``wire_rows(log)`` turns a ``toolkit.mcp.client.WireLog`` into plain rows (ms since the first message,
+  direction, kind, method — for a reply, the method of the request it answers — id, JSON); ``wire_html(rows)`` renders them as an HTML table (host->server and server->host in two colours,
   JSON-RPC errors and ``isError`` results marked). Tests check both without a browser.
 - :class:`WireLogView` shows a log with a filter (all / requests / replies / errors) and a "hide _meta" switch,
   re-rendering on ``observe(..., names="value")``; ``refresh()`` after more traffic.
@@ -26,14 +26,21 @@ KIND_FILTERS = {"all": None, "requests": ("request", "notification"), "replies":
 def wire_rows(log, hide_meta: bool = True) -> list[dict]:
     from toolkit.mcp.client import _without_meta
 
-    rows = []
+    rows, asked, t0 = [], {}, None
     for e in log:
         msg = _without_meta(e.message) if hide_meta else e.message
         kind = e.kind
         if kind == "result" and isinstance(e.message.get("result"), dict) and e.message["result"].get("isError"):
             kind = "is_error"  # a tool failure: a normal JSON-RPC result the model will read
-        rows.append({"seq": e.seq, "ms": round(e.t * 1e3, 1), "dir": e.direction, "kind": kind,
-                     "method": e.method or "", "id": e.message.get("id", ""), "transport": e.transport,
+        if kind == "request":
+            asked[(e.direction, e.message.get("id"))] = e.method
+        # a reply names no method; show the one its id answers, in parentheses
+        other = "<-" if e.direction == "->" else "->"
+        method = e.method or (f"({asked[(other, e.message.get('id'))]})"
+                              if (other, e.message.get("id")) in asked else "")
+        t0 = e.t if t0 is None else t0
+        rows.append({"seq": e.seq, "ms": round((e.t - t0) * 1e3, 1), "dir": e.direction, "kind": kind,
+                     "method": method, "id": e.message.get("id", ""), "transport": e.transport,
                      "json": json.dumps(msg, ensure_ascii=False)})
     return rows
 
