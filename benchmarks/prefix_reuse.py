@@ -6,6 +6,7 @@ the measured prefill tokens and wall clock side by side, next to the book's toke
 
 Run:  python benchmarks/prefix_reuse.py                      # stand-in on CPU, T=2000 Δ=512 R=30
       python benchmarks/prefix_reuse.py --model qwen2.5-coder-0.5b --T 10000 --delta 2048 --R 30   # on a GPU
+      python benchmarks/prefix_reuse.py --model path/to/config.json   # random weights in that model's shape
 Flags: --backend hf|engine (engine = toolkit.engine, CUDA), --every N (print every N-th turn), --json.
 
 Leaves out: decoding (each turn generates one token: the account here is prefill, §14.5.3's second account),
@@ -35,6 +36,22 @@ def token_stream(n: int, tokenizer) -> list[int]:
     return (ids * (n // len(ids) + 1))[:n]
 
 
+def random_shape(config_path: str):
+    """Random weights in the shape a config.json describes: prefill cost depends on shape, not on the weights."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from toolkit.models import Loaded, pick_device, qwen_tokenizer
+
+    dev = pick_device()
+    dtype = torch.bfloat16 if dev.startswith("cuda") else torch.float32
+    torch.manual_seed(0)
+    cfg = AutoConfig.from_pretrained(config_path)
+    model = AutoModelForCausalLM.from_config(cfg, dtype=dtype).to(dev).eval()
+    return Loaded(model, qwen_tokenizer("qwen2.5"), f"random weights in the shape of {os.path.basename(os.path.dirname(os.path.abspath(config_path)))}",
+                  "stand-in", dev, str(dtype).removeprefix("torch."), semantic=False)
+
+
 def book_ratio(T: int, delta: int, R: int) -> float:
     return T / delta + (R + 1) / 2
 
@@ -49,6 +66,7 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--every", type=int, default=5, help="print every N-th turn")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--json-out", default=None, help="also write the JSON summary and per-turn rows to this file")
     a = p.parse_args(argv)
 
     import torch
@@ -57,7 +75,7 @@ def main(argv=None) -> int:
     from toolkit.host import HFBackend
     from toolkit.models import load
 
-    loaded = load(a.model, quiet=True)
+    loaded = random_shape(a.model) if a.model.endswith(".json") else load(a.model, quiet=True)
     total = a.T + a.delta * a.R
     stream = token_stream(total, loaded.tokenizer)
 
@@ -96,8 +114,12 @@ def main(argv=None) -> int:
                    token_ratio_book=book_no / book_yes, formula=book_ratio(a.T, a.delta, a.R),
                    prefill_s_no_reuse=s_no, prefill_s_reuse=s_yes, time_ratio=s_no / s_yes,
                    wall_s_no_reuse=no["wall_s"], wall_s_reuse=yes["wall_s"])
+    full = dict(summary, turns={"no_reuse": no["rows"], "reuse": yes["rows"]})
+    if a.json_out:
+        with open(a.json_out, "w") as f:
+            json.dump(full, f, indent=1)
     if a.json:
-        print(json.dumps(dict(summary, turns={"no_reuse": no["rows"], "reuse": yes["rows"]}), indent=1))
+        print(json.dumps(full, indent=1))
         return 0
 
     print(f"model: {loaded.description}" + ("" if loaded.semantic else
