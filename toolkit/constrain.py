@@ -552,6 +552,38 @@ def sample(model, tokenizer, prompt_ids, grammar: Grammar | None, n: int, temper
     return gens
 
 
+@dataclass
+class Score:
+    """One whole output, teacher-forced: its log-probability under the model and under step-wise masking."""
+
+    logp_model: float
+    logp_masked: float  # -inf if the grammar refused a token
+    accepted: bool  # every token accepted by the grammar
+    terminated: bool  # ... and the grammar ended exactly there
+
+
+def score(model, tokenizer, prompt_ids, grammar: Grammar, text: str) -> Score:
+    """Score ``text`` (plus the stop token) in one forward: how likely is it with and without the mask?"""
+    import torch
+
+    ids = tokenizer.encode(text, add_special_tokens=False) + [grammar.stop_token_ids[0]]
+    dev = next(model.parameters()).device
+    with torch.no_grad():
+        logits = model(torch.tensor([list(prompt_ids) + ids], device=dev)).logits[0, len(prompt_ids) - 1:-1].float()
+    m = GrammarMask(grammar)
+    bm = m.allocate()
+    lp_model = lp_masked = 0.0
+    for row, tid in zip(logits, ids):
+        lp_model += float(torch.log_softmax(row, -1)[tid])
+        m.fill(bm)
+        masked = row.clone().unsqueeze(0)
+        m.apply(masked, bm)
+        lp_masked += float(torch.log_softmax(masked[0], -1)[tid])
+        if not m.accept(tid):
+            return Score(lp_model, float("-inf"), False, False)
+    return Score(lp_model, lp_masked, True, m.is_terminated())
+
+
 # ---------------------------------------------------------------- distortion: exact, on an enumerable grammar
 @dataclass
 class Distortion:
@@ -564,6 +596,7 @@ class Distortion:
     pruned: float
     nodes: int  # model forwards spent
     greedy: str  # what greedy constrained decoding outputs
+    paths: list = field(default_factory=list)  # [(token ids, P model (not renormalised), P masked)] per leaf
 
     @property
     def argmax_model(self) -> str:
@@ -643,7 +676,8 @@ def distortion(model, tokenizer, prompt_ids, grammar: Grammar, eps: float = 1e-4
     valid = sum(a[0] for a in texts.values())
     rows = sorted(((t, a[0] / valid, a[1], a[2]) for t, a in texts.items()), key=lambda r: -r[1])
     greedy = trace(model, tokenizer, prompt_ids, grammar, max_new_tokens=max_depth + 1).text
-    return Distortion(rows, valid, state["pruned"], state["nodes"], greedy)
+    paths = [(p, float(np.exp(lp)), pm) for p, lp, pm in leaves]
+    return Distortion(rows, valid, state["pruned"], state["nodes"], greedy, paths)
 
 
 # ---------------------------------------------------------------- command line

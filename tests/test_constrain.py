@@ -1,0 +1,259 @@
+"""Tests for toolkit.constrain: grammars, the mask protocol, traces vs xgrammar's own generate, distortion, CLI."""
+import json
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from toolkit import constrain as C
+from toolkit.models import VOCAB_WIDTH
+
+WEATHER_ARGS = {"type": "object", "properties": {
+    "city": {"type": "string", "maxLength": 16},
+    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+    "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+    "required": ["city", "unit", "days"], "additionalProperties": False}
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": WEATHER_ARGS}},
+         {"type": "function", "function": {"name": "calculator", "parameters": {
+             "type": "object", "properties": {"expression": {"type": "string", "maxLength": 24}},
+             "required": ["expression"], "additionalProperties": False}}}]
+CITIES = {"enum": ["Paris", "Parma", "Pavia", "Perth", "Lyon"]}
+
+
+@pytest.fixture(scope="module")
+def stand_in():
+    import torch
+
+    from toolkit import models
+
+    torch.set_num_threads(1)
+    return models.load("stand-in", quiet=True)
+
+
+@pytest.fixture(scope="module")
+def real():
+    from toolkit import models
+
+    return models.load("qwen2.5-coder-0.5b", quiet=True)
+
+
+def _bits(g, ids_so_far=()):
+    m = C.GrammarMask(g)
+    for i in ids_so_far:
+        assert m.accept(i)
+    bm = m.allocate()
+    m.fill(bm)
+    return m, bm
+
+
+# ---------------------------------------------------------------- grammars and the mask
+def test_bitmask_is_sized_from_the_model_vocab_not_the_tokenizer(qwen3_tok):
+    import xgrammar as xgr
+    from xgrammar.testing import bitmask_to_bool_mask
+
+    g = C.compile_schema(WEATHER_ARGS, qwen3_tok)
+    assert len(qwen3_tok) < VOCAB_WIDTH == g.vocab_width
+    m, bm = _bits(g, qwen3_tok.encode('{"city": "'))
+    assert tuple(bm.shape) == (1, math.ceil(VOCAB_WIDTH / 32)) and bm.dtype == xgr.bitmask_dtype
+    ours = m.allowed(bm)
+    theirs = bitmask_to_bool_mask(bm, VOCAB_WIDTH)[0].numpy()  # xgrammar's own decoding of the bits
+    assert ours.shape == (VOCAB_WIDTH,) and (ours == theirs).all()
+    assert 1_000 < m.allowed_count(bm) < len(qwen3_tok)  # inside a string: most tokens, never padding rows
+    assert not ours[len(qwen3_tok):].any()
+    # Applying the mask leaves exactly the allowed logits finite.
+    import torch
+
+    logits = torch.zeros(1, VOCAB_WIDTH)
+    m.apply(logits, bm)
+    assert int(torch.isfinite(logits).sum()) == m.allowed_count(bm)
+
+
+def test_schema_grammar_text_and_compact_json(qwen3_tok):
+    g = C.compile_schema(WEATHER_ARGS, qwen3_tok)
+    assert g.kind == "schema" and "root ::=" in g.text and str(g) == g.text
+    assert 'celsius' in g.text and "{0, 16}" in g.text  # the enum and the maxLength are in the grammar
+    text = '{"city": "Paris", "unit": "celsius", "days": 3}'
+    ok, done = C.replay(g, qwen3_tok.encode(text) + [C.IM_END_ID])
+    assert ok and done
+    ok, _ = C.replay(g, qwen3_tok.encode('{"city":"Paris"'))  # no space after ':' is not compact-Qwen JSON
+    assert not ok
+
+
+@pytest.mark.parametrize("bad", [{"type": "strin"}, {"type": "object", "properties": 5},
+                                 {"type": "string", "maxLength": "x"}, {"type": "string", "pattern": "(["},
+                                 {"$ref": "#/defs/nope"}, "{not json", 5])
+def test_malformed_schema_is_one_clear_line(qwen3_tok, bad):
+    with pytest.raises(C.SchemaError) as e:
+        C.compile_schema(bad, qwen3_tok)
+    msg = str(e.value)
+    assert msg and "\n" not in msg and len(msg) < 320
+    assert ".cc:" not in msg and "Traceback" not in msg and "Check failed" not in msg
+    # No chained xgrammar traceback under it.
+    assert e.value.__cause__ is None and (e.value.__context__ is None or e.value.__suppress_context__)
+
+
+def test_bad_tool_list(qwen3_tok):
+    for tools in ([], [{"function": {"description": "no name"}}], ["get_weather"]):
+        with pytest.raises(C.SchemaError):
+            C.compile_tools(tools, qwen3_tok)
+    with pytest.raises(C.SchemaError):
+        C.compile_tools(TOOLS, qwen3_tok, mode="xml")
+
+
+def test_structural_tag_binds_single_tool_call_tokens(qwen3_tok):
+    g = C.compile_tools(TOOLS, qwen3_tok, mode="tag")
+    assert "Token(151657)" in g.text and "Token(151658)" in g.text
+    m, bm = _bits(g)
+    assert np.flatnonzero(m.allowed(bm)).tolist() == [C.TOOL_CALL_ID]  # only the single <tool_call> token
+    # Spelling the marker from ordinary pieces is refused.
+    pieces = [qwen3_tok.convert_tokens_to_ids(t) for t in ("<", "tool", "_call", ">")]
+    assert not C.GrammarMask(g).accept(pieces[0])
+    body = '\n{"name": "calculator", "arguments": {"expression": "2+2"}}\n'
+    m, bm = _bits(g, [C.TOOL_CALL_ID] + qwen3_tok.encode(body))
+    assert np.flatnonzero(m.allowed(bm)).tolist() == [C.TOOL_CALL_END_ID]
+    assert m.accept(C.TOOL_CALL_END_ID) and m.accept(C.IM_END_ID) and m.is_terminated()
+    # A call to an unknown tool, or arguments of the wrong tool, are not in the grammar.
+    ok, _ = C.replay(g, [C.TOOL_CALL_ID] + qwen3_tok.encode('\n{"name": "delete_all"'))
+    assert not ok
+
+
+def test_parallel_calls_only_when_asked(qwen3_tok):
+    one = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "1+1"}}\n</tool_call>'
+    two = one + "\n" + one.replace("1+1", "2*3")
+    ids2 = qwen3_tok.encode(two) + [C.IM_END_ID]
+    assert ids2.count(C.TOOL_CALL_ID) == 2
+    assert C.replay(C.compile_tools(TOOLS, qwen3_tok, parallel=True), ids2) == (True, True)
+    assert C.replay(C.compile_tools(TOOLS, qwen3_tok, parallel=False), ids2)[0] is False
+    assert C.check(two, C.call_schema(TOOLS), tool_tags=True).valid
+
+
+def test_one_of_mode_is_plain_json(qwen3_tok):
+    g = C.compile_tools(TOOLS, qwen3_tok, mode="one_of")
+    assert g.kind == "one_of" and "Token(" not in g.text
+    assert C.replay(g, qwen3_tok.encode('{"name": "calculator", "arguments": {"expression": "7"}}')
+                    + [C.IM_END_ID]) == (True, True)
+
+
+def test_bounded_adds_limits_but_keeps_enums():
+    s = C.bounded({"type": "object", "properties": {
+        "a": {"type": "string"}, "b": {"type": "string", "enum": ["x"]}, "c": {"type": "array", "items": {
+            "type": "string"}}, "d": {"type": "string", "maxLength": 3}}}, max_length=9)
+    p = s["properties"]
+    assert p["a"]["maxLength"] == 9 and "maxLength" not in p["b"] and p["d"]["maxLength"] == 3
+    assert p["c"]["maxItems"] == 4 and p["c"]["items"]["maxLength"] == 9
+
+
+def test_check_reports_parse_and_schema_failures():
+    assert not C.check('```json\n{"city": "Paris"}\n```', WEATHER_ARGS).parses
+    bad = C.check('{"city": "Paris", "unit": "kelvin", "days": 3}', WEATHER_ARGS)
+    assert bad.parses and not bad.valid and "kelvin" in bad.error
+    assert not C.check('{"name": "x"}', WEATHER_ARGS, tool_tags=True).parses  # no <tool_call> block
+
+
+# ---------------------------------------------------------------- decoding with the stand-in
+def test_fifty_constrained_samples_all_validate_unconstrained_mostly_not(stand_in):
+    tok = stand_in.tokenizer
+    g = C.compile_schema(WEATHER_ARGS, tok)
+    prompt = C.chat_prompt(tok, "Weather in Paris for 3 days, as JSON.", system=json.dumps(WEATHER_ARGS))
+    # 64 tokens is enough: the longest valid output is ~20 structure tokens + a 16-character city.
+    con = C.sample(stand_in.model, tok, prompt, g, n=50, temperature=1.0, seed=0, max_new_tokens=64)
+    unc = C.sample(stand_in.model, tok, prompt, None, n=50, temperature=1.0, seed=0, max_new_tokens=64)
+    n_con = sum(C.check(x.text, WEATHER_ARGS).valid for x in con)
+    n_unc = sum(C.check(x.text, WEATHER_ARGS).valid for x in unc)
+    print(f"\n{stand_in.description}\nconstrained: {n_con}/50 parse+validate; unconstrained: {n_unc}/50 "
+          f"({len(set(x.text for x in con))} distinct constrained outputs)")
+    assert all(x.terminated for x in con)
+    assert n_con == 50
+    assert n_unc < 25
+
+
+def test_trace_equals_xgrammar_generate_under_greedy(stand_in):
+    tok = stand_in.tokenizer
+    g = C.compile_tools(TOOLS, tok, mode="tag")
+    prompt = C.chat_prompt(tok, "What is 2+2?", tools=TOOLS)
+    tr = C.trace(stand_in.model, tok, prompt, g, max_new_tokens=60)
+    gen = C.generate(stand_in.model, tok, prompt, g, max_new_tokens=60)
+    assert tr.ids == gen.ids and tr.terminated and gen.terminated
+    assert tr.ids[0] == C.TOOL_CALL_ID and tr.ids[-1] == C.IM_END_ID
+    assert C.check_output(gen.text, g).valid
+
+
+def test_trace_records_each_step_consistently(stand_in):
+    tok = stand_in.tokenizer
+    g = C.compile_schema(WEATHER_ARGS, tok)
+    prompt = C.chat_prompt(tok, "Weather?")
+    a = C.trace(stand_in.model, tok, prompt, g, max_new_tokens=40, temperature=1.0, seed=7, top_k=5)
+    b = C.trace(stand_in.model, tok, prompt, g, max_new_tokens=40, temperature=1.0, seed=7, top_k=5)
+    assert a.ids == b.ids  # seeded sampling is reproducible
+    replay_mask = C.GrammarMask(g)
+    bm = replay_mask.allocate()
+    for s in a.steps:
+        replay_mask.fill(bm)
+        allowed = replay_mask.allowed(bm)
+        assert s.allowed == int(allowed.sum()) and allowed[s.chosen]
+        assert 0.0 <= s.removed_mass <= 1.0 and len(s.top_before) <= 5
+        assert all(allowed[t[0]] for t in s.top_after)  # after the mask only allowed tokens keep probability
+        assert sum(t[3] for t in s.top_after) <= 1.0 + 1e-5
+        # Removed mass = the model's probability on everything the mask forbids.
+        assert s.removed_mass >= sum(t[2] for t in s.top_before if not allowed[t[0]]) - 1e-5
+        replay_mask.accept(s.chosen)
+    assert replay_mask.is_terminated() == a.terminated
+    unc = C.trace(stand_in.model, tok, prompt, None, max_new_tokens=5)
+    assert all(s.allowed == VOCAB_WIDTH and s.removed_mass == 0.0 for s in unc.steps)
+
+
+def test_distortion_is_exact_and_matches_sampling(stand_in):
+    tok = stand_in.tokenizer
+    g = C.compile_schema(CITIES, tok)
+    prompt = C.chat_prompt(tok, "Which city?")
+    d = C.distortion(stand_in.model, tok, prompt, g)
+    print("\n" + d.table(), f"\nchanged={d.changed} pruned={d.pruned:.2g}")
+    assert {r[0] for r in d.rows} <= {json.dumps(c) for c in CITIES["enum"]}
+    assert abs(sum(r[1] for r in d.rows) - 1) < 1e-9
+    assert abs(sum(r[2] for r in d.rows) + d.pruned - 1) < 1e-6
+    # One path checked independently: greedy decoding's path has masked probability = product of its steps.
+    tr = C.trace(stand_in.model, tok, prompt, g, max_new_tokens=12)
+    path = [p for p in d.paths if p[0] == tr.ids[:-1]]
+    assert len(path) == 1 and math.isclose(path[0][2], math.prod(s.p_after for s in tr.steps), rel_tol=1e-3)
+    assert d.greedy == tr.text
+    # Step-wise masking + renormalisation is what sampling under the mask actually draws from.
+    n = 300
+    got = Counter(x.text for x in C.sample(stand_in.model, tok, prompt, g, n=n, temperature=1.0, seed=3,
+                                           max_new_tokens=12))
+    for text, _, p_masked, _ in d.rows:
+        sd = math.sqrt(max(p_masked * (1 - p_masked), 1e-4) / n)
+        assert abs(got[text] / n - p_masked) < 5 * sd + 0.01, (text, got[text], p_masked)
+
+
+def test_cli_prints_samples_and_model(tmp_path, capsys):
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}))
+    rc = C.cli(["--schema", str(f), "--samples", "3", "--temperature", "1.0", "--json", "--model", "stand-in",
+                "--max-new-tokens", "40"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and "STAND-IN" in out["model"] and not out["semantic"]
+    assert len(out["samples"]) == 3 and out["valid"] == 3 and all(s["valid"] for s in out["samples"])
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"type": "strin"}')
+    assert C.cli(["--schema", str(bad), "--model", "stand-in"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and "\n" not in err and "strin" in err
+
+
+# ---------------------------------------------------------------- the real offline model
+@pytest.mark.real_model
+def test_real_model_tag_emits_single_token_and_valid_call(real):
+    from toolkit import models
+
+    tok = real.tokenizer
+    g = C.compile_tools(TOOLS, tok, mode="tag", vocab_width=models.vocab_width(real.model))
+    prompt = C.chat_prompt(tok, "What is the weather in Paris in fahrenheit for the next 2 days?", tools=TOOLS)
+    tr = C.trace(real.model, tok, prompt, g, max_new_tokens=48)
+    gen = C.generate(real.model, tok, prompt, g, max_new_tokens=48)
+    print(f"\n{real.description}\n{gen.text}")
+    assert tr.ids[0] == C.TOOL_CALL_ID == gen.ids[0]
+    assert gen.ids == tr.ids and gen.terminated
+    chk = C.check_output(gen.text, g)
+    assert chk.valid, chk.error
+    assert chk.values[0]["name"] == "get_weather"
