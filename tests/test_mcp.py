@@ -198,8 +198,16 @@ def test_http_hung_tool_times_out(http):
 
 def test_http_server_binds_loopback_only(http_server):
     import socket
+    from pathlib import Path
 
     port = int(http_server.url.split(":")[2].split("/")[0])
+    # the kernel's table of listening TCP sockets: local address 0100007F is 127.0.0.1 (little-endian hex)
+    listening = [line.split()[1] for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
+                 if line.split()[3] == "0A" and int(line.split()[1].split(":")[1], 16) == port]
+    assert listening == [f"0100007F:{port:04X}"]
+    tcp6 = Path("/proc/net/tcp6")
+    assert not [line for line in (tcp6.read_text().splitlines()[1:] if tcp6.exists() else [])
+                if line.split()[3] == "0A" and int(line.split()[1].split(":")[1], 16) == port]
     ips = {a[4][0] for a in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)} - {"127.0.0.1"}
     for ip in ips:  # any non-loopback address of this machine must not reach the server
         with socket.socket() as s:
