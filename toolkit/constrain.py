@@ -621,9 +621,9 @@ def distortion(model, tokenizer, prompt_ids, grammar: Grammar, eps: float = 1e-4
     """Walk every token path the grammar allows (all tokenisations of every valid output), one forward per
     tree node with the KV cache cropped back on the way up, and sum path probabilities per output text.
 
-    A path is followed while either its model probability (relative to the valid mass found so far) or its
-    masked probability is above ``eps``; what is cut is reported in ``pruned``, so "exact" means exact up to
-    that number.
+    A path is followed while either its model probability (relative to the best complete output found so far)
+    or its masked probability is above ``eps``, likeliest child first, for at most ``max_nodes`` forwards; the
+    masked probability of what is cut is reported in ``pruned``, so "exact" means exact up to that number.
     """
     import torch
 
@@ -645,7 +645,8 @@ def distortion(model, tokenizer, prompt_ids, grammar: Grammar, eps: float = 1e-4
             allowed = np.flatnonzero(allowed_mask(bitmask, grammar.vocab_width))
             lp_allowed = logprobs[torch.as_tensor(allowed, device=logprobs.device)].cpu().double()
             z = torch.logsumexp(lp_allowed, 0)
-            for tok, lp in zip(allowed.tolist(), lp_allowed.tolist()):
+            order = torch.argsort(lp_allowed, descending=True).tolist()  # likeliest first: a node cap cuts the tail
+            for tok, lp in ((int(allowed[k]), float(lp_allowed[k])) for k in order):
                 child_logp, child_pmask = logp + lp, pmask * float(np.exp(lp - float(z)))
                 if tok in stops:
                     leaves.append((path, child_logp, child_pmask))
