@@ -26,7 +26,7 @@
 #
 # Everything below runs the official `mcp` SDK against a real server subprocess that serves **the kit's own tool
 # definitions** (`toolkit.tools`), and every message is recorded as it crossed the transport
-# (`toolkit.mcp.client.WireLog`). Sections:
+# (`toolkit.mcp.wire.WireLog`). Sections:
 # 1. which protocol revision the installed SDK speaks, and what became of the chapter's "initialize" phase;
 # 2. stdio: discovery, `tools/list`, `tools/call`, raw;
 # 3. the same over Streamable HTTP, and a browser page's foreign `Origin` refused;
@@ -52,7 +52,8 @@ from mcp_types import version as proto
 
 from toolkit import host, models
 from toolkit.examples import round_trip
-from toolkit.mcp.client import Connection, HTTPServer, MCPError, pid_alive, stdio_server
+from toolkit.mcp.client import Connection, MCPError
+from toolkit.mcp.process import HTTPServer, pid_alive, stdio_server
 from toolkit.mcp.demo import INJECTION
 from toolkit.mcp.safety import Allowlist, ConfirmGate, tool_digest
 from toolkit.render import render, tokenizer_for

@@ -6,7 +6,9 @@ import httpx2
 import mcp_types as types
 import pytest
 
-from toolkit.mcp.client import Connection, HTTPServer, MCPError, MCPTool, WireLog, pid_alive, stdio_server
+from toolkit.mcp.client import Connection, MCPError, MCPTool
+from toolkit.mcp.process import HTTPServer, pid_alive, stdio_server
+from toolkit.mcp.wire import WireLog
 from toolkit.tools import TOOLS, ToolError, schemas
 
 KIT = ["calculator", "get_weather", "convert_units", "write_note"]

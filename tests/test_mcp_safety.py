@@ -5,7 +5,8 @@ import json
 import mcp_types as types
 import pytest
 
-from toolkit.mcp.client import Connection, pid_alive, stdio_server
+from toolkit.mcp.client import Connection
+from toolkit.mcp.process import pid_alive, stdio_server
 from toolkit.mcp.demo import INJECTION
 from toolkit.mcp.safety import (Allowlist, ConfirmGate, NOTICE, call_parts, is_marked, tool_digest, untrusted,
                                 untrusted_text)

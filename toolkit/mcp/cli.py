@@ -59,7 +59,9 @@ def demo_session(conn) -> None:
 
 def wirelog(transport: str, legacy: bool = False):
     """Run :func:`demo_session` against a fresh kit server; return (WireLog, protocol version)."""
-    from toolkit.mcp.client import Connection, HTTPServer, WireLog, stdio_server
+    from toolkit.mcp.client import Connection
+    from toolkit.mcp.process import HTTPServer, stdio_server
+    from toolkit.mcp.wire import WireLog
 
     log, mode = WireLog(), ("legacy" if legacy else "auto")
     if transport == "stdio":

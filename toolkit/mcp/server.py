@@ -37,7 +37,7 @@ from mcp.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
-from toolkit.mcp.client import READY_MARK
+from toolkit.mcp.process import READY_MARK
 from toolkit.tools import TOOLS, Tool, ToolError
 
 SERVER_NAME = "toolcall-kit"

@@ -24,11 +24,11 @@ KIND_FILTERS = {"all": None, "requests": ("request", "notification"), "replies":
 
 
 def wire_rows(log, hide_meta: bool = True) -> list[dict]:
-    from toolkit.mcp.client import _without_meta
+    from toolkit.mcp.wire import without_meta
 
     rows, asked, t0 = [], {}, None
     for e in log:
-        msg = _without_meta(e.message) if hide_meta else e.message
+        msg = without_meta(e.message) if hide_meta else e.message
         kind = e.kind
         if kind == "result" and isinstance(e.message.get("result"), dict) and e.message["result"].get("isError"):
             kind = "is_error"  # a tool failure: a normal JSON-RPC result the model will read
