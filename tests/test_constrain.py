@@ -128,6 +128,15 @@ def test_parallel_calls_only_when_asked(qwen3_tok):
     assert C.check(two, C.call_schema(TOOLS), tool_tags=True).valid
 
 
+def test_optional_calls_allow_free_text_first(qwen3_tok):
+    g = C.compile_tools(TOOLS, qwen3_tok, required=False)
+    call = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "1+1"}}\n</tool_call>'
+    assert C.replay(g, qwen3_tok.encode("Let me compute.\n" + call) + [C.IM_END_ID]) == (True, True)
+    assert C.replay(g, qwen3_tok.encode("No tool is needed.") + [C.IM_END_ID]) == (True, True)
+    ok, _ = C.replay(g, qwen3_tok.encode('<tool_call>\n{"name": "rm"'))  # once triggered, the call is checked
+    assert not ok
+
+
 def test_one_of_mode_is_plain_json(qwen3_tok):
     g = C.compile_tools(TOOLS, qwen3_tok, mode="one_of")
     assert g.kind == "one_of" and "Token(" not in g.text

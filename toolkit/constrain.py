@@ -178,12 +178,14 @@ def call_schema(tools) -> dict:
 
 
 def compile_tools(tools, tokenizer, mode: str = "tag", parallel: bool = False, vocab_width: int | None = None,
-                  any_whitespace: bool = False, max_calls: int = 4) -> Grammar:
+                  any_whitespace: bool = False, max_calls: int = 4, required: bool = True) -> Grammar:
     """Compile "call one of these tools".
 
     ``mode="tag"``: Qwen's format ``<tool_call>\\n{json}\\n</tool_call>`` where the markers are the single tokens
     151657/151658 (written as strings, xgrammar would let them be spelled from 4 ordinary pieces); the model
     must call (no free text first). ``parallel=True`` allows 1..``max_calls`` calls separated by a newline.
+    ``required=False`` ("auto" tool choice): free text is allowed, and each ``<tool_call>`` token the model
+    writes switches the grammar into the call format (one call, or any number with ``parallel``).
     ``mode="one_of"``: just the JSON object of one call, no markers.
     """
     from .models import VOCAB_WIDTH
@@ -205,7 +207,10 @@ def compile_tools(tools, tokenizer, mode: str = "tag", parallel: bool = False, v
                                                         {"type": "const_string", "value": "\n"}]},
            "end": {"type": "token", "token": end}}
     fmt = tag
-    if parallel:
+    if not required:
+        fmt = {"type": "token_triggered_tags", "trigger_tokens": [start], "tags": [tag], "at_least_one": False,
+               "stop_after_first": not parallel}
+    elif parallel:
         more = {"type": "sequence", "elements": [{"type": "const_string", "value": "\n"}, tag]}
         fmt = {"type": "sequence", "elements": [tag, {"type": "repeat", "min": 0, "max": max_calls - 1,
                                                       "content": more}]}
