@@ -7,7 +7,7 @@ PORT ?= 8888
 export HF_HUB_OFFLINE ?= 1
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 
-.PHONY: setup system real-model lab test test-fast figures app bench clean-cache
+.PHONY: setup system real-model lab test test-fast figures claims app bench
 
 ## setup: create .venv and install the pinned dependencies and the kit (editable)
 setup: $(VENV)/.installed
@@ -45,6 +45,10 @@ test-fast: setup
 ## figures: regenerate the book's figures and their data into figures/
 figures: setup system
 	$(PY) -m toolkit figures --out figures
+
+## claims: check the chapters' numbers and statements (prints the ledger)
+claims: setup
+	$(PY) -m toolkit claims
 
 ## app: serve the widget notebooks as apps (no code shown)
 app: setup
