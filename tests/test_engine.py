@@ -137,6 +137,8 @@ def test_unsupported_model_is_refused():
         Engine(_random_lm(), attention="flash")
     with pytest.raises(EngineError, match="attention must be"):
         Engine(_random_lm(), attention="paged")
+    with pytest.raises(EngineError, match="fast kernels"):
+        Engine(_random_lm(), compile="gemv", fast=False)
 
 
 # ---------------------------------------------------------------- prefix reuse
@@ -305,10 +307,29 @@ def test_host_loop_runs_on_engine_like_hf_backend(lm3):
 
 
 # ---------------------------------------------------------------- compile (CPU: slow) and CUDA graphs
+def test_gemv_formulation_matches_linear():
+    """compile="gemv" writes the decode step's matmuls as multiply + sum: same function as F.linear."""
+    from toolkit.engine import _post_fast, _pre_fast
+
+    g = torch.Generator().manual_seed(0)
+    r = lambda *shape: torch.randn(*shape, generator=g)  # noqa: E731
+    h, add, ln = r(1, 64), r(1, 64), r(64)
+    wqkv, bqkv, qkn, cos, sin = r(8 * 16, 64), r(8 * 16), r(6, 16), r(1, 1, 16), r(1, 1, 16)
+    a = _pre_fast(h, add, ln, wqkv, bqkv, qkn, cos, sin, 1e-6, 4, 2, 16, gemv=False)
+    b = _pre_fast(h, add, ln, wqkv, bqkv, qkn, cos, sin, 1e-6, 4, 2, 16, gemv=True)
+    o, wo, wgu, wd = r(1, 64), r(64, 64), r(256, 64), r(64, 128)
+    c = _post_fast(h, o, wo, None, ln, wgu, wd, 1e-6, gemv=False)
+    d = _post_fast(h, o, wo, None, ln, wgu, wd, 1e-6, gemv=True)
+    for x, y in zip(a + c, b + d):
+        torch.testing.assert_close(x, y, atol=1e-4, rtol=1e-4)
+    assert a[2].shape == (2, 1, 2, 16)  # stacked (key, value) of the one token
+
+
 @pytest.mark.slow
-def test_compiled_steps_give_same_tokens(lm3, lm3_ref):
+@pytest.mark.parametrize("mode", [True, "gemv"])
+def test_compiled_steps_give_same_tokens(lm3, lm3_ref, mode):
     prompt, ref = lm3_ref
-    e = Engine(lm3, compile=True, fast=True)
+    e = Engine(lm3, compile=mode, fast=True)
     assert e.generate(prompt, max_new_tokens=24, stop_ids=set()).new_ids == ref
 
 
@@ -328,15 +349,18 @@ def test_cuda_graph_equals_eager(dtype, attention):
     if dtype == torch.float32:
         assert a.new_ids and eager.generate(prompt, max_new_tokens=40, stop_ids=set()).new_ids == \
             _hf_greedy(model, prompt, 40)
-    if attention != "sdpa":  # same function as sdpa's attention, to bf16/fp32 rounding
-        ref = Engine(model, graphs=False, attention="sdpa")
-        ref.generate(prompt, max_new_tokens=2, stop_ids=set())
-        graph.generate(prompt, max_new_tokens=2, stop_ids=set())
-        torch.testing.assert_close(graph._logits, ref._logits, atol=5e-2, rtol=5e-2)
-    # Prefix reuse on the graph path: same tokens as a fresh prefill.
+    # Prefix reuse on the graph path: same tokens as the eager path.
     p2 = prompt + b.new_ids + _prompt(20, seed=4)
     r = graph.generate(p2, max_new_tokens=20, stop_ids=set())
     assert r.reused > len(prompt) and r.new_ids == eager.generate(p2, max_new_tokens=20, stop_ids=set()).new_ids
+    # Same function as sdpa attention over a fresh single-chunk prefill (to rounding): checks the decode step
+    # and a reused prefill (a chunk starting at position > 0: bottom-right causal alignment).
+    ref = Engine(model, graphs=False, attention="sdpa", fast=False)
+    for p in (prompt, p2):
+        ref.reset()
+        ref.generate(p, max_new_tokens=2, stop_ids=set())
+        graph.generate(p, max_new_tokens=2, stop_ids=set())
+        torch.testing.assert_close(graph._logits, ref._logits, atol=5e-2, rtol=5e-2)
 
 
 # ---------------------------------------------------------------- the real offline model
