@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .render import Rendering, render, render_text, tokenizer_for
@@ -95,15 +96,15 @@ class Labelled:
 
 
 def trained_char_spans(messages, tools=None, template: str = "qwen3", text: str | None = None,
-                       **kw) -> list[tuple[int, int]]:
+                       tokenizer=None, **kw) -> list[tuple[int, int]]:
     """Character spans of each assistant message's own output in the rendered trajectory ``text``."""
     if text is None:
-        text = render_text(messages, tools, template, add_generation_prompt=False, **kw)
+        text = render_text(messages, tools, template, False, tokenizer, **kw)
     spans = []
     for k, m in enumerate(messages):
         if m.get("role") != "assistant":
             continue
-        prompt = render_text(messages[:k], tools, template, add_generation_prompt=True, **kw)
+        prompt = render_text(messages[:k], tools, template, True, tokenizer, **kw)
         if not text.startswith(prompt):
             at = next((i for i, (a, b) in enumerate(zip(text, prompt)) if a != b), min(len(text), len(prompt)))
             raise MaskError("prefix-unstable", f"the prompt before assistant message {k} is not a prefix of the "
@@ -121,7 +122,7 @@ def label(messages, tools=None, template: str = "qwen3", tokenizer=None, **kw) -
     if not any(m.get("role") == "assistant" for m in messages):
         raise MaskError("nothing-to-train", "the trajectory has no assistant message")
     r = render(messages, tools, template, add_generation_prompt=False, tokenizer=tokenizer, **kw)
-    spans = trained_char_spans(messages, tools, template, text=r.text, **kw)
+    spans = trained_char_spans(messages, tools, template, r.text, tokenizer, **kw)
     labels = []
     for t in r.tokens:
         inside = any(a <= t.start and t.end <= b for a, b in spans)
@@ -148,6 +149,23 @@ class Run:
     @property
     def name(self) -> str:
         return "masked" if self.masked else "unmasked"
+
+
+@contextmanager
+def threads(n: int | None):
+    """Run torch with ``n`` threads inside the block (``None``: leave as is), then restore.
+
+    The kit's tensors here are tiny; on a shared machine a second thread made an elementwise multiply ~20x
+    slower (threads spinning against other processes), so the functions below default to one."""
+    import torch
+
+    before = torch.get_num_threads()
+    if n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def flavor_of(template: str) -> str:
@@ -238,7 +256,7 @@ def loss_on(head: _Head, ids, labels, attn):
 
 def fine_tune(examples: list[Labelled], masked: bool, steps: int = 120, batch_size: int = 8, lr: float = 3e-3,
               seed: int = 0, vocab: str | list[int] = "data", model_kw: dict | None = None,
-              threads: int | None = 1, progress=None) -> Run:
+              n_threads: int | None = 1, progress=None) -> Run:
     """Train a fresh stand-in (same seed -> same start for both runs) on ``examples`` with or without the mask.
 
     ``vocab="data"`` restricts the softmax to :func:`data_vocab` (see the module docstring); a list gives the
@@ -257,14 +275,9 @@ def fine_tune(examples: list[Labelled], masked: bool, steps: int = 120, batch_si
     # Short warm-up, then linear decay: the random start has very large logits (wide embedding init).
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 10) * max(0.1, 1 - s / steps))
     pad = tokenizer_for(template).pad_token_id
-    # One thread by default: the tensors are tiny, and on a shared machine a second thread made an elementwise
-    # multiply ~20x slower here (threads spinning against other processes).
-    before = torch.get_num_threads()
-    if threads:
-        torch.set_num_threads(threads)
     model.train()
     losses, seen, order, t0 = [], 0, [], time.perf_counter()
-    try:
+    with threads(n_threads):
         for step in range(steps):
             if len(order) < batch_size:
                 order += torch.randperm(len(examples), generator=g).tolist()
@@ -279,13 +292,11 @@ def fine_tune(examples: list[Labelled], masked: bool, steps: int = 120, batch_si
             seen += n
             if progress:
                 progress(step, losses[-1])
-    finally:
-        torch.set_num_threads(before)
     head.write_back()
     model.eval()
     return Run(masked, model, ids_vocab, losses, time.perf_counter() - t0, steps, seen,
                dict(batch_size=batch_size, lr=lr, seed=seed, vocab=len(ids_vocab), template=template,
-                    model_kw=model_kw or "stand-in default", threads=threads,
+                    model_kw=model_kw or "stand-in default", threads=n_threads,
                     params=sum(p.numel() for p in model.parameters())))
 
 
@@ -326,27 +337,39 @@ def probes(examples: list[Labelled], kinds: list[str] | None = None) -> list[Pro
     return out
 
 
-def continue_ids(run: Run, prompt_ids: list[int], max_new_tokens: int = 40, generator=None) -> list[int]:
-    """Let the trained model continue with no stop token: greedy, or sampled (temperature 1) with ``generator``.
-
-    Decoding covers the run's output vocabulary (what its softmax was trained over).
-    """
+def continue_batch(run: Run, prompts: list[list[int]], max_new_tokens: int = 40, generator=None) -> list[list[int]]:
+    """Let the trained model continue each prompt with no stop token: greedy, or sampled (temperature 1) with
+    ``generator``. Prompts are left-padded into one batch. Decoding covers the run's output vocabulary."""
     import torch
 
     head = _Head(run.model, run.vocab)
-    out: list[int] = []
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), int(head.vocab[0]), dtype=torch.long)
+    attn = torch.zeros((len(prompts), width), dtype=torch.long)
+    for j, p in enumerate(prompts):
+        ids[j, width - len(p):] = torch.tensor(p)
+        attn[j, width - len(p):] = 1
+    pos = (attn.cumsum(-1) - 1).clamp(min=0)
+    out = []
     with torch.no_grad():
-        res = head.hidden(torch.tensor([prompt_ids]), use_cache=True)
+        res = head.hidden(ids, attn, position_ids=pos, use_cache=True)
         for _ in range(max_new_tokens):
-            logits = head.logits(res.last_hidden_state[0, -1])
+            logits = head.logits(res.last_hidden_state[:, -1])
             if generator is None:
-                col = int(logits.argmax())
+                cols = logits.argmax(-1)
             else:
-                col = int(torch.multinomial(torch.softmax(logits, -1), 1, generator=generator))
-            nxt = int(head.vocab[col])
+                cols = torch.multinomial(torch.softmax(logits, -1), 1, generator=generator)[:, 0]
+            nxt = head.vocab[cols]
             out.append(nxt)
-            res = head.hidden(torch.tensor([[nxt]]), past_key_values=res.past_key_values, use_cache=True)
-    return out
+            attn = torch.cat([attn, torch.ones((len(prompts), 1), dtype=torch.long)], 1)
+            pos = pos[:, -1:] + 1
+            res = head.hidden(nxt[:, None], attn, position_ids=pos, cache=res.cache, use_cache=True)
+    return torch.stack(out, 1).tolist()
+
+
+def continue_ids(run: Run, prompt_ids: list[int], max_new_tokens: int = 40, generator=None) -> list[int]:
+    """One prompt's continuation (see :func:`continue_batch`)."""
+    return continue_batch(run, [prompt_ids], max_new_tokens, generator)[0]
 
 
 def classify(continuation: str, real_results: list[str]) -> dict:
@@ -376,41 +399,133 @@ class Measurement:
 
 
 def measure(run: Run, probe_list: list[Probe], max_new_tokens: int = 40, samples: int = 1,
-            seed: int = 0) -> Measurement:
+            seed: int = 0, n_threads: int | None = 1) -> Measurement:
     """Continue every probe greedily and ``samples`` times sampled; classify each continuation."""
     import torch
 
     tok = tokenizer_for(run.settings["template"])
     g = torch.Generator().manual_seed(seed)
     rows = []
-    for i, p in enumerate(probe_list):
-        modes = [("greedy", None)] + [("sampled", g)] * samples
-        for mode, gen in modes:
-            ids = continue_ids(run, p.prompt_ids, max_new_tokens, gen)
+    prompts = [p.prompt_ids for p in probe_list]
+    for mode, gen in [("greedy", None)] + [("sampled", g)] * samples:
+        with threads(n_threads):
+            conts = continue_batch(run, prompts, max_new_tokens, gen)
+        for i, ids in enumerate(conts):
             text = tok.decode(ids, skip_special_tokens=False)
+            p = probe_list[i]
             rows.append(dict(probe=i, kind=p.kind, mode=mode, continuation=text, **classify(text, p.real_results)))
     return Measurement(run.name, rows)
 
 
-def nll_by_part(run: Run, examples: list[Labelled], batch_size: int = 8) -> dict[str, float]:
+def nll_by_part(run: Run, examples: list[Labelled], batch_size: int = 8, n_threads: int | None = 1) -> dict:
     """Teacher-forced mean negative log-likelihood (nats/token) of held-out text, split by who wrote it:
-    ``model_output`` (trained positions), ``tool_results`` (tool_response segment) and ``prompt`` (the rest)."""
+    ``model_output`` (trained positions), ``tool_results`` (tool_response segment) and ``prompt`` (the rest).
+    Ids outside the run's vocabulary are skipped (build the vocabulary from train + held-out data to avoid)."""
     import torch
     import torch.nn.functional as F
 
     head = _Head(run.model, run.vocab)
     pad = tokenizer_for(run.settings["template"]).pad_token_id
     sums = {"model_output": [0.0, 0], "tool_results": [0.0, 0], "prompt": [0.0, 0]}
-    with torch.no_grad():
+    with torch.no_grad(), threads(n_threads):
         for s in range(0, len(examples), batch_size):
             chunk = examples[s:s + batch_size]
             ids, _, attn = _batch(chunk, range(len(chunk)), False, pad)
             logp = F.log_softmax(head.logits(head.hidden(ids, attn).last_hidden_state[:, :-1]), -1)
             for j, ex in enumerate(chunk):
-                for t, lab in zip(ex.rendering.tokens[1:], ex.labels[1:]):
-                    col = int(head.column[t.id])
-                    part = ("model_output" if lab != IGNORE_INDEX else
-                            "tool_results" if t.segment == "tool_response" else "prompt")
-                    sums[part][0] -= float(logp[j, t.index - 1, col]) if col >= 0 else float("inf")
-                    sums[part][1] += 1
+                cols = head.column[torch.tensor(ex.ids[1:])]
+                ok = cols >= 0
+                nll = -logp[j, :len(ex.ids) - 1].gather(1, cols.clamp(min=0)[:, None])[:, 0]
+                trained = torch.tensor(ex.trained[1:])
+                tool = torch.tensor([t.segment == "tool_response" for t in ex.rendering.tokens[1:]])
+                for part, sel in (("model_output", trained), ("tool_results", tool & ~trained),
+                                  ("prompt", ~tool & ~trained)):
+                    sel = sel & ok
+                    sums[part][0] += float(nll[sel].sum())
+                    sums[part][1] += int(sel.sum())
     return {k: v[0] / v[1] if v[1] else float("nan") for k, v in sums.items()}
+
+
+# ====================================================================== the whole comparison, one call
+@dataclass
+class Experiment:
+    """Both runs on the same data, start and vocabulary, and what each learned."""
+
+    settings: dict
+    train: list[Labelled]
+    held_out: list[Labelled]
+    probes: list[Probe]
+    vocab: list[int]
+    runs: dict[str, Run]  # "masked", "unmasked"
+    measurements: dict[str, Measurement]
+    nll: dict[str, dict[str, float]]
+
+    def __getitem__(self, name: str) -> dict:
+        return dict(run=self.runs[name], measurement=self.measurements[name], nll=self.nll[name])
+
+    def table(self) -> list[dict]:
+        """One row per number, one column per run: the side-by-side comparison."""
+        rows = []
+
+        def add(what, f):
+            rows.append({"": what, **{k: f(k) for k in self.runs}})
+
+        add("training steps", lambda k: self.runs[k].steps)
+        add("loss positions per step (mean)", lambda k: round(self.runs[k].target_tokens / self.runs[k].steps))
+        add("final training loss (last 10 steps)", lambda k: round(sum(self.runs[k].losses[-10:]) / 10, 3))
+        add("seconds", lambda k: round(self.runs[k].seconds, 1))
+        for part in ("model_output", "tool_results", "prompt"):
+            add(f"held-out NLL, {part.replace('_', ' ')} (nats/token)", lambda k, p=part: round(self.nll[k][p], 2))
+        for mode in ("greedy", "sampled"):
+            for key, what in (("tool_response", "writes <tool_response> itself"),
+                              ("user_turn", "opens a user turn itself"),
+                              ("matches_real", "its made-up result equals the real one")):
+                add(f"{mode}: {what}", lambda k, m=mode, kk=key: "{}/{}".format(*self.measurements[k].count(m, kk)))
+        return rows
+
+
+def experiment(template: str = "qwen3", n_train: int = 200, n_held_out: int = 40, steps: int = 150,
+               batch_size: int = 8, lr: float = 3e-3, seed: int = 0, data_seed: int = 1, held_out_seed: int = 2,
+               max_new_tokens: int = 40, samples: int = 1, n_probes: int = 30, model_kw: dict | None = None,
+               progress=None) -> Experiment:
+    """Make the data set, fine-tune twice (with / without the mask) and measure both. Seeded end to end.
+
+    ``progress(run_name, step, loss)`` is called during training if given.
+    """
+    from .trajectories import dataset
+
+    tr, ho = dataset(n_train, seed=data_seed), dataset(n_held_out, seed=held_out_seed)
+    train_ex = [label(t.messages, t.tools, template) for t in tr]
+    held = [label(t.messages, t.tools, template) for t in ho]
+    vocab = data_vocab(train_ex + held)
+    probe_list = probes(held, [t.kind for t in ho])[:n_probes]
+    runs, meas, nll = {}, {}, {}
+    for name, masked in (("masked", True), ("unmasked", False)):
+        cb = (lambda s, loss, n=name: progress(n, s, loss)) if progress else None
+        runs[name] = fine_tune(train_ex, masked, steps, batch_size, lr, seed, vocab, model_kw, progress=cb)
+        meas[name] = measure(runs[name], probe_list, max_new_tokens, samples, seed)
+        nll[name] = nll_by_part(runs[name], held)
+    settings = dict(template=template, n_train=n_train, n_held_out=n_held_out, steps=steps, batch_size=batch_size,
+                    lr=lr, seed=seed, data_seed=data_seed, held_out_seed=held_out_seed, vocab=len(vocab),
+                    max_new_tokens=max_new_tokens, samples=samples, probes=len(probe_list),
+                    model=runs["masked"].settings["model_kw"], params=runs["masked"].settings["params"])
+    return Experiment(settings, train_ex, held, probe_list, vocab, runs, meas, nll)
+
+
+def cli(argv: list[str]) -> int:
+    """``python -m toolkit train [--template qwen3] [--steps 150]``: run the comparison, print the table."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m toolkit train", description=cli.__doc__)
+    ap.add_argument("--template", default="qwen3", choices=["qwen3", "qwen2.5"])
+    ap.add_argument("--steps", type=int, default=150)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    print("model: random-weight Qwen-shaped stand-in (learns the format, never meaning), CPU")
+    res = experiment(args.template, steps=args.steps, seed=args.seed)
+    rows = res.table()
+    w = max(len(r[""]) for r in rows)
+    print(f"{'':<{w}}  {'masked':>10}  {'unmasked':>10}")
+    for r in rows:
+        print(f"{r['']:<{w}}  {r['masked']!s:>10}  {r['unmasked']!s:>10}")
+    return 0

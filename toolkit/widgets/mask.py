@@ -1,0 +1,104 @@
+"""Mask view: every token of a training trajectory, coloured by whether the loss trains on it.
+
+``MaskData.from_labelled(ex)`` is the plain data (one row per token: id, text, segment, label, trained);
+``mask_html(data)`` draws it as HTML (trained tokens solid, masked ones pale and struck through, a bottom border
+in the token's segment colour, hover shows index, id, segment and label); ``MaskView(examples)`` is an
+ipywidgets box with a trajectory picker and a with/without-mask toggle. Tests read ``MaskView.data`` and
+``mask_html`` output without a browser.
+
+Leaves out: editing labels, and trajectories of more than a few thousand tokens (one span per token).
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+from ..train import CONVENTION, IGNORE_INDEX, Labelled
+from .tokens import COLOURS
+
+TRAINED, MASKED = "#238b45", "#bdbdbd"
+
+
+@dataclass
+class MaskData:
+    title: str
+    template: str
+    masked: bool  # False: the no-mask baseline (every token is a target)
+    rows: list[dict] = field(default_factory=list)
+
+    @classmethod
+    def from_labelled(cls, ex: Labelled, title: str = "", masked: bool = True) -> "MaskData":
+        labels = ex.labels if masked else ex.unmasked_labels()
+        rows = [dict(index=t.index, id=t.id, text=t.text, segment=t.segment, label=lab,
+                     trained=lab != IGNORE_INDEX) for t, lab in zip(ex.rendering.tokens, labels)]
+        return cls(title, ex.template, masked, rows)
+
+    def summary(self) -> dict:
+        """Token totals and, per segment, how many are trained / masked."""
+        seg: dict[str, dict[str, int]] = {}
+        for r in self.rows:
+            s = seg.setdefault(r["segment"], {"trained": 0, "masked": 0})
+            s["trained" if r["trained"] else "masked"] += 1
+        n_trained = sum(r["trained"] for r in self.rows)
+        return dict(tokens=len(self.rows), trained=n_trained, masked=len(self.rows) - n_trained, segments=seg)
+
+
+def _chip(r: dict) -> str:
+    shown = html.escape(r["text"]).replace("\n", "\u21b5<br>")
+    tip = html.escape(f"#{r['index']} id={r['id']} {r['text']!r} segment={r['segment']} label={r['label']}",
+                      quote=True)
+    seg = COLOURS.get(r["segment"], "#999")
+    if r["trained"]:
+        style = f"background:{TRAINED};color:#fff;"
+    else:
+        style = f"background:#f0f0f0;color:#888;text-decoration:line-through {MASKED};"
+    return (f'<span class="tk-mask" data-index="{r["index"]}" data-trained="{int(r["trained"])}" title="{tip}" '
+            f'style="{style}border-bottom:3px solid {seg};padding:0 1px;margin:0 1px 2px 0;border-radius:2px">'
+            f"{shown}</span>")
+
+
+def legend_html() -> str:
+    segs = "".join(f'<span style="border-bottom:3px solid {c};margin-right:6px">{html.escape(s)}</span>'
+                   for s, c in COLOURS.items() if s != "generation_prompt")
+    return ('<div style="font-family:monospace;font-size:12px;margin:4px 0">'
+            f'<span style="background:{TRAINED};color:#fff;padding:0 4px">trained (label = id)</span> '
+            f'<span style="background:#f0f0f0;color:#888;text-decoration:line-through;padding:0 4px">'
+            f"masked (label = {IGNORE_INDEX})</span> &nbsp; segment underline: {segs}</div>")
+
+
+def mask_html(data: MaskData) -> str:
+    s = data.summary()
+    head = (f"<b>{html.escape(data.title)}</b> [{data.template}, "
+            f"{'with the mask' if data.masked else 'WITHOUT the mask: every token is a target'}] "
+            f"{s['tokens']} tokens: {s['trained']} trained, {s['masked']} masked")
+    body = "".join(_chip(r) for r in data.rows)
+    return (f'<div style="font-family:monospace;font-size:12px">{head}</div>{legend_html()}'
+            f'<div style="font-family:monospace;font-size:12px;line-height:1.9;white-space:normal">{body}</div>')
+
+
+class MaskView:
+    """Pick a trajectory and a mode; the HTML below redraws. ``widget`` is the box to display."""
+
+    def __init__(self, examples: dict[str, Labelled]):
+        import ipywidgets as w
+
+        self.examples = examples
+        self.picker = w.Dropdown(options=list(examples), description="trajectory")
+        self.mode = w.ToggleButtons(options=["with mask", "without mask"], value="with mask")
+        self.note = w.HTML(f'<div style="font-size:12px;max-width:60em">{html.escape(CONVENTION)}</div>')
+        self.html = w.HTML()
+        self.picker.observe(self._redraw, names="value")
+        self.mode.observe(self._redraw, names="value")
+        self.widget = w.VBox([w.HBox([self.picker, self.mode]), self.note, self.html])
+        self.data: MaskData | None = None
+        self._redraw()
+
+    def _redraw(self, _change=None) -> None:
+        name = self.picker.value
+        self.data = MaskData.from_labelled(self.examples[name], name, masked=self.mode.value == "with mask")
+        self.html.value = mask_html(self.data)
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        display(self.widget)
