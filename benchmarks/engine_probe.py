@@ -144,6 +144,9 @@ def matmuls(dt=torch.bfloat16):
 
 
 def main():
+    if not torch.cuda.is_available():
+        print("engine_probe: needs CUDA (it times GPU kernels); nothing to do here")
+        return 0
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from transformers import AutoModelForCausalLM, Qwen3Config
 
@@ -197,5 +200,6 @@ def main():
             except Exception:
                 traceback.print_exc(limit=3)
 
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -5,10 +5,10 @@ What it does
 - Reads the weights of a loaded Qwen2/Qwen3 model (no copy unless ``fuse``) and runs its forward pass itself,
   op for op as transformers writes it, over a KV cache allocated once (``max_len`` positions).
 - Prefill runs in chunks of ``prefill_chunk`` tokens (causal attention aligned to the chunk's end).
-- Decode is split into two fixed-shape steps: the *body* (embed the last token, 28 layers, logits; reads the
+- Decode is split into two fixed-shape steps: the *body* (embed the last token, every layer, logits; reads the
   position from a device tensor and advances it) and the *sampler* (grammar bitmask, temperature, argmax). On
   CUDA each is captured once as a CUDA graph and replayed per token; the body has one graph per KV-length
-  bucket (256, 512, ... ``max_len``) so attention reads only the filled part of the cache, masked.
+  bucket (256, 512, ... ``max_len``) so attention never reads more than ~2x the filled part of the cache.
 - The host never waits on the GPU except to read a sampled token: the next body step is queued before the
   host looks at the current token, so checking stop ids and filling the grammar mask overlap GPU work.
   Unconstrained runs keep ``lookahead`` steps queued; a stop discards the few tokens computed past it.
@@ -21,15 +21,19 @@ What it does
   token is always recomputed to get fresh logits) and prefills only the rest; a diverging prompt rolls back to
   the shared length. ``generate`` returns ``toolkit.host.Generation`` (the host loop's backend protocol).
 - ``compile=True`` (CUDA) fuses the per-layer pointwise work with ``torch.compile`` before capture;
-  ``compile="gemv"`` also writes the one-row matmuls as multiply + sum so the compiler emits fused reductions.
+  ``compile="gemv"`` also writes the one-row matmuls as multiply + sum so the compiler emits fused reductions
+  (checked on the CPU; not yet timed on a GPU).
 - Decode attention on CUDA: FlashAttention's variable-length call reading the used length from the device
-  (``attention="flash"``); ``"matmul"`` and ``"sdpa"`` (masked) are the fallbacks.
+  (``attention="flash"``); ``"matmul"`` and ``"sdpa"`` (masked) are the fallbacks. Prefill always uses sdpa
+  (flash kernel, causal mask aligned bottom-right for a chunk that follows cached positions).
 
 What it leaves out
 - Batches, paged/multi-sequence caches, speculative decoding, top-k/top-p, repetition penalties.
 - Sliding-window layers, dynamic RoPE scaling, architectures other than Qwen2/Qwen3 (an ``EngineError`` says so).
-- Bit-exactness with ``model.generate``: the same ops in the same order, but chunk boundaries and padded
-  attention change float rounding slightly; greedy tokens agree in the tests, near-ties could differ.
+- Bit-exactness with ``model.generate``: on the CPU the same ops run in the same order, but chunk boundaries
+  and padded attention change float rounding slightly (greedy tokens agree in the tests; near-ties could
+  differ); the CUDA default (``fast``, flash attention) rounds differently again (bf16: tokens drift apart
+  after a few dozen steps on random weights, as any two kernel choices do).
 """
 from __future__ import annotations
 
@@ -354,14 +358,6 @@ class Engine:
                 h, q, kv = self._layer_pre(self._pre, h, add, w, cos, sin)
                 cache = self.kv[i]
                 cache[:, :, p:p + c] = kv.transpose(1, 2)
-                if self.attention == "flash":  # variable-length FlashAttention: K/V read in place, GQA native,
-                    # causal mask aligned to the bottom right (the chunk is the last c of p + c positions)
-                    lens = torch.tensor([[0, c], [0, p + c]], dtype=torch.int32, device=self.device)
-                    o = torch.ops.aten._flash_attention_forward(
-                        q, cache[0, :, :p + c].transpose(0, 1), cache[1, :, :p + c].transpose(0, 1), lens[0],
-                        lens[1], c, p + c, 0.0, True, False, scale=self.scaling)[0]
-                    h, add = self._layer_post(self._post, h, o.reshape(c, -1), w)
-                    continue
                 keys, vals = cache[0, :, :p + c].unsqueeze(0), cache[1, :, :p + c].unsqueeze(0)
                 if n_rep > 1:  # same layout as transformers' repeat_kv
                     keys = keys[:, :, None].expand(-1, -1, n_rep, -1, -1).reshape(1, self.heads, p + c, -1)
