@@ -16,7 +16,6 @@ import argparse
 import datetime as dt
 import os
 import platform
-import statistics
 import sys
 import time
 import traceback
@@ -26,12 +25,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-# Qwen3-0.6B's published config values (facts), written here because the hub cannot be reached.
-QWEN3_06B = dict(vocab_size=151_936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
-                 num_attention_heads=16, num_key_value_heads=8, head_dim=128, tie_word_embeddings=True,
-                 rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0},
-                 max_position_embeddings=40_960, rms_norm_eps=1e-6, hidden_act="silu",
-                 bos_token_id=151643, eos_token_id=151645)
+from toolkit import speed  # noqa: E402
+from toolkit.speed import engine_decode_rate as engine_rate, hf_decode_rate as hf_rate, prompt_ids, sync  # noqa: E402
 
 LINES: list[str] = []
 
@@ -41,21 +36,9 @@ def say(line: str = "") -> None:
     LINES.append(line)
 
 
-def sync(dev):
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
-
-
 def build_model(kind: str, dev):
-    from transformers import AutoModelForCausalLM, Qwen3Config
-
     if kind == "qwen3-0.6b-shape":
-        dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
-        torch.manual_seed(0)
-        with torch.device(dev):  # initialise on the device: 0.6B random numbers on the CPU take a while
-            model = AutoModelForCausalLM.from_config(Qwen3Config(**QWEN3_06B), dtype=dtype).eval()
-        return model, (f"RANDOM WEIGHTS built from the Qwen3-0.6B config (hidden 1024, 28 layers, 16/8 heads, "
-                       f"head_dim 128, vocab 151,936, tied) in {str(dtype)[6:]}: speed only, no meaning")
+        return speed.qwen3_06b_shape(dev, torch.bfloat16 if dev.type == "cuda" else torch.float32)
     if kind == "stand-in":
         from toolkit.models import stand_in
 
@@ -64,61 +47,6 @@ def build_model(kind: str, dev):
 
     loaded = load(kind, device=str(dev), quiet=True)
     return loaded.model, loaded.description
-
-
-def copy_bandwidth(dev) -> float:
-    """Bytes read + written per second by a large device-to-device copy (median of several)."""
-    n = (1 << 30) if dev.type == "cuda" else (1 << 27)
-    a = torch.ones(n // 2, dtype=torch.bfloat16, device=dev)
-    b = torch.empty_like(a)
-    times = []
-    for i in range(12):
-        sync(dev)
-        t0 = time.perf_counter()
-        b.copy_(a)
-        sync(dev)
-        if i >= 2:
-            times.append(time.perf_counter() - t0)
-    del a, b
-    return 2 * n / statistics.median(times)
-
-
-def prompt_ids(n: int, seed: int) -> list[int]:
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(0, 151_643, (n,), generator=g).tolist()
-
-
-def hf_rate(model, prompt, n):
-    """model.generate: per-token decode time = (t(n tokens) - t(1 token)) / (n - 1); also its tokens."""
-    dev = next(model.parameters()).device
-    ids = torch.tensor([prompt], device=dev)
-    kw = dict(attention_mask=torch.ones_like(ids), do_sample=False, eos_token_id=None, pad_token_id=0)
-
-    def run(k):
-        sync(dev)
-        t0 = time.perf_counter()
-        with torch.no_grad():
-            out = model.generate(ids, max_new_tokens=k, min_new_tokens=k, **kw)
-        sync(dev)
-        return time.perf_counter() - t0, out[0, len(prompt):].tolist()
-
-    run(2)  # warm-up
-    t1, _ = run(1)
-    tn, toks = run(n)
-    return (n - 1) / max(tn - t1, 1e-9), toks
-
-
-def engine_rate(engine, prompt, n, repeats=3):
-    """Median decode tokens/s ((n-1) body steps over decode_s) of a fresh prefill each time; tokens of the last."""
-    engine.prepare(len(prompt) + n + 1)
-    engine.generate(prompt, max_new_tokens=min(n, 8), stop_ids=set())  # warm-up (allocator, kernels)
-    rates, toks = [], None
-    for _ in range(repeats):
-        engine.reset()
-        g = engine.generate(prompt, max_new_tokens=n, stop_ids=set())
-        rates.append((len(g.new_ids) - 1) / g.decode_s)
-        toks = g.new_ids
-    return statistics.median(rates), toks
 
 
 def same_prefix(a, b) -> int:
@@ -203,11 +131,6 @@ def compiled_table(model, args, floor, ref_info, fastest):
     return rates, fastest
 
 
-def attention_pairs(a: int, b: int) -> int:
-    """(query, key) pairs when positions a..b-1 are prefilled causally over a cache holding 0..a-1."""
-    return (b * (b + 1) - a * (a + 1)) // 2
-
-
 def agent_table(model, dev, args, fast_kw):
     from toolkit.engine import Engine
 
@@ -217,13 +140,10 @@ def agent_table(model, dev, args, fast_kw):
     e = Engine(model, max_len=total + args.decode_per_round + 64, **fast_kw)
     e.prepare(total + args.decode_per_round + 1 if args.decode_per_round > 1 else 1)  # no capture inside timing
     e_mode = e.mode
-    cfg = model.config
-    layers, width = cfg.num_hidden_layers, cfg.num_attention_heads * (getattr(cfg, "head_dim", None) or
-                                                                      cfg.hidden_size // cfg.num_attention_heads)
     dense = sum(p.numel() for n, p in model.named_parameters() if "embed" not in n and "lm_head" not in n)
 
     def flops(a, b):  # the arithmetic a prefill of positions a..b-1 must do (matmuls + attention)
-        return 2 * dense * (b - a) + 4 * layers * width * attention_pairs(a, b)
+        return speed.prefill_flops(model.config, a, b, dense)
 
     # Warm-up: first-call costs (kernel selection for new shapes) stay out of the timed rounds.
     e.reset()
@@ -350,15 +270,15 @@ def main(argv=None) -> int:
                f"GiB), CUDA {torch.version.cuda}" if gpu else f"CPU {platform.processor() or platform.machine()}, "
                f"{torch.get_num_threads()} thread(s)")
     model, what = build_model(args.model, dev)
-    weight_bytes = sum(x.numel() * x.element_size() for x in model.parameters())
+    weight_bytes = speed.weight_bytes(model)
     say(f"# toolkit.engine benchmark — {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC")
     say()
     say(f"- machine: {machine}; host {platform.node()}, {os.cpu_count()} CPU cores")
     say(f"- software: torch {torch.__version__}, transformers {transformers.__version__}, Python "
         f"{platform.python_version()}")
     say(f"- model: {what}")
-    bw = copy_bandwidth(dev)
-    floor = bw / weight_bytes
+    bw = speed.copy_bandwidth(dev)
+    floor = speed.floor_tokens_per_s(model, bw)
     say(f"- copy bandwidth (measured now, read + write): {bw / 1e9:,.0f} GB/s; weights read per token: "
         f"{weight_bytes / 1e9:.3f} GB → bandwidth floor {floor:,.0f} tokens/s")
     say()

@@ -1,0 +1,57 @@
+"""toolkit.speed: the Qwen3-0.6B shape, bandwidth floor, decode rates, prefill FLOPs, the saved GPU result."""
+import pytest
+import torch
+
+from toolkit import cost, speed
+
+torch.set_num_threads(1)
+
+
+def test_qwen3_06b_shape_has_the_published_size():
+    model, what = speed.qwen3_06b_shape("meta", torch.bfloat16)  # shapes only, no memory
+    assert sum(p.numel() for p in model.parameters()) == 596_049_920
+    assert speed.weight_bytes(model) == 2 * 596_049_920  # tied embedding counted once
+    assert "RANDOM WEIGHTS" in what and model.config.num_hidden_layers == 28
+
+
+def test_copy_bandwidth_and_floor():
+    bw = speed.copy_bandwidth("cpu", nbytes=1 << 24, repeats=3)
+    assert 1e8 < bw < 1e13  # somewhere between a slow laptop and an HBM GPU
+    from toolkit.models import stand_in
+
+    model = stand_in()
+    floor = speed.floor_tokens_per_s(model, 4e12)
+    assert floor == pytest.approx(4e12 / (model.num_parameters() * 4))
+
+
+def test_prefill_flops_counts_matmuls_and_every_attention_pair():
+    cfg = speed.qwen3_06b_shape("meta")[0].config
+    one = speed.prefill_flops(cfg, 9, 10)  # one token at position 9 attends to 10 keys
+    dense = 28 * (1024 * (2048 + 2 * 1024) + 2048 * 1024 + 3 * 1024 * 3072)
+    assert one == pytest.approx(2 * dense + cost.attention_flops_per_token(28, 2048, 10))
+    # additive over chunks, and a full prefill costs more than its tokens' share (attention is quadratic)
+    assert speed.prefill_flops(cfg, 0, 100) == pytest.approx(speed.prefill_flops(cfg, 0, 40) +
+                                                            speed.prefill_flops(cfg, 40, 100))
+    assert speed.prefill_flops(cfg, 0, 2000) > 2 * speed.prefill_flops(cfg, 0, 1000)
+
+
+def test_decode_rates_on_the_stand_in():
+    from toolkit.engine import Engine
+    from toolkit.models import stand_in
+
+    model = stand_in()
+    prompt = speed.prompt_ids(16, seed=3)
+    r_hf, hf = speed.hf_decode_rate(model, prompt, 4)
+    r_e, ours = speed.engine_decode_rate(Engine(model, max_len=64), prompt, 4, repeats=1)
+    assert r_hf > 0 and r_e > 0 and len(ours) == 4 and hf == ours
+
+
+def test_saved_gpu_result_is_dated_and_consistent():
+    res = speed.saved_gpu_result()
+    assert res is not None and res["date"].startswith("20") and "H200" in res["machine"]
+    # The floor is the measured bandwidth over the weight bytes; every decode row stays under it.
+    assert res["floor_tokens_per_s"] == pytest.approx(res["copy_bandwidth_GBps"] / res["weight_GB"], rel=0.01)
+    assert all(0 < row["tokens_per_s"] < res["floor_tokens_per_s"] for row in res["decode"])
+    a = res["agent"]
+    assert a["tokens_no_reuse"] / a["tokens_reuse"] == pytest.approx(cost.ratio_closed(a["T"], a["delta"], a["R"]))
+    assert speed.saved_gpu_result("/nonexistent.json") is None

@@ -1,0 +1,136 @@
+"""Measuring batch-1 decode speed honestly: copy bandwidth, the bandwidth floor, tokens/s of ``model.generate``
+and of ``toolkit.engine``, prefill FLOPs with attention, and the last saved GPU result (book §14.5.3, §14.5.8).
+
+What it does
+- ``qwen3_06b_shape(device, dtype)``: a model built from Qwen3-0.6B's published config with random weights
+  (what runs on a lent GPU, where weights cannot be carried); its description says so.
+- ``copy_bandwidth(device)``: bytes read + written per second by a large device-to-device copy (median);
+  ``floor_tokens_per_s``: bandwidth / bytes of weights, the most a batch-1 decode step can do.
+- ``hf_decode_rate`` and ``engine_decode_rate``: decode tokens/s (prefill excluded) and the tokens produced.
+- ``prefill_flops``: the arithmetic of prefilling positions ``start..end-1`` (2 × dense parameters per token plus
+  attention over every earlier position, via ``toolkit.cost``), for the with/without-reuse FLOP ratio.
+- ``saved_gpu_result()``: the committed H200 numbers (``benchmarks/results/engine_h200.json``) with date and machine.
+
+What it leaves out
+- Profiling kernels (``benchmarks/engine_probe.py`` does that on a GPU); batch > 1; KV-cache bytes in the floor.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from . import cost
+
+# Qwen3-0.6B's published config values (facts), written here because the hub cannot be reached.
+QWEN3_06B = dict(vocab_size=151_936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
+                 num_attention_heads=16, num_key_value_heads=8, head_dim=128, tie_word_embeddings=True,
+                 rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0},
+                 max_position_embeddings=40_960, rms_norm_eps=1e-6, hidden_act="silu",
+                 bos_token_id=151643, eos_token_id=151645)
+RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "engine_h200.json"
+
+
+def sync(device) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def qwen3_06b_shape(device="cuda", dtype=torch.bfloat16, seed: int = 0):
+    """(model, description): random weights in Qwen3-0.6B's shape, initialised directly on ``device``."""
+    from transformers import AutoModelForCausalLM, Qwen3Config
+
+    torch.manual_seed(seed)
+    with torch.device(device):  # 0.6B random numbers drawn on the CPU first would take a while
+        model = AutoModelForCausalLM.from_config(Qwen3Config(**QWEN3_06B), dtype=dtype).eval()
+    return model, (f"RANDOM WEIGHTS built from the Qwen3-0.6B config (hidden 1024, 28 layers, 16/8 heads, head_dim "
+                   f"128, vocab 151,936, tied) in {str(dtype).removeprefix('torch.')}: speed only, no meaning")
+
+
+def weight_bytes(model) -> int:
+    """Bytes of (unique) parameters: what one decode step reads at least once (tied embeddings counted once)."""
+    return sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+def copy_bandwidth(device, nbytes: int | None = None, repeats: int = 10) -> float:
+    """Bytes read + written per second by a device-to-device copy of ``nbytes`` (median of ``repeats``)."""
+    device = torch.device(device)
+    n = nbytes or ((1 << 30) if device.type == "cuda" else (1 << 27))
+    a = torch.ones(n // 2, dtype=torch.bfloat16, device=device)
+    b = torch.empty_like(a)
+    b.copy_(a)  # warm-up: first touch of the pages
+    times = []
+    for _ in range(repeats):
+        sync(device)
+        t0 = time.perf_counter()
+        b.copy_(a)
+        sync(device)
+        times.append(time.perf_counter() - t0)
+    return 2 * n / statistics.median(times)
+
+
+def floor_tokens_per_s(model, bandwidth: float) -> float:
+    """The bandwidth floor: every weight streamed once per token (``toolkit.cost.bandwidth_tokens_per_s``)."""
+    return cost.bandwidth_tokens_per_s(weight_bytes(model), bandwidth, bytes_per_param=1.0)
+
+
+def prompt_ids(n: int, seed: int = 1, vocab: int = 151_643) -> list[int]:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, vocab, (n,), generator=g).tolist()
+
+
+def hf_decode_rate(model, prompt: list[int], n: int) -> tuple[float, list[int]]:
+    """``model.generate`` greedy: (n - 1) / (t(n tokens) - t(1 token)), and its n tokens."""
+    dev = next(model.parameters()).device
+    ids = torch.tensor([prompt], device=dev)
+    kw = dict(attention_mask=torch.ones_like(ids), do_sample=False, eos_token_id=None, pad_token_id=0)
+
+    def run(k):
+        sync(dev)
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            out = model.generate(ids, max_new_tokens=k, min_new_tokens=k, **kw)
+        sync(dev)
+        return time.perf_counter() - t0, out[0, len(prompt):].tolist()
+
+    run(2)  # warm-up
+    t1, _ = run(1)
+    tn, toks = run(n)
+    return (n - 1) / max(tn - t1, 1e-9), toks
+
+
+def engine_decode_rate(engine, prompt: list[int], n: int, repeats: int = 3) -> tuple[float, list[int]]:
+    """Median decode tokens/s of ``engine`` ((n - 1) body steps over ``decode_s``, fresh prefill each time)."""
+    engine.prepare(len(prompt) + n + 1)  # graphs captured outside the timing
+    engine.generate(prompt, max_new_tokens=min(n, 8), stop_ids=set())  # warm-up
+    rates, toks = [], []
+    for _ in range(repeats):
+        engine.reset()
+        g = engine.generate(prompt, max_new_tokens=n, stop_ids=set())
+        rates.append((len(g.new_ids) - 1) / g.decode_s)
+        toks = g.new_ids
+    return statistics.median(rates), toks
+
+
+def prefill_flops(config, start: int, end: int, dense_params: int | None = None) -> float:
+    """FLOPs to prefill positions ``start..end-1`` over a cache holding ``0..start-1``: matmuls (2 per dense
+    parameter per token) plus attention (position i scores and mixes i + 1 keys)."""
+    width = config.num_attention_heads * (getattr(config, "head_dim", None) or
+                                          config.hidden_size // config.num_attention_heads)
+    if dense_params is None:  # decoder layers only: the embedding is a lookup, the LM head runs for one token
+        h, i, L = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+        kv = config.num_key_value_heads * (width // config.num_attention_heads)
+        dense_params = L * (h * (width + 2 * kv) + width * h + 3 * h * i)
+    pairs = (end * (end + 1) - start * (start + 1)) // 2  # sum of (i + 1) for i in start..end-1
+    # attention_flops_per_token is linear in the context, so passing the summed context gives the total.
+    return cost.decode_flops(dense_params, end - start) + cost.attention_flops_per_token(
+        config.num_hidden_layers, width, pairs)
+
+
+def saved_gpu_result(path: Path | str = RESULTS) -> dict | None:
+    """The last GPU measurements committed with the kit (date, machine, tables), or None if there are none."""
+    p = Path(path)
+    return json.loads(p.read_text()) if p.exists() else None
