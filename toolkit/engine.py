@@ -332,6 +332,18 @@ class Engine:
     def cached_ids(self) -> list[int]:
         return list(self._ids)
 
+    @torch.no_grad()
+    def step(self, position: int, token: int = 0) -> torch.Tensor:
+        """Run one decode step eagerly (no graph) for ``token`` at ``position`` and return its logits — for
+        profiling and teaching; it writes that position's keys/values, so call ``reset()`` before reusing."""
+        if not 0 <= position < self.max_len:
+            raise EngineError(f"position {position} outside the cache (0..{self.max_len - 1})")
+        self._tok.fill_(int(token))
+        self._pos.fill_(int(position))
+        self._body(self._bucket(position + 1))
+        self._ids = self._ids[:position]
+        return self._logits.clone()
+
     def _sync(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
