@@ -28,11 +28,16 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 def token_stream(n: int, tokenizer) -> list[int]:
     """n real token ids: the calculator round trip rendered with the kit's tools, repeated."""
-    from toolkit.examples import round_trip
     from toolkit.render import render
+    from toolkit.tools import calculator, schemas
 
-    rt = round_trip("calculator")
-    ids = render(rt.full, rt.tools, template="qwen2.5", tokenizer=tokenizer, add_generation_prompt=False).ids
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "calculator", "arguments": {"expression": "250 * 15%"}}}
+    msgs = [{"role": "user", "content": "250的15%是多少？"},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1", "content": json.dumps(calculator("250 * 15%"))},
+            {"role": "assistant", "content": "250的15%是37.5。"}]
+    ids = render(msgs, schemas(), template="qwen2.5", tokenizer=tokenizer, add_generation_prompt=False).ids
     return (ids * (n // len(ids) + 1))[:n]
 
 

@@ -84,7 +84,8 @@ for expr in ["250 * 15%", "15% of 250", "__import__('os')", "9**9**9", "1e308*1e
 # Two settings make the small model behave; both are printed in the trace. The first turn is decoded under a
 # grammar that binds the `<tool_call>` tag to its single token and the JSON to the tool schemas (notebook 02):
 # unconstrained, this 0.5B model rarely writes the tag. After a tool result the answer is *started* for it
-# with "The answer is" (the `answer_prefix` option): otherwise it tends to write another JSON object.
+# with a few words in the question's language — "根据工具结果，" or "Based on the tool results," (the
+# `answer_prefix="auto"` option) — otherwise it tends to write another JSON object instead of answering.
 
 # %%
 view = TraceView(loaded.description, loaded.semantic)

@@ -217,6 +217,14 @@ def test_answer_prefix_only_after_tool_results(tok):
     assert trace.answer == "The answer is 6."
 
 
+@pytest.mark.parametrize("question,prefix", [("250的15%是多少？", "根据工具结果，"),
+                                             ("What is 15% of 250?", "Based on the tool results,")])
+def test_auto_answer_prefix_follows_the_question_language(tok, question, prefix):
+    trace, _ = loop_once(tok, [call("calculator", expression="2*3"), " 6."], answer_prefix="auto",
+                         messages=[{"role": "user", "content": question}])
+    assert trace.of(Rendered)[1].forced_prefix == prefix and trace.answer == prefix + " 6."
+
+
 def test_system_prefix_is_rendered_not_stored(tok):
     msgs = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}]
     trace, backend = loop_once(tok, ["hello"], messages=msgs, system_prefix=lambda t: f"T{t}\n")

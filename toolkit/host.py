@@ -20,8 +20,9 @@ What it does
   definitions / history / new tokens (``Rendered.split``).
 - ``constrain="tag"``: turns that answer a user message are decoded under ``toolkit.constrain``'s tool-call
   structural tag (the model must call); turns after tool results decode freely. ``answer_prefix`` (off by
-  default) starts the answer after a tool result for the model, e.g. ``"The answer is"``: a small model tends
-  to re-emit JSON otherwise. Output that used it says so (``Rendered.forced_prefix``).
+  default) starts the answer after a tool result for the model; ``"auto"`` picks one in the language of the
+  last user message ("根据工具结果，" / "Based on the tool results,"): the 0.5B model re-emits JSON otherwise.
+  Output that used it says so (``Rendered.forced_prefix``).
 
 What it leaves out
 - Killing a timed-out tool: Python threads cannot be stopped, so a timed-out call is abandoned (its thread
@@ -456,6 +457,16 @@ def _call_key(c: ToolCall) -> str:
     return f"{c.name}:{json.dumps(c.arguments, sort_keys=True, ensure_ascii=False)}"
 
 
+ANSWER_PREFIXES = {"zh": "根据工具结果，", "en": "Based on the tool results,"}
+
+
+def _answer_prefix(option: str | None, messages: list[dict]) -> str:
+    if option != "auto":
+        return option or ""
+    last_user = next((m.get("content") or "" for m in reversed(messages) if m["role"] == "user"), "")
+    return ANSWER_PREFIXES["zh" if re.search(r"[\u4e00-\u9fff]", last_user) else "en"]
+
+
 def timestamp_prefix(turn: int) -> str:
     """A wall-clock line for the start of the system prompt: what breaks prefix caching (§14.5.8)."""
     import datetime
@@ -501,7 +512,7 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], *, 
                 view.insert(0, {"role": "system", "content": system_prefix(turn).rstrip("\n")})
         rendering = render(view, schemas or None, template=template, tokenizer=tokenizer)
         after_tools = bool(messages) and messages[-1]["role"] == "tool"
-        forced = answer_prefix if (answer_prefix and after_tools) else ""
+        forced = _answer_prefix(answer_prefix, messages) if after_tools else ""
         prompt = list(rendering.ids) + (tokenizer.encode(forced, add_special_tokens=False) if forced else [])
         n_tools = rendering.counts.get("tools", 0)
         new = len(prompt) - n_tools if prev_len is None else max(0, min(len(prompt) - prev_len, len(prompt)))
@@ -687,7 +698,7 @@ EXAMPLES = {
     "two_cities": dict(messages=[{"role": "user", "content": "What is the weather in Paris and in Tokyo today?"}],
                        tools=["get_weather"], parallel=True),
 }
-DEFAULT_ANSWER_PREFIX = "The answer is"
+DEFAULT_ANSWER_PREFIX = "auto"
 
 
 def example(name: str) -> dict:
@@ -716,8 +727,15 @@ def run_example(name: str, loaded, *, reuse: bool = True, **kw) -> Trace:
     kw.setdefault("answer_prefix", DEFAULT_ANSWER_PREFIX if loaded.semantic else None)
     kw.setdefault("parallel", ex["parallel"])
     kw.setdefault("template", template_for(loaded))
+    kw.setdefault("max_new_tokens", 160 if loaded.semantic else 48)  # a two-city answer is ~100 tokens
     if not loaded.semantic:
-        kw.setdefault("max_new_tokens", 48)
+        if kw["constrain"] == "tag" and kw.get("grammar") is None:
+            # Random weights almost never close a string: bound every string so the call can finish.
+            from .constrain import bounded, compile_tools
+
+            schemas = [bounded(_openai_schema(t), max_length=8) for t in ex["tools"].values()]
+            kw["grammar"] = compile_tools(schemas, loaded.tokenizer, mode="tag", parallel=kw["parallel"],
+                                          vocab_width=backend.vocab_width)
     return run(backend, loaded.tokenizer, ex["messages"], ex["tools"], **kw)
 
 
@@ -727,11 +745,11 @@ def cli(argv: list[str]) -> int:
     p.add_argument("--model", default="auto", help="auto | stand-in | qwen2.5-coder-0.5b | folder (default auto)")
     p.add_argument("--constrain", choices=["tag", "none"], default="tag")
     p.add_argument("--answer-prefix", default=None,
-                   help=f"text that starts the answer after tool results (real models: {DEFAULT_ANSWER_PREFIX!r};"
-                        " pass '' to turn it off)")
+                   help="text that starts the answer after tool results; real models default to 'auto' "
+                        f"(by the question's language: {ANSWER_PREFIXES}); pass '' to turn it off")
     p.add_argument("--no-reuse", action="store_true", help="prefill the whole prompt every turn")
     p.add_argument("--max-turns", type=int, default=4)
-    p.add_argument("--max-new-tokens", type=int, default=96)
+    p.add_argument("--max-new-tokens", type=int, default=None, help="per turn (default 160; stand-in 48)")
     p.add_argument("--json", action="store_true", help="print the steps as JSON")
     a = p.parse_args(argv)
     import torch
@@ -740,7 +758,9 @@ def cli(argv: list[str]) -> int:
 
     torch.manual_seed(0)
     loaded = load(a.model, quiet=a.json)
-    kw = dict(constrain=a.constrain, max_turns=a.max_turns, max_new_tokens=a.max_new_tokens)
+    kw = dict(constrain=a.constrain, max_turns=a.max_turns)
+    if a.max_new_tokens:
+        kw["max_new_tokens"] = a.max_new_tokens
     if a.answer_prefix is not None:
         kw["answer_prefix"] = a.answer_prefix or None
     trace = run_example(a.example, loaded, reuse=not a.no_reuse, **kw)
