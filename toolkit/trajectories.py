@@ -105,7 +105,8 @@ def make(kind: str, rng: random.Random) -> Trajectory:
     elif kind == "parallel":
         x, y = rng.sample(cities, 2)
         b.say("user", rng.choice(_PARALLEL_Q).format(a=x, b=y))
-        w1, w2 = b.call(("get_weather", {"city": x, "unit": "celsius"}), ("get_weather", {"city": y, "unit": "celsius"}))
+        w1, w2 = b.call(("get_weather", {"city": x, "unit": "celsius"}),
+                        ("get_weather", {"city": y, "unit": "celsius"}))
         b.say("assistant", f"{_weather_text(w1)}; {_weather_text(w2)}.")
     elif kind == "chain":
         c, n = rng.choice(cities), rng.randint(1, 20)
