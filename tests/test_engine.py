@@ -91,6 +91,19 @@ def test_logits_match_forward(lm3, fast):
     torch.testing.assert_close(e._logits, ref2.float(), atol=2e-4, rtol=1e-4)
 
 
+def test_step_gives_forward_logits(lm3):
+    e = Engine(lm3)
+    prompt = _prompt(12, seed=8)
+    e.generate(prompt, max_new_tokens=1, stop_ids=set())
+    logits = e.step(len(prompt), token=77)
+    with torch.no_grad():
+        ref = lm3(torch.tensor([prompt + [77]])).logits[0, -1]
+    torch.testing.assert_close(logits, ref.float(), atol=2e-4, rtol=1e-4)
+    assert e.cached_ids == prompt  # the stepped position is not claimed as cached
+    with pytest.raises(EngineError, match="outside the cache"):
+        e.step(e.max_len)
+
+
 def test_decode_crosses_kv_buckets(lm3):
     """A generation that crosses several KV-length buckets (64 -> 128 -> 256) keeps matching."""
     prompt = _prompt(100, seed=2)
