@@ -114,10 +114,22 @@ pd.DataFrame([{"step": s.index + 1, "token": s.chosen_text, "id": s.chosen, "all
                "removed": round(s.removed_mass, 4)} for s in tr.steps])
 
 # %% [markdown]
+# Where did the grammar overrule the model? The steps where the mask removed more than half of the model's
+# probability, and what the model would have written instead:
+
+# %%
+for s in tr.steps:
+    if s.removed_mass > 0.5:
+        wanted = s.top_before[0]
+        print(f"step {s.index + 1}: model wanted {wanted[1]!r} (p={wanted[2]:.3f}); the grammar allowed "
+              f"{s.allowed:,} token(s) and it wrote {s.chosen_text!r}")
+
+# %% [markdown]
 # ## 3 · The same model and prompt, with and without the grammar
-# Without the mask the model writes whatever its weights prefer — the real Qwen2.5-Coder-0.5B usually answers
-# with a fenced ```` ```json ```` block instead of Qwen's `<tool_call>` tags, which a strict host parser
-# rejects. With the mask, every sample parses and validates (checked with `jsonschema`, not by eye).
+# Without the mask the model writes whatever its weights prefer. The real Qwen2.5-Coder-0.5B rarely uses
+# Qwen's `<tool_call>` tags on its own: it tends to write the JSON bare or in a ```` ```json ```` fence, which a
+# host that parses the template's format rejects. With the mask, every sample parses and validates (checked
+# with `jsonschema`, not by eye).
 
 # %%
 plain = C.generate(model, tok, prompt, None, max_new_tokens=48)
@@ -138,37 +150,56 @@ assert all(r["validates"] for r in table[1:]), "a constrained output failed to v
 
 # %% [markdown]
 # ## 4 · Valid, and wrong
-# The grammar is a *set* of strings. Every call inside the set passes, whatever it means. Below are two calls
-# for the question above: the right one, and one with the wrong city and the wrong unit. Both are accepted by the
-# grammar token for token; only the model's probabilities tell them apart, and the grammar never looks at those.
-# Checking that the city is the one the user meant, that the unit is the one they asked for, or that an
-# expression computes what they asked, is the host's job after parsing (together with permissions, audit and
-# confirmation for risky tools — §14.5.2).
+# The grammar is a *set* of strings, and every call inside the set passes, whatever it means. Here the user
+# asks how much of 250 dollars they keep after a 15% tax, with a calculator tool available. The kit's host
+# then runs the call and compares the result with the answer to the question actually asked (212.5). With the
+# real Qwen2.5-Coder-0.5B the call is well-formed and computes the *tax* (37.5) instead: right shape, wrong
+# meaning. No grammar can see that — it would have to know what the user meant.
 
 # %%
-def call_text(city, unit):
-    body = json.dumps({"name": "get_weather", "arguments": {"city": city, "unit": unit}}, ensure_ascii=False)
+calc_tools = tools.schemas(["get_weather", "calculator"])
+if not loaded.semantic:
+    calc_tools = [C.bounded(t, max_length=16) for t in calc_tools]
+calc_grammar = C.compile_tools(calc_tools, tok, mode="tag", vocab_width=V)
+tax_q = "I earn 250 dollars; my tax is 15%. How much do I keep?"
+tax_prompt = C.chat_prompt(tok, tax_q, tools=calc_tools)
+tax = C.generate(model, tok, tax_prompt, calc_grammar, max_new_tokens=48)
+chk = C.check_output(tax.text, calc_grammar)
+print("model:", loaded.name, "| parses:", chk.parses, "| validates:", chk.valid)
+print(tax.text)
+call = chk.values[0] if chk.values else {"name": None}
+if call["name"] is None:
+    print("no complete call within the token budget")
+elif call["name"] == "calculator":
+    try:
+        result = tools.TOOLS["calculator"].call(call["arguments"])
+    except tools.ToolError as e:  # a well-formed call can still be refused by the tool itself
+        result = {"error": str(e)}
+    print(f"tool result: {result} | the question asks for 250 * (1 - 0.15) = 212.5 | meaning right: "
+          f"{result.get('result') == 212.5}")
+else:
+    print(f"the model called {call['name']!r}: a valid call to the wrong tool for this question")
+if not loaded.semantic:
+    print("(random weights: whatever it wrote is meaningless — which is exactly what the grammar cannot see)")
+
+# %% [markdown]
+# Both the model's call and the right one are inside the grammar. Scoring each whole call (teacher-forced
+# through the mask) shows that the grammar accepts both to the last token; only the model's own probabilities
+# prefer one, and the grammar never looks at meaning. Checking that an expression computes what was asked,
+# that a city is the one the user meant or a unit the one they asked for is the host's job after parsing,
+# together with permissions, audit and confirmation for risky tools (§14.5.2).
+
+# %%
+def calc_call(expression):
+    body = json.dumps({"name": "calculator", "arguments": {"expression": expression}})
     return f"<tool_call>\n{body}\n</tool_call>"
 
 
-right, wrong = call_text("Paris", "fahrenheit"), call_text("Lyon", "celsius")
-for label, text in [("right", right), ("wrong", wrong)]:
-    sc = C.score(model, tok, prompt, call_grammar, text)
-    chk = C.check_output(text, call_grammar)
-    print(f"{label}: grammar accepts every token and ends: {sc.accepted and sc.terminated}; jsonschema valid: "
-          f"{chk.valid}; log P model = {sc.logp_model:.2f}, under the mask = {sc.logp_masked:.2f}\n"
-          f"  {text.splitlines()[1]}")
-
-# %% [markdown]
-# And what did the model actually do? A host-side check of *meaning* (not something a grammar can express):
-
-# %%
-got = C.check_output(masked.text, call_grammar).values[0]["arguments"]
-print("model:", loaded.name, "| call:", got)
-print("city is Paris:", got.get("city", "").strip().lower() == "paris",
-      "| unit is fahrenheit:", got.get("unit") == "fahrenheit")
-if not loaded.semantic:
-    print("(random weights: any city it wrote is meaningless — which is exactly what the grammar cannot see)")
+candidates = [("the model's call", tax.text), ("the right call", calc_call("250 * (1 - 0.15)"))]
+for label, text in candidates:
+    sc = C.score(model, tok, tax_prompt, calc_grammar, text)
+    print(f"{label:>16}: accepted by the grammar to the end: {sc.accepted and sc.terminated}; "
+          f"log P under the mask = {sc.logp_masked:.2f}\n{'':>18}{text.splitlines()[1]}")
 
 # %% [markdown]
 # ## 5 · Distortion: masking step by step is not the same as choosing among valid answers
@@ -211,8 +242,9 @@ go.Figure(data=[go.Bar(x=[r[0] for r in d.rows], y=[r[1] for r in d.rows], name=
 
 # %% [markdown]
 # ## What to remember
-# - The mask is computed over the model's full logit width (151,936 here, more than the tokenizer's 151,669
-#   entries: the extra rows are padding the mask must forbid too).
+# - The mask is computed over the model's full logit width (151,936 for Qwen). The kit's offline tokenizer has
+#   151,669 entries; the rows past them are padding that the mask must forbid too, so the bitmask is sized
+#   from the model, never from `len(tokenizer)`.
 # - Constrained output always parses; whether it is *right* is decided after parsing, by the host.
 # - Step-wise masking changes which valid answer wins. Cures trade off cost: write schemas whose members do
 #   not share first tokens with likely wrong answers, let the model answer freely and validate afterwards, or

@@ -147,9 +147,11 @@ def test_one_of_mode_is_plain_json(qwen3_tok):
 def test_bounded_adds_limits_but_keeps_enums():
     s = C.bounded({"type": "object", "properties": {
         "a": {"type": "string"}, "b": {"type": "string", "enum": ["x"]}, "c": {"type": "array", "items": {
-            "type": "string"}}, "d": {"type": "string", "maxLength": 3}}}, max_length=9)
+            "type": "string"}}, "d": {"type": "string", "maxLength": 3}, "e": {"type": "string", "maxLength": 99}}},
+        max_length=9)
     p = s["properties"]
     assert p["a"]["maxLength"] == 9 and "maxLength" not in p["b"] and p["d"]["maxLength"] == 3
+    assert p["e"]["maxLength"] == 9  # a looser bound is tightened
     assert p["c"]["maxItems"] == 4 and p["c"]["items"]["maxLength"] == 9
 
 

@@ -227,7 +227,8 @@ def compile_tools(tools, tokenizer, mode: str = "tag", parallel: bool = False, v
 
 
 def bounded(schema, max_length: int = 24, max_items: int = 4):
-    """A copy of ``schema`` where every string has a ``maxLength`` and every array a ``maxItems``.
+    """A copy of ``schema`` where every string has ``maxLength <= max_length`` and every array
+    ``maxItems <= max_items``.
 
     Why: a random-weight model almost never picks the closing quote out of ~150k tokens, so an unbounded string
     never ends. A real model closes its strings; it does not need this.
@@ -239,9 +240,9 @@ def bounded(schema, max_length: int = 24, max_items: int = 4):
     out = {k: bounded(v, max_length, max_items) if k not in ("enum", "const", "default", "examples") else v
            for k, v in schema.items()}
     if out.get("type") == "string" and "enum" not in out and "const" not in out and "pattern" not in out:
-        out.setdefault("maxLength", max_length)
+        out["maxLength"] = min(out.get("maxLength", max_length), max_length)  # a looser existing bound is capped
     if out.get("type") == "array":
-        out.setdefault("maxItems", max_items)
+        out["maxItems"] = min(out.get("maxItems", max_items), max_items)
     return out
 
 
