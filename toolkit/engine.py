@@ -553,6 +553,11 @@ class Engine:
 
     def generate(self, prompt_ids, *, max_new_tokens: int, stop_ids=frozenset(), mask=None,
                  temperature: float = 0.0, seed: int = 0) -> Generation:
+        """Prefill what the cache lacks of ``prompt_ids``, then decode up to ``max_new_tokens`` (the host loop's
+        backend protocol). ``new_ids`` include the stop token when one is hit; ``reused + prefilled`` is the
+        prompt length; ``prefill_s``/``decode_s`` are wall-clock seconds (device synchronised at both ends).
+        Raises :class:`EngineError` for an empty prompt, ids outside the vocabulary, or a prompt longer than
+        the cache."""
         prompt = self._check_ids(prompt_ids)
         stop_ids = {int(s) for s in (stop_ids or ())}
         greedy = temperature <= 0
