@@ -229,3 +229,37 @@ def test_mask_view_is_a_thin_view_over_plain_data():
     assert not view.data.masked and view.data.summary()["masked"] == 0
     view.picker.value = "no tool"
     assert view.data.title == "no tool" and 'data-trained="0"' not in view.html.value
+
+
+def test_shared_prefix_gives_the_same_loss_and_gradients():
+    import torch
+
+    exs = _small_set(n=6)
+    model = train._model("qwen3", 0, None)
+    head = train._Head(model, train.data_vocab(exs))
+    params = head.body_parameters() + [head.weight]
+    batch = train._batch(exs, range(6), False, 151643)
+    assert train._shared_prefix_len(batch[0], batch[2]) > 300  # system prompt + tool definitions
+    got = {}
+    for share in (False, True):
+        for p in params:
+            p.grad = None
+        loss, n = train.loss_on(head, *batch, share_prefix=share)
+        loss.backward()
+        got[share] = (loss.item(), n, [p.grad.clone() for p in params])
+    assert got[True][1] == got[False][1]
+    assert got[True][0] == pytest.approx(got[False][0], rel=1e-5)
+    for a, b in zip(got[True][2], got[False][2]):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-6 * float(b.abs().max()))
+
+
+def test_batched_continuation_equals_one_by_one():
+    from toolkit.models import stand_in
+
+    exs = _small_set(n=6)
+    run = train.Run(True, stand_in("qwen3", seed=3), train.data_vocab(exs), [], 0.0, 0, 0, {"template": "qwen3"})
+    prompts = [p.prompt_ids for p in train.probes(exs)][:3]
+    assert len({len(p) for p in prompts}) > 1  # different lengths: left padding is exercised
+    batched = train.continue_batch(run, prompts, max_new_tokens=6)
+    assert batched == [train.continue_ids(run, p, max_new_tokens=6) for p in prompts]
+    assert all(set(c) <= set(run.vocab) for c in batched)
