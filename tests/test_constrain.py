@@ -218,7 +218,7 @@ def test_distortion_is_exact_and_matches_sampling(stand_in):
     tok = stand_in.tokenizer
     g = C.compile_schema(CITIES, tok)
     prompt = C.chat_prompt(tok, "Which city?")
-    d = C.distortion(stand_in.model, tok, prompt, g)
+    d = C.distortion(stand_in.model, tok, prompt, g, eps=1e-6, max_nodes=1000)
     print("\n" + d.table(), f"\nchanged={d.changed} pruned={d.pruned:.2g}")
     assert {r[0] for r in d.rows} <= {json.dumps(c) for c in CITIES["enum"]}
     assert abs(sum(r[1] for r in d.rows) - 1) < 1e-9
@@ -228,6 +228,15 @@ def test_distortion_is_exact_and_matches_sampling(stand_in):
     path = [p for p in d.paths if p[0] == tr.ids[:-1]]
     assert len(path) == 1 and math.isclose(path[0][2], math.prod(s.p_after for s in tr.steps), rel_tol=1e-3)
     assert d.greedy == tr.text
+    # Scoring a whole output in one forward (no KV cache) agrees with the tree walk's path probabilities.
+    for text in ('"Paris"', '"Lyon"'):
+        ids = tok.encode(text)
+        (leaf,) = [p for p in d.paths if p[0] == ids]
+        sc = C.score(stand_in.model, tok, prompt, g, text)
+        assert sc.accepted and sc.terminated
+        assert math.isclose(sc.logp_model, math.log(leaf[1]), rel_tol=1e-4, abs_tol=1e-3)
+        assert math.isclose(sc.logp_masked, math.log(leaf[2]), rel_tol=1e-4, abs_tol=1e-3)
+    assert not C.score(stand_in.model, tok, prompt, g, '"Rome"').accepted
     # Step-wise masking + renormalisation is what sampling under the mask actually draws from.
     n = 300
     got = Counter(x.text for x in C.sample(stand_in.model, tok, prompt, g, n=n, temperature=1.0, seed=3,

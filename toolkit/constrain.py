@@ -3,14 +3,17 @@
 What it does (book §14.5.2 "约束解码的角色")
 - ``compile_schema`` / ``compile_tools`` turn a tool's JSON Schema, a "call one of these tools" schema, or a Qwen
   tool-call *structural tag* (``<tool_call>`` / ``</tool_call>`` bound to their single token ids 151657/151658,
-  optionally several calls) into a :class:`Grammar` carrying xgrammar's compiled grammar and its EBNF text.
+  optionally several calls, optionally after free text) into a :class:`Grammar` carrying xgrammar's compiled
+  grammar and its EBNF text. Malformed input raises :class:`SchemaError`, one line, no C++ traceback.
 - :class:`GrammarMask` is the small protocol a decoding loop needs (allocate / fill / accept / is_terminated /
   reset); bitmasks are ``int32[1, ceil(V/32)]`` sized from the MODEL's logit width (151,936), not
-  ``len(tokenizer)`` (151,669): the extra rows are padding the mask must also forbid.
+  ``len(tokenizer)`` (151,669 for the kit's offline tokenizer): the extra rows are padding the mask must forbid.
 - ``trace`` decodes step by step driving the matcher itself and records, per step, how many tokens were
   allowed, the top-k before/after the mask, the probability mass the mask removed, and the chosen token.
-- ``generate`` decodes through xgrammar's own transformers integration (``xgrammar.contrib.hf``), or without a
-  grammar for comparison; ``check`` parses and validates an output against the schema (jsonschema).
+- ``generate`` / ``sample`` (n rows, batched) decode through xgrammar's own transformers integration
+  (``xgrammar.contrib.hf``), or without a grammar for comparison; ``replay`` checks termination afterwards;
+  ``check`` parses and validates an output (jsonschema); ``score`` gives a whole output's log-probability with
+  and without the mask.
 - ``distortion`` enumerates every token path of a tiny grammar (an enum of a few multi-token strings) and
   compares each string's true probability under the model (renormalised over valid outputs) with the
   probability step-wise masking + renormalisation gives it (book §9.4.5's warning, made concrete).
@@ -20,7 +23,7 @@ What it leaves out
 - Grammars are compact JSON by default (``any_whitespace=False``: ``", "`` and ``": "`` as Qwen's template writes
   them). A random-weight stand-in only terminates if whitespace is limited and every string is bounded
   (``maxLength``; :func:`bounded` adds one): otherwise it can wander inside a string forever.
-- Batched decoding, speculative decoding, jump-forward: one sequence, one token per step.
+- Speculative decoding and jump-forward; ``trace`` decodes one sequence, one token per step.
 - Meaning. The mask guarantees shape (brackets, field names, types, enum members), never that the city is the
   right city: that check belongs to the host, after parsing.
 """
@@ -575,7 +578,9 @@ def score(model, tokenizer, prompt_ids, grammar: Grammar, text: str) -> Score:
     ids = tokenizer.encode(text, add_special_tokens=False) + [grammar.stop_token_ids[0]]
     dev = next(model.parameters()).device
     with torch.no_grad():
-        logits = model(torch.tensor([list(prompt_ids) + ids], device=dev)).logits[0, len(prompt_ids) - 1:-1].float()
+        # Only the rows that predict ``ids`` (the last len(ids)+1 positions, minus the very last).
+        out = model(torch.tensor([list(prompt_ids) + ids], device=dev), logits_to_keep=len(ids) + 1)
+        logits = out.logits[0, :-1].float()
     m = GrammarMask(grammar)
     bm = m.allocate()
     lp_model = lp_masked = 0.0
