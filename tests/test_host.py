@@ -188,6 +188,8 @@ def test_guard_max_turns(tok):
     script = [call("calculator", expression=f"{i}+1") for i in range(5)]
     trace, _ = loop_once(tok, script, max_turns=3)
     assert trace.stop.reason == "max_turns" and len(trace.of(Executed)) == 3 and trace.answer is None
+    ids = [m["tool_call_id"] for m in trace.messages if m["role"] == "tool"]
+    assert ids == ["call_1", "call_2", "call_3"]  # unique over the conversation, not per turn
 
 
 def test_guard_repeated_call(tok):

@@ -49,10 +49,10 @@ terminated), or ``"length"`` (``max_new_tokens``). ``mask`` is a ``toolkit.const
 from __future__ import annotations
 
 import argparse
-import concurrent.futures as cf
 import json
 import re
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Protocol
@@ -381,22 +381,37 @@ def execute(calls: list[ToolCall], tools: Mapping[str, Any], *, confirm: Callabl
                                                      "did not approve this call; it was not run"))
         else:
             todo.append(i)
-    if todo:
-        pool = cf.ThreadPoolExecutor(max_workers=len(todo) if parallel else 1, thread_name_prefix="tool")
-        started = time.perf_counter()
-        futures = {pool.submit(_run_one, tools[calls[i].name], calls[i].arguments): i for i in todo}
-        done, _ = cf.wait(futures, timeout=timeout_s if parallel else timeout_s * len(todo))
-        for fut, i in futures.items():
-            c = calls[i]
-            if fut in done:
-                status, out, secs = fut.result()
-                results[i] = CallResult(c.id, c.name, c.arguments, status, out, secs)
-            else:
-                fut.cancel()
-                results[i] = CallResult(c.id, c.name, c.arguments, "timeout",
-                                        _error("timeout", f"{c.name} did not finish within {timeout_s:g} s"),
-                                        time.perf_counter() - started)
-        pool.shutdown(wait=False, cancel_futures=True)  # never wait for a stuck tool
+    # One daemon thread per call, not a ThreadPoolExecutor: the executor's exit hook would join a hung tool's
+    # thread and keep the process alive; a daemon thread is simply abandoned.
+    def start(i):
+        box: dict = {}
+        done = threading.Event()
+
+        def work():
+            box["out"] = _run_one(tools[calls[i].name], calls[i].arguments)
+            done.set()
+
+        threading.Thread(target=work, name=f"tool-{calls[i].name}", daemon=True).start()
+        return box, done, time.perf_counter()
+
+    def finish(i, box, done, t0, deadline):
+        c = calls[i]
+        if done.wait(max(0.0, deadline - time.perf_counter())):
+            status, out, secs = box["out"]
+            results[i] = CallResult(c.id, c.name, c.arguments, status, out, secs)
+        else:
+            results[i] = CallResult(c.id, c.name, c.arguments, "timeout",
+                                    _error("timeout", f"{c.name} did not finish within {timeout_s:g} s"),
+                                    time.perf_counter() - t0)
+
+    if parallel:
+        running = {i: start(i) for i in todo}
+        for i, (box, done, t0) in running.items():
+            finish(i, box, done, t0, t0 + timeout_s)
+    else:
+        for i in todo:
+            box, done, t0 = start(i)
+            finish(i, box, done, t0, t0 + timeout_s)
     return results  # type: ignore[return-value]
 
 
@@ -499,7 +514,7 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], *, 
         grammar = compile_tools(schemas, tokenizer, mode="tag", parallel=parallel,
                                 vocab_width=getattr(backend, "vocab_width", None))
     counts: dict[str, int] = {}
-    spent, prev_len = 0, None
+    spent, prev_len, n_calls = 0, None, 0
     for turn in range(1, max_turns + 1):
         if spent >= token_budget:
             yield Stopped("token_budget", turn, f"{spent} tokens computed >= budget {token_budget}")
@@ -535,6 +550,9 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], *, 
         yield Generated(turn, text, g, constrained)
 
         content, calls = parse_tool_calls(text)
+        for c in calls:  # ids unique over the whole conversation, as an API's would be
+            n_calls += 1
+            c.id = f"call_{n_calls}"
         yield Parsed(turn, content, calls)
         if not calls:
             messages.append({"role": "assistant", "content": text})
