@@ -164,12 +164,12 @@ def reuse_run(stamp: bool):
     return host.run_example("calculator", loaded, system_prefix=host.timestamp_prefix if stamp else None)
 
 
+stamp_traces = {stamp: reuse_run(stamp) for stamp in (False, True)}
 rows = []
-for stamp in (False, True):
-    t = reuse_run(stamp)
-    r = t.turns()[1]
-    rows.append(dict(timestamp=stamp, turn=2, prompt=r["prompt"], reused=r["reused"], prefilled=r["prefilled"],
-                     prefill_ms=r["prefill_ms"], answer=t.answer))
+for stamp, t in stamp_traces.items():
+    r = t.turns()[-1]
+    rows.append(dict(timestamp=stamp, turn=r["turn"], prompt=r["prompt"], reused=r["reused"],
+                     prefilled=r["prefilled"], prefill_ms=r["prefill_ms"], answer=t.answer))
 pd.DataFrame(rows)
 
 # %%
@@ -185,7 +185,7 @@ def _restamp(change):
 
 stamp_box.observe(_restamp, names="value")
 display(W.VBox([stamp_box, stamp_view]))
-_restamp({"new": stamp_box.value})
+stamp_view.show(stamp_traces[stamp_box.value])  # the run above; ticking the box runs the loop again, live
 
 # %% [markdown]
 # With the clock line, turn 2 reuses only the tokens before the first digit that changed, and prefills the
