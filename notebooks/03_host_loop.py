@@ -113,7 +113,8 @@ turns[["turn", "prompt", "tools", "history", "new", "reused", "prefilled", "gene
 # tokenization differs from what the model produced, the cache stops matching.
 #
 # Try the other examples (a weather question; a two-city question where both calls come in one turn and run
-# in parallel in the host):
+# in parallel in the host). For the two-city question the grammar allows at most two calls in the turn: given
+# room for four, this small model repeats the pattern (the same cities again, in fahrenheit).
 
 # %%
 pick = W.Dropdown(options=sorted(host.EXAMPLES), value="two_cities", description="example")
