@@ -4,7 +4,7 @@
 What it does
 - ``loop(...)`` is a generator of typed steps. Per turn: render the messages (``Rendered``), generate until
   ``<|im_end|>`` (``Generated``), cut out zero, one or several ``<tool_call>`` blocks (``Parsed``), validate the
-  arguments with jsonschema, execute independent calls in parallel in a thread pool with a per-call timeout
+  arguments with jsonschema, execute independent calls in parallel (one daemon thread each, per-call timeout)
   (``Executed``), append one ``role="tool"`` message per call and go again — until the model answers
   (``Answered``) or a guard stops it (``Stopped(reason)``, always the last step). ``run(...)`` collects a
   :class:`Trace`.
@@ -25,8 +25,11 @@ What it does
   Output that used it says so (``Rendered.forced_prefix``).
 
 What it leaves out
-- Killing a timed-out tool: Python threads cannot be stopped, so a timed-out call is abandoned (its thread
-  finishes in the background) and its result ignored.
+- Killing a timed-out tool: Python threads cannot be stopped, so a timed-out call is abandoned (its daemon
+  thread finishes in the background, or dies with the process) and its result ignored.
+- Reuse beyond the re-rendered text: the host keeps structured calls and the template writes them out again;
+  where that text tokenizes differently from what the model produced (e.g. ``}}`` + ``\n`` generated under a
+  grammar vs ``}}\n`` re-tokenized), the cache stops matching there, as it would on a server.
 - Recovering calls a model writes without the tags (fenced or bare JSON): the host recognises only the
   template's ``<tool_call>`` format, as a real host does; that is what constrained decoding is for.
 - Streaming, batching several conversations, history compression (§14.5.8).
