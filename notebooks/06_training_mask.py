@@ -86,7 +86,7 @@ print(train.CONVENTION)
 #
 # Pick a trajectory: a parallel call (two weather calls in one turn, their two results in one user turn), a
 # two-step chain (weather, then a calculator call that uses the temperature), a two-question conversation, and
-# a question that needs no tool. Solid green tokens are trained (label = the token id); pale struck-through ones
+# a question that needs no tool. Solid green tokens are trained (label = the token id); pale grey ones
 # are masked (label = -100). The underline is the token's segment as `toolkit.render` reads it; hover a token
 # for its index, id, segment and label. The toggle shows the baseline where *every* token is a target.
 
@@ -141,7 +141,7 @@ for name, t in picked.items():
 # tool message holds what `toolkit.tools` returned when the call was actually executed — recomputed here.
 
 # %%
-SETTINGS = dict(template="qwen3", n_train=200, n_held_out=40, steps=220, batch_size=8, lr=3e-3, seed=0,
+SETTINGS = dict(template="qwen3", n_train=200, n_held_out=40, steps=220, batch_size=8, lr=8e-3, seed=0,
                 data_seed=1, held_out_seed=2, max_new_tokens=40, samples=1, n_probes=30)
 data = trajectories.dataset(SETTINGS["n_train"], seed=SETTINGS["data_seed"])
 print(pd.Series([t.kind for t in data]).value_counts().to_string())

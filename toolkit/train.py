@@ -508,7 +508,7 @@ class Experiment:
 
 
 def experiment(template: str = "qwen3", n_train: int = 200, n_held_out: int = 40, steps: int = 220,
-               batch_size: int = 8, lr: float = 3e-3, seed: int = 0, data_seed: int = 1, held_out_seed: int = 2,
+               batch_size: int = 8, lr: float = 8e-3, seed: int = 0, data_seed: int = 1, held_out_seed: int = 2,
                max_new_tokens: int = 40, samples: int = 1, n_probes: int = 30, model_kw: dict | None = None,
                progress=None) -> Experiment:
     """Make the data set, fine-tune twice (with / without the mask) and measure both. Seeded end to end.
@@ -536,16 +536,17 @@ def experiment(template: str = "qwen3", n_train: int = 200, n_held_out: int = 40
 
 
 def cli(argv: list[str]) -> int:
-    """``python -m toolkit train [--template qwen3] [--steps 220]``: run the comparison, print the table."""
+    """``python -m toolkit train [--template qwen3] [--steps 220] [--lr 8e-3] [--seed 0]``: both runs, one table."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m toolkit train", description=cli.__doc__)
     ap.add_argument("--template", default="qwen3", choices=["qwen3", "qwen2.5"])
     ap.add_argument("--steps", type=int, default=220)
+    ap.add_argument("--lr", type=float, default=8e-3)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     print("model: random-weight Qwen-shaped stand-in (learns the format, never meaning), CPU")
-    res = experiment(args.template, steps=args.steps, seed=args.seed)
+    res = experiment(args.template, steps=args.steps, lr=args.lr, seed=args.seed)
     rows = res.table()
     w = max(len(r[""]) for r in rows)
     print(f"{'':<{w}}  {'masked':>10}  {'unmasked':>10}")

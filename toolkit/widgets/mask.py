@@ -1,7 +1,7 @@
 """Mask view: every token of a training trajectory, coloured by whether the loss trains on it.
 
 ``MaskData.from_labelled(ex)`` is the plain data (one row per token: id, text, segment, label, trained);
-``mask_html(data)`` draws it as HTML (trained tokens solid, masked ones pale and struck through, a bottom border
+``mask_html(data)`` draws it as HTML (trained tokens solid green, masked ones pale grey, a bottom border
 in the token's segment colour, hover shows index, id, segment and label); ``MaskView(examples)`` is an
 ipywidgets box with a trajectory picker and a with/without-mask toggle. Tests read ``MaskView.data`` and
 ``mask_html`` output without a browser.
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ..train import CONVENTION, IGNORE_INDEX, Labelled
 from .tokens import COLOURS
 
-TRAINED, MASKED = "#238b45", "#bdbdbd"
+TRAINED, MASKED = "#238b45", "#ececec"
 
 
 @dataclass
@@ -51,7 +51,7 @@ def _chip(r: dict) -> str:
     if r["trained"]:
         style = f"background:{TRAINED};color:#fff;"
     else:
-        style = f"background:#f0f0f0;color:#888;text-decoration:line-through {MASKED};"
+        style = f"background:{MASKED};color:#777;"
     return (f'<span class="tk-mask" data-index="{r["index"]}" data-trained="{int(r["trained"])}" title="{tip}" '
             f'style="{style}border-bottom:3px solid {seg};padding:0 1px;margin:0 1px 2px 0;border-radius:2px">'
             f"{shown}</span>")
@@ -62,7 +62,7 @@ def legend_html() -> str:
                    for s, c in COLOURS.items() if s != "generation_prompt")
     return ('<div style="font-family:monospace;font-size:12px;margin:4px 0">'
             f'<span style="background:{TRAINED};color:#fff;padding:0 4px">trained (label = id)</span> '
-            f'<span style="background:#f0f0f0;color:#888;text-decoration:line-through;padding:0 4px">'
+            f'<span style="background:{MASKED};color:#777;padding:0 4px">'
             f"masked (label = {IGNORE_INDEX})</span> &nbsp; segment underline: {segs}</div>")
 
 
