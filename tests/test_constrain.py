@@ -163,6 +163,7 @@ def test_check_reports_parse_and_schema_failures():
 
 
 # ---------------------------------------------------------------- decoding with the stand-in
+@pytest.mark.slow
 def test_fifty_constrained_samples_all_validate_unconstrained_mostly_not(stand_in):
     tok = stand_in.tokenizer
     g = C.compile_schema(WEATHER_ARGS, tok)
