@@ -52,8 +52,9 @@ model, tok = loaded.model, loaded.tokenizer
 V = models.vocab_width(model)
 print("model:", loaded.description)
 if not loaded.semantic:
-    display(Markdown("**This run uses the random-weight stand-in** (the real offline model is not installed: "
-                     "`make real-model`). Everything below shows the *mechanics* faithfully — real tokenizer, "
+    display(Markdown("**This run uses the random-weight stand-in** (the real offline model is not installed — "
+                     "`make real-model` — or `TOOLKIT_MODEL=stand-in` was set). Everything below shows the "
+                     "*mechanics* faithfully — real tokenizer, "
                      "real grammar, real masks — but the model's choices mean nothing."))
 print(f"tokenizer entries: {len(tok):,} | model logit width (bitmask width): {V:,}")
 
