@@ -1,0 +1,754 @@
+"""Every notebook in a real browser: JupyterLab and Voila driven by headless Chromium through Playwright.
+
+For each notebook the check opens it in JupyterLab, runs all cells, waits for the kernel and for every widget to
+render, then moves controls (slider handle + arrow key, button click, dropdown choice, checkbox, token chip click)
+and requires that the view changed in a way only the kernel could cause: a plotly figure's data or title, or text
+outside the control itself. Every plotly figure drawn in the page must also equal a FigureWidget held by the
+kernel (title and x/y/z data), before and after the move: a figure that lost its constructor state, or a trace
+updated in the kernel but never redrawn, fails. Any error output, Traceback on stderr, "Error displaying widget"
+or uncaught page error fails. One notebook is also opened as an app in Voila (what `make app` serves).
+
+The check returns a report instead of asserting, so ``test_check_catches_broken_widgets`` can run the very same
+check on ``tests/fixtures/broken_widget.ipynb`` and require that it reports the broken observer and the broken
+view (and passes the working widget beside them).
+
+Servers run from a temporary copy of notebooks/ (nothing is written into the repo), bind 127.0.0.1 with a random
+token, and are stopped by PID (their process group, then any kernel still alive) even when a test fails.
+Screenshots go to a temporary folder whose path is printed; it is deleted after a passing run unless
+TOOLKIT_KEEP_SCREENSHOTS=1. Uses Debian's /usr/bin/chromium (`make system`); never downloads a browser.
+
+Leaves out: typing into text boxes, drag gestures, and widgets that only respond to hover.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+FIXTURE = ROOT / "tests" / "fixtures" / "broken_widget.ipynb"
+OVERRIDES = ROOT / "binder" / "overrides.json"  # the same settings Binder installs (no news popup)
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium missing: run `make system`"),
+]
+
+
+@dataclass
+class Expect:
+    """What one notebook must show. Anything not listed gets the generic checks only."""
+
+    min_widgets: int = 0            # widget outputs that must render
+    min_interactive: int = 0        # widgets with a control that must respond
+    run_timeout: float = 420        # seconds for "run all cells"
+    action_timeout: float = 30      # seconds for the kernel to answer one control move
+    extra_controls: tuple = ()      # CSS selectors of clickable elements of custom (anywidget) views
+    scope: str = "cell"             # where a response may appear: "cell" (the cell's outputs) or "notebook"
+
+
+# Per-notebook expectations (counts are lower bounds, measured on the committed notebooks).
+EXPECT = {
+    "01_rendering.ipynb": Expect(min_widgets=5, min_interactive=4),
+}
+
+# One notebook as an app in Voila: which control to move and what its figure must say before and after.
+# ``title(n)`` computes the expected figure title from the kit itself, so the test checks the initial state the
+# notebook asked for (FigureWidget drops layout changes made before display unless they go to the constructor).
+
+
+def _tool_cost_title(n: int) -> str:
+    from toolkit.catalog import realistic_tools
+    from toolkit.widgets.toolcost import ToolCountCost
+
+    return ToolCountCost(tools=realistic_tools(100), template="qwen3", n=n)._title(n)
+
+
+APP = {"notebook": "01_rendering.ipynb", "slider": "tools", "initial": 10, "title": _tool_cost_title}
+
+CONTROL_ORDER = ("slider", "select", "button", "checkbox", "chip")
+DEFAULT_CHIPS = (".tk-tok",)  # toolkit.widgets.tokens.TokenView
+
+
+# ---------------------------------------------------------------------------------------------------- servers
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A Jupyter server (lab or voila) in its own process group; ``stop()`` ends it and its kernels by PID."""
+
+    def __init__(self, argv: list[str], url: str, token: str, cwd: Path, log: Path, env: dict):
+        self.url, self.token, self.log = url, token, log
+        self._log = open(log, "w")
+        self.proc = subprocess.Popen(argv, cwd=cwd, stdout=self._log, stderr=subprocess.STDOUT, env=env,
+                                     start_new_session=True)
+        self.pids: set[int] = set()
+
+    def wait_ready(self, path: str, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{self.url}{path}?token={self.token}", timeout=3) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise TimeoutError(f"server not ready after {timeout} s:\n{self.log.read_text()[-3000:]}")
+
+    def remember_children(self) -> None:
+        """Kernels start in their own sessions, so killing the server's group misses them: note their PIDs."""
+        import psutil
+
+        try:
+            self.pids |= {p.pid for p in psutil.Process(self.proc.pid).children(recursive=True)}
+        except psutil.Error:
+            pass
+
+    def stop(self) -> None:
+        import psutil
+
+        self.remember_children()
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)  # the server shuts its kernels down on SIGTERM
+                self.proc.wait(timeout=20)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait(timeout=10)
+        for pid in self.pids:  # anything the server left behind (a kernel it could not shut down)
+            try:
+                p = psutil.Process(pid)
+                p.kill()
+                p.wait(timeout=5)
+            except psutil.Error:
+                pass
+        self._log.close()
+
+
+def _server_env(home: Path) -> dict:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="2",
+               MKL_NUM_THREADS="2", JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), JUPYTER_ALLOW_INSECURE_WRITES="1")
+    env.pop("JUPYTER_TOKEN", None)
+    return env
+
+
+def start_lab(workdir: Path) -> Server:
+    """JupyterLab on a free 127.0.0.1 port with a random token, serving ``workdir/notebooks``."""
+    settings = workdir / "lab-settings"
+    settings.mkdir(exist_ok=True)
+    shutil.copy(OVERRIDES, settings / "overrides.json")
+    port, token = _free_port(), secrets.token_hex(16)
+    argv = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+            f"--ServerApp.token={token}", f"--notebook-dir={workdir / 'notebooks'}",
+            "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: run commands, read cell outputs
+            f"--LabApp.app_settings_dir={settings}", f"--LabApp.user_settings_dir={workdir / 'lab-user'}",
+            f"--LabApp.workspaces_dir={workdir / 'workspaces'}"]
+    if hasattr(os, "getuid") and os.getuid() == 0:
+        argv.append("--allow-root")
+    server = Server(argv, f"http://127.0.0.1:{port}", token, workdir, workdir / "lab.log", _server_env(workdir))
+    server.wait_ready("/api/status")
+    return server
+
+
+def start_voila(workdir: Path) -> Server:
+    """Voila the way `make app` runs it (plus a token, since a test server should not be open)."""
+    port, token = _free_port(), secrets.token_hex(16)
+    argv = [sys.executable, "-m", "voila", str(workdir / "notebooks"), "--no-browser", f"--port={port}",
+            "--Voila.ip=127.0.0.1", f"--Voila.token={token}", "--show_tracebacks=True"]
+    server = Server(argv, f"http://127.0.0.1:{port}", token, workdir, workdir / "voila.log", _server_env(workdir))
+    server.wait_ready("/")
+    return server
+
+
+# ---------------------------------------------------------------------------------------------------- reports
+@dataclass
+class WidgetResult:
+    where: str                       # "cell 12 output 0"
+    rendered: bool = False
+    controls: dict = field(default_factory=dict)
+    moved: list = field(default_factory=list)    # (control, changed: bool, what changed)
+    problems: list = field(default_factory=list)
+
+    @property
+    def responded(self) -> bool:
+        return any(changed for _, changed, _ in self.moved)
+
+
+@dataclass
+class Report:
+    notebook: str
+    seconds: float = 0.0
+    errors: list = field(default_factory=list)      # error outputs, Tracebacks, page errors, figure mismatches
+    widgets: list = field(default_factory=list)
+    shots: Path | None = None
+
+    def failures(self, expect: Expect | None = None) -> list[str]:
+        out = list(self.errors)
+        for w in self.widgets:
+            if not w.rendered:
+                out.append(f"{w.where}: widget did not render ({'; '.join(w.problems) or 'empty'})")
+            elif w.controls and not w.responded:
+                tried = ", ".join(f"{c}" for c, _, _ in w.moved) or "nothing"
+                out.append(f"{w.where}: moved {tried} but its view did not change")
+            out += [f"{w.where}: {p}" for p in w.problems if w.rendered]
+        if expect:
+            rendered = sum(w.rendered for w in self.widgets)
+            interactive = sum(w.rendered and w.responded for w in self.widgets)
+            if rendered < expect.min_widgets:
+                out.append(f"only {rendered} widgets rendered, expected at least {expect.min_widgets}")
+            if interactive < expect.min_interactive:
+                out.append(f"only {interactive} widgets responded to a control, expected at least "
+                           f"{expect.min_interactive}")
+        return out
+
+    def summary(self) -> str:
+        lines = [f"{self.notebook}: {self.seconds:.0f} s, {len(self.widgets)} widgets, screenshots in {self.shots}"]
+        lines += [f"  error: {e}" for e in self.errors]
+        for w in self.widgets:
+            moved = "; ".join(f"{c} -> {'changed: ' + what if ch else 'no change'}" for c, ch, what in w.moved)
+            lines.append(f"  {w.where}: rendered={w.rendered} controls={w.controls} {moved}")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------- page code
+# Injected into the page. Reads state through the DOM and plotly's graph divs; in JupyterLab also through the
+# exposed application (cell models, kernel status).
+_JS = r"""
+(() => {
+  const tk = window.__tk = window.__tk || {};
+  const norm = v => (typeof v === 'number') ? v : (v === null || v === undefined ? null : String(v));
+  const flat = a => {
+    if (a === undefined || a === null) return null;
+    if (typeof a === 'string') return [a];
+    const out = [];
+    const walk = x => { if (x !== null && typeof x === 'object' && typeof x.length === 'number' && typeof x !== 'string')
+                          { for (let i = 0; i < x.length; i++) walk(x[i]); } else out.push(norm(x)); };
+    walk(a);
+    return out;
+  };
+  tk.figure = gd => {
+    const full = gd._fullData || [];
+    const title = gd._fullLayout && gd._fullLayout.title ? (gd._fullLayout.title.text || '') : '';
+    return { title: String(title), traces: full.map(t => ({ type: t.type, x: flat(t.x), y: flat(t.y), z: flat(t.z) })) };
+  };
+  tk.figures = root => Array.from(root.querySelectorAll('.js-plotly-plot')).map(tk.figure);
+  tk.snapshot = root => {
+    // What only the kernel can change: text outside the controls themselves, plus every figure's title and data.
+    const clone = root.cloneNode(true);
+    clone.querySelectorAll('.widget-readout, input, select, textarea, .noUi-target, .hoverlayer, .modebar, ' +
+                           '.jp-OutputPrompt, .jp-InputPrompt').forEach(e => e.remove());
+    return JSON.stringify({ text: clone.textContent, figures: tk.figures(root) });
+  };
+  tk.rendered = node => {
+    // Drawn = the view (not the output prompt beside it) has a visible box and no widget-manager error text.
+    const view = node.querySelector('.jp-OutputArea-output') || node;
+    const text = view.textContent || '';
+    if (/Error displaying widget|Loading widget|model not found/i.test(text)) return { ok: false, why: text.slice(0, 200) };
+    const boxes = Array.from(view.querySelectorAll('*')).map(e => e.getBoundingClientRect());
+    const drawn = boxes.some(r => r.width > 0 && r.height > 0);
+    return { ok: drawn, why: drawn ? '' : 'the view is empty (its render threw or drew nothing)' };
+  };
+  tk.controls = (node, chips) => {
+    const inPlot = e => !!e.closest('.js-plotly-plot');
+    const q = sel => Array.from(node.querySelectorAll(sel)).filter(e => !inPlot(e));
+    return {
+      slider: q('.noUi-handle, input[type=range]').filter(e => !e.closest('.noUi-target[disabled]')).length,
+      select: q('select:not([disabled])').length,
+      button: q('button:not([disabled])').length,
+      checkbox: q('input[type=checkbox]:not([disabled])').length,
+      chip: chips.length ? q(chips.join(',')).length : 0,
+    };
+  };
+
+  // ---- JupyterLab only
+  tk.panel = path => {
+    const app = window.jupyterapp;
+    if (!app) return null;
+    for (const w of app.shell.widgets('main')) if (w.context && w.context.path === path) return w;
+    return null;
+  };
+  tk.kernelStatus = path => {
+    const p = tk.panel(path);
+    const k = p && p.sessionContext.session && p.sessionContext.session.kernel;
+    return k ? k.status : 'none';
+  };
+  tk.runAll = async path => {
+    const p = tk.panel(path);
+    window.jupyterapp.shell.activateById(p.id);
+    await p.context.ready;
+    await p.sessionContext.ready;
+    tk.runResult = null;
+    window.jupyterapp.commands.execute('notebook:run-all-cells')
+      .then(r => { tk.runResult = { ok: r === true || r === undefined, value: String(r) }; },
+            e => { tk.runResult = { ok: false, value: String(e) }; });
+  };
+  tk.cells = path => {
+    // Every code cell's outputs from the model; widget outputs get a data-tk attribute so the test can find them.
+    const p = tk.panel(path);
+    const out = [];
+    p.content.widgets.forEach((cell, i) => {
+      if (cell.model.type !== 'code') return;
+      const outputs = cell.model.outputs.toJSON();
+      const children = cell.outputArea ? cell.outputArea.widgets : [];
+      cell.node.dataset.tkCell = String(i);
+      const widgets = [];
+      outputs.forEach((o, j) => {
+        const view = o.data && o.data['application/vnd.jupyter.widget-view+json'];
+        if (view && children[j]) { children[j].node.dataset.tk = `${i}:${j}`; widgets.push(j); }
+      });
+      out.push({ index: i, source: cell.model.sharedModel.getSource(), count: cell.model.executionCount,
+                 outputs: outputs.map(o => ({ type: o.output_type, name: o.name || null, ename: o.ename || null,
+                                              evalue: o.evalue || null, text: typeof o.text === 'string' ? o.text :
+                                              (Array.isArray(o.text) ? o.text.join('') : null) })),
+                 widgets });
+    });
+    return out;
+  };
+  tk.execute = async (path, code) => {
+    // Run code in the notebook's kernel without touching any cell; resolves to its stdout.
+    const k = tk.panel(path).sessionContext.session.kernel;
+    let text = '';
+    const future = k.requestExecute({ code, silent: false, store_history: false });
+    future.onIOPub = msg => { if (msg.header.msg_type === 'stream') text += msg.content.text; };
+    await future.done;
+    return text;
+  };
+})();
+"""
+
+# Runs in the kernel: the state of every FigureWidget it holds, in the same shape as tk.figure above.
+_KERNEL_FIGURES = r"""
+def __tk_figures():
+    import gc, json
+    import plotly.graph_objects as go
+    def flat(a):
+        if a is None:
+            return None
+        if isinstance(a, str):
+            return [a]
+        if hasattr(a, "tolist"):
+            a = a.tolist()
+        if isinstance(a, (list, tuple)):
+            return [v for x in a for v in (flat(x) if isinstance(x, (list, tuple)) or hasattr(x, "tolist") and
+                                                       not isinstance(x, (int, float)) else [norm(x)])]
+        return [norm(a)]
+    def norm(v):
+        if v is None or isinstance(v, bool):
+            return v if v is None else str(v).lower()
+        if isinstance(v, (int, float)):
+            return v
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            return str(v)
+    out = []
+    for f in gc.get_objects():
+        if isinstance(f, go.FigureWidget):
+            out.append({"title": f.layout.title.text or "", "traces": [
+                {"type": t.type, "x": flat(getattr(t, "x", None)), "y": flat(getattr(t, "y", None)),
+                 "z": flat(getattr(t, "z", None))} for t in f.data]})
+    print(json.dumps(out))
+__tk_figures()
+del __tk_figures
+"""
+
+
+def _same_values(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None or not (a or b)
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, (int, float)) and isinstance(y, (int, float)):
+            if abs(x - y) > 1e-6 * max(1.0, abs(x), abs(y)):
+                return False
+        elif str(x) != str(y):
+            return False
+    return True
+
+
+def figure_matches(browser: dict, kernel: dict) -> bool:
+    """Same title and, trace by trace, the same type and x/y/z values (plotly fills defaults the kernel lacks:
+    a trace the kernel left without x gets 0..n-1 in the browser, so a missing side only matches an index)."""
+    if browser["title"] != kernel["title"] or len(browser["traces"]) != len(kernel["traces"]):
+        return False
+    for b, k in zip(browser["traces"], kernel["traces"]):
+        if b["type"] != k["type"]:
+            return False
+        for key in ("x", "y", "z"):
+            kb, kk = b.get(key), k.get(key)
+            if kk is None and kb is not None:
+                continue  # default filled in by plotly.js
+            if not _same_values(kb, kk):
+                return False
+    return True
+
+
+def _diff(before: str, after: str) -> str:
+    a, b = json.loads(before), json.loads(after)
+    parts = []
+    ta = [f["title"] for f in a["figures"]]
+    tb = [f["title"] for f in b["figures"]]
+    if ta != tb:
+        parts.append(f"figure title {ta} -> {tb}")
+    elif a["figures"] != b["figures"]:
+        parts.append("figure data")
+    if a["text"] != b["text"]:
+        import difflib
+
+        sm = difflib.SequenceMatcher(None, a["text"], b["text"], autojunk=False)
+        new = [b["text"][j1:j2] for tag, _, _, j1, j2 in sm.get_opcodes() if tag != "equal"]
+        parts.append("text " + repr(" ".join(new)[:120]))
+    return "; ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------------- the check
+class Checker:
+    """Drives one page. ``lab=True``: a JupyterLab notebook page; else a Voila app page."""
+
+    def __init__(self, page, path: str, shots: Path, lab: bool = True, action_timeout: float = 30):
+        self.page, self.path, self.shots, self.lab = page, path, shots, lab
+        self.action_timeout = action_timeout
+        self.page_errors: list[str] = []
+        page.on("pageerror", lambda e: self.page_errors.append(str(e)))
+        page.add_init_script(_JS)  # defines window.__tk in every document this page loads
+        self._n = 0
+
+    def js(self, expr: str, arg=None):
+        return self.page.evaluate(expr, arg)
+
+    def shot(self, name: str, locator=None) -> None:
+        self._n += 1
+        target = self.shots / f"{Path(self.path).stem}-{self._n:03d}-{name}.png"
+        try:
+            (locator or self.page).screenshot(path=str(target), timeout=15000)
+        except Exception as e:  # a screenshot is evidence, not a check
+            print(f"screenshot {target.name} failed: {e}")
+
+    def kernel_idle(self) -> bool:
+        return not self.lab or self.js("p => window.__tk.kernelStatus(p)", self.path) in ("idle", "none")
+
+    def kernel_figures(self) -> list[dict] | None:
+        if not self.lab:
+            return None
+        text = self.js("([p, c]) => window.__tk.execute(p, c)", [self.path, _KERNEL_FIGURES])
+        return json.loads(text.strip().splitlines()[-1]) if text.strip() else []
+
+    def check_figures(self, where: str, root_selector: str = "body", timeout: float = 90) -> list[str]:
+        """Every figure drawn under ``root_selector`` must equal some FigureWidget in the kernel. Plotly draws
+        asynchronously (an empty plot first, then the data), so this waits up to ``timeout`` s for agreement."""
+        deadline = time.monotonic() + timeout
+        while True:
+            kernel = self.kernel_figures()
+            if kernel is None:
+                return []
+            drawn = self.js("s => window.__tk.figures(document.querySelector(s))", root_selector)
+            bad = [f for f in drawn if not any(figure_matches(f, k) for k in kernel)]
+            if not bad or time.monotonic() > deadline:
+                break
+            time.sleep(1.0)
+        return [f"{where}: figure {f['title']!r} ({len(f['traces'])} traces) in the browser differs from every "
+                f"FigureWidget in the kernel" for f in bad]
+
+    def settle(self, selector: str, quiet: float = 1.0, timeout: float = 30) -> str:
+        """Wait until the kernel is idle and the snapshot under ``selector`` stopped changing for ``quiet`` s."""
+        deadline = time.monotonic() + timeout
+        last, since = None, time.monotonic()
+        while time.monotonic() < deadline:
+            snap = self.js("s => window.__tk.snapshot(document.querySelector(s))", selector)
+            if snap != last:
+                last, since = snap, time.monotonic()
+            elif time.monotonic() - since >= quiet and self.kernel_idle():
+                return snap
+            time.sleep(0.25)
+        return last
+
+    def move(self, node_sel: str, scope_sel: str, kind: str, chips: tuple) -> tuple[bool, str]:
+        """Move one control of ``kind`` inside ``node_sel``; return (view changed, what changed)."""
+        node = self.page.locator(node_sel)
+        before = self.settle(scope_sel)
+        if kind == "slider":
+            handle = node.locator(".noUi-handle, input[type=range]").first
+            handle.scroll_into_view_if_needed()
+            handle.focus()
+            now, top = handle.get_attribute("aria-valuenow"), handle.get_attribute("aria-valuemax")
+            handle.press("ArrowLeft" if now is not None and now == top else "ArrowRight")
+        elif kind == "select":
+            sel = node.locator("select:not([disabled])").first
+            options = sel.locator("option").all()
+            values = [o.get_attribute("value") or o.inner_text() for o in options]
+            current = sel.input_value()
+            others = [v for v in values if v != current]
+            if not others:
+                return False, "only one option"
+            sel.select_option(others[0])
+        elif kind == "button":
+            node.locator("button:not([disabled])").filter(has_not=self.page.locator(".js-plotly-plot")).last.click()
+        elif kind == "checkbox":
+            node.locator("input[type=checkbox]:not([disabled])").first.click()
+        elif kind == "chip":
+            chip = node.locator(",".join(chips))
+            chip.nth(min(3, chip.count() - 1)).click()
+        deadline = time.monotonic() + self.action_timeout
+        while time.monotonic() < deadline:
+            now = self.js("s => window.__tk.snapshot(document.querySelector(s))", scope_sel)
+            if now != before:
+                after = self.settle(scope_sel)
+                return True, _diff(before, after)
+            time.sleep(0.3)
+        return False, ""
+
+    def check_widget(self, result: WidgetResult, node_sel: str, scope_sel: str, chips: tuple) -> None:
+        state = self.js("s => window.__tk.rendered(document.querySelector(s))", node_sel)
+        result.rendered = state["ok"]
+        if not state["ok"]:
+            result.problems.append(state["why"])
+            return
+        result.controls = {k: v for k, v in self.js("([s, c]) => window.__tk.controls(document.querySelector(s), c)",
+                                                    [node_sel, list(chips)]).items() if v}
+        node = self.page.locator(node_sel)
+        self.shot(f"{result.where.replace(' ', '')}-before", node)
+        for kind in CONTROL_ORDER:
+            if kind not in result.controls:
+                continue
+            changed, what = self.move(node_sel, scope_sel, kind, chips)
+            result.moved.append((kind, changed, what))
+            if changed:
+                self.shot(f"{result.where.replace(' ', '')}-after-{kind}", node)
+                result.problems += self.check_figures(f"after moving its {kind}", scope_sel)
+                break
+
+
+def wait_rendered(checker: Checker, selectors: list[str], timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(checker.js("s => window.__tk.rendered(document.querySelector(s)).ok", s) for s in selectors):
+            return
+        time.sleep(0.5)
+
+
+def check_lab_notebook(context, server: Server, relpath: str, shots: Path, expect: Expect) -> Report:
+    """Open ``relpath`` in JupyterLab, run all cells, check outputs and move each widget's controls."""
+    report, t0 = Report(relpath, shots=shots), time.monotonic()
+    page = context.new_page()
+    checker = Checker(page, relpath, shots, lab=True, action_timeout=expect.action_timeout)
+    try:
+        page.goto(f"{server.url}/lab/tree/{relpath}?reset&token={server.token}")
+        page.wait_for_function("p => { const a = window.jupyterapp; if (!a) return false; "
+                               "for (const w of a.shell.widgets('main')) if (w.context && w.context.path === p) "
+                               "return true; return false; }", arg=relpath, timeout=120_000)
+        checker.js("p => window.__tk.runAll(p)", relpath)
+        page.wait_for_function("() => window.__tk && window.__tk.runResult !== null && "
+                               "window.__tk.runResult !== undefined", timeout=expect.run_timeout * 1000, polling=1000)
+        run = checker.js("() => window.__tk.runResult")
+        server.remember_children()
+        cells = checker.js("p => window.__tk.cells(p)", relpath)
+        for c in cells:
+            for o in c["outputs"]:
+                if o["type"] == "error":
+                    report.errors.append(f"cell {c['index']}: {o['ename']}: {o['evalue']}")
+                elif o["type"] == "stream" and "Traceback (most recent call last)" in (o["text"] or ""):
+                    report.errors.append(f"cell {c['index']}: Traceback on {o['name']}")
+            if c["source"].strip() and c["count"] is None:
+                report.errors.append(f"cell {c['index']}: not executed")
+        if not run["ok"] and not report.errors:
+            report.errors.append(f"run all cells failed: {run['value']}")
+        widget_sels = [f'[data-tk="{c["index"]}:{j}"]' for c in cells for j in c["widgets"]]
+        wait_rendered(checker, widget_sels)
+        report.errors += checker.check_figures("after run all", ".jp-Notebook")
+        checker.settle(".jp-Notebook", quiet=2.0, timeout=60)
+        checker.shot("after-run-all")
+        chips = DEFAULT_CHIPS + tuple(expect.extra_controls)
+        for c in cells:
+            for j in c["widgets"]:
+                result = WidgetResult(f"cell {c['index']} output {j}")
+                scope = ".jp-Notebook" if expect.scope == "notebook" else f'[data-tk-cell="{c["index"]}"] .jp-OutputArea'
+                checker.check_widget(result, f'[data-tk="{c["index"]}:{j}"]', scope, chips)
+                report.widgets.append(result)
+        text = page.locator(".jp-Notebook").inner_text()
+        if "Error displaying widget" in text:
+            report.errors.append("'Error displaying widget' in the page")
+    except Exception as e:
+        report.errors.append(f"browser check aborted: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
+        checker.shot("aborted")
+    finally:
+        report.errors += [f"page error: {e[:300]}" for e in checker.page_errors]
+        try:  # free the kernel's memory before the next notebook
+            page.evaluate("p => { const w = window.__tk && window.__tk.panel(p); "
+                          "return w ? w.sessionContext.shutdown() : null; }", relpath)
+        except Exception:
+            pass
+        page.close()
+        report.seconds = time.monotonic() - t0
+    return report
+
+
+def check_voila_app(context, server: Server, relpath: str, shots: Path, app: dict) -> Report:
+    """Open ``relpath`` as a Voila app: no code shown, no errors, the named slider's figure starts in the state
+    the notebook asked for and follows the slider."""
+    report, t0 = Report(f"voila:{relpath}", shots=shots), time.monotonic()
+    page = context.new_page()
+    checker = Checker(page, relpath, shots, lab=False, action_timeout=60)
+    try:
+        page.goto(f"{server.url}/voila/render/{relpath}?token={server.token}", timeout=600_000)
+        slider = page.locator(".widget-slider", has=page.locator(f"label:text-is('{app['slider']}')"))
+        slider.wait_for(timeout=600_000)
+        page.wait_for_load_state("load", timeout=600_000)
+        if page.locator(".jp-InputArea, .jp-CodeMirrorEditor, .cm-editor").count():
+            report.errors.append("code is shown in app mode")
+        for err in page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all():
+            if "Traceback" in err.inner_text():
+                report.errors.append("Traceback in app output")
+        if "There was an error when executing cell" in page.inner_text("body"):
+            report.errors.append("Voila reports an error when executing a cell")
+        box = page.locator(".widget-vbox", has=slider).last
+        box.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
+        box.evaluate("e => e.dataset.tkApp = '1'")
+        result = WidgetResult(f"app slider {app['slider']!r}")
+        report.widgets.append(result)
+        state = checker.js("s => window.__tk.rendered(document.querySelector(s))", "[data-tk-app]")
+        result.rendered = state["ok"]
+        checker.settle("[data-tk-app]", quiet=2.0, timeout=60)
+        checker.shot("app-initial", box)
+        title = checker.js("s => window.__tk.figures(document.querySelector(s))[0].title", "[data-tk-app]")
+        want = app["title"](app["initial"])
+        if title != want:
+            report.errors.append(f"initial figure title {title!r}, expected {want!r}")
+        result.controls = {"slider": 1}
+        changed, what = checker.move("[data-tk-app]", "[data-tk-app]", "slider", ())
+        result.moved.append(("slider", changed, what))
+        checker.shot("app-after", box)
+        title = checker.js("s => window.__tk.figures(document.querySelector(s))[0].title", "[data-tk-app]")
+        want = app["title"](app["initial"] + 1)
+        if changed and title != want:
+            report.errors.append(f"after ArrowRight the figure title is {title!r}, expected {want!r}")
+    except Exception as e:
+        report.errors.append(f"app check aborted: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
+        checker.shot("aborted")
+    finally:
+        report.errors += [f"page error: {e[:300]}" for e in checker.page_errors]
+        page.close()
+        report.seconds = time.monotonic() - t0
+    return report
+
+
+# ---------------------------------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def workdir():
+    d = Path(tempfile.mkdtemp(prefix="toolcall-kit-browser-"))
+    shutil.copytree(ROOT / "notebooks", d / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    shutil.copy(FIXTURE, d / "notebooks" / "_fixture_broken_widget.ipynb")
+    (d / "shots").mkdir()
+    failed = []
+    yield d, failed
+    if failed or os.environ.get("TOOLKIT_KEEP_SCREENSHOTS"):
+        print(f"\nbrowser test files (screenshots, server logs) kept in {d}")
+    else:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def lab(workdir):
+    server = start_lab(workdir[0])
+    try:
+        yield server
+    finally:
+        server.stop()
+    assert server.proc.poll() is not None
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def context(browser):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        yield ctx
+    finally:
+        ctx.close()
+
+
+def _record(workdir, report: Report, failures: list[str]) -> None:
+    print(report.summary())
+    if failures:
+        workdir[1].append(report.notebook)
+
+
+# ---------------------------------------------------------------------------------------------------- tests
+def test_check_catches_broken_widgets(workdir, lab, context):
+    """The same check on a fixture with one working and two broken widgets: it must flag exactly the broken ones."""
+    report = check_lab_notebook(context, lab, "_fixture_broken_widget.ipynb", workdir[0] / "shots",
+                                Expect(action_timeout=15))
+    _record(workdir, report, [])
+    failures = report.failures()
+    working, observer, view = report.widgets  # in cell order, as in the fixture
+    assert working.rendered and working.responded, report.summary()
+    assert "figure title ['working: k = 1'] -> ['working: k = 2']" in working.moved[0][2], report.summary()
+    assert observer.rendered and not observer.responded, report.summary()
+    assert not view.rendered, report.summary()
+    expected = {f"{observer.where}: moved slider but its view did not change": 1,
+                f"{view.where}: widget did not render": 1, "page error: deliberately broken render": 1}
+    unexpected = [f for f in failures if not any(f.startswith(e) for e in expected)]
+    assert not unexpected, unexpected
+    for e in expected:
+        assert any(f.startswith(e) for f in failures), (e, failures)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_in_jupyterlab(path, workdir, lab, context):
+    expect = EXPECT.get(path.name, Expect())
+    report = check_lab_notebook(context, lab, path.name, workdir[0] / "shots", expect)
+    failures = report.failures(expect)
+    _record(workdir, report, failures)
+    assert not failures, "\n".join(failures) + f"\n(screenshots and logs in {workdir[0]})"
+
+
+def test_app_mode_in_voila(workdir, context):
+    if not (ROOT / "notebooks" / APP["notebook"]).exists():
+        pytest.fail(f"app-mode notebook {APP['notebook']} is missing")
+    server = start_voila(workdir[0])
+    try:
+        report = check_voila_app(context, server, APP["notebook"], workdir[0] / "shots", APP)
+    finally:
+        server.stop()
+    assert server.proc.poll() is not None
+    failures = report.failures()
+    _record(workdir, report, failures)
+    assert not failures, "\n".join(failures) + f"\n(screenshots and logs in {workdir[0]})"
