@@ -145,10 +145,11 @@ class Run:
     model: object
     vocab: list[int]  # output ids the softmax covers (all 151,936 when vocab="full")
     losses: list[float]
-    seconds: float
+    seconds: float  # wall clock
     steps: int
     target_tokens: int  # loss positions seen over the whole run
     settings: dict = field(default_factory=dict)
+    cpu_seconds: float = 0.0  # this process's CPU time: comparable across busy and idle machines
 
     @property
     def name(self) -> str:
@@ -299,7 +300,7 @@ def fine_tune(examples: list[Labelled], masked: bool, steps: int = 120, batch_si
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 10) * max(0.1, 1 - s / steps))
     pad = tokenizer_for(template).pad_token_id
     model.train()
-    losses, seen, order, t0 = [], 0, [], time.perf_counter()
+    losses, seen, order, t0, c0 = [], 0, [], time.perf_counter(), time.process_time()
     with threads(n_threads):
         for step in range(steps):
             if len(order) < batch_size:
@@ -320,7 +321,8 @@ def fine_tune(examples: list[Labelled], masked: bool, steps: int = 120, batch_si
     return Run(masked, model, ids_vocab, losses, time.perf_counter() - t0, steps, seen,
                dict(batch_size=batch_size, lr=lr, seed=seed, vocab=len(ids_vocab), template=template,
                     model_kw=model_kw or "stand-in default", threads=n_threads,
-                    params=sum(p.numel() for p in model.parameters())))
+                    params=sum(p.numel() for p in model.parameters())),
+               time.process_time() - c0)
 
 
 # ====================================================================== what each run learned
@@ -496,7 +498,8 @@ class Experiment:
         add("training steps", lambda k: self.runs[k].steps)
         add("loss positions per step (mean)", lambda k: round(self.runs[k].target_tokens / self.runs[k].steps))
         add("final training loss (last 10 steps)", lambda k: round(sum(self.runs[k].losses[-10:]) / 10, 3))
-        add("seconds", lambda k: round(self.runs[k].seconds, 1))
+        add("training seconds (wall)", lambda k: round(self.runs[k].seconds, 1))
+        add("training seconds (CPU)", lambda k: round(self.runs[k].cpu_seconds, 1))
         for part in ("model_output", "tool_results", "prompt"):
             add(f"held-out NLL, {part.replace('_', ' ')} (nats/token)", lambda k, p=part: round(self.nll[k][p], 2))
         for mode in ("greedy", "sampled"):
