@@ -56,13 +56,13 @@ from toolkit.widgets.mask import MaskView
 torch.manual_seed(0)
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 T0 = time.perf_counter()
-probe = stand_in("qwen3", seed=0)
+start = stand_in("qwen3", seed=0)
 print("model for the training runs: random-weight Qwen3-shaped stand-in,",
-      f"{sum(p.numel() for p in probe.parameters()) / 1e6:.1f}M parameters, vocabulary {probe.config.vocab_size:,},",
+      f"{sum(p.numel() for p in start.parameters()) / 1e6:.1f}M parameters, vocabulary {start.config.vocab_size:,},",
       "CPU (toolkit.models.stand_in).")
 print("It starts from random weights: whatever it learns below is the FORMAT of the conversations, never their "
       "meaning; its numbers and city names are noise.")
-del probe
+del start
 
 # %% [markdown]
 # ## 1 · The convention
@@ -98,9 +98,9 @@ view = MaskView(labelled)
 display(view.widget)
 
 # %% [markdown]
-# Per segment, how many tokens each trajectory trains on — both templates. Qwen2.5 always writes a default system
-# prompt and has no `<think>` block; Qwen3 opens the last answer with an empty `<think>\n\n</think>\n\n`, which
-# the model writes itself, so it is trained.
+# Per segment, how many tokens each trajectory trains on — both templates. Qwen2.5 has no `<think>` block (and
+# writes a default system prompt when the conversation has none); Qwen3 opens the last answer with an empty
+# `<think>\n\n</think>\n\n`, which the model writes itself, so it is trained.
 
 # %%
 rows = []
@@ -139,6 +139,8 @@ for name, t in picked.items():
 # to answer without a tool (so the model does not learn to call for everything). The generator below writes six
 # kinds of calculator and weather trajectories. The assistant turns are scripted from a few phrasings; every
 # tool message holds what `toolkit.tools` returned when the call was actually executed — recomputed here.
+# (`train.experiment` below builds the same set again from the same seed, plus 40 held-out trajectories from
+# another seed.)
 
 # %%
 SETTINGS = dict(template="qwen3", n_train=200, n_held_out=40, steps=220, batch_size=8, lr=8e-3, seed=0,
@@ -239,15 +241,24 @@ else:
     verdict = (f"**Not the direction §14.5.7 predicts in this run:** unmasked {ug:.0%} greedy / {us:.0%} sampled, "
                f"masked {mg:.0%} / {ms:.0%}. With so few steps the unmasked model may not yet have learned the "
                "turn that follows a call; more steps (or a larger stand-in) would be the next thing to try.")
+own_m, own_u = res.nll["masked"]["model_output"], res.nll["unmasked"]["model_output"]
+verdict += (f"\n\nOn the tokens the model *should* write (its calls and answers), held-out NLL is {own_m:.2f} "
+            f"nats/token with the mask and {own_u:.2f} without: " + (
+                "the masked run, whose every gradient step went to those tokens, learned them better."
+                if own_m < own_u else "here the masked run did not learn its own turns better."))
 display(Markdown(verdict))
 print(f"notebook time so far: {time.perf_counter() - T0:.0f} s")
 
 # %% [markdown]
-# What the unmasked model learned is exactly what it was shown: after a call comes `<|im_end|>`, a user turn and a
-# `<tool_response>` with something shaped like the tool's JSON. Nothing in its training told it that those tokens
-# come from elsewhere. Served with a stop at `<|im_end|>` this might go unnoticed; served without one, or asked
+# Why: the unmasked run was scored on every token it was shown, so it was trained to predict that after a call
+# come `<|im_end|>`, a user turn and a `<tool_response>` with something shaped like the tool's JSON. Nothing in
+# its training said that those tokens come from elsewhere. Served with a stop at `<|im_end|>` this might go unnoticed; served without one, or asked
 # to continue a transcript, it fabricates the environment's side of the conversation. The masked model was only
 # ever scored on its own turns, so it has no reason to write the other side.
+#
+# How strong the effect is depends on the starting seed and the number of steps: a model this small is still
+# learning the turn structure at 220 steps. `train.experiment(seed=1)` (or `template="qwen2.5"`, where
+# `<tool_response>` is four ordinary tokens instead of one) runs the whole comparison again.
 #
 # **What this leaves out.** A real model (the stand-in learns layout, not arithmetic or weather); the full
 # 151,936-way softmax (stated above); reinforcement learning in an environment, the other half of §14.5.7 (see
