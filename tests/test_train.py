@@ -263,3 +263,14 @@ def test_batched_continuation_equals_one_by_one():
     batched = train.continue_batch(run, prompts, max_new_tokens=6)
     assert batched == [train.continue_ids(run, p, max_new_tokens=6) for p in prompts]
     assert all(set(c) <= set(run.vocab) for c in batched)
+
+
+def test_full_vocabulary_option_runs():
+    from toolkit.models import VOCAB_WIDTH
+
+    exs = _small_set(n=2)
+    run = train.fine_tune(exs, masked=True, steps=2, batch_size=1, vocab="full")
+    assert len(run.vocab) == VOCAB_WIDTH and run.settings["vocab"] == VOCAB_WIDTH
+    assert all(loss == loss for loss in run.losses)  # finite, not NaN
+    out = train.continue_ids(run, train.probes(exs)[0].prompt_ids, max_new_tokens=3)
+    assert len(out) == 3 and all(0 <= i < VOCAB_WIDTH for i in out)
