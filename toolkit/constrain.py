@@ -49,13 +49,13 @@ class SchemaError(ValueError):
 
 # ---------------------------------------------------------------- compiling
 _TOKINFO: dict[tuple, Any] = {}
-_COMPILERS: dict[tuple, Any] = {}
+_COMPILERS: dict[int, Any] = {}  # keyed by id() of a TokenizerInfo kept alive in _TOKINFO
 
 
 def _stop_ids(tokenizer) -> list[int]:
     # A chat turn ends with <|im_end|>; fall back to the tokenizer's eos for non-Qwen vocabularies.
     im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
-    if isinstance(im_end, int) and im_end != tokenizer.unk_token_id and im_end is not None and im_end >= 0:
+    if isinstance(im_end, int) and im_end >= 0 and im_end != tokenizer.unk_token_id:
         return [im_end]
     return [tokenizer.eos_token_id]
 
