@@ -16,7 +16,8 @@ What it does
   ``<tool_response>`` itself (an invented tool result); ``nll_by_part`` scores held-out text by who wrote it.
 - Two exact savings keep a run near 30 CPU-seconds: the system prompt and tool definitions every trajectory opens
   with are run once per batch (``loss_on(share_prefix=True)``), and only the embedding rows the data uses are
-  trained (:class:`_Head`); tests check both give the same numbers as the plain computation.
+  trained (:class:`_Head`); tests check that the shared prefix gives the same loss and gradients and that rows
+  outside the data stay untouched.
 - ``experiment()`` does all of it, seeded, and ``Experiment.table()`` puts both runs side by side
   (``python -m toolkit train`` prints it).
 
