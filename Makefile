@@ -36,7 +36,7 @@ lab: setup
 
 ## test: the whole suite, notebooks and browser test included
 test: setup system real-model
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 ## test-fast: skip notebooks, browser and slow tests
 test-fast: setup
