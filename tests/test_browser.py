@@ -41,6 +41,10 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 FIXTURE = ROOT / "tests" / "fixtures" / "broken_widget.ipynb"
 OVERRIDES = ROOT / "binder" / "overrides.json"  # the same settings Binder installs (no news popup)
+# Which model the notebooks get: "binder" (default) = Binder's defaults, the random-weight stand-in (the real model
+# is hidden from the servers); "machine" = whatever this machine has (the real model after `make real-model`).
+# Headless execution of every notebook with the machine's model is tests/test_notebooks.py's job.
+MODEL_MODE = os.environ.get("TOOLKIT_BROWSER_MODEL", "binder")
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
@@ -83,7 +87,10 @@ def _tool_cost_title(n: int) -> str:
 
 APP = {"notebook": "01_rendering.ipynb", "slider": "tools", "initial": 10, "title": _tool_cost_title}
 
-CONTROL_ORDER = ("slider", "select", "button", "checkbox", "chip")
+NEWS_QUESTION = "Would you like to get notified about official Jupyter news?"
+CONTROL_ORDER = ("slider", "button", "select", "checkbox", "chip")
+BUTTONS = "button:not([disabled]):not(.mod-active)"  # .mod-active: the chosen one of a ToggleButtons group
+MAX_BUTTONS = 3  # buttons tried per widget until one changes the view (a "back" button at step 0 changes nothing)
 DEFAULT_CHIPS = (".tk-tok",)  # toolkit.widgets.tokens.TokenView
 
 
@@ -156,7 +163,21 @@ def _server_env(home: Path) -> dict:
                MKL_NUM_THREADS="2", JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
                JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), JUPYTER_ALLOW_INSECURE_WRITES="1")
     env.pop("JUPYTER_TOKEN", None)
+    if MODEL_MODE == "binder":
+        # Binder's defaults: no real model in the kit's cache (only the built tokenizers, to save time).
+        from toolkit.models import cache_dir
+
+        cache = home / "toolkit-cache"
+        cache.mkdir(exist_ok=True)
+        if (cache_dir() / "tokenizers").is_dir() and not (cache / "tokenizers").exists():
+            (cache / "tokenizers").symlink_to(cache_dir() / "tokenizers", target_is_directory=True)
+        env["TOOLKIT_CACHE"] = str(cache)
     return env
+
+
+def _launcher() -> list[str]:
+    # In Binder mode the servers start through binder/start, as on mybinder.org.
+    return [str(ROOT / "binder" / "start")] if MODEL_MODE == "binder" else []
 
 
 def start_lab(workdir: Path) -> Server:
@@ -165,7 +186,7 @@ def start_lab(workdir: Path) -> Server:
     settings.mkdir(exist_ok=True)
     shutil.copy(OVERRIDES, settings / "overrides.json")
     port, token = _free_port(), secrets.token_hex(16)
-    argv = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+    argv = _launcher() + [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
             f"--ServerApp.token={token}", f"--notebook-dir={workdir / 'notebooks'}",
             "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: run commands, read cell outputs
             f"--LabApp.app_settings_dir={settings}", f"--LabApp.user_settings_dir={workdir / 'lab-user'}",
@@ -180,7 +201,7 @@ def start_lab(workdir: Path) -> Server:
 def start_voila(workdir: Path) -> Server:
     """Voila the way `make app` runs it (plus a token, since a test server should not be open)."""
     port, token = _free_port(), secrets.token_hex(16)
-    argv = [sys.executable, "-m", "voila", str(workdir / "notebooks"), "--no-browser", f"--port={port}",
+    argv = _launcher() + [sys.executable, "-m", "voila", str(workdir / "notebooks"), "--no-browser", f"--port={port}",
             "--Voila.ip=127.0.0.1", f"--Voila.token={token}", "--show_tracebacks=True"]
     server = Server(argv, f"http://127.0.0.1:{port}", token, workdir, workdir / "voila.log", _server_env(workdir))
     server.wait_ready("/")
@@ -281,7 +302,7 @@ _JS = r"""
     return {
       slider: q('.noUi-handle, input[type=range]').filter(e => !e.closest('.noUi-target[disabled]')).length,
       select: q('select:not([disabled])').length,
-      button: q('button:not([disabled])').length,
+      button: q('button:not([disabled]):not(.mod-active)').length,
       checkbox: q('input[type=checkbox]:not([disabled])').length,
       chip: chips.length ? q(chips.join(',')).length : 0,
     };
@@ -305,6 +326,10 @@ _JS = r"""
     await p.context.ready;
     await p.sessionContext.ready;
     tk.runResult = null;
+    if (!(p.sessionContext.session && p.sessionContext.session.kernel)) {
+      tk.runResult = { ok: false, value: 'no kernel started (is a kernel selection dialog open?)' };
+      return;
+    }
     window.jupyterapp.commands.execute('notebook:run-all-cells')
       .then(r => { tk.runResult = { ok: r === true || r === undefined, value: String(r) }; },
             e => { tk.runResult = { ok: false, value: String(e) }; });
@@ -374,7 +399,7 @@ def __tk_figures():
             out.append({"title": f.layout.title.text or "", "traces": [
                 {"type": t.type, "x": flat(getattr(t, "x", None)), "y": flat(getattr(t, "y", None)),
                  "z": flat(getattr(t, "z", None))} for t in f.data]})
-    print(json.dumps(out))
+    print("__TK_FIGURES__" + json.dumps(out))
 __tk_figures()
 del __tk_figures
 """
@@ -423,9 +448,10 @@ def _diff(before: str, after: str) -> str:
     if a["text"] != b["text"]:
         import difflib
 
-        sm = difflib.SequenceMatcher(None, a["text"], b["text"], autojunk=False)
-        new = [b["text"][j1:j2] for tag, _, _, j1, j2 in sm.get_opcodes() if tag != "equal"]
-        parts.append("text " + repr(" ".join(new)[:120]))
+        wa, wb = a["text"].split(), b["text"].split()
+        sm = difflib.SequenceMatcher(None, wa, wb, autojunk=False)
+        new = [" ".join(wb[j1:j2]) for tag, _, _, j1, j2 in sm.get_opcodes() if tag in ("replace", "insert")]
+        parts.append("text " + repr(" … ".join(new)[:160]))
     return "; ".join(parts)
 
 
@@ -459,7 +485,10 @@ class Checker:
         if not self.lab:
             return None
         text = self.js("([p, c]) => window.__tk.execute(p, c)", [self.path, _KERNEL_FIGURES])
-        return json.loads(text.strip().splitlines()[-1]) if text.strip() else []
+        lines = [line for line in text.splitlines() if line.startswith("__TK_FIGURES__")]
+        if not lines:
+            raise RuntimeError(f"the kernel did not report its figures: {text[-300:]!r}")
+        return json.loads(lines[-1][len("__TK_FIGURES__"):])
 
     def check_figures(self, where: str, root_selector: str = "body", timeout: float = 90) -> list[str]:
         """Every figure drawn under ``root_selector`` must equal some FigureWidget in the kernel. Plotly draws
@@ -490,10 +519,10 @@ class Checker:
             time.sleep(0.25)
         return last
 
-    def move(self, node_sel: str, scope_sel: str, kind: str, chips: tuple) -> tuple[bool, str]:
+    def move(self, node_sel: str, scope_sel: str, kind: str, chips: tuple, nth: int = 0) -> tuple[bool, str]:
         """Move one control of ``kind`` inside ``node_sel``; return (view changed, what changed)."""
         node = self.page.locator(node_sel)
-        before = self.settle(scope_sel)
+        before = self.settle(scope_sel, timeout=max(30, self.action_timeout))
         if kind == "slider":
             handle = node.locator(".noUi-handle, input[type=range]").first
             handle.scroll_into_view_if_needed()
@@ -510,7 +539,8 @@ class Checker:
                 return False, "only one option"
             sel.select_option(others[0])
         elif kind == "button":
-            node.locator("button:not([disabled])").filter(has_not=self.page.locator(".js-plotly-plot")).last.click()
+            buttons = [b for b in node.locator(BUTTONS).all() if not b.evaluate("e => !!e.closest('.js-plotly-plot')")]
+            buttons[nth].click()
         elif kind == "checkbox":
             node.locator("input[type=checkbox]:not([disabled])").first.click()
         elif kind == "chip":
@@ -520,7 +550,7 @@ class Checker:
         while time.monotonic() < deadline:
             now = self.js("s => window.__tk.snapshot(document.querySelector(s))", scope_sel)
             if now != before:
-                after = self.settle(scope_sel)
+                after = self.settle(scope_sel, timeout=max(30, self.action_timeout))
                 return True, _diff(before, after)
             time.sleep(0.3)
         return False, ""
@@ -535,15 +565,22 @@ class Checker:
                                                     [node_sel, list(chips)]).items() if v}
         node = self.page.locator(node_sel)
         self.shot(f"{result.where.replace(' ', '')}-before", node)
-        for kind in CONTROL_ORDER:
-            if kind not in result.controls:
-                continue
-            changed, what = self.move(node_sel, scope_sel, kind, chips)
-            result.moved.append((kind, changed, what))
+        tries = [(kind, i) for kind in CONTROL_ORDER if kind in result.controls
+                 for i in range(min(result.controls[kind], MAX_BUTTONS) if kind == "button" else 1)]
+        for kind, i in tries:
+            changed, what = self.move(node_sel, scope_sel, kind, chips, nth=i)
+            result.moved.append((kind if kind != "button" else f"button {i + 1}", changed, what))
             if changed:
                 self.shot(f"{result.where.replace(' ', '')}-after-{kind}", node)
                 result.problems += self.check_figures(f"after moving its {kind}", scope_sel)
                 break
+
+
+def _where(e: Exception) -> str:
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == __file__]
+    return f"line {frames[-1].lineno} ({frames[-1].line})" if frames else "?"
 
 
 def wait_rendered(checker: Checker, selectors: list[str], timeout: float = 90) -> None:
@@ -595,8 +632,13 @@ def check_lab_notebook(context, server: Server, relpath: str, shots: Path, expec
         text = page.locator(".jp-Notebook").inner_text()
         if "Error displaying widget" in text:
             report.errors.append("'Error displaying widget' in the page")
+        if page.get_by_text(NEWS_QUESTION).count():
+            report.errors.append("JupyterLab asks about news: binder/overrides.json was not applied")
+        for dialog in page.locator(".jp-Dialog").all():
+            report.errors.append(f"a dialog is open: {dialog.inner_text()[:200]!r}")
     except Exception as e:
-        report.errors.append(f"browser check aborted: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
+        report.errors.append(f"browser check aborted: {type(e).__name__}: {str(e).splitlines()[0][:300]} "
+                             f"at {_where(e)}")
         checker.shot("aborted")
     finally:
         report.errors += [f"page error: {e[:300]}" for e in checker.page_errors]
@@ -621,8 +663,9 @@ def check_voila_app(context, server: Server, relpath: str, shots: Path, app: dic
         slider = page.locator(".widget-slider", has=page.locator(f"label:text-is('{app['slider']}')"))
         slider.wait_for(timeout=600_000)
         page.wait_for_load_state("load", timeout=600_000)
-        if page.locator(".jp-InputArea, .jp-CodeMirrorEditor, .cm-editor").count():
-            report.errors.append("code is shown in app mode")
+        shown = page.locator(".jp-CodeCell .jp-InputArea, .jp-CodeMirrorEditor, .cm-editor").filter(visible=True).count()
+        if shown or "from toolkit" in page.inner_text("body"):
+            report.errors.append(f"code is shown in app mode ({shown} visible code areas)")
         for err in page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all():
             if "Traceback" in err.inner_text():
                 report.errors.append("Traceback in app output")
@@ -650,7 +693,8 @@ def check_voila_app(context, server: Server, relpath: str, shots: Path, app: dic
         if changed and title != want:
             report.errors.append(f"after ArrowRight the figure title is {title!r}, expected {want!r}")
     except Exception as e:
-        report.errors.append(f"app check aborted: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
+        report.errors.append(f"app check aborted: {type(e).__name__}: {str(e).splitlines()[0][:300]} "
+                             f"at {_where(e)}")
         checker.shot("aborted")
     finally:
         report.errors += [f"page error: {e[:300]}" for e in checker.page_errors]
