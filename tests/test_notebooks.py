@@ -1,8 +1,11 @@
 """Every notebook: committed without outputs, in sync with its py:percent pair, and runs top to bottom headless.
 
 Execution uses nbclient with a per-cell timeout, HF_HUB_OFFLINE=1 and two CPU threads, like a classroom laptop or
-a Binder pod. Peak memory of the kernel process tree is recorded (tests/../benchmarks/notebooks.py prints the
-table); the 2 GB Binder budget is asserted here.
+a Binder pod, in two modes:
+- "machine": what this machine offers (the real offline model when `make real-model` installed it, as in CI);
+  outputs must be error-free; peak memory is recorded but not bounded (the real model alone is ~1.3 GB in bf16);
+- "binder": Binder's defaults (no real model: TOOLKIT_MODEL=stand-in); the 2 GB Binder budget is asserted on the
+  peak RSS of the kernel's process tree. benchmarks/notebooks.py prints the same measurements as a table.
 """
 import os
 import shutil
@@ -78,14 +81,14 @@ class _PeakRSS:
         return self.peak
 
 
-def execute_notebook(path: Path, timeout: int = CELL_TIMEOUT):
+def execute_notebook(path: Path, timeout: int = CELL_TIMEOUT, env: dict | None = None):
     """Run a notebook in a fresh kernel; return (executed notebook, seconds, peak kernel RSS bytes)."""
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
     env_before = dict(os.environ)
     os.environ.update(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="2", MKL_NUM_THREADS="2", TOKENIZERS_PARALLELISM="false",
-                      MPLBACKEND="Agg")
+                      MPLBACKEND="Agg", **(env or {}))
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
     t0 = time.perf_counter()
     peak = 0
@@ -104,16 +107,21 @@ def execute_notebook(path: Path, timeout: int = CELL_TIMEOUT):
     return nb, time.perf_counter() - t0, peak
 
 
+MODES = {"machine": {}, "binder": {"TOOLKIT_MODEL": "stand-in"}}
+
+
 @pytest.mark.notebook
 @pytest.mark.slow
+@pytest.mark.parametrize("mode", sorted(MODES))
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs_headless(path, record_property):
-    nb, seconds, peak = execute_notebook(path)
+def test_notebook_runs_headless(path, mode, record_property):
+    nb, seconds, peak = execute_notebook(path, env=MODES[mode])
     record_property("seconds", round(seconds, 1))
     record_property("peak_rss_mb", round(peak / 2**20))
-    print(f"{path.name}: {seconds:.1f} s, peak RSS {peak / 2**20:.0f} MB")
+    print(f"{path.name} [{mode}]: {seconds:.1f} s, peak RSS {peak / 2**20:.0f} MB")
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors, f"{path.name}: {errors[0]['ename']}: {errors[0]['evalue']}"
     text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "Traceback" not in text
-    assert peak <= PEAK_LIMIT_BYTES, f"{path.name} peaked at {peak / 2**20:.0f} MB (> 2 GB Binder budget)"
+    if mode == "binder":
+        assert peak <= PEAK_LIMIT_BYTES, f"{path.name} peaked at {peak / 2**20:.0f} MB (> 2 GB Binder budget)"
