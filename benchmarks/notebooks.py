@@ -1,0 +1,121 @@
+"""Wall time and peak memory of every notebook, run top to bottom in a fresh kernel, printed as one table.
+
+Two model settings side by side (``--mode both``, the default):
+- machine: what this machine has (the real offline model after `make real-model`, else the stand-in);
+- binder: Binder's defaults, HF_HUB_OFFLINE=1 and a kit cache without the real model, so ``load("auto")``
+  gives the random-weight stand-in (binder/start and binder/postBuild set Binder up this way).
+Targets (issue 7): each notebook ≤ 3 min and ≤ 2 GB peak RSS (kernel plus its children), all ≤ 10 min.
+
+Execution reuses ``tests/test_notebooks.py::execute_notebook`` (nbclient, two threads, per-cell timeout), so the
+benchmark measures exactly what the notebook test runs. The 1-minute load average is printed before and after
+each run: on a shared machine the times are only as good as the load beside them.
+
+Leaves out: browser rendering time (tests/test_browser.py) and GPU runs.
+
+    python benchmarks/notebooks.py [--mode both|machine|binder] [--only 01,04]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from test_notebooks import NOTEBOOKS, execute_notebook  # noqa: E402
+
+EACH_S, ALL_S, EACH_MB = 180, 600, 2048
+
+
+@contextmanager
+def binder_defaults():
+    """A kit cache holding only the built tokenizers (no real model) and the hub switched off."""
+    from toolkit.models import cache_dir
+
+    real = cache_dir()
+    tmp = Path(tempfile.mkdtemp(prefix="toolkit-binder-cache-"))
+    if (real / "tokenizers").is_dir():
+        (tmp / "tokenizers").symlink_to(real / "tokenizers", target_is_directory=True)
+    saved = {k: os.environ.get(k) for k in ("TOOLKIT_CACHE", "HF_HUB_OFFLINE")}
+    os.environ.update(TOOLKIT_CACHE=str(tmp), HF_HUB_OFFLINE="1")
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def machine_defaults():
+    os.environ["HF_HUB_OFFLINE"] = "1"  # the hub is never reachable here; don't wait on it
+    yield
+
+
+def model_line(nb) -> str:
+    """Which model the notebook says it ran: every ``Loaded.description`` names it (stand-in or real weights)."""
+    text = "\n".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    found = [label for label, mark in (("stand-in", "RANDOM-WEIGHT STAND-IN"), ("real", "real weights")) if mark in text]
+    return "+".join(found) or "none"
+
+
+def run(path: Path) -> dict:
+    load0 = os.getloadavg()[0]
+    try:
+        nb, seconds, peak = execute_notebook(path)
+        errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+        status = f"error: {errors[0]['ename']}" if errors else "ok"
+        model = model_line(nb)
+    except Exception as e:  # a failing cell raises in nbclient; the table still gets a row
+        seconds, peak, status, model = float("nan"), 0, f"FAILED: {type(e).__name__}", "-"
+    return dict(seconds=seconds, mb=peak / 2**20, status=status, model=model, load=(load0, os.getloadavg()[0]))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mode", choices=["both", "machine", "binder"], default="both")
+    ap.add_argument("--only", default="", help="comma-separated notebook number prefixes, e.g. 01,04")
+    args = ap.parse_args(argv)
+    wanted = [p for p in NOTEBOOKS if not args.only or p.name[:2] in args.only.split(",")]
+    modes = ["machine", "binder"] if args.mode == "both" else [args.mode]
+    print(f"{len(wanted)} notebooks, {os.cpu_count()} CPUs, targets: ≤ {EACH_S} s and ≤ {EACH_MB} MB each, "
+          f"≤ {ALL_S} s all", flush=True)
+    results = {m: {} for m in modes}
+    for mode in modes:
+        with (binder_defaults() if mode == "binder" else machine_defaults()):
+            for path in wanted:
+                r = results[mode][path.name] = run(path)
+                print(f"  [{mode}] {path.name}: {r['seconds']:.0f} s, {r['mb']:.0f} MB, {r['model']}, {r['status']}, "
+                      f"load {r['load'][0]:.1f}→{r['load'][1]:.1f}", flush=True)
+
+    head = f"{'notebook':<32}" + "".join(f" | {m + ' s':>10} {'MB':>6} {'model':>8} {'load':>9} {'ok?':>4}"
+                                         for m in modes)
+    print("\n" + head + "\n" + "-" * len(head))
+    for path in wanted:
+        row = f"{path.name:<32}"
+        for m in modes:
+            r = results[m][path.name]
+            ok = r["status"] == "ok" and r["seconds"] <= EACH_S and r["mb"] <= EACH_MB
+            row += (f" | {r['seconds']:>10.0f} {r['mb']:>6.0f} {r['model']:>8} "
+                    f"{r['load'][0]:>4.1f}→{r['load'][1]:<4.1f} {'yes' if ok else 'NO':>4}")
+        print(row)
+    for m in modes:
+        total = sum(r["seconds"] for r in results[m].values())
+        over = [f"{n} ({r['status']}, {r['seconds']:.0f} s, {r['mb']:.0f} MB)" for n, r in results[m].items()
+                if not (r["status"] == "ok" and r["seconds"] <= EACH_S and r["mb"] <= EACH_MB)]
+        print(f"{m}: all notebooks {total:.0f} s ({'within' if total <= ALL_S else 'OVER'} {ALL_S} s); "
+              f"outside targets: {', '.join(over) or 'none'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
