@@ -2,13 +2,14 @@
 
 Two model settings side by side (``--mode both``, the default):
 - machine: what this machine has (the real offline model after `make real-model`, else the stand-in);
-- binder: Binder's defaults, HF_HUB_OFFLINE=1 and a kit cache without the real model, so ``load("auto")``
-  gives the random-weight stand-in (binder/start and binder/postBuild set Binder up this way).
+- binder: Binder's defaults, the random-weight stand-in (on Binder, binder/start sets HF_HUB_OFFLINE=1 and no
+  real model is installed, so ``load("auto")`` falls back to it; here the test's MODES pin it).
 Targets (issue 7): each notebook ≤ 3 min and ≤ 2 GB peak RSS (kernel plus its children), all ≤ 10 min.
 
-Execution reuses ``tests/test_notebooks.py::execute_notebook`` (nbclient, two threads, per-cell timeout), so the
-benchmark measures exactly what the notebook test runs. The 1-minute load average is printed before and after
-each run: on a shared machine the times are only as good as the load beside them.
+Execution reuses ``tests/test_notebooks.py::execute_notebook`` and its ``MODES`` (nbclient, two threads, per-cell
+timeout, HF_HUB_OFFLINE=1), so the benchmark measures exactly what the notebook test runs. The 1-minute load
+average is printed before and after each run: on a shared machine the times are only as good as the load beside
+them.
 
 Leaves out: browser rendering time (tests/test_browser.py) and GPU runs.
 
@@ -18,47 +19,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-import tempfile
-import time
-from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from test_notebooks import NOTEBOOKS, execute_notebook  # noqa: E402
+from test_notebooks import MODES, NOTEBOOKS, execute_notebook  # noqa: E402
 
 EACH_S, ALL_S, EACH_MB = 180, 600, 2048
-
-
-@contextmanager
-def binder_defaults():
-    """A kit cache holding only the built tokenizers (no real model) and the hub switched off."""
-    from toolkit.models import cache_dir
-
-    real = cache_dir()
-    tmp = Path(tempfile.mkdtemp(prefix="toolkit-binder-cache-"))
-    if (real / "tokenizers").is_dir():
-        (tmp / "tokenizers").symlink_to(real / "tokenizers", target_is_directory=True)
-    saved = {k: os.environ.get(k) for k in ("TOOLKIT_CACHE", "HF_HUB_OFFLINE")}
-    os.environ.update(TOOLKIT_CACHE=str(tmp), HF_HUB_OFFLINE="1")
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-@contextmanager
-def machine_defaults():
-    os.environ["HF_HUB_OFFLINE"] = "1"  # the hub is never reachable here; don't wait on it
-    yield
 
 
 def model_line(nb) -> str:
@@ -68,10 +37,10 @@ def model_line(nb) -> str:
     return "+".join(found) or "none"
 
 
-def run(path: Path) -> dict:
+def run(path: Path, mode: str) -> dict:
     load0 = os.getloadavg()[0]
     try:
-        nb, seconds, peak = execute_notebook(path)
+        nb, seconds, peak = execute_notebook(path, env=MODES[mode])
         errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
         status = f"error: {errors[0]['ename']}" if errors else "ok"
         model = model_line(nb)
@@ -91,10 +60,9 @@ def main(argv=None) -> int:
           f"≤ {ALL_S} s all", flush=True)
     results = {m: {} for m in modes}
     for mode in modes:
-        with (binder_defaults() if mode == "binder" else machine_defaults()):
-            for path in wanted:
-                r = results[mode][path.name] = run(path)
-                print(f"  [{mode}] {path.name}: {r['seconds']:.0f} s, {r['mb']:.0f} MB, {r['model']}, {r['status']}, "
+        for path in wanted:
+            r = results[mode][path.name] = run(path, mode)
+            print(f"  [{mode}] {path.name}: {r['seconds']:.0f} s, {r['mb']:.0f} MB, {r['model']}, {r['status']}, "
                       f"load {r['load'][0]:.1f}→{r['load'][1]:.1f}", flush=True)
 
     head = f"{'notebook':<32}" + "".join(f" | {m + ' s':>10} {'MB':>6} {'model':>8} {'load':>9} {'ok?':>4}"
