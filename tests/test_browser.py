@@ -79,6 +79,9 @@ EXPECT = {
     # The "run" button redraws the trace view of an earlier cell: look for the change anywhere in the notebook.
     "03_host_loop.ipynb": Expect(min_widgets=3, min_interactive=2, scope="notebook", action_timeout=120),
     "04_cost_and_reliability.ipynb": Expect(min_widgets=3, min_interactive=3),
+    "05_mcp.ipynb": Expect(min_widgets=5, min_interactive=4),
+    "06_training_mask.ipynb": Expect(min_widgets=2, min_interactive=1),
+    "07_gpu_speed.ipynb": Expect(),  # static figures of saved GPU numbers: no widgets
 }
 
 # One notebook as an app in Voila: which control to move and what its figure must say before and after.
