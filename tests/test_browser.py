@@ -191,6 +191,15 @@ def _launcher() -> list[str]:
     return [str(ROOT / "binder" / "start")] if MODEL_MODE == "binder" else []
 
 
+def _started(server: Server, path: str) -> Server:
+    try:
+        server.wait_ready(path)
+    except BaseException:
+        server.stop()  # a server that never answered is still a process to end
+        raise
+    return server
+
+
 def start_lab(workdir: Path) -> Server:
     """JupyterLab on a free 127.0.0.1 port with a random token, serving ``workdir/notebooks``."""
     settings = workdir / "lab-settings"
@@ -204,9 +213,8 @@ def start_lab(workdir: Path) -> Server:
             f"--LabApp.workspaces_dir={workdir / 'workspaces'}"]
     if hasattr(os, "getuid") and os.getuid() == 0:
         argv.append("--allow-root")
-    server = Server(argv, f"http://127.0.0.1:{port}", token, workdir, workdir / "lab.log", _server_env(workdir))
-    server.wait_ready("/api/status")
-    return server
+    return _started(Server(argv, f"http://127.0.0.1:{port}", token, workdir, workdir / "lab.log",
+                           _server_env(workdir)), "/api/status")
 
 
 def start_voila(workdir: Path) -> Server:
@@ -214,9 +222,8 @@ def start_voila(workdir: Path) -> Server:
     port, token = _free_port(), secrets.token_hex(16)
     argv = _launcher() + [sys.executable, "-m", "voila", str(workdir / "notebooks"), "--no-browser", f"--port={port}",
             "--Voila.ip=127.0.0.1", f"--Voila.token={token}", "--show_tracebacks=True"]
-    server = Server(argv, f"http://127.0.0.1:{port}", token, workdir, workdir / "voila.log", _server_env(workdir))
-    server.wait_ready("/")
-    return server
+    return _started(Server(argv, f"http://127.0.0.1:{port}", token, workdir, workdir / "voila.log",
+                           _server_env(workdir)), "/")
 
 
 # ---------------------------------------------------------------------------------------------------- reports
