@@ -257,6 +257,10 @@ class Report:
                 tried = ", ".join(f"{c}" for c, _, _ in w.moved) or "nothing"
                 out.append(f"{w.where}: moved {tried} but its view did not change")
             out += [f"{w.where}: {p}" for p in w.problems if w.rendered]
+        if any("[anywidget] Failed to initialize model" in e for e in self.errors):
+            out.append("hint: anywidget (0.9-0.11) gives each model 2 s to load its JavaScript; plotly's FigureWidget "
+                       "bundle (~5 MB) can take longer on a loaded machine, and that figure then drops every update "
+                       "from the kernel (blank or frozen figure)")
         if expect:
             rendered = sum(w.rendered for w in self.widgets)
             interactive = sum(w.rendered and w.responded for w in self.widgets)
