@@ -14,8 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 BINDER = ROOT / "binder"
 
@@ -68,7 +66,6 @@ echo "$*" >> {log}
     assert not any("install-real" in c for c in calls), "Binder has ~2 GB of RAM: no real model there"
 
 
-@pytest.mark.slow  # builds the offline tokenizers into an empty cache
 def test_start_makes_the_stand_in_the_default(tmp_path):
     """Through binder/start, with no real model installed (an empty cache), load("auto") is the stand-in."""
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
