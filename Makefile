@@ -11,10 +11,11 @@ export PIP_DISABLE_PIP_VERSION_CHECK = 1
 
 ## setup: create .venv and install the pinned dependencies and the kit (editable)
 setup: $(VENV)/.installed
-$(VENV)/.installed: requirements.txt pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -r requirements-nodeps.txt
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
