@@ -80,12 +80,9 @@ def test_flops_and_bandwidth():
 
 # ---------------------------------------------------------------- the slider views (no browser)
 def _move(slider, value):
-    """Set a widget value the way a student's drag does (traitlets fires observe) and time the re-render."""
-    import time
-
-    t0 = time.perf_counter()
+    """Set a widget value the way a student's drag does (traitlets fires observe). How fast the re-render is
+    (target <= 100 ms) is measured by benchmarks/latency.py, not asserted here."""
     slider.value = value
-    return (time.perf_counter() - t0) * 1e3
 
 
 def test_growth_view_sliders_update_figure_in_place():
@@ -94,8 +91,8 @@ def test_growth_view_sliders_update_figure_in_place():
     v = GrowthView()
     fig = v.figure
     before = [list(tr.y) for tr in fig.data]
-    times = [_move(v.sliders["T"], 4000), _move(v.sliders["delta"], 1024), _move(v.sliders["R"], 45),
-             _move(v.warm, False)]
+    for control, value in ((v.sliders["T"], 4000), (v.sliders["delta"], 1024), (v.sliders["R"], 45), (v.warm, False)):
+        _move(control, value)
     assert v.figure is fig  # same FigureWidget, updated in place
     want = cost.growth(4000, 1024, 45, warm=False)
     assert [list(tr.y) for tr in fig.data] != before
@@ -105,7 +102,6 @@ def test_growth_view_sliders_update_figure_in_place():
     assert f"{want.total_no_cache:,}" in ratio and f"{want.ratio:.1f}" in ratio
     assert fig.layout.shapes[0].y0 == 4000  # the tool-definition line moved
     assert f"{want.total_cache:,}" in v.summary.value
-    assert max(times) <= 100, times
 
 
 def test_decay_view_table_inverse_and_curve_follow_sliders():
@@ -113,7 +109,8 @@ def test_decay_view_table_inverse_and_curve_follow_sliders():
 
     v = DecayView()
     y_before = list(v.figure.data[-2].y)
-    times = [_move(v.p, 0.97), _move(v.k, 33), _move(v.target, 0.8)]
+    for control, value in ((v.p, 0.97), (v.k, 33), (v.target, 0.8)):
+        _move(control, value)
     assert list(v.figure.data[-2].y) != y_before
     assert list(v.figure.data[-2].y) == [cost.success(0.97, j) for j in range(0, 61)]
     assert v.figure.data[-1].x == (33,) and v.figure.data[-1].y == (cost.success(0.97, 33),)
@@ -121,7 +118,6 @@ def test_decay_view_table_inverse_and_curve_follow_sliders():
     row = v.rows[-1]
     assert row[33] == cost.success(0.97, 33) and f"{row[33]:.3f}" in v.table.value
     assert v.required == cost.required_p(0.8, 33) and f"{v.required:.4f}" in v.inverse.value
-    assert max(times) <= 100, times
 
 
 def test_decode_view_presets():
@@ -129,8 +125,9 @@ def test_decode_view_presets():
 
     v = DecodeView()
     y0 = list(v.figure.data[0].y)
-    times = [_move(v.model, "DeepSeek-V3 (37B active)"), _move(v.precision, "INT4 (0.5 byte)"),
-             _move(v.hardware, "NVIDIA H200 (4.8 TB/s)"), _move(v.tokens, 30_000)]
+    for control, value in ((v.model, "DeepSeek-V3 (37B active)"), (v.precision, "INT4 (0.5 byte)"),
+                           (v.hardware, "NVIDIA H200 (4.8 TB/s)"), (v.tokens, 30_000)):
+        _move(control, value)
     assert list(v.figure.data[0].y) != y0
     spec = cost.MODELS["DeepSeek-V3 (37B active)"]
     assert list(v.figure.data[0].y) == [cost.bandwidth_tokens_per_s(spec.active_params, bw, 0.5)
@@ -138,4 +135,3 @@ def test_decode_view_presets():
     assert v.budget.total_flops == cost.decode_flops(37e9, 30_000)
     assert v.budget.tokens_per_s_bound == cost.bandwidth_tokens_per_s(37e9, 4.8e12, 0.5)
     assert "74.0 GFLOPs" in v.text.value
-    assert max(times) <= 100, times
