@@ -1,4 +1,18 @@
-"""Shared test setup: offline always, one thread per test process, markers that explain their skips."""
+"""Shared test setup: offline always, markers that explain their skips, and a per-phase time account.
+
+- ``hub`` tests are skipped with the reason when huggingface.co is unreachable.
+- ``real_model`` tests are skipped, with the reason, when the optional real model is not installed. Where it was
+  installed on purpose (``make test`` installs it and sets TOOLKIT_REQUIRE_REAL_MODEL=1, as CI does), a missing or
+  broken install, or an error while checking it, stops the run with an error instead of skipping.
+- Under pytest-xdist (``make test`` runs two workers, ``--dist loadgroup``) the browser tests stay together on one
+  worker (one JupyterLab, one Chromium) and each module's real-model tests stay together (one model load per
+  module); the notebook runs are moved to the front so the long tests start first.
+- At the end the run prints, per phase (unit, notebooks, browser), how many tests ran, the wall-clock span from
+  the first test's start to the last one's end, the summed test time and the CPU seconds the tests used (their
+  processes and the children they waited for). With TOOLKIT_PHASE_LOG set the same rows are appended to that file
+  (``make test`` prints them beside the setup and model-install times).
+"""
+import json
 import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -6,21 +20,28 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest  # noqa: E402
 
+REQUIRE_REAL_MODEL = os.environ.get("TOOLKIT_REQUIRE_REAL_MODEL", "").lower() in ("1", "true", "yes", "on")
 
-def _real_model_installed() -> bool:
+
+def _real_model_state() -> tuple[bool, str]:
+    """(installed, why not). With TOOLKIT_REQUIRE_REAL_MODEL=1 an exception while checking propagates."""
     try:
         from toolkit import fetch
 
-        return fetch.is_installed()
-    except Exception:
-        return False
+        if fetch.is_installed():
+            return True, ""
+        return False, f"not installed (or incomplete) in {fetch.target_folder()}"
+    except Exception as e:
+        if REQUIRE_REAL_MODEL:
+            raise
+        return False, f"checking it failed: {type(e).__name__}: {e}"
 
 
 def pytest_collection_modifyitems(config, items):
     from toolkit.models import hub_reachable
 
     hub = None
-    real = _real_model_installed()
+    real = why = None
     for item in items:
         if "hub" in item.keywords:
             if hub is None:
@@ -28,9 +49,20 @@ def pytest_collection_modifyitems(config, items):
             if not hub:
                 item.add_marker(pytest.mark.skip(reason="huggingface.co is unreachable here (HF_HUB_OFFLINE=1 or "
                                                  "no network); this test compares against the live hub copy"))
-        if "real_model" in item.keywords and not real:
-            # CI installs it (`make test` depends on `make real-model`), so there these tests run.
-            item.add_marker(pytest.mark.skip(reason="real offline model not installed: run `make real-model`"))
+        if "real_model" in item.keywords:
+            if real is None:
+                real, why = _real_model_state()
+                if not real and REQUIRE_REAL_MODEL:
+                    raise pytest.UsageError(f"TOOLKIT_REQUIRE_REAL_MODEL=1 but the real offline model is {why}: "
+                                            "run `make real-model` (the real-model tests would otherwise be skipped)")
+            if not real:
+                item.add_marker(pytest.mark.skip(reason=f"real offline model {why}: run `make real-model`"))
+            item.add_marker(pytest.mark.xdist_group(f"real_model:{item.module.__name__}"))
+        if "browser" in item.keywords:
+            item.add_marker(pytest.mark.xdist_group("browser"))
+    # Longest first, so that two xdist workers end together: notebook runs with the real model, then the others
+    # (xdist hands out the browser group and the real-model groups first, the rest in this order).
+    items.sort(key=lambda it: 2 if "notebook" not in it.keywords else 0 if "machine" in it.name else 1)
 
 
 @pytest.fixture(scope="session")
@@ -45,3 +77,76 @@ def qwen25_tok():
     from toolkit.render import tokenizer_for
 
     return tokenizer_for("qwen2.5")
+
+
+# ------------------------------------------------------------------------------------------ per-phase account
+PHASES = ("unit", "notebooks", "browser")
+
+
+def _phase(keywords) -> str:
+    return "browser" if "browser" in keywords else "notebooks" if "notebook" in keywords else "unit"
+
+
+def _cpu_seconds() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    item._phase_cpu_mark = _cpu_seconds()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    now = _cpu_seconds()
+    # Travels with the report to the xdist controller (extra report attributes are serialised).
+    outcome.get_result().cpu_s = now - getattr(item, "_phase_cpu_mark", now)
+    item._phase_cpu_mark = now
+
+
+_ACCOUNT: dict[str, dict] = {}
+
+
+def pytest_runtest_logreport(report):
+    a = _ACCOUNT.setdefault(_phase(report.keywords), {"tests": 0, "start": None, "stop": None, "busy": 0.0,
+                                                       "cpu": 0.0})
+    start, stop = getattr(report, "start", None), getattr(report, "stop", None)
+    if report.when == "call" or (report.when == "setup" and report.skipped):
+        a["tests"] += 1
+    if start is not None:
+        a["start"] = start if a["start"] is None else min(a["start"], start)
+        a["stop"] = stop if a["stop"] is None else max(a["stop"], stop)
+    a["busy"] += report.duration
+    a["cpu"] += getattr(report, "cpu_s", 0.0) or 0.0
+
+
+def _fmt(seconds: float) -> str:
+    return f"{int(seconds // 60)}:{seconds % 60:04.1f}"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if hasattr(config, "workerinput") or not _ACCOUNT:  # an xdist worker: the controller prints
+        return
+    tr = terminalreporter
+    tr.section("time per phase")
+    tr.write_line(f"{'phase':<10} {'tests':>6} {'wall span':>10} {'test time':>10} {'CPU':>9}")
+    rows = []
+    for name in PHASES:
+        a = _ACCOUNT.get(name)
+        if not a or a["start"] is None:
+            continue
+        rows.append({"kind": "pytest", "phase": name, "start": a["start"], "stop": a["stop"], "cpu": a["cpu"],
+                     "busy": a["busy"], "tests": a["tests"]})
+        tr.write_line(f"{name:<10} {a['tests']:>6} {_fmt(a['stop'] - a['start']):>10} {_fmt(a['busy']):>10} "
+                      f"{_fmt(a['cpu']):>9}")
+    workers = getattr(config.option, "numprocesses", None) or 1
+    tr.write_line(f"wall span: first test's start to last test's end ({workers} worker(s): spans overlap when more "
+                  "than one); test time: summed over tests; CPU: user+system of the test processes and the children "
+                  "they waited for")
+    log = os.environ.get("TOOLKIT_PHASE_LOG")
+    if log:
+        with open(log, "a", encoding="utf-8") as f:
+            f.writelines(json.dumps(row) + "\n" for row in rows)
