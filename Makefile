@@ -7,7 +7,14 @@ PORT ?= 8888
 export HF_HUB_OFFLINE ?= 1
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 
-.PHONY: setup system real-model lab test test-fast figures claims app bench
+# `make test` runs pytest on this many xdist workers: the browser test (one JupyterLab, mostly waiting on
+# Chromium) runs beside the CPU-bound unit and notebook tests, so both cores stay busy. PYTEST_WORKERS=0: one process.
+PYTEST_WORKERS ?= 2
+PYTEST_PARALLEL = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadgroup)
+PHASES = $(PYTHON) .ci/phases.py
+PHASE_LOG ?= $(VENV)/test-phases.jsonl
+
+.PHONY: setup system real-model lab test test-fast check figures claims app bench
 
 ## setup: create .venv and install the pinned dependencies and the kit (editable)
 setup: $(VENV)/.installed
@@ -35,13 +42,31 @@ real-model: setup
 lab: setup
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --no-browser --ip=127.0.0.1 --port=$(PORT) $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
-## test: the whole suite, notebooks and browser test included
-test: setup system real-model
-	$(PY) -m pytest -q --durations=25
+## test: the whole suite, notebooks and browser test included; prints the wall and CPU time of each phase at the end
+# The real model is installed on purpose here, so a missing or broken install fails the run
+# (TOOLKIT_REQUIRE_REAL_MODEL=1) instead of skipping the real-model tests.
+test:
+	@$(PHASES) start $(PHASE_LOG); \
+	$(PHASES) run $(PHASE_LOG) setup -- $(MAKE) --no-print-directory setup system && \
+	$(PHASES) run $(PHASE_LOG) "model install" -- $(MAKE) --no-print-directory real-model && \
+	$(PHASES) run $(PHASE_LOG) pytest -- env TOOLKIT_REQUIRE_REAL_MODEL=1 TOOLKIT_PHASE_LOG=$(abspath $(PHASE_LOG)) \
+	  $(PY) -m pytest -q --durations=25 $(PYTEST_PARALLEL); \
+	rc=$$?; $(PHASES) summary $(PHASE_LOG); exit $$rc
 
-## test-fast: skip notebooks, browser and slow tests
+## test-fast: skip notebooks, browser and slow tests (two workers too)
 test-fast: setup
-	$(PY) -m pytest -q -m "not notebook and not browser and not slow"
+	$(PY) -m pytest -q $(PYTEST_PARALLEL) -m "not notebook and not browser and not slow"
+
+## check: reproduce CI: a clean clone of the committed HEAD in a temporary folder, then .ci/run there (fresh .venv;
+## CHECK_CACHE=fresh also starts from an empty model cache, as a new CI machine does)
+check:
+	@if [ -n "$$(git status --porcelain --untracked-files=no)" ]; then \
+	  echo "note: uncommitted changes are not in the clone: CI sees only what is committed"; fi
+	@d=$$(mktemp -d /tmp/toolcall-kit-check.XXXXXX); echo "clean clone of $$(git rev-parse --short HEAD) in $$d/repo"; \
+	git clone -q . "$$d/repo" && git -C "$$d/repo" checkout -q $$(git rev-parse HEAD) && cd "$$d/repo" && \
+	$(if $(filter fresh,$(CHECK_CACHE)),TOOLKIT_CACHE="$$d/cache" ,)./.ci/run; \
+	rc=$$?; if [ $$rc = 0 ]; then rm -rf "$$d"; echo "make check: passed"; \
+	else echo "make check: exit $$rc (clone and logs left in $$d)"; fi; exit $$rc
 
 ## figures: regenerate the book's figures and their data into figures/
 figures: setup system
