@@ -10,7 +10,8 @@ export PIP_DISABLE_PIP_VERSION_CHECK = 1
 # `make test` runs pytest on this many xdist workers: the browser test (one JupyterLab, mostly waiting on
 # Chromium) runs beside the CPU-bound unit and notebook tests, so both cores stay busy. PYTEST_WORKERS=0: one process.
 PYTEST_WORKERS ?= 2
-PYTEST_PARALLEL = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadgroup)
+# Whole files per worker, in the order tests/conftest.py sorts them (browser test first, then the notebooks).
+PYTEST_PARALLEL = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 PHASES = $(PYTHON) .ci/phases.py
 PHASE_LOG ?= $(VENV)/test-phases.jsonl
 

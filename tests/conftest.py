@@ -4,9 +4,11 @@
 - ``real_model`` tests are skipped, with the reason, when the optional real model is not installed. Where it was
   installed on purpose (``make test`` installs it and sets TOOLKIT_REQUIRE_REAL_MODEL=1, as CI does), a missing or
   broken install, or an error while checking it, stops the run with an error instead of skipping.
-- Under pytest-xdist (``make test`` runs two workers, ``--dist loadgroup``) the browser tests stay together on one
-  worker (one JupyterLab, one Chromium) and each module's real-model tests stay together (one model load per
-  module); the notebook runs are moved to the front so the long tests start first.
+- Tests are ordered longest first: the browser test, then the notebook runs, then the rest. Under pytest-xdist
+  (``make test``: two workers, ``--dist loadfile --no-loadscope-reorder``) each file stays on one worker (one
+  JupyterLab and one Chromium for the browser test, one model load per module), so one worker starts on the
+  browser test and the other on the notebooks. (``--dist loadgroup`` would be finer, but xdist 3.8 cannot tag
+  pytest 9's node ids with a group, so it splits groups silently.)
 - At the end the run prints, per phase (unit, notebooks, browser), how many tests ran, the wall-clock span from
   the first test's start to the last one's end, the summed test time and the CPU seconds the tests used (their
   processes and the children they waited for). With TOOLKIT_PHASE_LOG set the same rows are appended to that file
@@ -57,12 +59,11 @@ def pytest_collection_modifyitems(config, items):
                                             "run `make real-model` (the real-model tests would otherwise be skipped)")
             if not real:
                 item.add_marker(pytest.mark.skip(reason=f"real offline model {why}: run `make real-model`"))
-            item.add_marker(pytest.mark.xdist_group(f"real_model:{item.module.__name__}"))
-        if "browser" in item.keywords:
-            item.add_marker(pytest.mark.xdist_group("browser"))
-    # Longest first, so that two xdist workers end together: notebook runs with the real model, then the others
-    # (xdist hands out the browser group and the real-model groups first, the rest in this order).
-    items.sort(key=lambda it: 2 if "notebook" not in it.keywords else 0 if "machine" in it.name else 1)
+    # Longest first, so that two xdist workers end together: `make test` hands out whole files in this order
+    # (--dist loadfile --no-loadscope-reorder), so one worker starts on the browser test while the other runs the
+    # notebooks (real-model runs first), and both then share the unit-test files.
+    items.sort(key=lambda it: 0 if "browser" in it.keywords else 3 if "notebook" not in it.keywords
+               else 1 if "machine" in it.name else 2)
 
 
 @pytest.fixture(scope="session")
