@@ -7,8 +7,8 @@ PORT ?= 8888
 export HF_HUB_OFFLINE ?= 1
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 
-# `make test` runs pytest on this many xdist workers: the browser test (one JupyterLab, mostly waiting on
-# Chromium) runs beside the CPU-bound unit and notebook tests, so both cores stay busy. PYTEST_WORKERS=0: one process.
+# `make test` runs pytest on this many xdist workers: the browser test (one JupyterLab and one Chromium, much of its
+# time spent waiting for pages and kernels) runs beside the CPU-bound tests. PYTEST_WORKERS=0: one process.
 PYTEST_WORKERS ?= 2
 # Whole files per worker, in the order tests/conftest.py sorts them (browser test first, then the notebooks).
 PYTEST_PARALLEL = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
