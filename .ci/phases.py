@@ -33,8 +33,8 @@ def _append(log: str, row: dict) -> None:
 
 
 def _mmss(seconds: float) -> str:
-    return f"{int(seconds // 60)}:{int(round(seconds % 60)):02d}" if seconds < 3600 - 0.5 else \
-        f"{int(seconds // 3600)}:{int(seconds % 3600 // 60):02d}:{int(round(seconds % 60)):02d}"
+    s = round(seconds)
+    return f"{s // 60}:{s % 60:02d}" if s < 3600 else f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
 def start(log: str) -> int:

@@ -55,7 +55,7 @@ def calculator_rows(repeats: int) -> list[dict]:
 
     per_input = []
     for expr in HOSTILE:
-        runs = [_ms(lambda: reject(expr)) for _ in range(repeats)]
+        runs = [_ms(lambda e=expr: reject(e)) for _ in range(repeats)]
         per_input.append((max(runs), expr))
     per_input.sort(reverse=True)
     worst = [f"{e[:24]!r}{'…' if len(e) > 24 else ''} {t:.1f} ms" for t, e in per_input[:3]]
@@ -82,10 +82,10 @@ def cost_view_rows(repeats: int) -> list[dict]:
             for attr, value in steps:
                 control = _control(view, attr)
                 initial[attr] = control.value
-                times.append(_ms(lambda: setattr(control, "value", value)))
+                times.append(_ms(lambda c=control, v=value: setattr(c, "value", v)))
             for attr, value in initial.items():  # and back, so every repeat moves every control
                 control = _control(view, attr)
-                times.append(_ms(lambda: setattr(control, "value", value)))
+                times.append(_ms(lambda c=control, v=value: setattr(c, "value", v)))
         rows.append({"what": f"{name}: one control moved, figure re-rendered (kernel side)", "target_ms": 100,
                      "worst_ms": max(times), "median_ms": statistics.median(times),
                      "note": f"{len(times)} moves of {', '.join(a for a, _ in steps)}"})
