@@ -10,6 +10,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK = 1
 # `make test` runs pytest on this many xdist workers: the browser test (one JupyterLab and one Chromium, much of its
 # time spent waiting for pages and kernels) runs beside the CPU-bound tests. PYTEST_WORKERS=0: one process.
 PYTEST_WORKERS ?= 2
+PYTEST_ARGS ?=
 # Whole files per worker, in the order tests/conftest.py sorts them (browser test first, then the notebooks).
 PYTEST_PARALLEL = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 PHASES = $(PYTHON) .ci/phases.py
@@ -51,7 +52,7 @@ test:
 	$(PHASES) run $(PHASE_LOG) setup -- $(MAKE) --no-print-directory setup system && \
 	$(PHASES) run $(PHASE_LOG) "model install" -- $(MAKE) --no-print-directory real-model && \
 	$(PHASES) run $(PHASE_LOG) pytest -- env TOOLKIT_REQUIRE_REAL_MODEL=1 TOOLKIT_PHASE_LOG=$(abspath $(PHASE_LOG)) \
-	  $(PY) -m pytest -q --durations=25 $(PYTEST_PARALLEL); \
+	  $(PY) -m pytest -q --durations=25 $(PYTEST_PARALLEL) $(PYTEST_ARGS); \
 	rc=$$?; $(PHASES) summary $(PHASE_LOG); exit $$rc
 
 ## test-fast: skip notebooks, browser and slow tests (two workers too)
