@@ -3,7 +3,7 @@
 - ``hub`` tests are skipped with the reason when huggingface.co is unreachable.
 - ``real_model`` tests are skipped, with the reason, when the optional real model is not installed. Where it was
   installed on purpose (``make test`` installs it and sets TOOLKIT_REQUIRE_REAL_MODEL=1, as CI does), a missing or
-  broken install, or an error while checking it, stops the run with an error instead of skipping.
+  incomplete install, or an error while checking it, stops the run at the start with an error (exit 4) instead.
 - Tests are ordered longest first: the browser test, then the notebook runs, then the rest. Under pytest-xdist
   (``make test``: two workers, ``--dist loadfile --no-loadscope-reorder``) each file stays on one worker (one
   JupyterLab and one Chromium for the browser test, one model load per module), so one worker starts on the
@@ -26,7 +26,7 @@ REQUIRE_REAL_MODEL = os.environ.get("TOOLKIT_REQUIRE_REAL_MODEL", "").lower() in
 
 
 def _real_model_state() -> tuple[bool, str]:
-    """(installed, why not). With TOOLKIT_REQUIRE_REAL_MODEL=1 an exception while checking propagates."""
+    """(installed, why not)."""
     try:
         from toolkit import fetch
 
@@ -34,9 +34,20 @@ def _real_model_state() -> tuple[bool, str]:
             return True, ""
         return False, f"not installed (or incomplete) in {fetch.target_folder()}"
     except Exception as e:
-        if REQUIRE_REAL_MODEL:
-            raise
-        return False, f"checking it failed: {type(e).__name__}: {e}"
+        return False, f"unusable: checking it failed with {type(e).__name__}: {e}"
+
+
+def _require_real_model() -> None:
+    real, why = _real_model_state()
+    if not real:
+        raise pytest.UsageError(f"TOOLKIT_REQUIRE_REAL_MODEL=1 but the real offline model is {why}: run `make "
+                                "real-model` (without the variable its tests would be skipped)")
+
+
+def pytest_configure(config):
+    # Checked once, up front, in the main process: an error raised later inside an xdist worker loses its message.
+    if REQUIRE_REAL_MODEL and not hasattr(config, "workerinput"):
+        _require_real_model()
 
 
 def pytest_collection_modifyitems(config, items):
@@ -53,10 +64,9 @@ def pytest_collection_modifyitems(config, items):
                                                  "no network); this test compares against the live hub copy"))
         if "real_model" in item.keywords:
             if real is None:
+                if REQUIRE_REAL_MODEL:
+                    _require_real_model()
                 real, why = _real_model_state()
-                if not real and REQUIRE_REAL_MODEL:
-                    raise pytest.UsageError(f"TOOLKIT_REQUIRE_REAL_MODEL=1 but the real offline model is {why}: "
-                                            "run `make real-model` (the real-model tests would otherwise be skipped)")
             if not real:
                 item.add_marker(pytest.mark.skip(reason=f"real offline model {why}: run `make real-model`"))
     # Longest first, so that two xdist workers end together: `make test` hands out whole files in this order
