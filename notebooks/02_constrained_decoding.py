@@ -153,9 +153,10 @@ assert all(r["validates"] for r in table[1:]), "a constrained output failed to v
 # ## 4 · Valid, and wrong
 # The grammar is a *set* of strings, and every call inside the set passes, whatever it means. Here the user
 # asks how much of 250 dollars they keep after a 15% tax, with a calculator tool available. The kit's host
-# then runs the call and compares the result with the answer to the question actually asked (212.5). With the
-# real Qwen2.5-Coder-0.5B the call is well-formed and computes the *tax* (37.5) instead: right shape, wrong
-# meaning. No grammar can see that — it would have to know what the user meant.
+# then runs the call and compares the result with the answer to the question actually asked, 250 × (1 − 0.15).
+# A small model's call is well-formed — the grammar sees to that — but it can compute something else, such as
+# the tax itself, 250 × 0.15: right shape, wrong meaning. The cell prints what the call computed and which of
+# the two it is. No grammar can see the difference — it would have to know what the user meant.
 
 # %%
 calc_tools = tools.schemas(["get_weather", "calculator"])
@@ -176,8 +177,10 @@ elif call["name"] == "calculator":
         result = tools.TOOLS["calculator"].call(call["arguments"])
     except tools.ToolError as e:  # a well-formed call can still be refused by the tool itself
         result = {"error": str(e)}
-    print(f"tool result: {result} | the question asks for 250 * (1 - 0.15) = 212.5 | meaning right: "
-          f"{result.get('result') == 212.5}")
+    kept, tax_amount = 250 * (1 - 0.15), 250 * 0.15
+    got = result.get("result")
+    print(f"tool result: {result} | the question asks for 250 * (1 - 0.15) = {kept} | meaning right: "
+          f"{got == kept} | computed the tax (250 * 0.15 = {tax_amount}) instead: {got == tax_amount}")
 else:
     print(f"the model called {call['name']!r}: a valid call to the wrong tool for this question")
 if not loaded.semantic:

@@ -63,7 +63,7 @@ pd.DataFrame([book.summary(), cold.summary()], index=["tool block cached before 
 # %% [markdown]
 # Move the sliders. Grey is what the cache serves, orange what the engine actually computes this turn; without
 # a cache the whole bar would be computed. The right panel adds them up. Untick *warm* to make the first
-# request pay for the tool block as well — the book's 20.4× assumes it was already cached.
+# request pay for the tool block as well — the book's 20.4× (§14.5.3) assumes it was already cached.
 
 # %%
 growth_view = GrowthView()

@@ -48,7 +48,7 @@ import torch
 from IPython.display import HTML, Markdown, display
 
 from toolkit import train, trajectories
-from toolkit.models import stand_in
+from toolkit.models import VOCAB_WIDTH, stand_in
 from toolkit.render import render
 from toolkit.tools import TOOLS
 from toolkit.widgets.mask import MaskView
@@ -165,9 +165,9 @@ print(text[text.index("<|im_start|>user"):])
 # One stated shortcut so this fits in about a minute per run on two CPU cores: the softmax covers only the
 # token ids that occur somewhere in the data set (a few hundred, tool results included, so the masked model
 # *could* write `<tool_response>`) instead of all 151,936; both runs use the same set, and decoding below uses it
-# too. The full softmax would need 151,936 logits at each of a batch's ~4,000 positions — about 2.6 GB of float32
-# per step, more than this notebook's memory budget; `train.fine_tune(..., vocab="full")` does it where a GPU is
-# at hand. (One exact saving is also used: the system prompt and tool definitions every trajectory starts with
+# too. The full softmax would need a float32 logit per vocabulary entry at each of a batch's positions — the
+# cell after the training run computes how many gigabytes that is per step, more than this notebook's memory
+# budget; `train.fine_tune(..., vocab="full")` does it where a GPU is at hand. (One exact saving is also used: the system prompt and tool definitions every trajectory starts with
 # are run once per batch and shared, which gives the same numbers at less cost.)
 
 # %%
@@ -178,6 +178,10 @@ def show_progress(name, step, loss):
 
 res = train.experiment(**SETTINGS, progress=show_progress)
 print("settings:", res.settings)
+full = res.runs["unmasked"]  # scores every token the model could be trained on
+positions = full.target_tokens // full.steps
+print(f"a full softmax would need {VOCAB_WIDTH:,} float32 logits × ~{positions:,} scored positions per batch = "
+      f"{VOCAB_WIDTH * positions * 4 / 1e9:.2f} GB per step (the shortcut scores only the data's token ids)")
 
 # %%
 fig = go.FigureWidget(

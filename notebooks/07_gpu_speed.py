@@ -24,11 +24,11 @@
 # the bill leaves out: a straightforward implementation is limited by *overhead* — the fixed cost of each of
 # the hundreds of small steps that make up one token — long before memory bandwidth matters.
 #
-# The arithmetic first. At batch 1, every new token needs every weight once: a 0.6B-parameter model in bf16
-# streams 1.19 GB per token. On an H200 that copies ~3.9 TB/s, that is ~0.3 ms: a floor of ~3,300 tokens/s.
-# The arithmetic is 2 FLOPs per weight, 1.2 GFLOP per token, which the same chip does in under 2 µs. So the
-# step *should* be memory-bound at ~0.3 ms. The measurements below show how far each implementation is from it
-# and why.
+# The arithmetic first (the cell after the imports computes it from the saved H200 measurement): at batch 1,
+# every new token needs every weight once, so the weights' size divided by the copy bandwidth is a floor on the
+# time per token. The arithmetic is 2 FLOPs per weight, which the same chip does far faster. So the step
+# *should* be memory-bound. The measurements below show how far each implementation is from it and why.
+# Every measured number in this notebook's text is computed from `benchmarks/results/engine_h200.json`.
 
 # %%
 import os
@@ -47,6 +47,17 @@ torch.set_num_threads(min(2, os.cpu_count() or 1))
 GPU = torch.cuda.is_available()
 print("device here:", torch.cuda.get_device_name() if GPU else "CPU only (the GPU numbers below are the saved ones)")
 
+saved = speed.saved_gpu_result()
+H200_BF16_FLOPS = 989e12  # dense BF16 peak of the H100/H200 spec sheet (same tensor cores), for the comparison only
+wb, bw_saved = saved["weight_GB"] * 1e9, saved["copy_bandwidth_GBps"] * 1e9
+flop_us = 2 * (wb / 2) / H200_BF16_FLOPS * 1e6  # bf16: weight bytes / 2 = parameters
+display(Markdown(
+    f"At batch 1 the model streams **{saved['weight_GB']:.2f} GB** of weights per token. The saved H200 run "
+    f"measured a copy bandwidth of **{saved['copy_bandwidth_GBps'] / 1000:.1f} TB/s**, so one token takes at "
+    f"least **{wb / bw_saved * 1e3:.2f} ms**: a floor of **{saved['floor_tokens_per_s']:,} tokens/s**. "
+    f"The arithmetic, {2 * wb / 2 / 1e9:.1f} GFLOP per token, takes {flop_us:.1f} µs at the chip's "
+    f"{H200_BF16_FLOPS / 1e12:.0f} TFLOPS bf16 peak."))
+
 # %% [markdown]
 # ## 1 · The last GPU measurement saved with the kit
 # `benchmarks/engine.py` (one run: `model.generate`, the engine eager, with CUDA graphs, with torch.compile) and
@@ -55,7 +66,6 @@ print("device here:", torch.cuda.get_device_name() if GPU else "CPU only (the GP
 # same time whatever its weights are. The tokens it produced mean nothing; the timings are real.
 
 # %%
-saved = speed.saved_gpu_result()
 display(Markdown(f"**Saved on {saved['date']}** · {saved['machine']} · {saved['software']}  \n"
                  f"model: {saved['model']}  \ncopy bandwidth {saved['copy_bandwidth_GBps']:,} GB/s → floor "
                  f"**{saved['floor_tokens_per_s']:,} tokens/s** ({saved['weight_GB']} GB of weights per token)"))
@@ -80,21 +90,36 @@ fig
 
 # %% [markdown]
 # ### Reading the ladder
-# - **`model.generate`, 13 tokens/s.** Each token runs ~600 PyTorch operations from Python, each a separate
-#   GPU launch, plus the generation machinery around them (cache bookkeeping, logits processors, stopping
-#   checks). The GPU is idle most of the time, waiting for the host.
-# - **The engine, eager, 68 tokens/s.** A static KV cache allocated once, fused q/k/v and gate/up weights and
-#   no generation machinery cut the host work, but every operation still pays its launch: ~570 launches at
-#   ~25 µs of host time each is the whole 15 ms.
-# - **CUDA graph, 350 tokens/s.** The one-token step is recorded once and replayed with a single launch, so
-#   the host cost disappears. What remains is the sum of the kernels' own times and the small gaps between them.
-#   Now the slowest kernel shows: masked attention through PyTorch's memory-efficient kernel took 41 µs per
-#   layer for 1,000 keys (it cannot split a single query's work over the keys), 40% of the step.
-# - **Flash attention, 533 tokens/s; with torch.compile, 662.** FlashAttention's variable-length call reads
-#   the filled length from the device (no mask) and splits the keys over many blocks: 11 µs per layer.
-#   torch.compile fuses the norms, RoPE and residual adds into fewer kernels (571 → 404 per token).
-#
-# Even the best row is at 20% of the floor. The next cell splits that step into where its time goes.
+# The numbers in the list below are read from the saved results by the cell that prints it.
+
+# %%
+rate = {r["path"]: r["tokens_per_s"] for r in saved["decode"]}
+gen, eager = rate["model.generate (transformers, dynamic cache)"], rate["engine, eager (one launch per op)"]
+graph = rate["engine, CUDA graph, sdpa+mask attention"]
+flash, flash_c = rate["engine, CUDA graph, flash attention (default)"], rate["engine, CUDA graph + torch.compile, flash"]
+att = saved["attention_us_per_layer_1k_keys"]
+layers = cfg_layers = 28  # Qwen3-0.6B; checked against the model config in section 2
+sdpa_share = att["sdpa + mask (memory-efficient)"] * layers / (1e6 / graph)
+kernels = saved["step_breakdown_us"]["what"].split("run 2: ")[1].rstrip(")")
+display(Markdown(f"""
+- **`model.generate`, {gen:.0f} tokens/s.** Each token runs hundreds of PyTorch operations from Python, each a
+  separate GPU launch, plus the generation machinery around them (cache bookkeeping, logits processors,
+  stopping checks). The GPU is idle most of the time, waiting for the host.
+- **The engine, eager, {eager:.0f} tokens/s ({1e3 / eager:.1f} ms per token).** A static KV cache allocated once,
+  fused q/k/v and gate/up weights and no generation machinery cut the host work, but every operation still
+  pays its launch (section 3 counts the operations of one step and their average cost on this machine).
+- **CUDA graph, {graph:.0f} tokens/s.** The one-token step is recorded once and replayed with a single launch,
+  so the host cost disappears. What remains is the sum of the kernels' own times and the small gaps between
+  them. Now the slowest kernel shows: masked attention through PyTorch's memory-efficient kernel took
+  {att['sdpa + mask (memory-efficient)']:.0f} µs per layer for 1,024 keys (it cannot split a single query's
+  work over the keys), {sdpa_share:.0%} of the step.
+- **Flash attention, {flash:.0f} tokens/s; with torch.compile, {flash_c:.0f}.** FlashAttention's
+  variable-length call reads the filled length from the device (no mask) and splits the keys over many blocks:
+  {att['flash varlen (device length)']:.0f} µs per layer. torch.compile fuses the norms, RoPE and residual adds
+  into fewer kernels ({kernels} per token in the saved run).
+
+Even the best row is at {max(rate.values()) / floor:.0%} of the floor. The next cell splits that step into where
+its time goes."""))
 
 # %%
 br = {k: v for k, v in saved["step_breakdown_us"].items() if k != "what"}
@@ -105,24 +130,30 @@ go.Figure(data=[go.Bar(x=list(br.values()), y=list(br.keys()), orientation="h", 
                       xaxis=dict(title="µs"), yaxis=dict(autorange="reversed"), height=330, width=900,
                       margin=dict(l=330)))
 
-# %% [markdown]
-# The biggest block is the four one-row matrix products per layer. Each should run at memory speed: they read
-# 31.5 MB of weights per layer, 8 µs at 3.9 TB/s. They took 27 µs: the library picks general matrix-multiply
-# kernels whose tiles suit many rows, and for one row some shapes get few thread blocks (the 2048→1024 output
-# projection ran at 337 GB/s, a tenth of the bandwidth). A fused one-row reduction per matmul, and fewer,
-# larger kernels overall, are what the remaining 5× needs; the engine's `compile="gemv"` writes the matmuls
-# that way for the compiler (checked on the CPU, not yet timed on a GPU).
+# %%
+mm_us = saved["step_breakdown_us"]["one-row matmuls (4 per layer) + LM head"]
+mm_floor_us = wb / bw_saved * 1e6  # every weight read once at the measured copy speed (the LM head is tied)
+display(Markdown(
+    f"The biggest block is the four one-row matrix products per layer plus the output layer: {mm_us:,} µs. "
+    f"Reading all {saved['weight_GB']:.2f} GB of weights once at the measured {saved['copy_bandwidth_GBps']:,} GB/s "
+    f"takes {mm_floor_us:.0f} µs, so they ran at {mm_floor_us / mm_us:.0%} of memory speed: the library picks "
+    "general matrix-multiply kernels whose tiles suit many rows, and for one row some shapes get few thread "
+    "blocks. A fused one-row reduction per matmul, and fewer, larger kernels overall, are what the remaining "
+    f"{floor / max(rate.values()):.1f}× to the floor needs; the engine's `compile=\"gemv\"` writes the matmuls "
+    "that way for the compiler (checked on the CPU, not yet timed on a GPU)."))
 
 # %% [markdown]
 # ## 2 · The agent workload: token ratio, FLOP ratio, wall clock
 # §14.5.3 counts prefill tokens for an agent loop with T = 10,000 tokens of tool definitions and Δ = 2,048 new
-# tokens per turn over R = 30 turns: without a prefix cache 1.25 M tokens, with one 61 k — a ratio of
-# T/Δ + (R+1)/2 = 20.4×, which is why §14.5.8 puts the prefix cache first among an agent engine's needs.
-# The engine keeps the shared prefix in its cache and prefills only the new tokens. Measured on the H200:
+# tokens per turn over R = 30 turns: without a prefix cache 1,252,320 tokens, with one 61,440 — a ratio of
+# T/Δ + (R+1)/2 = 20.4× (the book's numbers, §14.5.3), which is why §14.5.8 puts the prefix cache first among an
+# agent engine's needs. The engine keeps the shared prefix in its cache and prefills only the new tokens.
+# Measured on the H200:
 
 # %%
 a = saved["agent"]
 cfg = speed.qwen3_06b_shape("meta")[0].config  # shapes only: the FLOP count needs no weights
+assert cfg.num_hidden_layers == layers
 
 
 def workload_flops(T, delta, R, reuse):
@@ -138,12 +169,14 @@ pd.DataFrame({"without reuse": [a["tokens_no_reuse"], f"{a['flops_no_reuse']:.3g
               "ratio": [f"{token_ratio:.1f}×", f"{flop_ratio:.1f}×", f"{wall_ratio:.1f}×"]},
              index=["tokens prefilled", "prefill FLOPs", "wall clock, s (H200, saved)"])
 
-# %% [markdown]
-# The wall clock follows the FLOPs, not the tokens. Attention makes the difference: prefilling a whole
-# context of n tokens scores about n²/2 query–key pairs, while a turn that reuses the cache scores Δ·n. At
-# these lengths attention is most of the arithmetic, so the reachable ratio is the FLOP ratio (13×), and the
-# measured 11.5× is 88% of it. The token ratio is the right count of *work items*; the FLOP ratio is the right
-# count of *work*. Both grow with the number of turns:
+# %%
+display(Markdown(
+    "The wall clock follows the FLOPs, not the tokens. Attention makes the difference: prefilling a whole "
+    "context of n tokens scores about n²/2 query–key pairs, while a turn that reuses the cache scores Δ·n. At "
+    f"these lengths attention is most of the arithmetic, so the reachable ratio is the FLOP ratio "
+    f"({flop_ratio:.1f}×), and the measured {wall_ratio:.1f}× is {wall_ratio / flop_ratio:.0%} of it. The token "
+    "ratio is the right count of *work items*; the FLOP ratio is the right count of *work*. Both grow with the "
+    "number of turns:"))
 
 # %%
 Rs = list(range(1, 61))
@@ -158,8 +191,8 @@ go.Figure(data=[go.Scatter(x=Rs, y=[cost.ratio_closed(a["T"], a["delta"], R) for
 # %% [markdown]
 # ## 3 · Measured here, now
 # On a machine with a GPU this cell re-measures a short version of section 1 (no torch.compile, to stay
-# quick). Without one it measures the same ladder on the CPU with the random-weight stand-in (9.8 M
-# parameters, mechanics only), and counts the operations one decode step runs: with no GPU to hide behind, each
+# quick). Without one it measures the same ladder on the CPU with the random-weight stand-in (mechanics only;
+# the cell prints its size), and counts the operations one decode step runs: with no GPU to hide behind, each
 # operation's fixed cost is plain to see.
 
 # %%
@@ -174,7 +207,9 @@ if GPU:
 else:
     from toolkit.models import stand_in
 
-    model, what = stand_in(), "RANDOM-WEIGHT STAND-IN (toolkit.models.stand_in, 9.8M params): mechanics only"
+    model = stand_in()
+    n_params = sum(p.numel() for p in model.parameters())
+    what = f"RANDOM-WEIGHT STAND-IN (toolkit.models.stand_in, {n_params / 1e6:.1f}M params): mechanics only"
     bw = speed.copy_bandwidth("cpu")
     here_floor = speed.floor_tokens_per_s(model, bw)
     prompt = speed.prompt_ids(64)
@@ -210,17 +245,27 @@ for x in top:
 # %% [markdown]
 # On a GPU the eager step is a few hundred kernels, each costing its launch whatever its size; a graph replay
 # pays that once per token. On the CPU there is no launch to save: the time is spread over the operations
-# listed, with the matrix products first — above all the 151,936-row output layer, which holds most of the
-# stand-in's 9.8 M parameters. (CPU timings on a shared machine move from run to run; the shape of the split is
-# what to read.)
-#
+# listed, with the matrix products first — above all the output layer (one row per vocabulary entry), which
+# holds most of the stand-in's parameters. (CPU timings on a shared machine move from run to run; the shape of
+# the split is what to read.)
+
+# %%
+if not GPU:
+    head = model.get_output_embeddings().weight.numel()
+    print(f"output layer: {model.config.vocab_size:,} rows, {head / 1e6:.1f}M of the stand-in's "
+          f"{n_params / 1e6:.1f}M parameters ({head / n_params:.0%})")
+cf = saved["constrained_fraction"]
+display(Markdown(f"Saved H200 run: a grammar mask kept {min(cf.values()):.0%}–{max(cf.values()):.0%} of "
+                 "unconstrained decode speed (" + ", ".join(f"{k}: {v:.1%}" for k, v in cf.items()) + ")."))
+
+# %% [markdown]
 # ## Takeaways
 # - At batch 1 the floor is set by memory bandwidth, but reaching it is a matter of removing overhead:
 #   launches (CUDA graphs remove them), kernels that cannot use the chip for one row (attention and matmul
 #   choices), and the number of separate kernels (fusion).
 # - Reuse of the cached prefix pays off in wall clock as the FLOP count predicts; counting tokens overstates
 #   the gain at long contexts because attention grows with the square of the context.
-# - A grammar mask costs almost nothing here (99% of unconstrained speed on the H200): the host fills the next
-#   mask while the GPU computes the next step, and the mask is applied inside the sampling graph.
+# - A grammar mask costs almost nothing here (the cell above prints the saved H200 fraction): the host fills the
+#   next mask while the GPU computes the next step, and the mask is applied inside the sampling graph.
 # - What the engine is, and what it leaves out, is in `toolkit/engine.py`'s docstring; the full measurements
 #   with their dates are in `benchmarks/results/engine_h200.md`.
