@@ -128,9 +128,11 @@ for ctx in (12_048, 40_720, 71_440):
 #
 # ## 4 · The claims ledger
 #
-# Every number and checkable statement of both chapters, restated in our words with its section, checked by
-# running code: the arithmetic above, the tokenizer's flags, the kit's chat templates, the host loop, and an
-# in-process MCP server from the installed SDK. A verdict other than "holds" always says why.
+# The chapters' checkable statements are listed in `toolkit/data/claims_inventory.tsv`, each mapped to a ledger
+# entry or marked "not checkable here" with its reason; the cell prints the coverage. Each ledger entry restates
+# a claim in our words with its section and checks it by running code: the arithmetic above, the tokenizer's
+# flags, the kit's chat templates, BFCL's public tool definitions, the host loop, and an in-process MCP server
+# from the installed SDK. Verdicts and caveats are computed; a verdict other than "holds" always says why.
 # `python -m toolkit claims` prints the same ledger; `python -m toolkit figures` also writes it to
 # `figures/claims.md` next to the regenerated figures.
 
@@ -139,11 +141,12 @@ ledger = claims.check_all()
 table = pd.DataFrame([dict(section=c.section, claim=c.claim, evidence=c.evidence, verdict=c.verdict, why=c.why)
                       for c in ledger])
 print(table["verdict"].value_counts().to_string())
+print(claims.coverage_line(claims.coverage(ledger)))
 with pd.option_context("display.max_colwidth", 400):
     display(table)
 
 # %% [markdown]
-# The ones that do not hold are all about how the "Tool Use" chapter prints Qwen2.5's token sequence:
+# The ones that do not hold, with the evidence and the reason:
 
 # %%
 for c in ledger:

@@ -68,7 +68,8 @@ display(Markdown(
 # %%
 display(Markdown(f"**Saved on {saved['date']}** · {saved['machine']} · {saved['software']}  \n"
                  f"model: {saved['model']}  \ncopy bandwidth {saved['copy_bandwidth_GBps']:,} GB/s → floor "
-                 f"**{saved['floor_tokens_per_s']:,} tokens/s** ({saved['weight_GB']} GB of weights per token)"))
+                 f"**{saved['floor_tokens_per_s']:,} tokens/s** ({saved['weight_GB']} GB of weights per token)  \n"
+                 f"provenance: {saved.get('provenance', 'not recorded')}"))
 floor = saved["floor_tokens_per_s"]
 table = pd.DataFrame(saved["decode"])
 table["ms/token"] = (1000 / table["tokens_per_s"]).round(2)

@@ -16,7 +16,7 @@ REQUIRED = {
     # issue 17: the missing claims
     "system-block", "im-start-colon", "apply-chat-template", "sdk-names", "only-discover-call", "pk-upper-bound",
     "decoupling-security", "loss-mask", "no-suspend", "parallel-calls", "compression-breaks-cache",
-    "shape-not-meaning", "exact-multiplication",
+    "shape-not-meaning",
 }
 
 

@@ -1,3 +1,4 @@
+import re
 import shutil
 import subprocess
 import time
@@ -16,31 +17,78 @@ def test_growth_figure_is_drawn_from_cost():
     assert "20.4" in ratio and "1,252,320" in ratio
     assert "上下文" in fig.layout.title.text
     assert "Context growth" in figures.context_growth_figure(g, "en").layout.title.text
+    # one legend per panel; the tool-block line is a legend entry, not a label over the bars
+    assert [d.legend or "legend" for d in fig.data] == ["legend", "legend", "legend2", "legend2", "legend"]
+    assert list(fig.data[4].y) == [g.T, g.T] and "10,000" in fig.data[4].name
+    assert [a.name for a in fig.layout.annotations if a.name] == ["ratio"] and not fig.layout.shapes
+    figures.update_context_growth(fig, cost.growth(5_000, 1000, 10), "zh")
+    assert list(fig.data[4].y) == [5_000, 5_000] and list(fig.data[2].x) == list(range(1, 11))
 
 
-def test_round_trip_comes_from_a_recorded_host_trace():
+def test_round_trip_is_the_books_beijing_example_with_six_numbered_steps():
     trace = figures.round_trip_trace()
     assert "toolkit.host.run" in trace["producer"] and "no neural model ran" in trace["model"]
+    assert "北京" in trace["example"]
     kinds = [s["kind"] for s in trace["steps"]]
     assert kinds == ["user", "request", "model_output", "parse", "tool_result", "request", "model_output", "answer"]
     req1, req2 = [s for s in trace["steps"] if s["kind"] == "request"]
     assert req2["prompt_tokens"] > req1["prompt_tokens"] and req2["reused"] > req1["prompt_tokens"]
+    call = next(s for s in trace["steps"] if s["kind"] == "parse")
+    assert call["name"] == "get_weather" and call["arguments"] == {"city": "北京"}
     result = next(s for s in trace["steps"] if s["kind"] == "tool_result")
-    assert result["status"] == "ok" and result["result"]["result"] == 37.5  # the calculator really ran
-    assert trace["steps"][-1]["text"].endswith("37.5。")
+    assert result["status"] == "ok" and result["result"]["city"] == "北京"  # get_weather really ran
     for lang in ("zh", "en"):
+        arrows = figures._arrows(trace, lang)
+        assert [a["step"] for a in arrows if a["step"]] == ["①", "②", "③", "④", "⑤", "⑥"]  # each once, in order
         fig = figures.round_trip_figure(trace, lang)
         texts = " ".join(a.text for a in fig.layout.annotations)
         assert f"{req1['prompt_tokens']}" in texts and f"{req2['reused']}" in texts
-        assert "toolkit.host.run" in texts  # the figure says what produced it
+    zh = " ".join(a.text for a in figures.round_trip_figure(trace, "zh").layout.annotations)
+    prose = re.sub(r"<[^>]*>|\{[^}]*\}|[A-Za-z_]+\(|\b[a-z_]+=|[A-Za-z]*\d+[A-Za-z]*", " ", zh)
+    english = [w for w in re.findall(r"[A-Za-z]{3,}", prose) if w not in ("JSON", "role", "tool", "user")]
+    assert english == [], english  # zh text is Chinese (tokens, JSON and code names aside)
 
 
-def test_mcp_figure_reads_the_sdk():
+def test_round_trip_labels_stay_between_lifelines():
+    trace = figures.round_trip_trace()
+    fig = figures.round_trip_figure(trace, "zh")
+    for a in fig.layout.annotations:
+        if a.showarrow is False and a.y is not None and a.y < 0:  # labels and notes, not the lane headers
+            if a.xanchor == "center":
+                assert abs(a.x - round(a.x - 0.5) - 0.5) < 1e-9, a.text  # centred in a gap
+            else:
+                assert abs(a.x - round(a.x)) > 0.04, a.text  # a note starts beside its lifeline
+
+
+def test_mcp_figure_reads_the_sdk_and_pins_no_revision():
     facts = figures.mcp_architecture()
     assert facts["jsonrpc"] == "2.0" and facts["tool_fields"] == ["name", "description", "inputSchema"]
     assert facts["result_fields"] == ["content", "isError"] and "calculator" in facts["kit_tools"]
-    texts = " ".join(a.text for a in figures.mcp_figure(facts, "zh").layout.annotations)
-    assert facts["latest_protocol"] in texts and "宿主" in texts
+    assert facts["call_fields"] == ["name", "arguments"]
+    for lang in ("zh", "en"):
+        texts = " ".join(a.text for a in figures.mcp_figure(facts, lang).layout.annotations)
+        assert facts["latest_protocol"] not in texts and facts["sdk"] not in texts and "20" not in texts
+    zh = " ".join(a.text for a in figures.mcp_figure(facts, "zh").layout.annotations)
+    assert "宿主" in zh and "推理引擎" in zh and "kit" not in zh
+
+
+def test_embedded_font_covers_every_character(tmp_path):
+    if figures._font_file(400) is None:
+        pytest.skip("needs fonts-noto-cjk: run `make system`")
+    import base64
+    import io
+
+    from fontTools.ttLib import TTFont
+
+    svg = ('<svg xmlns="http://www.w3.org/2000/svg"><text style="font-family: \'Noto Sans CJK SC\', Arial">'
+           '图 14-9 <tspan>宿主 &amp; host</tspan></text></svg>')
+    out = figures.embed_font(svg)
+    assert figures.svg_text(out) == "图 14-9 宿主 & host"
+    fonts = re.findall(r"base64,([A-Za-z0-9+/=]+)", out)
+    assert len(fonts) == 2 and "font-family: 'FigureText'" in out
+    for data in fonts:
+        cmap = TTFont(io.BytesIO(base64.b64decode(data))).getBestCmap()
+        assert {ord(c) for c in "图 14-9 宿主 & host"} <= set(cmap)
 
 
 def test_data_files_are_byte_identical_across_runs(tmp_path):
@@ -79,6 +127,6 @@ def test_full_run_writes_every_format(tmp_path):
                 data = (tmp_path / f"{stem}.{lang}.{fmt}").read_bytes()
                 assert head in data[:200] and len(data) > 2000, (stem, lang, fmt)
     svg = (tmp_path / "fig14-10_context_growth.zh.svg").read_text(encoding="utf-8")
-    assert "上下文" in svg and "Noto Sans CJK" in svg
+    assert "上下文" in svg and "@font-face" in svg and "base64," in svg  # readable without the font installed
     assert (tmp_path / "claims.md").read_text(encoding="utf-8").startswith("# Claims ledger")
     print(f"figures: full run {elapsed:.1f} s")

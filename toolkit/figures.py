@@ -25,6 +25,7 @@ import csv
 import io
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -48,9 +49,9 @@ L = {
         ratio_cold="{a:,} / {b:,} = {r:.1f}×（冷启动：首轮也算 T）",
         decay_title="串行 k 步的整体成功率 p<sup>k</sup>", steps="步数 k", overall="整体成功率",
         table_title="表 14-11 串行多步任务的整体成功率 p<sup>k</sup>", p_col="单步成功率 p", k_col="{k} 步",
-        seq_title="图 14-9 一次工具调用的完整往返（由宿主循环记录的轨迹绘制）",
-        lanes=dict(user="用户", host="宿主（host）", engine="推理引擎 / 模型", tool="工具"),
-        mcp_title="图 14-11 MCP 的宿主 / 客户端 / 服务器架构",
+        seq_title="图 14-9 一次工具调用的完整往返：模型只负责生成，解析与执行都在宿主",
+        lanes=dict(user="用户", host="宿主", engine="推理引擎 / 模型", tool="工具"),
+        mcp_title="图 14-11 MCP 的客户端-服务器架构：宿主里每个客户端连一个服务器",
     ),
     "en": dict(
         growth_title="Fig 14-10 Context growth in an agent loop (T = {T:,}, Δ = {delta:,}, R = {R})",
@@ -63,9 +64,9 @@ L = {
         decay_title="Overall success of k serial steps, p<sup>k</sup>", steps="steps k", overall="overall success",
         table_title="Table 14-11 Overall success p<sup>k</sup> of a serial multi-step task", p_col="per-step p",
         k_col="{k} steps",
-        seq_title="Fig 14-9 One tool call, round trip (drawn from a trace recorded by the host loop)",
+        seq_title="Fig 14-9 One tool call, round trip: the model only generates; the host parses and executes",
         lanes=dict(user="user", host="host", engine="engine / model", tool="tool"),
-        mcp_title="Fig 14-11 MCP: host, clients and servers",
+        mcp_title="Fig 14-11 MCP client–server architecture: one client in the host per server",
     ),
 }
 
@@ -78,35 +79,36 @@ def _base_layout(title: str, width: int, height: int, **kw) -> dict:
 
 # ---------------------------------------------------------------- fig 14-10
 def context_growth_figure(g: cost.Growth, lang: str = "en", width: int = 1100, height: int = 500) -> go.Figure:
-    """Left: per-turn prefix stacked as cached + computed; right: cumulative prefill with and without cache."""
+    """Left: per-turn prefix stacked as cached + computed, with the tool block's size as a dashed line; right:
+    cumulative prefill with and without cache. Each panel has its own legend, under it; nothing is drawn over
+    the bars. Trace order (0 cached, 1 computed, 2 no-cache total, 3 cached total, 4 tool line) is what
+    ``update_context_growth`` relies on."""
     t = L[lang]
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=1, cols=2, column_widths=[0.56, 0.44], horizontal_spacing=0.1,
                         subplot_titles=(t["per_turn"], t["cumulative"]))
     fig.add_trace(go.Bar(name=t["from_cache"], x=g.turns, y=g.from_cache, marker_color=C_CACHE,
-                         legendgroup="a"), 1, 1)
+                         legend="legend"), 1, 1)
     fig.add_trace(go.Bar(name=t["computed"], x=g.turns, y=g.computed, marker_color=C_COMPUTE,
-                         legendgroup="a"), 1, 1)
+                         legend="legend"), 1, 1)
     fig.add_trace(go.Scatter(name=t["cum_no_cache"], x=g.turns, y=g.cum_no_cache, mode="lines",
-                             line=dict(color=C_NOCACHE, width=3)), 1, 2)
+                             line=dict(color=C_NOCACHE, width=3), legend="legend2"), 1, 2)
     fig.add_trace(go.Scatter(name=t["cum_cache"], x=g.turns, y=g.cum_cache, mode="lines",
-                             line=dict(color=C_CACHED_LINE, width=3)), 1, 2)
+                             line=dict(color=C_CACHED_LINE, width=3), legend="legend2"), 1, 2)
+    fig.add_trace(go.Scatter(name=t["tool_line"].format(T=g.T), x=[0.5, g.R + 0.5], y=[g.T, g.T], mode="lines",
+                             line=dict(color="#333", dash="dash", width=1.5), legend="legend", visible=g.T > 0,
+                             hoverinfo="skip"), 1, 1)
+    under = dict(orientation="h", yanchor="top", y=-0.16, xanchor="left", bgcolor="rgba(0,0,0,0)")
     fig.update_layout(**_base_layout(t["growth_title"].format(T=g.T, delta=g.delta, R=g.R), width, height),
-                      barmode="stack", bargap=0.15,
-                      legend=dict(orientation="h", y=-0.16, x=0.0, yanchor="top"))
+                      barmode="stack", bargap=0.15, legend=dict(under, x=0.0),
+                      legend2=dict(under, x=0.6))
     fig.update_xaxes(title_text=t["turn"])
     fig.update_yaxes(tickformat=",", rangemode="tozero")
-    fig.add_shape(type="line", xref="x", yref="y", x0=0.5, x1=g.R + 0.5, y0=g.T, y1=g.T, name="tool_line",
-                  line=dict(color="#333", dash="dash", width=1.5))
-    # below the line, mid-panel: there the bars are all "served from cache" grey, so no orange is hidden
-    fig.add_annotation(name="tool_line", xref="x", yref="y", x=(g.R + 1) / 2, y=g.T,
-                       text=t["tool_line"].format(T=g.T), showarrow=False, xanchor="center", yanchor="top",
-                       font=dict(size=12), bgcolor="rgba(255,255,255,0.85)", visible=g.T > 0)
     fig.add_annotation(name="ratio", xref="x2 domain", yref="y2 domain", x=0.03, y=0.97, xanchor="left",
                        yanchor="top", align="left", showarrow=False, text=_ratio_text(g, lang),
                        bgcolor="rgba(255,255,255,0.85)", bordercolor="#999", borderwidth=1, font=dict(size=13))
-    fig.update_layout(margin=dict(b=110))
+    fig.update_layout(margin=dict(b=130))
     return fig
 
 
@@ -125,12 +127,10 @@ def update_context_growth(fig, g: cost.Growth, lang: str = "en") -> None:
         fig.data[1].x, fig.data[1].y = g.turns, g.computed
         fig.data[2].x, fig.data[2].y = g.turns, g.cum_no_cache
         fig.data[3].x, fig.data[3].y = g.turns, g.cum_cache
+        fig.data[4].update(name=t["tool_line"].format(T=g.T), x=[0.5, g.R + 0.5], y=[g.T, g.T], visible=g.T > 0)
         fig.layout.title.text = t["growth_title"].format(T=g.T, delta=g.delta, R=g.R)
-        fig.layout.shapes[0].update(x1=g.R + 0.5, y0=g.T, y1=g.T)
         for a in fig.layout.annotations:
-            if a.name == "tool_line":
-                a.update(x=(g.R + 1) / 2, y=g.T, text=t["tool_line"].format(T=g.T), visible=g.T > 0)
-            elif a.name == "ratio":
+            if a.name == "ratio":
                 a.text = _ratio_text(g, lang)
 
 
@@ -174,31 +174,33 @@ def table_figure(rows: list[dict], ks, lang: str = "en", width: int = 640, heigh
 
 # ---------------------------------------------------------------- fig 14-9: the round trip, from a trace
 LANES = ("user", "host", "engine", "tool")
+QUESTION_ZH = "北京今天天气怎么样？"
 
 
 def round_trip_trace() -> dict:
-    """Record one calculator round trip with the host loop and return it as plain data (fig 14-9's source).
+    """Record the book's own example (§14.5.2: get_weather for 北京) with the host loop; return it as plain data.
 
-    ``toolkit.host.loop`` runs with its ``ScriptedBackend`` (a fake model replaying fixed texts, so the figure
-    is deterministic); the calculator really runs and every token count comes from the offline Qwen3 tokenizer.
-    The scripted answer is built from the ``<tool_response>`` the host put into the second prompt.
+    ``toolkit.host.run`` runs with its ``ScriptedBackend`` (a fake model replaying fixed texts, so the figure is
+    deterministic): the call is the one §14.5.2 step 2 prints; ``toolkit.tools.get_weather`` really runs (a
+    fixed local table); every token count comes from the offline Qwen3 tokenizer and the Qwen3 template. The
+    scripted answer is built from the ``<tool_response>`` the host put into the second prompt.
     """
     from . import host
     from .render import tokenizer_for
+    from .tools import TOOLS
 
     tok = tokenizer_for("qwen3")
-    call = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "250 * 15%"}}\n</tool_call>'
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "北京"}}\n</tool_call>'
 
     def answer(prompt_ids):  # read the result back from the prompt, as a model would
         text = tok.decode(prompt_ids)
-        body = text.rsplit("<tool_response>", 1)[1].split("</tool_response>", 1)[0]
-        return f"250的15%是{json.loads(body)['result']}。"
+        body = json.loads(text.rsplit("<tool_response>", 1)[1].split("</tool_response>", 1)[0])
+        return f"北京今天 {body['temperature']}°C。"
 
     backend = host.ScriptedBackend(tok, [call, answer])
-    ex = host.example("calculator")
-    question = ex["messages"][-1]["content"]
-    trace = host.run(backend, tok, ex["messages"], ex["tools"], template="qwen3", parallel=False)
-    steps = [dict(kind="user", text=question)]
+    trace = host.run(backend, tok, [{"role": "user", "content": QUESTION_ZH}], {"get_weather": TOOLS["get_weather"]},
+                     template="qwen3", parallel=False)
+    steps = [dict(kind="user", text=QUESTION_ZH)]
     for s in trace.steps:
         if isinstance(s, host.Rendered):
             steps.append(dict(kind="request", turn=s.turn, prompt_tokens=len(s.prompt_ids), split=s.split,
@@ -215,13 +217,31 @@ def round_trip_trace() -> dict:
         elif isinstance(s, host.Answered):
             steps.append(dict(kind="answer", text=s.text))
     return dict(producer="toolkit.host.run (the kit's host loop), template qwen3, offline Qwen3 tokenizer; "
-                         "calculator executed by toolkit.tools",
-                model=f"{trace.model}: replays fixed texts, no neural model ran", stop=trace.stop.reason,
-                steps=steps)
+                         "get_weather executed by toolkit.tools (a fixed local table, not live data)",
+                example="§14.5.2: get_weather, city 北京", model=f"{trace.model}: replays fixed texts, no neural "
+                "model ran", stop=trace.stop.reason, steps=steps)
+
+
+def _wrap(text: str, width: int) -> str:
+    """Break ``text`` into lines of about ``width`` columns (a CJK character counts 2) with <br>."""
+    lines, line, cols = [], "", 0
+    for word in re.split(r"(\s+)", text):
+        for piece in ([word] if word.isascii() else list(word)):
+            w = sum(2 if ord(ch) > 0x2E7F else 1 for ch in piece)
+            if cols + w > width and line.strip():
+                lines.append(line.rstrip())
+                line, cols = "", 0
+                if piece.isspace():
+                    continue
+            line += piece
+            cols += w
+    if line.strip():
+        lines.append(line.rstrip())
+    return "<br>".join(lines)
 
 
 def _arrows(trace: dict, lang: str) -> list[dict]:
-    """Turn recorded steps into arrows ``{src, dst, step, label}``, one per recorded event, in order."""
+    """Turn recorded steps into arrows ``{src, dst, step, label}``: §14.5.2's six steps, each numbered once."""
     zh = lang == "zh"
     out = []
 
@@ -234,72 +254,87 @@ def _arrows(trace: dict, lang: str) -> list[dict]:
             add("user", "host", "", f"“{s['text']}”", f"“{s['text']}”")
         elif k == "request" and s["turn"] == 1:
             n, t = s["prompt_tokens"], s["split"]["tools"]
-            add("host", "engine", "①", f"渲染消息 + 工具定义：{n} 词元（其中工具块 {t}）",
-                f"render messages + tool schemas: {n} tokens (tool block {t})")
-        elif k == "request":
-            n, r = s["prompt_tokens"], s.get("reused", 0)
-            add("host", "engine", "⑤⑥", f"新请求：结果放在 user 轮的 <tool_response> 里<br>{n} 词元，前缀缓存命中 {r}",
-                f"new request, the result inside a user turn's <tool_response><br>{n} tokens, "
-                f"{r} from the prefix cache")
+            add("host", "engine", "①", f"工具定义渲染进系统段，连同问题共 {n} 个词元（工具块 {t}）",
+                f"tool schemas rendered into the system turn: {n} tokens with the question (tool block {t})")
         elif k == "model_output" and "<tool_call>" in s["text"]:
-            add("engine", "engine", "②③", f"逐词元生成 <tool_call>…</tool_call><br>{s['tokens']} 词元，到 "
-                f"{s['stop']} 停止", f"decodes <tool_call>…</tool_call><br>{s['tokens']} tokens, stops at {s['stop']}")
-            add("engine", "host", "", "返回整段文本，这次请求结束", "returns the text; this request ends")
-        elif k == "model_output":
-            add("engine", "host", "", f"回答（{s['tokens']} 词元）：“{s['text']}”",
-                f"answer ({s['tokens']} tokens): “{s['text']}”")
+            call = s["text"].split("<tool_call>", 1)[1].split("</tool_call>", 1)[0].strip()
+            add("engine", "engine", "②", f"逐词元生成 <tool_call>{call}</tool_call>，共 {s['tokens']} 个词元",
+                f"decodes <tool_call>{call}</tool_call>, {s['tokens']} tokens")
+            add("engine", "host", "③", f"生成 {s['stop']} 即停止；请求结束，返回整段文本",
+                f"stops at {s['stop']}; the request ends and the text goes back")
         elif k == "parse":
             args = json.dumps(s["arguments"], ensure_ascii=False)
-            add("host", "host", "④", f"切出 JSON，按 schema 校验：{s['name']}({args})",
-                f"cut out the JSON, check it against the schema: {s['name']}({args})")
-            add("host", "tool", "④", f"执行 {s['name']}({args})", f"run {s['name']}({args})")
+            add("host", "tool", "④", f"切出 JSON，校验参数，执行 {s['name']}({args})",
+                f"cuts out the JSON, validates it, runs {s['name']}({args})")
         elif k == "tool_result":
-            res = json.dumps(s["result"], ensure_ascii=False)
-            add("tool", "host", "", f"结果（{s['status']}）{res}", f"result ({s['status']}) {res}")
+            shown = {k: v for k, v in s["result"].items() if k in ("city", "temperature", "unit", "condition")}
+            res = json.dumps(shown, ensure_ascii=False)  # the full result is in the data file
+            add("tool", "host", "", f"结果 {res}", f"result {res}")
+        elif k == "request":
+            n, r, tr = s["prompt_tokens"], s.get("reused", 0), s.get("tool_response_tokens", 0)
+            add("host", "host", "⑤", f"结果作为 role=\"tool\" 消息加入列表；模板把它放进 user 轮的 "
+                f"<tool_response>（{tr} 个词元）", f"the result joins the list as a role=\"tool\" message; the "
+                f"template puts it in a user turn's <tool_response> ({tr} tokens)")
+            add("host", "engine", "⑥", f"新请求，前缀更长：{n} 个词元，其中 {r} 个命中前缀缓存",
+                f"a new request with a longer prefix: {n} tokens, {r} from the prefix cache")
+        elif k == "model_output":
+            add("engine", "host", "", f"回答（{s['tokens']} 个词元）", f"answer ({s['tokens']} tokens)")
         elif k == "answer":
             add("host", "user", "", f"“{s['text']}”", f"“{s['text']}”")
     return out
 
 
-def round_trip_figure(trace: dict, lang: str = "en", width: int = 1150) -> go.Figure:
+# Where each participant's own notes go: into the gap beside its lifeline that no arrow uses at that moment.
+_NOTE_SIDE = {"host": -1, "engine": +1}
+
+
+def round_trip_figure(trace: dict, lang: str = "en", width: int = 1200) -> go.Figure:
     t = L[lang]
     arrows = _arrows(trace, lang)
     lane_x = {name: float(i) for i, name in enumerate(LANES)}
-    height = 150 + 58 * len(arrows) + 60
-    y_end = -len(arrows) - 0.4
+    row_h = 70
+    height = 130 + row_h * len(arrows)
+    y_end = -len(arrows) - 0.2
+    cols = 38  # columns of label text that fit between two neighbouring lifelines at this width
     shapes, ann = [], []
     for name, x in lane_x.items():
-        shapes.append(dict(type="line", x0=x, x1=x, y0=0.2, y1=y_end, line=dict(color="#bbb", width=2, dash="dot")))
-        ann.append(dict(x=x, y=0.45, text=f"<b>{t['lanes'][name]}</b>", showarrow=False, font=dict(size=15,
-                    color="white"), bgcolor=C_LANES[name], borderpad=7))
+        shapes.append(dict(type="line", x0=x, x1=x, y0=0.2, y1=y_end, line=dict(color="#bbb", width=2, dash="dot"),
+                           layer="below"))
+        ann.append(dict(x=x, y=0.5, text=f"<b>{t['lanes'][name]}</b>", showarrow=False,
+                        font=dict(size=15, color="white"), bgcolor=C_LANES[name], borderpad=7))
     for i, a in enumerate(arrows, 1):
-        y = -i + 0.3
+        y = -i + 0.25
         x0, x1 = lane_x[a["src"]], lane_x[a["dst"]]
-        text = (f"<b>{a['step']}</b> " if a["step"] else "") + a["label"]
-        if x0 == x1:  # work inside one participant: an activation bar and a note beside its lifeline
-            shapes.append(dict(type="rect", x0=x0 - 0.025, x1=x0 + 0.025, y0=y - 0.35, y1=y + 0.35,
+        step = f"<b>{a['step']}</b> " if a["step"] else ""
+        if x0 == x1:  # work inside one participant: an activation bar and a note in the free gap beside it
+            side = _NOTE_SIDE[a["src"]]
+            shapes.append(dict(type="rect", x0=x0 - 0.02, x1=x0 + 0.02, y0=y - 0.38, y1=y + 0.38,
                                fillcolor=C_LANES[a["src"]], line=dict(width=0)))
-            ann.append(dict(x=x0 + 0.05, y=y, text=text, showarrow=False, xanchor="left", align="left",
-                            font=dict(size=12), bgcolor="#fff8e6", bordercolor=C_LANES[a["src"]], borderpad=4))
+            ann.append(dict(x=x0 + side * 0.06, y=y, text=step + _wrap(a["label"], cols), showarrow=False,
+                            xanchor="left" if side > 0 else "right", align="left", font=dict(size=13),
+                            bgcolor="#fff8e6", bordercolor=C_LANES[a["src"]], borderpad=4))
             continue
-        ann.append(dict(x=x1, y=y, ax=x0, ay=y, xref="x", yref="y", axref="x", ayref="y", text="",
+        ann.append(dict(x=x1, y=y - 0.18, ax=x0, ay=y - 0.18, xref="x", yref="y", axref="x", ayref="y", text="",
                         showarrow=True, arrowhead=2, arrowsize=1.3, arrowwidth=2, arrowcolor=C_LANES[a["src"]]))
-        ann.append(dict(x=min(x0, x1) + 0.04, y=y + 0.07, text=text, showarrow=False, xanchor="left",
-                        yanchor="bottom", align="left", font=dict(size=12)))
-    ann.append(dict(x=-0.3, y=y_end - 0.1, xanchor="left", yanchor="top", showarrow=False, align="left",
-                    font=dict(size=11, color="#555"),
-                    text=("轨迹来源：" if lang == "zh" else "trace recorded by: ") + trace["producer"] + "<br>" +
-                    ("模型：" if lang == "zh" else "model: ") + trace["model"]))
+        # the label sits in one gap between neighbouring lifelines (the one next to the farther participant),
+        # so no lifeline runs through its text
+        right = max(x0, x1)
+        ann.append(dict(x=right - 0.5, y=y - 0.1, text=step + _wrap(a["label"], cols),
+                        showarrow=False, xanchor="center", yanchor="bottom", align="center", font=dict(size=13),
+                        bgcolor="rgba(255,255,255,0.92)"))
     layout = _base_layout(t["seq_title"], width, height, shapes=shapes, annotations=ann, showlegend=False,
-                          xaxis=dict(visible=False, range=[-0.35, 3.45], fixedrange=True),
-                          yaxis=dict(visible=False, range=[y_end - 0.9, 0.8], fixedrange=True))
-    layout["margin"] = dict(l=20, r=20, t=60, b=10)
+                          xaxis=dict(visible=False, range=[-0.45, 3.45], fixedrange=True),
+                          yaxis=dict(visible=False, range=[y_end - 0.1, 0.85], fixedrange=True))
+    layout["margin"] = dict(l=10, r=10, t=60, b=10)
     return go.Figure(layout=layout)
 
 
 # ---------------------------------------------------------------- fig 14-11: MCP architecture
 def mcp_architecture() -> dict:
-    """The facts fig 14-11 shows, read from the installed SDK and the kit's tool registry."""
+    """The facts fig 14-11 shows, read from the installed SDK and the kit's tool registry.
+
+    The SDK version and protocol revisions are recorded here for provenance only; the figure does not print them
+    (§14.5.6 advises against memorising revision numbers)."""
     import mcp.types as mt
     from importlib.metadata import version
 
@@ -307,19 +342,22 @@ def mcp_architecture() -> dict:
 
     tool = mt.Tool(name="x", description="", input_schema={"type": "object"}).model_dump(by_alias=True)
     result = mt.CallToolResult(content=[], is_error=False).model_dump(by_alias=True)
+    call = mt.CallToolRequestParams(name="x", arguments={}).model_dump(by_alias=True)
     return dict(sdk=f"mcp {version('mcp')}", jsonrpc=mt.JSONRPC_VERSION,
                 latest_protocol=mt.LATEST_PROTOCOL_VERSION,
                 tool_fields=[k for k in ("name", "description", "inputSchema") if k in tool],
+                call_fields=[k for k in ("name", "arguments") if k in call],
                 result_fields=[k for k in ("content", "isError") if k in result],
                 kit_tools=sorted(TOOLS), transports=["stdio", "Streamable HTTP"])
 
 
-def mcp_figure(facts: dict, lang: str = "en", width: int = 1150, height: int = 560) -> go.Figure:
+def mcp_figure(facts: dict, lang: str = "en", width: int = 1100, height: int = 520) -> go.Figure:
+    """Host (with the host loop and one MCP client per server), the engine beside it as in fig 14-9, servers."""
     zh = lang == "zh"
     shapes, ann = [], []
 
-    def box(x0, y0, x1, y1, color, text, fill="white", size=13, dash=None):
-        shapes.append(dict(type="rect", x0=x0, y0=y0, x1=x1, y1=y1, line=dict(color=color, width=2, dash=dash),
+    def box(x0, y0, x1, y1, color, text, fill="white", size=14):
+        shapes.append(dict(type="rect", x0=x0, y0=y0, x1=x1, y1=y1, line=dict(color=color, width=2),
                            fillcolor=fill, layer="below"))
         if text:
             ann.append(dict(x=(x0 + x1) / 2, y=(y0 + y1) / 2, text=text, showarrow=False, font=dict(size=size)))
@@ -327,40 +365,44 @@ def mcp_figure(facts: dict, lang: str = "en", width: int = 1150, height: int = 5
     def arrow(x0, y, x1, color, label, above=True):
         ann.append(dict(x=x1, y=y, ax=x0, ay=y, xref="x", yref="y", axref="x", ayref="y", text="", showarrow=True,
                         arrowhead=2, arrowwidth=2, arrowcolor=color))
-        ann.append(dict(x=(x0 + x1) / 2, y=y + (1.0 if above else -1.0), text=label, showarrow=False,
-                        font=dict(size=11), yanchor="bottom" if above else "top"))
+        ann.append(dict(x=(x0 + x1) / 2, y=y + (1.2 if above else -1.2), text=label, showarrow=False,
+                        font=dict(size=13), yanchor="bottom" if above else "top"))
 
-    # the host: the LLM application that holds the model loop and one client per server
-    box(2, 8, 39.5, 92, C_LANES["host"], "", fill="#f3f9f1")
-    ann.append(dict(x=4, y=89, xanchor="left", yanchor="top", showarrow=False, font=dict(size=15),
-                    text="<b>" + ("宿主 Host（LLM 应用）" if zh else "Host (the LLM application)") + "</b>"))
-    box(5, 60, 37, 80, C_LANES["engine"], ("模型 / 推理引擎<br>工具 schema 渲染进提示（§14.5.2 第 1 步）" if zh else
-                                           "model / engine<br>tool schemas rendered into the prompt (§14.5.2 step 1)"))
-    ys = [(40, 52), (14, 26)]
+    # the engine stands apart from the host, as in fig 14-9: the host sends prompts, the engine returns tokens
+    box(1, 64, 17, 86, C_LANES["engine"], ("推理引擎 / 模型<br>只负责生成词元" if zh else
+                                           "engine / model<br>only generates tokens"), fill="#fdf1e6")
+    box(29, 4, 58, 95, C_LANES["host"], "", fill="#f3f9f1")
+    ann.append(dict(x=30.5, y=93.5, xanchor="left", yanchor="top", showarrow=False, font=dict(size=15),
+                    text="<b>" + ("宿主（LLM 应用）" if zh else "Host (the LLM application)") + "</b>"))
+    box(32, 64, 55, 84, C_LANES["host"], ("宿主循环<br>渲染提示 · 解析调用 · 执行" if zh else
+                                          "host loop<br>render · parse calls · execute"))
+    arrow(31.5, 79, 17.5, C_LANES["host"], "提示<br>（含工具 schema）" if zh else "prompt<br>(tool schemas)")
+    arrow(17.5, 70, 31.5, C_LANES["engine"], "生成的文本" if zh else "generated text", above=False)
+    ys = [(42, 56), (10, 24)]
     names = facts["kit_tools"]
     half = (len(names) + 1) // 2
-    servers = [(("MCP 服务器：kit 工具" if zh else "MCP server: the kit's tools") + "<br><i>" +
-                ", ".join(names[:half]) + ",<br>" + ", ".join(names[half:]) + "</i>", "stdio"),
-               (("MCP 服务器：远程服务" if zh else "MCP server: a remote service") + "<br><i>tools · resources · prompts</i>",
-                "Streamable HTTP")]
-    for (y0, y1), (label, transport) in zip(ys, servers):
-        box(20, y0, 37, y1, C_LANES["host"], ("MCP 客户端" if zh else "MCP client") + f"<br>({transport})")
-        box(70, y0 - 2, 98, y1 + 2, C_LANES["tool"], label, fill="#f7f1f6")
-        arrow(38, y1 - 3, 69.5, C_LANES["host"], "tools/list, tools/call {name, arguments}")
-        arrow(69.5, y0 + 3, 38, C_LANES["tool"], "tools/list → {" + ", ".join(facts["tool_fields"]) +
-              "}<br>tools/call → {" + ", ".join(facts["result_fields"]) + "}", above=False)
-    ann.append(dict(x=13, y=40, text=("宿主循环" if zh else "host loop"), showarrow=False, font=dict(size=12),
-                    xanchor="right"))
-    shapes.append(dict(type="line", x0=14, y0=58, x1=14, y1=20, line=dict(color="#999", width=2)))
-    for y in (46, 20):
-        shapes.append(dict(type="line", x0=14, y0=y, x1=20, y1=y, line=dict(color="#999", width=2)))
-    ann.append(dict(x=50, y=2, showarrow=False, font=dict(size=11, color="#555"), text=(
-        f"JSON-RPC {facts['jsonrpc']} · " + ("传输" if zh else "transports") + f": {', '.join(facts['transports'])}"
-        + " · " + ("已安装 SDK" if zh else "installed SDK") + f" {facts['sdk']}, " +
-        ("最新协议修订" if zh else "latest protocol revision") + f" {facts['latest_protocol']}")))
+    servers = [("MCP 服务器：本套件的工具" if zh else "MCP server: the kit's tools") + "<br><i>" +
+               ", ".join(names[:half]) + ",<br>" + ", ".join(names[half:]) + "</i>",
+               ("MCP 服务器：远程服务" if zh else "MCP server: a remote service") +
+               "<br><i>tools · resources · prompts</i>"]
+    req = ("tools/list<br>tools/call {" + ", ".join(facts["call_fields"]) + "}")
+    resp = ("{" + ", ".join(facts["tool_fields"]) + "}<br>{" + ", ".join(facts["result_fields"]) + "}")
+    for (y0, y1), label, transport in zip(ys, servers, facts["transports"]):
+        box(32, y0, 55, y1, C_LANES["host"], ("MCP 客户端" if zh else "MCP client") + f"<br>{transport}")
+        box(76, y0 - 2, 99, y1 + 2, C_LANES["tool"], label, fill="#f7f1f6", size=13)
+        arrow(55.5, y1 - 3, 75.5, C_LANES["host"], req)
+        arrow(75.5, y0 + 3, 55.5, C_LANES["tool"], resp, above=False)
+    shapes.append(dict(type="line", x0=43.5, y0=64, x1=43.5, y1=56, line=dict(color="#999", width=2)))
+    shapes.append(dict(type="line", x0=30.8, y0=74, x1=30.8, y1=17, line=dict(color="#999", width=2)))
+    for y in (74, 17):
+        shapes.append(dict(type="line", x0=30.8, y0=y, x1=32, y1=y, line=dict(color="#999", width=2)))
+    ann.append(dict(x=87.5, y=94, showarrow=False, font=dict(size=13, color="#444"), yanchor="top",
+                    text=(f"JSON-RPC {facts['jsonrpc']}<br>" + ("传输：" if zh else "transports: ") +
+                          ("、" if zh else ", ").join(facts["transports"]))))
     layout = _base_layout(L[lang]["mcp_title"], width, height, shapes=shapes, annotations=ann, showlegend=False,
-                          xaxis=dict(visible=False, range=[0, 100]), yaxis=dict(visible=False, range=[0, 95]))
-    layout["margin"] = dict(l=10, r=10, t=60, b=10)
+                          xaxis=dict(visible=False, range=[0, 100], fixedrange=True),
+                          yaxis=dict(visible=False, range=[2, 97], fixedrange=True))
+    layout["margin"] = dict(l=10, r=10, t=55, b=5)
     return go.Figure(layout=layout)
 
 
@@ -417,6 +459,63 @@ def _find_chromium() -> str | None:
     return None
 
 
+# The SVGs carry their own font: the text's characters, subset from Noto Sans CJK SC (regular and bold), are
+# embedded as base64 OpenType in an @font-face rule, so the figures read the same where the font is not installed.
+FONT_DIRS = ("/usr/share/fonts/opentype/noto", "/usr/share/fonts/noto-cjk", "/usr/share/fonts/opentype/noto-cjk")
+FONT_FILES = {400: "NotoSansCJK-Regular.ttc", 700: "NotoSansCJK-Bold.ttc"}
+FONT_FACE = "Noto Sans CJK SC"
+EMBEDDED_FAMILY = "FigureText"
+
+
+def _font_file(weight: int) -> Path | None:
+    for d in FONT_DIRS:
+        p = Path(d) / FONT_FILES[weight]
+        if p.exists():
+            return p
+    return None
+
+
+def svg_text(svg: str) -> str:
+    """Every character drawn as text in a plotly SVG (tags stripped, entities decoded)."""
+    import html
+
+    bodies = re.findall(r"<text\b[^>]*>(.*?)</text>", svg, flags=re.S)
+    return html.unescape("".join(re.sub(r"<[^>]+>", "", b) for b in bodies))
+
+
+def embed_font(svg: str) -> str:
+    """Subset the CJK font to the characters ``svg`` draws and embed it; text then names the embedded family first.
+
+    Raises ``RuntimeError`` if the font files are missing (``make system`` installs fonts-noto-cjk)."""
+    import base64
+
+    from fontTools import subset
+    from fontTools.ttLib import TTCollection
+
+    chars = "".join(sorted(set(svg_text(svg)) - {"\n"}))
+    faces = []
+    for weight in FONT_FILES:
+        path = _font_file(weight)
+        if path is None:
+            raise RuntimeError(f"font {FONT_FILES[weight]} not found in {FONT_DIRS}: run `make system`")
+        font = next(f for f in TTCollection(str(path)).fonts if f["name"].getDebugName(1) == FONT_FACE)
+        opts = subset.Options()
+        opts.name_IDs, opts.notdef_outline, opts.layout_features = ["*"], True, ["kern", "liga", "locl"]
+        sub = subset.Subsetter(opts)
+        sub.populate(text=chars)
+        sub.subset(font)
+        buf = io.BytesIO()
+        font.save(buf)
+        data = base64.b64encode(buf.getvalue()).decode("ascii")
+        faces.append(f"@font-face{{font-family:'{EMBEDDED_FAMILY}';font-weight:{weight};"
+                     f"src:url(data:font/otf;base64,{data}) format('opentype');}}")
+    style = "<style>" + "".join(faces) + "</style>"
+    svg = svg.replace("font-family: 'Noto Sans CJK SC'", f"font-family: '{EMBEDDED_FAMILY}', 'Noto Sans CJK SC'")
+    svg = svg.replace('font-family="Noto Sans CJK SC', f'font-family="{EMBEDDED_FAMILY}, Noto Sans CJK SC')
+    head = re.search(r"<svg\b[^>]*>", svg)
+    return svg[:head.end()] + style + svg[head.end():]
+
+
 def render_images(todo, formats=("svg", "png", "pdf")) -> int:
     """Render figures to image files through kaleido and the system chromium (never downloads a browser)."""
     import plotly.io as pio
@@ -433,6 +532,9 @@ def render_images(todo, formats=("svg", "png", "pdf")) -> int:
             warnings.filterwarnings("ignore", message="The kopts argument is ignored")
             pio.write_images(figs, files, width=[f.layout.width for f in figs],
                              height=[f.layout.height for f in figs], scale=scales)
+        for f in files:
+            if f.suffix == ".svg":
+                f.write_text(embed_font(f.read_text(encoding="utf-8")), encoding="utf-8")
     return len(files)
 
 
