@@ -488,9 +488,12 @@ def embed_font(svg: str) -> str:
 
     Raises ``RuntimeError`` if the font files are missing (``make system`` installs fonts-noto-cjk)."""
     import base64
+    import logging
 
     from fontTools import subset
     from fontTools.ttLib import TTCollection
+
+    logging.getLogger("fontTools").setLevel(logging.WARNING)  # it logs every table it subsets at INFO
 
     chars = "".join(sorted(set(svg_text(svg)) - {"\n"}))
     faces = []
