@@ -99,16 +99,17 @@ def context_growth_figure(g: cost.Growth, lang: str = "en", width: int = 1100, h
     fig.add_trace(go.Scatter(name=t["tool_line"].format(T=g.T), x=[0.5, g.R + 0.5], y=[g.T, g.T], mode="lines",
                              line=dict(color="#333", dash="dash", width=1.5), legend="legend", visible=g.T > 0,
                              hoverinfo="skip"), 1, 1)
-    under = dict(orientation="h", yanchor="top", y=-0.16, xanchor="left", bgcolor="rgba(0,0,0,0)")
+    # stacked entries under each panel: long labels (en) cannot run into the other panel's legend
+    under = dict(orientation="v", yanchor="top", y=-0.17, xanchor="left", bgcolor="rgba(0,0,0,0)")
     fig.update_layout(**_base_layout(t["growth_title"].format(T=g.T, delta=g.delta, R=g.R), width, height),
                       barmode="stack", bargap=0.15, legend=dict(under, x=0.0),
-                      legend2=dict(under, x=0.6))
+                      legend2=dict(under, x=0.604))
     fig.update_xaxes(title_text=t["turn"])
     fig.update_yaxes(tickformat=",", rangemode="tozero")
     fig.add_annotation(name="ratio", xref="x2 domain", yref="y2 domain", x=0.03, y=0.97, xanchor="left",
                        yanchor="top", align="left", showarrow=False, text=_ratio_text(g, lang),
                        bgcolor="rgba(255,255,255,0.85)", bordercolor="#999", borderwidth=1, font=dict(size=13))
-    fig.update_layout(margin=dict(b=130))
+    fig.update_layout(margin=dict(b=150), height=height + 40)
     return fig
 
 
