@@ -13,7 +13,12 @@ PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 # Whole files per worker, in the order tests/conftest.py sorts them (browser test first, then the notebooks).
 PYTEST_PARALLEL = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+# The browser test brings its own CPU burners (load, as on a busy Binder node); beside another worker's CPU-bound
+# tests that load is already real, so make test turns the burners off unless TOOLKIT_BROWSER_BURN says otherwise.
+BROWSER_BURN = $(if $(filter-out 0,$(PYTEST_WORKERS)),TOOLKIT_BROWSER_BURN=$${TOOLKIT_BROWSER_BURN:-0})
 PHASES = $(PYTHON) .ci/phases.py
+# An alias, so that `make -n test` prints the steps instead of running them (make runs lines that name $(MAKE)).
+SUBMAKE := $(MAKE) --no-print-directory
 PHASE_LOG ?= $(VENV)/test-phases.jsonl
 
 .PHONY: setup system real-model lab test test-fast check figures claims app bench
@@ -49,9 +54,9 @@ lab: setup
 # (TOOLKIT_REQUIRE_REAL_MODEL=1) instead of skipping the real-model tests.
 test:
 	@$(PHASES) start $(PHASE_LOG); \
-	$(PHASES) run $(PHASE_LOG) setup -- $(MAKE) --no-print-directory setup system && \
-	$(PHASES) run $(PHASE_LOG) "model install" -- $(MAKE) --no-print-directory real-model && \
-	$(PHASES) run $(PHASE_LOG) pytest -- env TOOLKIT_REQUIRE_REAL_MODEL=1 TOOLKIT_PHASE_LOG=$(abspath $(PHASE_LOG)) \
+	$(PHASES) run $(PHASE_LOG) setup -- $(SUBMAKE) setup system && \
+	$(PHASES) run $(PHASE_LOG) "model install" -- $(SUBMAKE) real-model && \
+	$(PHASES) run $(PHASE_LOG) pytest -- env TOOLKIT_REQUIRE_REAL_MODEL=1 TOOLKIT_PHASE_LOG=$(abspath $(PHASE_LOG)) $(BROWSER_BURN) \
 	  $(PY) -m pytest -q --durations=25 $(PYTEST_PARALLEL) $(PYTEST_ARGS); \
 	rc=$$?; $(PHASES) summary $(PHASE_LOG); exit $$rc
 
