@@ -1,0 +1,223 @@
+"""The host loop on free-form questions, real offline model, all four demo tools mounted: met / not met, seconds.
+
+Eight questions written for this benchmark (math, units, weather, comparisons needing two calls, questions that
+need no tool; Chinese and English). Each has a checker written BEFORE any run: it looks only at the trace (which
+tools ran with which results) and the final answer text. The script runs one configuration per call and saves a
+JSON file with date, machine, model, the toolkit commit it imported, the settings and one row per question.
+
+Run:  nice python benchmarks/loop_questions.py --pass after          # the loop's current defaults
+      nice python benchmarks/loop_questions.py --pass before --cap-s 240   # the defaults before issue 13
+The "before" settings are passed explicitly (a call forced on turn 1, up to 4 calls per turn, the answer started
+after every tool result, 160 new tokens per turn); run it with PYTHONPATH pointing at a checkout of the old
+commit to measure the old loop itself (the saved file records which commit ran). ``--cap-s`` stops a task after
+that many seconds (checked between steps; the task counts as not met and the row says "capped").
+
+Leaves out: sampling (greedy only: one run per question is the whole distribution) and any timing assert.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+if not os.environ.get("PYTHONPATH"):  # PYTHONPATH set: measure that checkout's toolkit (e.g. an old commit)
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+
+# ---------------------------------------------------------------- what the trace did
+def _results(trace) -> list:
+    from toolkit.host import Executed
+
+    return [r for s in trace.of(Executed) for r in s.results]
+
+
+def _ok(trace, name: str) -> list:
+    return [r for r in _results(trace) if r.name == name and r.status == "ok"]
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(x.replace(",", "")) for x in re.findall(r"-?\d[\d,]*(?:\.\d+)?", text or "")]
+
+
+def _answer(trace) -> str:
+    return trace.answer or ""
+
+
+# ---------------------------------------------------------------- the questions and their checkers
+def check_percent(t):
+    ran = any(r.result.get("result") == 37.5 for r in _ok(t, "calculator"))
+    return ran and "37.5" in _answer(t), f"calculator gave 37.5: {ran}; answer says 37.5: {'37.5' in _answer(t)}"
+
+
+def check_product(t):
+    said = any(n == 7006652 for n in _numbers(_answer(t)))
+    return said, f"answer states 7006652: {said}"
+
+
+def check_miles(t):  # 26.2 mi = 42.1648 km
+    said = any(42.1 <= n <= 42.2 for n in _numbers(_answer(t)))
+    return said, f"answer states 42.1..42.2 (km): {said}"
+
+
+def check_shanghai(t):
+    looked = any(r.result.get("city") == "上海" for r in _ok(t, "get_weather"))
+    said = any(n == 28 for n in _numbers(_answer(t)))
+    return looked and said, f"get_weather(上海) ran: {looked}; answer says 28: {said}"
+
+
+def check_warmer(t):  # Paris 18 °C, Tokyo 21 °C
+    cities = {r.result.get("city") for r in _ok(t, "get_weather")}
+    both = {"Paris", "Tokyo"} <= cities
+    a = _answer(t)
+    says_tokyo = bool(re.search(r"Tokyo[^.]*\bwarmer\b|\bwarmer[^.]*\bTokyo\b|Tokyo[^.]*higher", a))
+    says_paris = bool(re.search(r"Paris (is|was) (the )?warmer|warmer (city )?is Paris", a))
+    return both and says_tokyo and not says_paris, \
+        f"both cities looked up: {both}; answer says Tokyo is warmer: {says_tokyo}; says Paris is: {says_paris}"
+
+
+def check_difference(t):  # 北京 25 °C, London 14 °C: 11 degrees
+    cities = {r.result.get("city") for r in _ok(t, "get_weather")}
+    both = {"北京", "London"} <= cities
+    said = any(n == 11 for n in _numbers(_answer(t)))
+    return both and said, f"both cities looked up: {both}; answer says 11: {said}"
+
+
+def check_hello(t):
+    calls = len(_results(t))
+    said = "bonjour" in _answer(t).lower()
+    return calls == 0 and said, f"tool calls: {calls}; answer has 'bonjour': {said}"
+
+
+def check_intro(t):
+    calls = len(_results(t))
+    a = _answer(t)
+    prose = bool(re.search(r"[\u4e00-\u9fff]", a)) and "{" not in a and "<tool_call>" not in a
+    return calls == 0 and prose and t.stop.reason == "answered", \
+        f"tool calls: {calls}; Chinese prose without JSON: {prose}; stop: {t.stop.reason}"
+
+
+QUESTIONS = [
+    dict(id="percent_zh", kind="math", q="250的15%是多少？", check=check_percent),
+    dict(id="product_en", kind="math", q="What is 1234 * 5678?", check=check_product),
+    dict(id="miles_en", kind="units", q="How many kilometres is 26.2 miles?", check=check_miles),
+    dict(id="shanghai_zh", kind="weather", q="今天上海天气怎么样？", check=check_shanghai),
+    dict(id="warmer_en", kind="two calls", q="Which is warmer today, Paris or Tokyo?", check=check_warmer),
+    dict(id="difference_zh", kind="two calls", q="北京今天比伦敦热几度？", check=check_difference),
+    dict(id="hello_en", kind="no tool", q="Say hello in French.", check=check_hello),
+    dict(id="intro_zh", kind="no tool", q="用一句话介绍一下你自己。", check=check_intro),
+]
+
+# The loop's defaults before issue 13 (toolkit.host.run_example at commit 2b68bc0 with a real model).
+BEFORE = dict(constrain="tag", parallel=True, max_calls=4, answer_prefix="auto", max_new_tokens=160, max_turns=4,
+              template="qwen2.5")
+
+
+class Capped(Exception):
+    pass
+
+
+def _commit(root: str | None = None) -> str:
+    import toolkit
+
+    root = root or os.path.dirname(os.path.dirname(os.path.abspath(toolkit.__file__)))
+    try:
+        sha = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "toolkit"], capture_output=True,
+                               text=True).stdout.strip()
+        return sha + ("+uncommitted toolkit changes" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def run_one(qd: dict, loaded, which: str, cap_s: float | None):
+    from toolkit import host
+    from toolkit.tools import TOOLS
+
+    msgs = [{"role": "user", "content": qd["q"]}]
+    t0 = time.perf_counter()
+
+    def guard(step):
+        if cap_s and time.perf_counter() - t0 > cap_s:
+            raise Capped
+
+    capped = False
+    if which == "before":
+        backend = host.HFBackend.from_loaded(loaded)
+        trace = host.Trace(backend.name, messages=msgs)
+        try:
+            for step in host.loop(backend, loaded.tokenizer, msgs, dict(TOOLS), **BEFORE):
+                trace.steps.append(step)
+                guard(step)
+        except Capped:
+            capped = True
+    else:
+        trace = None
+        steps = []
+        try:
+            trace = host.ask(qd["q"], loaded, tools=list(TOOLS), on_step=lambda s: (steps.append(s), guard(s)))
+        except Capped:
+            capped = True
+            trace = host.Trace(loaded.description, steps=steps, messages=msgs)
+    secs = time.perf_counter() - t0
+    if capped:
+        met, why = False, f"capped after {secs:.0f} s (> {cap_s:g} s)"
+    else:
+        met, why = qd["check"](trace)
+    calls = [f"{r.name}({json.dumps(r.arguments, ensure_ascii=False)})->{r.status}" for r in _results(trace)]
+    return dict(id=qd["id"], kind=qd["kind"], question=qd["q"], met=bool(met), why=why, seconds=round(secs, 1),
+                turns=len(trace.turns()), calls=calls, answer=trace.answer,
+                stop=trace.stop.reason if trace.stop else ("capped" if capped else None))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--pass", dest="which", choices=["before", "after"], required=True)
+    p.add_argument("--only", default="", help="comma-separated question ids (default: all)")
+    p.add_argument("--cap-s", type=float, default=None, help="stop a task after this many seconds")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--out", default=None, help="JSON file (default benchmarks/results/loop_questions_<pass>.json)")
+    a = p.parse_args(argv)
+    chosen = [q for q in QUESTIONS if not a.only or q["id"] in a.only.split(",")]
+    if a.only and len(chosen) != len(a.only.split(",")):
+        p.error(f"unknown id in --only; known: {[q['id'] for q in QUESTIONS]}")
+    import torch
+
+    from toolkit.models import load
+
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    loaded = load("auto", quiet=True)
+    if not loaded.semantic:
+        print("the real offline model is not installed: this benchmark needs it (make real-model)")
+        return 2
+    settings = BEFORE if a.which == "before" else __import__("toolkit.host", fromlist=["DEFAULTS"]).DEFAULTS
+    print(f"model: {loaded.description}\ncommit: {_commit()}\npass: {a.which} settings: {settings}")
+    rows = []
+    for qd in chosen:
+        row = run_one(qd, loaded, a.which, a.cap_s)
+        rows.append(row)
+        print(f"{row['id']:<14} {'met' if row['met'] else 'NOT met':<8} {row['seconds']:7.1f} s  "
+              f"{row['why']}\n{'':14} calls: {row['calls']}\n{'':14} answer: {row['answer']!r}", flush=True)
+    out = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+               machine=dict(platform=platform.platform(), cpus=os.cpu_count(), threads=a.threads,
+                            load_avg_at_end=os.getloadavg()),
+               model=loaded.description, commit=_commit(),
+               script_commit=_commit(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")), which=a.which, settings=settings, cap_s=a.cap_s,
+               met=sum(r["met"] for r in rows), total=len(rows), rows=rows)
+    path = a.out or os.path.join(os.path.dirname(__file__), "results", f"loop_questions_{a.which}.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(out, f, ensure_ascii=False, indent=1, default=str)
+    print(f"\n{out['met']}/{out['total']} met; saved {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
