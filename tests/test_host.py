@@ -192,12 +192,48 @@ def test_guard_max_turns(tok):
     assert ids == ["call_1", "call_2", "call_3"]  # unique over the conversation, not per turn
 
 
-def test_guard_repeated_call(tok):
-    trace, _ = loop_once(tok, [call("calculator", expression="1+1")] * 3)
-    assert trace.stop.reason == "repeated_call" and "calculator" in trace.stop.detail
-    assert len(trace.of(Executed)) == 1
-    trace, _ = loop_once(tok, [call("calculator", expression="1+1")] * 3 + ["2"], repeat_limit=3)
-    assert trace.stop.reason == "answered" and len(trace.of(Executed)) == 3
+def test_guard_repeated_call_across_turns(tok):
+    trace, _ = loop_once(tok, [call("calculator", expression="1+1")] * 2 + ["2"])
+    first, second = trace.of(Executed)
+    assert [r.status for r in first.results] == ["ok"] and [r.status for r in second.results] == ["repeated"]
+    assert tool_messages(trace)[1]["error"]["type"] == "repeated_call" and "call_1" in \
+        tool_messages(trace)[1]["error"]["message"]
+    # a turn of only repeats: the next turn has tools off and the answer started for the model
+    r3 = trace.of(Rendered)[2]
+    assert r3.mode == "answer" and r3.forced_prefix and "repeat" in r3.rule and trace.stop.reason == "answered"
+    trace, _ = loop_once(tok, [call("calculator", expression="1+1")] * 3 + ["2"], repeat_limit=3, max_turns=5)
+    assert trace.stop.reason == "answered" and [r.status for s in trace.of(Executed) for r in s.results] == ["ok"] * 3
+
+
+def test_guard_repeated_call_within_one_turn(tok):
+    """Five identical calls in one turn: one runs, four get a structured 'repeated call' result."""
+    ran = []
+
+    def count(x: int) -> dict:
+        """Counts how often it ran.
+
+        Args:
+            x: anything
+        """
+        ran.append(x)
+        return {"x": x}
+
+    five = "\n".join([call("count", x=1)] * 5)
+    trace, backend = loop_once(tok, [five + "\n" + call("count", x=2), "done"], tools={"count": Tool.from_function(count)},
+                             max_new_tokens=400)
+    (ex,) = trace.of(Executed)
+    assert sorted(ran) == [1, 2] and [r.status for r in ex.results] == ["ok"] + ["repeated"] * 4 + ["ok"]
+    res = tool_messages(trace)
+    assert all(r["error"]["type"] == "repeated_call" for r in res[1:5]) and res[5] == {"x": 2}
+    assert "repeated_call" in tok.decode(backend.prompts[1])  # the model is told
+    assert trace.of(Rendered)[1].mode != "answer"  # a new call ran: the model answers on its own
+
+
+def test_calls_per_turn_are_capped_with_an_error_result(tok):
+    many = "\n".join(call("calculator", expression=f"{i}+1") for i in range(5))
+    trace, _ = loop_once(tok, [many, "ok"], max_calls=3)
+    assert [r.status for r in trace.of(Executed)[0].results] == ["ok"] * 3 + ["skipped"] * 2
+    assert tool_messages(trace)[4]["error"]["type"] == "too_many_calls"
 
 
 def test_guard_token_budget(tok):
@@ -211,20 +247,98 @@ def test_truncated_answer_is_reported(tok):
     assert trace.stop.reason == "max_new_tokens" and trace.of(Generated)[0].generation.stopped_by == "length"
 
 
-def test_answer_prefix_only_after_tool_results(tok):
-    trace, backend = loop_once(tok, [call("calculator", expression="2*3"), " 6."], answer_prefix="The answer is")
+def test_answer_started_only_on_the_last_turn_after_tool_results(tok):
+    trace, backend = loop_once(tok, [call("calculator", expression="2*3"), " 6."], answer_prefix="The answer is",
+                               max_turns=2)
     r1, r2 = trace.of(Rendered)
-    assert r1.forced_prefix == "" and r2.forced_prefix == "The answer is"
+    assert r1.forced_prefix == "" and r2.forced_prefix == "The answer is" and r2.mode == "answer"
+    assert "last turn" in r2.rule
     assert tok.decode(backend.prompts[1]).endswith("<|im_start|>assistant\nThe answer is")
     assert trace.answer == "The answer is 6."
+    # with turns to spare, the model answers on its own: nothing is put in its mouth
+    trace, backend = loop_once(tok, [call("calculator", expression="2*3"), "6."], answer_prefix="The answer is")
+    assert trace.of(Rendered)[1].forced_prefix == "" and trace.answer == "6."
+
+
+def test_a_question_needing_two_calls_can_make_both(tok):
+    """A result in hand does not stop the next call: turn 2 may call again (the old default started the answer)."""
+    trace, _ = loop_once(tok, [call("get_weather", city="Paris"), call("get_weather", city="Tokyo"),
+                               "Tokyo (21 °C) is warmer than Paris (18 °C)."],
+                         messages=[{"role": "user", "content": "Which is warmer, Paris or Tokyo?"}])
+    assert [r.result["city"] for s in trace.of(Executed) for r in s.results] == ["Paris", "Tokyo"]
+    modes = [r.mode for r in trace.of(Rendered)]
+    assert modes == ["call", "call", "text"] and not any(r.forced_prefix for r in trace.of(Rendered))
+    assert trace.stop.reason == "answered" and "Tokyo" in trace.answer
 
 
 @pytest.mark.parametrize("question,prefix", [("250的15%是多少？", "根据工具结果，"),
                                              ("What is 15% of 250?", "Based on the tool results,")])
 def test_auto_answer_prefix_follows_the_question_language(tok, question, prefix):
-    trace, _ = loop_once(tok, [call("calculator", expression="2*3"), " 6."], answer_prefix="auto",
+    trace, _ = loop_once(tok, [call("calculator", expression="2*3"), " 6."], max_turns=2,
                          messages=[{"role": "user", "content": question}])
     assert trace.of(Rendered)[1].forced_prefix == prefix and trace.answer == prefix + " 6."
+
+
+# ------------------------------------------------------------------ tool choice: which grammar each turn gets
+class _Recorder(ScriptedBackend):
+    """A scripted backend that keeps the grammar mask of every turn and checks its text against it."""
+
+    def __init__(self, tok, script):
+        super().__init__(tok, script)
+        self.masks = []
+
+    def generate(self, prompt_ids, *, mask=None, **kw):
+        self.masks.append(mask)
+        return super().generate(prompt_ids, mask=mask, **kw)
+
+
+def _fits(mask, tok, text):
+    from toolkit.constrain import replay
+
+    return replay(mask.grammar, tok.encode(text, add_special_tokens=False) + [host.IM_END_ID])
+
+
+WEATHER = call("get_weather", city="Paris")
+
+
+@pytest.mark.parametrize("choice,first,mode", [
+    ("auto", WEATHER, "call"), ("auto", "Bonjour !", "text"), ("required", WEATHER, "call"),
+    ("get_weather", WEATHER, "call"), ("none", "Bonjour !", "text"),
+    ({"type": "function", "function": {"name": "get_weather"}}, WEATHER, "call")])
+def test_tool_choice_modes(tok, choice, first, mode):
+    backend = _Recorder(tok, [first, "ok"])
+    trace = run(backend, tok, [{"role": "user", "content": "hi"}], TOOLS, tool_choice=choice)
+    r1 = trace.of(Rendered)[0]
+    assert r1.mode == mode and r1.rule
+    mask = backend.masks[0]
+    assert mask is not None and _fits(mask, tok, first) == (True, True)
+    text_ok = _fits(mask, tok, "Bonjour !")[1]
+    other_tool_ok = _fits(mask, tok, call("calculator", expression="1"))[1]
+    bad_call_ok = _fits(mask, tok, call("get_weather", town="Paris"))[1]
+    assert not bad_call_ok  # whenever a call is started, it must fit the schemas
+    if choice == "none":
+        assert text_ok and not _fits(mask, tok, WEATHER)[1]
+    elif mode == "call":
+        assert not text_ok and other_tool_ok == (choice in ("auto", "required"))
+    else:
+        assert text_ok and other_tool_ok  # auto, text turn: free text, and a <tool_call> still starts a call
+    if len(backend.masks) > 1:  # after a tool result the turn is 'auto' again: a forced call cannot loop
+        assert trace.of(Rendered)[1].mode in ("text", "call") and "after tool results" in trace.of(Rendered)[1].rule
+
+
+def test_auto_gate_counts_other_spellings_of_a_call_as_a_call(tok):
+    for opener in ['```json\n{"name": "calculator"}\n```', '{"name": "calculator", "arguments": {}}',
+                   '<tool_call>{"name"']:
+        backend = ScriptedBackend(tok, [opener, "x"])
+        gen = host._peek(backend, [1, 2, 3], 0.0, 0)
+        text0 = tok.decode(gen.new_ids[:1]).lstrip()
+        assert gen.new_ids[0] == host.TOOL_CALL_TOKEN_ID or text0.startswith(host.CALL_OPENERS), opener
+
+
+def test_bad_tool_choice_is_a_one_line_error(tok):
+    with pytest.raises(ValueError, match="tool_choice must be one of"):
+        list(host.loop(ScriptedBackend(tok, ["x"]), tok, [{"role": "user", "content": "hi"}], TOOLS,
+                       tool_choice="search_web"))
 
 
 def test_system_prefix_is_rendered_not_stored(tok):
@@ -327,6 +441,34 @@ def test_cli_json_on_the_stand_in_says_so(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["semantic"] is False and "STAND-IN" in out["model"]
     assert out["steps"][0]["step"] == "Rendered" and out["stop_reason"] in host.STOP_REASONS
+
+
+def test_cli_own_question_on_the_stand_in(capsys):
+    assert host.cli(["What is 2+2?", "--tools", "calculator", "--tool-choice", "calculator", "--model", "stand-in",
+                     "--max-turns", "1", "--max-new-tokens", "40", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["tools"] == ["calculator"] and out["settings"]["tool_choice"] == "calculator"
+    assert out["steps"][0]["mode"] == "call" and "calculator" in out["steps"][0]["rule"]
+    parsed = next(s for s in out["steps"] if s["step"] == "Parsed")
+    assert [c["name"] for c in parsed["calls"]] == ["calculator"] and out["rule"] == host.RULE
+
+
+@pytest.mark.parametrize("argv,needle", [
+    ([], "give a question"), (["hi", "--tools", "calculator,nope"], "unknown tool(s) ['nope']"),
+    (["hi", "--tool-choice", "sometimes"], "tool_choice must be"), (["hi", "--tools", "calculator",
+                                                                     "--tool-choice", "get_weather"], "get_weather"),
+    (["  "], "empty"), (["x" * 5000], "at most"), (["hi", "--max-new-tokens", "-3"], "between"),
+    (["hi", "--model", "no/such/thing"], "--model"), (["hi", "--example", "weather"], "one of them"),
+    (["hi", "--json", "--bogus"], "unrecognized"),
+])
+def test_cli_bad_input_is_one_line_exit_2_before_any_model_loads(argv, needle, monkeypatch, capsys):
+    import toolkit.models
+
+    monkeypatch.setattr(toolkit.models, "load", lambda *a, **k: pytest.fail("a model was loaded"))
+    with pytest.raises(SystemExit) as e:
+        host.cli(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and needle in err and err.count("\n") == 1 and "Traceback" not in err
 
 
 # ------------------------------------------------------------------ the real offline model

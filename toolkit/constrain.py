@@ -229,6 +229,39 @@ def compile_tools(tools, tokenizer, mode: str = "tag", parallel: bool = False, v
                    tuple(_stop_ids(tokenizer)), source=structural)
 
 
+def compile_tool_choice(tools, tokenizer, choice: str = "auto", vocab_width: int | None = None,
+                        any_whitespace: bool = False) -> Grammar:
+    """The grammar of one assistant turn under an API-style tool choice (Qwen's ``<tool_call>`` format).
+
+    ``"auto"``: free text; each ``<tool_call>`` token (151657) the model writes starts a call whose JSON must fit
+    one of ``tools``; after ``</tool_call>`` free text (or another call) may follow: any number, no slots.
+    ``"required"``: the turn starts with one such call, then continues as ``"auto"``. A named tool is
+    ``"required"`` with ``tools`` narrowed to it. ``"none"``: any text except the two tag tokens.
+    """
+    if choice not in ("auto", "required", "none"):
+        raise SchemaError(f"tool choice must be 'auto', 'required' or 'none', got {choice!r}")
+    from .models import VOCAB_WIDTH
+
+    if choice == "none":
+        fmt = {"type": "any_tokens", "exclude_tokens": [TOOL_CALL_ID, TOOL_CALL_END_ID]}
+        schema: dict = {}
+    else:
+        one = compile_tools(tools, tokenizer, mode="tag", vocab_width=vocab_width, any_whitespace=any_whitespace)
+        tag, schema = one.source["format"], one.schema
+        fmt = {"type": "token_triggered_tags", "trigger_tokens": [TOOL_CALL_ID], "tags": [tag],
+               "at_least_one": False, "stop_after_first": False}
+        if choice == "required":
+            fmt = {"type": "sequence", "elements": [tag, fmt]}
+    structural = {"type": "structural_tag", "format": fmt}
+    t0 = time.perf_counter()
+    try:
+        compiled = _compiler(tokenizer, vocab_width).compile_structural_tag(structural)
+    except Exception as e:
+        raise SchemaError(f"xgrammar could not compile tool choice {choice!r}: {_clean_error(e)}") from None
+    return Grammar(compiled, str(compiled.grammar), int(vocab_width or VOCAB_WIDTH), "tag", schema,
+                   (time.perf_counter() - t0) * 1e3, tuple(_stop_ids(tokenizer)), source=structural)
+
+
 def bounded(schema, max_length: int = 24, max_items: int = 4):
     """A copy of ``schema`` where every string has ``maxLength <= max_length`` and every array
     ``maxItems <= max_items``.

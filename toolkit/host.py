@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import threading
@@ -62,6 +63,7 @@ from typing import Any, Callable, Iterator, Mapping, Protocol
 
 IM_END = "<|im_end|>"
 IM_END_ID = 151645
+TOOL_CALL_TOKEN_ID = 151657  # <tool_call>: one added token in Qwen vocabularies
 STOP_REASONS = ("answered", "max_turns", "repeated_call", "token_budget", "max_new_tokens")
 
 
@@ -200,6 +202,18 @@ class ScriptedBackend:
     def reset(self) -> None:
         self._seen = []
 
+    def peek(self, prompt_ids, *, temperature=0.0, seed=0) -> Generation:
+        """The first token of the next scripted text, without using the entry up (the loop's call gate)."""
+        from .render import shared_prefix
+
+        turn = len(self.prompts)
+        if turn >= len(self.script):
+            raise IndexError(f"scripted backend has only {len(self.script)} turn(s); turn {turn + 1} was asked")
+        entry = self.script[turn]
+        ids = self.tokenizer.encode(entry(list(prompt_ids)) if callable(entry) else entry, add_special_tokens=False)
+        reused = min(shared_prefix(self._seen, prompt_ids), len(prompt_ids) - 1)
+        return Generation(ids[:1] or [IM_END_ID], reused, len(prompt_ids) - reused, 0.0, 0.0, "length")
+
     def generate(self, prompt_ids, *, max_new_tokens, stop_ids, mask=None, temperature=0.0, seed=0):
         from .render import shared_prefix
 
@@ -296,7 +310,7 @@ class CallResult:
     call_id: str
     name: str | None
     arguments: dict | None
-    status: str  # "ok" | "error" | "denied" | "timeout"
+    status: str  # "ok" | "error" | "denied" | "timeout" | "repeated" | "skipped" (not run)
     result: Any  # the tool's dict, or {"error": {"type": ..., "message": ...}}
     seconds: float = 0.0
 
@@ -426,6 +440,8 @@ class Rendered:
     prompt_ids: list[int]  # rendering ids + forced prefix ids
     split: dict  # {"tools": n, "history": n, "new": n}
     forced_prefix: str = ""
+    mode: str = ""  # "call" | "text" | "answer" | "free": how this turn is decoded (see RULE)
+    rule: str = ""  # why, in words
 
 
 @dataclass
@@ -476,6 +492,18 @@ def _call_key(c: ToolCall) -> str:
 
 
 ANSWER_PREFIXES = {"zh": "根据工具结果，", "en": "Based on the tool results,"}
+TOOL_CHOICES = ("auto", "required", "none")  # or a tool's name
+# First tokens (stripped) with which the model opens a call in some spelling: the template's single <tool_call>
+# token, the same tag spelled from pieces ("<"), bare JSON ("{"), a fenced block ("```").
+CALL_OPENERS = ("<", "{", "```")
+DEFAULTS = dict(tool_choice="auto", constrain="tag", max_turns=4, max_new_tokens=160, repeat_limit=1, max_calls=8,
+                answer_prefix="auto", template="qwen2.5")
+RULE = ("tool_choice applies to the turn that answers the user; after tool results the turn is 'auto' (as an "
+        "agent SDK resets it, so a forced call cannot loop). Under 'auto' the model's own first token decides: "
+        "one that opens a call (<tool_call>, or '<', '{', '```' — a call in another spelling) makes the turn a "
+        "call under the tools' grammar; any other starts free text, in which a <tool_call> token still starts a "
+        "well-formed call. The answer is started for the model (tools off) only after a tool result AND when its "
+        "previous turn's calls were all repeats, or this is the last turn allowed.")
 
 
 def _answer_prefix(option: str | None, messages: list[dict]) -> str:
@@ -492,33 +520,74 @@ def timestamp_prefix(turn: int) -> str:
     return f"Current time: {datetime.datetime.now().isoformat(timespec='microseconds')}\n"
 
 
+def check_tool_choice(tool_choice, names) -> str:
+    """``"auto"``/``"required"``/``"none"``, a tool's name, or the API's ``{"type": "function", "function":
+    {"name": ...}}``; returns the mode or the name. Raises ``ValueError`` (one line) otherwise."""
+    if isinstance(tool_choice, dict):
+        tool_choice = (tool_choice.get("function") or {}).get("name") or tool_choice.get("name")
+    if tool_choice in TOOL_CHOICES:
+        return tool_choice
+    if isinstance(tool_choice, str) and tool_choice in names:
+        return tool_choice
+    raise ValueError(f"tool_choice must be one of {list(TOOL_CHOICES)} or a mounted tool's name "
+                     f"{sorted(names)}, got {tool_choice!r}")
+
+
+def _peek(backend, prompt, temperature, seed) -> Generation:
+    """The model's own next token (no mask). Backends may offer ``peek``; otherwise a one-token generate."""
+    fn = getattr(backend, "peek", None)
+    if fn is not None:
+        return fn(prompt, temperature=temperature, seed=seed)
+    return backend.generate(prompt, max_new_tokens=1, stop_ids=set(), temperature=temperature, seed=seed)
+
+
 def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], *, template: str = "qwen2.5",
-         max_turns: int = 4, max_new_tokens: int = 96, token_budget: int = 50_000, repeat_limit: int = 1,
-         confirm: Callable | None = None, tool_timeout_s: float = 5.0, parallel: bool = True,
-         constrain: str = "none", grammar=None, max_calls: int = 4, answer_prefix: str | None = None,
+         tool_choice="auto", constrain: str = "tag", max_turns: int = 4, max_new_tokens: int = 96,
+         token_budget: int = 50_000, repeat_limit: int = 1, confirm: Callable | None = None,
+         tool_timeout_s: float = 5.0, parallel: bool = True, grammar=None, max_calls: int = 8,
+         answer_prefix: str | None = "auto", bound_strings: int | None = None,
          system_prefix: Callable[[int], str] | None = None, temperature: float = 0.0,
          seed: int = 0) -> Iterator[Step]:
     """Run the host loop; yield steps. ``messages`` is extended in place with the assistant and tool messages.
 
     ``tools`` maps name -> any object with ``name``, ``schema``, ``needs_confirmation`` and ``call(args)``
-    (``toolkit.tools.Tool``, or an MCP adapter's tools). ``template``: ``"qwen2.5"``, ``"qwen3"`` (the kit's) or
+    (``toolkit.tools.Tool``, or an MCP adapter's tools). ``tool_choice``: see :data:`RULE` (printed in each
+    ``Rendered.rule``). ``constrain="tag"`` decodes under the tool-choice grammars (``toolkit.constrain``);
+    ``"none"`` decodes freely (the model's raw habits). ``template``: ``"qwen2.5"``, ``"qwen3"`` (the kit's) or
     ``"native"`` (the tokenizer's own). ``system_prefix(turn)`` is prepended to the system prompt at render time
-    only (e.g. :func:`timestamp_prefix`). ``grammar`` overrides the grammar ``constrain="tag"`` compiles;
-    ``max_calls`` caps the calls per turn that grammar allows when ``parallel`` is on.
+    only (e.g. :func:`timestamp_prefix`). ``grammar`` overrides the grammar of call turns; ``bound_strings``
+    caps every string in the grammars (a random-weight stand-in needs it to finish). ``max_calls`` caps the
+    calls one turn may run (the rest get an error result); ``repeat_limit`` how often the same call may run in
+    the whole conversation (later ones get a ``repeated_call`` result and are not run).
     """
     from .render import render
 
     if constrain not in ("none", "tag"):
         raise ValueError(f"constrain must be 'none' or 'tag', got {constrain!r}")
+    choice = check_tool_choice(tool_choice, tools)
     schemas = [_openai_schema(t) for t in tools.values()]
     stop_ids = {IM_END_ID}
-    if constrain == "tag" and grammar is None:
-        from .constrain import compile_tools
+    grammars: dict = {}
 
-        grammar = compile_tools(schemas, tokenizer, mode="tag", parallel=parallel, max_calls=max_calls,
-                                vocab_width=getattr(backend, "vocab_width", None))
-    counts: dict[str, int] = {}
-    spent, prev_len, n_calls = 0, None, 0
+    def grammar_for(kind: str):  # "auto" | "required" | "none" | a tool's name; compiled once per run
+        if constrain != "tag" or (not tools and kind != "none"):
+            return None
+        if kind not in grammars:
+            if grammar is not None and kind not in ("auto", "none"):
+                grammars[kind] = grammar
+            else:
+                from .constrain import bounded, compile_tool_choice
+
+                chosen = [s for s in schemas if kind in ("auto", "required") or s["function"]["name"] == kind]
+                if bound_strings:
+                    chosen = [bounded(s, max_length=bound_strings) for s in chosen]
+                grammars[kind] = compile_tool_choice(chosen, tokenizer, kind if kind in TOOL_CHOICES else "required",
+                                                     vocab_width=getattr(backend, "vocab_width", None))
+        return grammars[kind]
+
+    counts: dict[str, str] = {}  # call key -> id of the first call that ran it
+    seen: dict[str, int] = {}
+    spent, prev_len, n_calls, nothing_new = 0, None, 0, False
     for turn in range(1, max_turns + 1):
         if spent >= token_budget:
             yield Stopped("token_budget", turn, f"{spent} tokens computed >= budget {token_budget}")
@@ -531,27 +600,50 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], *, 
                 view.insert(0, {"role": "system", "content": system_prefix(turn).rstrip("\n")})
         rendering = render(view, schemas or None, template=template, tokenizer=tokenizer)
         after_tools = bool(messages) and messages[-1]["role"] == "tool"
-        forced = _answer_prefix(answer_prefix, messages) if after_tools else ""
+        forced, peeked = "", None
+        if after_tools and (nothing_new or turn == max_turns):
+            kind, mode = "none", "answer"
+            forced = _answer_prefix(answer_prefix, messages)
+            why = ("the previous turn only repeated calls" if nothing_new else f"last turn allowed ({max_turns})") + \
+                  (f": tools off, answer started with {forced!r}" if forced else ": tools off")
+        elif choice == "none" or not tools:
+            kind, mode, why = "none", "text", "tool_choice 'none': the <tool_call> token is masked out"
+        elif choice != "auto" and not after_tools:
+            kind, mode, why = choice, "call", f"tool_choice {choice!r}: the turn must start with a call"
+        elif constrain != "tag":
+            kind, mode, why = "auto", "free", "unconstrained: the model writes whatever it writes"
+        else:
+            peeked = _peek(backend, list(rendering.ids), temperature, seed + turn)
+            first = peeked.new_ids[0] if peeked.new_ids else IM_END_ID
+            text0 = tokenizer.decode([first], skip_special_tokens=False).lstrip()
+            opens = first == TOOL_CALL_TOKEN_ID or text0.startswith(CALL_OPENERS)
+            kind, mode = ("required", "call") if opens else ("auto", "text")
+            why = (f"'auto'{' after tool results' if after_tools else ''}: the model's first token {text0!r} "
+                   + ("opens a call: decoded under the tools' grammar" if opens else
+                      "starts text: free text, a <tool_call> token would start a well-formed call"))
         prompt = list(rendering.ids) + (tokenizer.encode(forced, add_special_tokens=False) if forced else [])
         n_tools = rendering.counts.get("tools", 0)
         new = len(prompt) - n_tools if prev_len is None else max(0, min(len(prompt) - prev_len, len(prompt)))
         split = {"tools": n_tools, "history": max(0, len(prompt) - n_tools - new), "new": new}
         prev_len = len(prompt)
-        yield Rendered(turn, rendering, prompt, split, forced)
+        yield Rendered(turn, rendering, prompt, split, forced, mode, why)
 
-        constrained = grammar is not None and not after_tools
+        g_used = grammar_for(kind) if mode != "free" else None
         mask = None
-        if constrained:
+        if g_used is not None:
             from .constrain import GrammarMask
 
-            mask = GrammarMask(grammar)
+            mask = GrammarMask(g_used)
         budget_left = max(1, token_budget - spent - len(prompt))
         g = backend.generate(prompt, max_new_tokens=min(max_new_tokens, budget_left), stop_ids=stop_ids,
                              mask=mask, temperature=temperature, seed=seed + turn)
+        if peeked is not None:  # the peek prefilled the prompt; account for it in this turn's numbers
+            g = Generation(g.new_ids, peeked.reused, peeked.prefilled, peeked.prefill_s + g.prefill_s,
+                           peeked.decode_s + g.decode_s, g.stopped_by)
         spent += g.prefilled + len(g.new_ids)
         body = g.new_ids[:-1] if g.new_ids and g.new_ids[-1] in stop_ids else g.new_ids
         text = forced + tokenizer.decode(body, skip_special_tokens=False)
-        yield Generated(turn, text, g, constrained)
+        yield Generated(turn, text, g, mask is not None)
 
         content, calls = parse_tool_calls(text)
         for c in calls:  # ids unique over the whole conversation, as an API's would be
@@ -566,15 +658,21 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], *, 
             else:
                 yield Stopped("answered", turn)
             return
-        repeats = [c for c in calls if c.ok and counts.get(_call_key(c), 0) + 1 > repeat_limit]
-        for c in calls:
-            if c.ok:
-                counts[_call_key(c)] = counts.get(_call_key(c), 0) + 1
-        if repeats:
-            messages.append({"role": "assistant", "content": text})
-            yield Stopped("repeated_call", turn, f"{repeats[0].name}({json.dumps(repeats[0].arguments, ensure_ascii=False)})"
-                                                  f" was already called {repeat_limit} time(s)")
-            return
+        # The repeat guard, per call, within the turn and across turns; and the per-turn cap.
+        held: dict[int, CallResult] = {}
+        for i, c in enumerate(calls):
+            if i >= max_calls:
+                held[i] = CallResult(c.id, c.name, c.arguments, "skipped", _error(
+                    "too_many_calls", f"only {max_calls} calls run per turn; this one (#{i + 1}) was not run"))
+            elif c.ok:
+                key = _call_key(c)
+                seen[key] = seen.get(key, 0) + 1
+                if seen[key] > repeat_limit:
+                    held[i] = CallResult(c.id, c.name, c.arguments, "repeated", _error(
+                        "repeated_call", f"identical to {counts[key]} (same tool, same arguments), whose result "
+                                         "is above; not run again"))
+                else:
+                    counts.setdefault(key, c.id)
         # Well-formed calls go into history the API way (the template re-serialises them: the prefix may
         # change); if any block was malformed, keep the raw text so the model sees exactly what it wrote.
         if all(c.ok for c in calls):
@@ -584,7 +682,10 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], *, 
         else:
             messages.append({"role": "assistant", "content": text})
         t0 = time.perf_counter()
-        results = execute(calls, tools, confirm=confirm, timeout_s=tool_timeout_s, parallel=parallel)
+        fresh = [c for i, c in enumerate(calls) if i not in held]
+        ran = iter(execute(fresh, tools, confirm=confirm, timeout_s=tool_timeout_s, parallel=parallel))
+        results = [held[i] if i in held else next(ran) for i in range(len(calls))]
+        nothing_new = all(r.status in ("repeated", "skipped") for r in results)
         yield Executed(turn, results, time.perf_counter() - t0)
         messages.extend(r.message() for r in results)
     yield Stopped("max_turns", max_turns, f"no answer after {max_turns} turn(s)")
@@ -616,7 +717,7 @@ class Trace:
         for s in self.steps:
             r = rows.setdefault(getattr(s, "turn", 0), {"turn": getattr(s, "turn", 0)})
             if isinstance(s, Rendered):
-                r.update(prompt=len(s.prompt_ids), **s.split, forced_prefix=s.forced_prefix)
+                r.update(prompt=len(s.prompt_ids), **s.split, forced_prefix=s.forced_prefix, mode=s.mode)
             elif isinstance(s, Generated):
                 g = s.generation
                 r.update(reused=g.reused, prefilled=g.prefilled, generated=len(g.new_ids),
@@ -634,7 +735,8 @@ class Trace:
         for s in self.steps:
             d = {"step": type(s).__name__}
             if isinstance(s, Rendered):
-                d.update(turn=s.turn, prompt_tokens=len(s.prompt_ids), split=s.split, forced_prefix=s.forced_prefix)
+                d.update(turn=s.turn, prompt_tokens=len(s.prompt_ids), split=s.split, forced_prefix=s.forced_prefix,
+                         mode=s.mode, rule=s.rule)
             elif isinstance(s, Generated):
                 d.update(turn=s.turn, text=s.text, constrained=s.constrained,
                          **{k: v for k, v in asdict(s.generation).items() if k != "new_ids"},
@@ -714,15 +816,12 @@ def prefix_stability(template: str, conversation: list[dict] | None = None, tool
 EXAMPLES = {
     "calculator": dict(messages=[{"role": "system", "content": "你是一个计算助手。你可以调用外部工具。"},
                                  {"role": "user", "content": "250的15%是多少？"}],
-                       tools=["calculator"], parallel=False),
-    "weather": dict(messages=[{"role": "user", "content": "今天北京天气怎么样？"}],
-                    tools=["get_weather", "calculator"], parallel=False),
-    # Allowed more calls, the 0.5B model keeps the pattern going (Paris and Tokyo again, in fahrenheit): the
-    # grammar caps this turn at two calls. The model still picks the cities and arguments itself.
+                       tools=["calculator"]),
+    "weather": dict(messages=[{"role": "user", "content": "今天北京天气怎么样？"}], tools=["get_weather", "calculator"]),
     "two_cities": dict(messages=[{"role": "user", "content": "What is the weather in Paris and in Tokyo today?"}],
-                       tools=["get_weather"], parallel=True, max_calls=2),
+                       tools=["get_weather"]),
 }
-DEFAULT_ANSWER_PREFIX = "auto"
+MAX_QUESTION_CHARS = 4000
 
 
 def example(name: str) -> dict:
@@ -732,8 +831,22 @@ def example(name: str) -> dict:
     if name not in EXAMPLES:
         raise ValueError(f"unknown example {name!r}; choose one of {sorted(EXAMPLES)}")
     ex = EXAMPLES[name]
-    return dict(messages=[dict(m) for m in ex["messages"]], tools={n: TOOLS[n] for n in ex["tools"]},
-                parallel=ex["parallel"], max_calls=ex.get("max_calls", 4))
+    return dict(messages=[dict(m) for m in ex["messages"]], tools={n: TOOLS[n] for n in ex["tools"]})
+
+
+def pick_tools(names=None) -> dict:
+    """``toolkit.tools.TOOLS`` narrowed to ``names`` (a list or "a,b"; None: all four). ValueError names the
+    unknown ones."""
+    from .tools import TOOLS
+
+    if names is None:
+        return dict(TOOLS)
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = [n for n in names if n not in TOOLS]
+    if unknown or not names:
+        raise ValueError(f"unknown tool(s) {unknown or names!r}; known: {', '.join(TOOLS)}")
+    return {n: TOOLS[n] for n in names}
 
 
 def template_for(loaded) -> str:
@@ -742,65 +855,115 @@ def template_for(loaded) -> str:
     return "qwen3" if mt == "qwen3" else "qwen2.5"
 
 
-def run_example(name: str, loaded, *, reuse: bool = True, **kw) -> Trace:
-    """Run one example on a loaded model. Real models get the tag constraint and the answer prefix by default;
-    a random-weight stand-in gets the tag constraint with bounded strings and no answer prefix."""
-    ex = example(name)
-    backend = HFBackend.from_loaded(loaded, reuse=reuse)
-    kw.setdefault("constrain", "tag")
-    kw.setdefault("answer_prefix", DEFAULT_ANSWER_PREFIX if loaded.semantic else None)
-    kw.setdefault("parallel", ex["parallel"])
-    kw.setdefault("max_calls", ex["max_calls"])
-    kw.setdefault("template", template_for(loaded))
-    kw.setdefault("max_new_tokens", 160 if loaded.semantic else 48)  # a two-city answer is ~100 tokens
+def settings_for(loaded, **kw) -> dict:
+    """The loop settings a run on ``loaded`` uses: :data:`DEFAULTS`, the model's template, and for a random-weight
+    stand-in 48 new tokens per turn and strings bounded to 8 characters (otherwise it never closes one)."""
+    out = dict(DEFAULTS, template=template_for(loaded))
     if not loaded.semantic:
-        if kw["constrain"] == "tag" and kw.get("grammar") is None:
-            # Random weights almost never close a string: bound every string so the call can finish.
-            from .constrain import bounded, compile_tools
+        out.update(max_new_tokens=48, bound_strings=8)
+    out.update(kw)
+    return out
 
-            schemas = [bounded(_openai_schema(t), max_length=8) for t in ex["tools"].values()]
-            kw["grammar"] = compile_tools(schemas, loaded.tokenizer, mode="tag", parallel=kw["parallel"],
-                                          max_calls=kw["max_calls"], vocab_width=backend.vocab_width)
-    return run(backend, loaded.tokenizer, ex["messages"], ex["tools"], **kw)
+
+def ask(question: str | list[dict], loaded, *, tools=None, reuse: bool = True, on_step: Callable | None = None,
+        **kw) -> Trace:
+    """Run the loop on a question (or a message list) with the named tools (default: all four demo tools) and
+    :func:`settings_for`'s defaults; keyword arguments override them."""
+    messages = [{"role": "user", "content": question}] if isinstance(question, str) else question
+    mounted = tools if isinstance(tools, Mapping) else pick_tools(tools)
+    backend = HFBackend.from_loaded(loaded, reuse=reuse)
+    return run(backend, loaded.tokenizer, messages, mounted, on_step=on_step, **settings_for(loaded, **kw))
+
+
+def run_example(name: str, loaded, *, reuse: bool = True, **kw) -> Trace:
+    """Run one of :data:`EXAMPLES` with the same defaults as :func:`ask`."""
+    ex = example(name)
+    return ask(ex["messages"], loaded, tools=ex["tools"], reuse=reuse, **kw)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2 (argparse would print the whole usage first)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive(limit: int):
+    def conv(text):
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not 1 <= n <= limit:
+            raise argparse.ArgumentTypeError(f"{n} is not between 1 and {limit}")
+        return n
+    return conv
 
 
 def cli(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m toolkit loop", description="Run the host loop on an example.")
-    p.add_argument("--example", choices=sorted(EXAMPLES), default="calculator")
+    from .tools import TOOLS
+
+    p = _Parser(prog="python -m toolkit loop", description="Run the host loop on your question (or an example) "
+                "with the kit's demo tools.", epilog=f"Rule printed in every trace: {RULE}")
+    p.add_argument("question", nargs="?", help="what to ask (quote it); or use --example")
+    p.add_argument("--example", choices=sorted(EXAMPLES), default=None)
+    p.add_argument("--tools", default=None, help=f"comma-separated tools to mount (default all: {','.join(TOOLS)})")
+    p.add_argument("--tool-choice", default="auto", help="auto | required | none | a mounted tool's name")
     p.add_argument("--model", default="auto", help="auto | stand-in | qwen2.5-coder-0.5b | folder (default auto)")
     p.add_argument("--constrain", choices=["tag", "none"], default="tag")
-    p.add_argument("--answer-prefix", default=None,
-                   help="text that starts the answer after tool results; real models default to 'auto' "
-                        f"(by the question's language: {ANSWER_PREFIXES}); pass '' to turn it off")
+    p.add_argument("--answer-prefix", default=None, help="text that starts the answer when the rule says so; "
+                   f"default 'auto' (by the question's language: {ANSWER_PREFIXES}); '' for none")
     p.add_argument("--no-reuse", action="store_true", help="prefill the whole prompt every turn")
-    p.add_argument("--max-turns", type=int, default=4)
-    p.add_argument("--max-new-tokens", type=int, default=None, help="per turn (default 160; stand-in 48)")
+    p.add_argument("--max-turns", type=_positive(20), default=DEFAULTS["max_turns"])
+    p.add_argument("--max-new-tokens", type=_positive(4096), default=None, help="per turn (default 160; stand-in 48)")
     p.add_argument("--json", action="store_true", help="print the steps as JSON")
     a = p.parse_args(argv)
+    # Everything a user typed is checked before a model loads.
+    if (a.question is None) == (a.example is None):
+        p.error("give a question or --example NAME (one of them)")
+    if a.question is not None and not a.question.strip():
+        p.error("the question is empty")
+    if a.question is not None and len(a.question) > MAX_QUESTION_CHARS:
+        p.error(f"the question is {len(a.question)} characters; at most {MAX_QUESTION_CHARS}")
+    try:
+        mounted = pick_tools(a.tools) if a.question is not None else example(a.example)["tools"]
+        if a.example and a.tools:
+            raise ValueError("--tools goes with a question; an example brings its own tools")
+        choice = check_tool_choice(a.tool_choice, mounted)
+    except ValueError as e:
+        p.error(str(e))
+    from .models import REAL_OFFLINE, STAND_IN
+
+    if not (a.model in ("auto", REAL_OFFLINE) or a.model.startswith(STAND_IN) or os.path.exists(a.model)
+            or re.fullmatch(r"[\w.-]+/[\w.-]+", a.model)):
+        p.error(f"--model {a.model!r}: not auto, {STAND_IN}, {REAL_OFFLINE}, an existing folder/.gguf or a hub id")
     import torch
 
     from .models import load
 
     torch.manual_seed(0)
-    loaded = load(a.model, quiet=a.json)
-    kw = dict(constrain=a.constrain, max_turns=a.max_turns)
+    try:
+        loaded = load(a.model, quiet=a.json)
+    except (OSError, ConnectionError, ValueError) as e:
+        p.error(f"could not load model {a.model!r}: {str(e).splitlines()[0][:300]}")
+    kw = dict(constrain=a.constrain, max_turns=a.max_turns, tool_choice=choice)
     if a.max_new_tokens:
         kw["max_new_tokens"] = a.max_new_tokens
     if a.answer_prefix is not None:
         kw["answer_prefix"] = a.answer_prefix or None
-    trace = run_example(a.example, loaded, reuse=not a.no_reuse, **kw)
+    messages = example(a.example)["messages"] if a.example else a.question
+    settings = settings_for(loaded, **kw)
+    trace = ask(messages, loaded, tools=mounted, reuse=not a.no_reuse, **kw)
     if a.json:
         out = trace.to_json()
-        out["semantic"] = loaded.semantic
+        out.update(semantic=loaded.semantic, settings=settings, tools=list(mounted), rule=RULE)
         print(json.dumps(out, ensure_ascii=False, indent=1, default=str))
         return 0
     print(f"model: {loaded.description}")
     if not loaded.semantic:
         print("NOTE: random weights — the calls below are well-formed but meaningless (mechanics only).")
+    print(f"tools: {', '.join(mounted)} | settings: {settings}\nrule: {RULE}")
     for s in trace.steps:
         if isinstance(s, Rendered):
-            print(f"\n-- turn {s.turn}: prompt {len(s.prompt_ids)} tokens {s.split}"
-                  + (f", answer started for the model with {s.forced_prefix!r}" if s.forced_prefix else ""))
+            print(f"\n-- turn {s.turn} [{s.mode}]: prompt {len(s.prompt_ids)} tokens {s.split}\n   why: {s.rule}")
         elif isinstance(s, Generated):
             g = s.generation
             print(f"   generated {len(g.new_ids)} tokens ({'constrained' if s.constrained else 'free'}), "
@@ -808,8 +971,8 @@ def cli(argv: list[str]) -> int:
                   f"decode {g.decode_s * 1e3:.0f} ms: {s.text!r}")
         elif isinstance(s, Executed):
             for r in s.results:
-                print(f"   {r.status:>7} {r.name}({json.dumps(r.arguments, ensure_ascii=False)}) -> "
-                      f"{json.dumps(r.result, ensure_ascii=False)}")
+                print(f"   {r.status:>8} {r.name}({json.dumps(r.arguments, ensure_ascii=False)}) -> "
+                      f"{json.dumps(r.result, ensure_ascii=False)[:300]}")
         elif isinstance(s, Stopped):
             print(f"\nstopped: {s.reason} {s.detail}".rstrip())
     print(f"answer: {trace.answer}")
