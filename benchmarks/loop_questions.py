@@ -182,7 +182,7 @@ def main(argv=None) -> int:
     p.add_argument("--pass", dest="which", choices=["before", "after"], required=True)
     p.add_argument("--only", default="", help="comma-separated question ids (default: all)")
     p.add_argument("--cap-s", type=float, default=None, help="stop a task after this many seconds")
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1, help="torch threads (1 on a shared machine)")
     p.add_argument("--out", default=None, help="JSON file (default benchmarks/results/loop_questions_<pass>.json)")
     a = p.parse_args(argv)
     chosen = [q for q in QUESTIONS if not a.only or q["id"] in a.only.split(",")]
@@ -200,21 +200,29 @@ def main(argv=None) -> int:
         return 2
     settings = BEFORE if a.which == "before" else __import__("toolkit.host", fromlist=["DEFAULTS"]).DEFAULTS
     print(f"model: {loaded.description}\ncommit: {_commit()}\npass: {a.which} settings: {settings}")
-    rows = []
+    path = a.out or os.path.join(os.path.dirname(__file__), "results", f"loop_questions_{a.which}.json")
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    rows: list[dict] = []
+
+    def save(complete: bool) -> dict:  # after every question, so an interrupted run keeps what it measured
+        out = dict(date=started, complete=complete, asked=[q["id"] for q in chosen],
+                   machine=dict(platform=platform.platform(), cpus=os.cpu_count(), threads=a.threads,
+                                load_avg_at_end=os.getloadavg()),
+                   model=loaded.description, commit=_commit(),
+                   script_commit=_commit(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")),
+                   which=a.which, settings=settings, cap_s=a.cap_s,
+                   met=sum(r["met"] for r in rows), total=len(rows), rows=rows)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(out, f, ensure_ascii=False, indent=1, default=str)
+        return out
+
     for qd in chosen:
         row = run_one(qd, loaded, a.which, a.cap_s)
         rows.append(row)
+        save(False)
         print(f"{row['id']:<14} {'met' if row['met'] else 'NOT met':<8} {row['seconds']:7.1f} s  "
               f"{row['why']}\n{'':14} calls: {row['calls']}\n{'':14} answer: {row['answer']!r}", flush=True)
-    out = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-               machine=dict(platform=platform.platform(), cpus=os.cpu_count(), threads=a.threads,
-                            load_avg_at_end=os.getloadavg()),
-               model=loaded.description, commit=_commit(),
-               script_commit=_commit(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")), which=a.which, settings=settings, cap_s=a.cap_s,
-               met=sum(r["met"] for r in rows), total=len(rows), rows=rows)
-    path = a.out or os.path.join(os.path.dirname(__file__), "results", f"loop_questions_{a.which}.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(out, f, ensure_ascii=False, indent=1, default=str)
+    out = save(True)
     print(f"\n{out['met']}/{out['total']} met; saved {path}")
     return 0
 

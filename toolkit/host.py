@@ -11,18 +11,24 @@ What it does
 - Everything the *model* gets wrong becomes a structured error result the model sees on the next turn, never an
   exception: malformed JSON, an unclosed tag, an unknown tool, invalid arguments, a tool that raises or times
   out, a call the person did not approve (tools with ``needs_confirmation`` run only if ``confirm(call)`` says
-  yes; the default denies). Guards: ``max_turns``, the same call repeated, a token budget.
+  yes; the default denies). Guards: ``max_turns``, a token budget, calls per turn, repeated calls.
 - The **backend protocol** (below) and two backends: :class:`HFBackend` (a transformers model that keeps one
   ``DynamicCache`` across turns and prefills only the tokens after the longest shared prefix; when the new
   rendering does not extend the old one it crops the cache to the shared prefix) and :class:`ScriptedBackend`
   (replays fixed texts, for deterministic loop tests). ``toolkit.engine`` implements the same protocol.
 - Per turn it records tokens reused vs prefilled and prefill/decode wall time, and splits the prompt into tool
   definitions / history / new tokens (``Rendered.split``).
-- ``constrain="tag"``: turns that answer a user message are decoded under ``toolkit.constrain``'s tool-call
-  structural tag (the model must call); turns after tool results decode freely. ``answer_prefix`` (off by
-  default) starts the answer after a tool result for the model; ``"auto"`` picks one in the language of the
-  last user message ("根据工具结果，" / "Based on the tool results,"): the 0.5B model re-emits JSON otherwise.
-  Output that used it says so (``Rendered.forced_prefix``).
+- ``tool_choice`` as the chat APIs name it: ``"auto"`` (default: text or calls), ``"required"``, ``"none"``, or
+  a tool's name; it binds the turn that answers the user, later turns are ``"auto"`` (:data:`RULE`, printed in
+  every ``Rendered.rule``). With ``constrain="tag"`` (default) each turn decodes under
+  ``toolkit.constrain.compile_tool_choice``'s grammar; under ``"auto"`` the model's own first token decides
+  call or text (a call spelled any way starts a grammar-checked ``<tool_call>``). Parallel calls: any number up
+  to ``max_calls``, no slots. The repeat guard is per call, within and across turns: a repeated call is not run
+  and gets a ``repeated_call`` result. The answer is started for the model (``answer_prefix``, ``"auto"``: in the
+  question's language) only after tool results on a turn after only-repeated calls or on the last turn allowed.
+- ``ask(question, loaded, tools=..., tool_choice=...)`` runs any question with :data:`DEFAULTS`;
+  ``python -m toolkit loop "question" [--tools a,b] [--tool-choice auto|required|none|NAME] [--json]`` checks
+  its input before a model loads (one-line error, exit 2).
 
 What it leaves out
 - Killing a timed-out tool: Python threads cannot be stopped, so a timed-out call is abandoned (its daemon
@@ -31,7 +37,9 @@ What it leaves out
   where that text tokenizes differently from what the model produced (e.g. ``}}`` + ``\n`` generated under a
   grammar vs ``}}\n`` re-tokenized), the cache stops matching there, as it would on a server.
 - Recovering calls a model writes without the tags (fenced or bare JSON): the host recognises only the
-  template's ``<tool_call>`` format, as a real host does; that is what constrained decoding is for.
+  template's ``<tool_call>`` format, as a real host does; the call gate only redirects a turn whose FIRST token
+  opens such a call, a fence later in a text answer stays text. The gate costs one extra forward of the last
+  prompt token per gated turn (the peek's prefill is cached; its numbers are added to the turn's).
 - Streaming, batching several conversations, history compression (§14.5.8).
 
 Backend protocol (stable; ``toolkit.engine`` implements it too)::
@@ -40,6 +48,8 @@ Backend protocol (stable; ``toolkit.engine`` implements it too)::
                      temperature: float = 0.0, seed: int = 0) -> Generation
     backend.name: str            # what ran, e.g. Loaded.description; says "STAND-IN" for random weights
     backend.reset() -> None      # forget any cached prefix (optional)
+    backend.peek(prompt_ids, *, temperature, seed) -> Generation   # next token, no mask (optional; default:
+                                 # a one-token generate) — the call gate of tool_choice="auto"
     backend.vocab_width: int     # logit width, for grammar bitmasks (optional; default 151,936)
 
 ``Generation(new_ids, reused, prefilled, prefill_s, decode_s, stopped_by)``: ``new_ids`` are the generated ids
