@@ -81,17 +81,35 @@ for expr in ["250 * 15%", "15% of 250", "__import__('os')", "9**9**9", "1e308*1e
 # definitions (the same every turn), the history, and the tokens that are new since the previous request — then
 # the cache split (reused vs prefilled, plus generated) and the wall time of prefill, decode and the tools.
 #
-# Two settings make the small model behave; both are printed in the trace. The first turn is decoded under a
-# grammar that binds the `<tool_call>` tag to its single token and the JSON to the tool schemas (notebook 02):
-# unconstrained, this 0.5B model rarely writes the tag. After a tool result the answer is *started* for it
-# with a few words in the question's language — "根据工具结果，" or "Based on the tool results," (the
-# `answer_prefix="auto"` option) — otherwise it tends to write another JSON object instead of answering.
+# The loop's defaults are printed first. `tool_choice` is named as the chat APIs name it: `auto` (text or
+# calls — the default), `required`, `none`, or one tool's name. The rule printed with them says how each turn
+# is decoded; every turn of the trace records which case it was (`mode`) and why (`rule`). This 0.5B model
+# almost never writes the single `<tool_call>` token on its own: when it wants to call it starts with a fence,
+# a brace or a `<` (the cell below prints its first-token choices for the calculator question). The host reads
+# that first token as "the model starts a call" and decodes the turn under the tools' grammar (notebook 02), so
+# the call is well-formed; any other first token starts a free-text answer.
 
 # %%
+from toolkit.render import render
+
+ex0 = host.example("calculator")
+ids0 = render(ex0["messages"], tools.schemas(list(ex0["tools"])), template=host.template_for(loaded),
+              tokenizer=loaded.tokenizer).ids
+with torch.inference_mode():
+    p0 = torch.softmax(loaded.model(input_ids=torch.tensor([ids0]), logits_to_keep=1).logits[0, -1].float(), -1)
+top0 = torch.topk(p0, 6)
+print(f"p(<tool_call> as one token) = {p0[host.TOOL_CALL_TOKEN_ID].item():.2e}; top first tokens:",
+      [(loaded.tokenizer.decode([int(i)]), round(float(v), 3)) for v, i in zip(top0.values, top0.indices)])
+
+# %%
+print("defaults:", host.settings_for(loaded))
+print("rule:", host.RULE)
 view = TraceView(loaded.description, loaded.semantic)
 display(view)
 trace = host.run_example("calculator", loaded, on_step=view.on_step)
 print("stop reason:", trace.stop.reason, "| answer:", trace.answer)
+for r in trace.of(host.Rendered):
+    print(f"turn {r.turn} [{r.mode}]: {r.rule}")
 
 # %% [markdown]
 # The message list after the loop is the API's view of the same conversation (compare "Tool Use" §3.1): the
@@ -103,8 +121,8 @@ for m in trace.messages:
 
 # %%
 turns = pd.DataFrame(trace.turns())
-turns[["turn", "prompt", "tools", "history", "new", "reused", "prefilled", "generated", "prefill_ms", "decode_ms",
-       "constrained", "forced_prefix"]]
+turns[["turn", "mode", "prompt", "tools", "history", "new", "reused", "prefilled", "generated", "prefill_ms",
+       "decode_ms", "constrained", "forced_prefix"]]
 
 # %% [markdown]
 # In turn 2 the prompt grew by the call and the result, yet only a few dozen tokens were prefilled: the rest was
@@ -112,22 +130,93 @@ turns[["turn", "prompt", "tools", "history", "new", "reused", "prefilled", "gene
 # host stores the call as structured data and the template writes it back out; wherever its spelling or
 # tokenization differs from what the model produced, the cache stops matching.
 #
-# Try the other examples (a weather question; a two-city question where both calls come in one turn and run
-# in parallel in the host). For the two-city question the grammar allows at most two calls in the turn: given
-# room for four, this small model repeats the pattern (the same cities again, in fahrenheit).
+# ### What each tool choice allows
+# Each mode is a grammar over the whole vocabulary (`toolkit.constrain.compile_tool_choice`). The table asks
+# each one whether it accepts five possible outputs, by replaying their tokens through xgrammar (no model
+# runs here). Under `auto`, text is allowed, but a started call must fit a schema; `required` and a named tool
+# must start with a call (then behave like `auto`); `none` masks out the `<tool_call>` token.
+
+# %%
+from toolkit.constrain import compile_tool_choice, replay
+
+tok = loaded.tokenizer
+
+
+def _call(name, **args):
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": args}, ensure_ascii=False) + "\n</tool_call>"
+
+
+outputs = {"text": "Bonjour !", "get_weather(Paris)": _call("get_weather", city="Paris"),
+           "calculator(1+1)": _call("calculator", expression="1+1"),
+           "text, then a call": "Let me check. " + _call("get_weather", city="Paris"),
+           "get_weather(town=…) (bad argument)": _call("get_weather", town="Paris")}
+all_schemas = tools.schemas()
+modes = {"auto": ("auto", all_schemas), "required": ("required", all_schemas), "none": ("none", []),
+         "get_weather (named)": ("required", tools.schemas(["get_weather"]))}
+grid = {}
+for label, (kind, sch) in modes.items():
+    g = compile_tool_choice(sch, tok, kind, vocab_width=host.HFBackend.from_loaded(loaded).vocab_width)
+    grid[label] = {o: "accepted" if replay(g, tok.encode(t, add_special_tokens=False) + [host.IM_END_ID])[1]
+                   else "—" for o, t in outputs.items()}
+pd.DataFrame(grid)
+
+# %% [markdown]
+# `tool_choice` binds the turn that answers the user. After a tool result the next turn is `auto` again (agent
+# SDKs reset it the same way), otherwise a forced call would force another call forever. A question that needs
+# two calls can make both: after the first result the model may open another call, and the host only starts
+# the answer for it when its previous turn made nothing but repeated calls, or when the turn limit is reached.
+#
+# Try the other examples (a weather question; a two-city question where both calls may come in one turn and
+# run in parallel in the host), or ask your own question with the same defaults:
+# `python -m toolkit loop "Which is warmer, Paris or Tokyo?" --tool-choice auto`.
 
 # %%
 pick = W.Dropdown(options=sorted(host.EXAMPLES), value="two_cities", description="example")
+choice_ = W.Dropdown(options=["auto", "required", "none", "get_weather", "calculator"], value="auto",
+                     description="tool_choice")
 go_ = W.Button(description="run")
 
 
 def _run(_):
     view.clear()
-    host.run_example(pick.value, loaded, on_step=view.on_step)
+    ex_tools = host.example(pick.value)["tools"]
+    tc = choice_.value if choice_.value in host.TOOL_CHOICES or choice_.value in ex_tools else "auto"
+    host.run_example(pick.value, loaded, on_step=view.on_step, tool_choice=tc)
 
 
 go_.on_click(_run)
-display(W.HBox([pick, go_]))
+display(W.HBox([pick, choice_, go_]))
+
+# %% [markdown]
+# ### Eight free-form questions, before and after these defaults
+# `benchmarks/loop_questions.py` asks the real offline model eight questions it has not seen in this kit's
+# examples (arithmetic, a unit conversion, weather, two comparisons that need two calls, two that need no tool;
+# Chinese and English) with all four demo tools mounted. A checker per question, written before any run,
+# decides "met". "before" is the loop's old defaults (a call forced on turn 1, up to four calls per turn, the
+# answer started after every tool result); "after" is the defaults printed above. The cell reads the saved
+# results; it does not rerun them (that takes tens of minutes on two cores).
+
+# %%
+from pathlib import Path
+
+saved = {}
+for which in ("before", "after"):
+    f = Path("..") / "benchmarks" / "results" / f"loop_questions_{which}.json"
+    if f.exists():
+        saved[which] = json.loads(f.read_text(encoding="utf-8"))
+if saved:
+    bench = pd.DataFrame({(w, col): {r["id"]: (("met" if r["met"] else "not met") if col == "met" else r["seconds"])
+                                     for r in res["rows"]} for w, res in saved.items() for col in ("met", "s")})
+    display(bench)
+    lines = [f"- **{w}** ({res['date']}, commit {res['commit']}, {res['model'].split(' [')[0]}, "
+             f"{res['machine']['cpus']} CPUs shared, load {res['machine']['load_avg_at_end'][0]:.1f} at the end"
+             f"{', each task capped at %g s' % res['cap_s'] if res.get('cap_s') else ''}): "
+             f"{res['met']}/{res['total']} met, median {pd.Series([r['seconds'] for r in res['rows']]).median():.0f} s "
+             f"per task (range {min(r['seconds'] for r in res['rows']):.0f}–{max(r['seconds'] for r in res['rows']):.0f} s)"
+             for w, res in saved.items()]
+    display(Markdown("\n".join(lines)))
+else:
+    print("no saved results: run `python benchmarks/loop_questions.py --pass after`")
 
 # %% [markdown]
 # ## 3 · What the model gets wrong becomes a message, not a crash
@@ -138,22 +227,28 @@ display(W.HBox([pick, go_]))
 
 # %%
 tok25 = qwen_tokenizer("qwen2.5")
+paris = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
 script = ['<tool_call>\n{"name": "calculator", "arguments": {"expression": "1+"}\n</tool_call>',  # bad JSON
           '<tool_call>\n{"name": "search_web", "arguments": {"q": "news"}}\n</tool_call>\n'
           '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "kelvin"}}\n</tool_call>\n'
           '<tool_call>\n{"name": "write_note", "arguments": {"title": "todo", "text": "milk"}}\n</tool_call>',
-          '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
-          '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>']
+          paris + "\n" + paris + "\n" + paris,  # the same call three times in one turn
+          paris,  # and again in the next turn
+          "Paris: 18 °C, partly cloudy."]
 fake = host.ScriptedBackend(tok25, script)
-scripted = host.run(fake, tok25, [{"role": "user", "content": "hi"}], tools.TOOLS, template="qwen2.5")
+scripted = host.run(fake, tok25, [{"role": "user", "content": "hi"}], tools.TOOLS, template="qwen2.5", max_turns=6)
 for s in scripted.of(host.Executed):
     for r in s.results:
-        print(f"turn {s.turn}: {r.status:<7} {r.name}: {json.dumps(r.result, ensure_ascii=False)[:110]}")
-print("stopped:", scripted.stop.reason, "-", scripted.stop.detail)
+        print(f"turn {s.turn}: {r.status:<8} {r.name}: {json.dumps(r.result, ensure_ascii=False)[:110]}")
+last = scripted.of(host.Rendered)[-1]
+print(f"turn {last.turn} [{last.mode}]: {last.rule}")
+print("stopped:", scripted.stop.reason, "| answer:", scripted.answer)
 
 # %% [markdown]
-# The same call twice in a row is the "loop" failure of §14.5.9; the repeated-call guard stops it. The other
-# guards are a maximum number of turns and a token budget; each run records why it stopped.
+# The same call again — in the same turn or a later one — is the "loop" failure of §14.5.9. The repeat guard
+# works per call: the first one runs, every identical one gets a `repeated_call` result pointing at it, and
+# after a turn of nothing but repeats the host starts the answer (tools off). The other guards are a maximum
+# number of turns and a token budget; each run records why it stopped.
 #
 # ## 4 · A timestamp at the top of the system prompt
 # §14.5.8 warns that anything which changes the *start* of the prompt — such as the current time written into

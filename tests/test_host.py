@@ -231,7 +231,7 @@ def test_guard_repeated_call_within_one_turn(tok):
 
 def test_calls_per_turn_are_capped_with_an_error_result(tok):
     many = "\n".join(call("calculator", expression=f"{i}+1") for i in range(5))
-    trace, _ = loop_once(tok, [many, "ok"], max_calls=3)
+    trace, _ = loop_once(tok, [many, "ok"], max_calls=3, max_new_tokens=400)
     assert [r.status for r in trace.of(Executed)[0].results] == ["ok"] * 3 + ["skipped"] * 2
     assert tool_messages(trace)[4]["error"]["type"] == "too_many_calls"
 
@@ -428,7 +428,7 @@ def test_constrained_turn_on_the_stand_in_is_a_well_formed_call(stand_in):
     schemas = [bounded(s, max_length=6) for s in tools.schemas(["get_weather"])]
     grammar = compile_tools(schemas, stand_in.tokenizer, mode="tag", vocab_width=151_936)
     trace = run(HFBackend.from_loaded(stand_in), stand_in.tokenizer, [{"role": "user", "content": "weather?"}],
-                {"get_weather": TOOLS["get_weather"]}, constrain="tag", grammar=grammar, max_turns=1,
+                {"get_weather": TOOLS["get_weather"]}, tool_choice="required", grammar=grammar, max_turns=1,
                 max_new_tokens=60)
     gen, parsed = trace.of(Generated)[0], trace.of(Parsed)[0]
     assert gen.constrained and gen.generation.stopped_by in ("stop", "grammar")

@@ -867,10 +867,11 @@ def template_for(loaded) -> str:
 
 def settings_for(loaded, **kw) -> dict:
     """The loop settings a run on ``loaded`` uses: :data:`DEFAULTS`, the model's template, and for a random-weight
-    stand-in 48 new tokens per turn and strings bounded to 8 characters (otherwise it never closes one)."""
+    stand-in 48 new tokens per turn, strings bounded to 8 characters (otherwise it never closes one) and a call
+    required on the first turn (its first token is noise: under "auto" it would show no round trip at all)."""
     out = dict(DEFAULTS, template=template_for(loaded))
     if not loaded.semantic:
-        out.update(max_new_tokens=48, bound_strings=8)
+        out.update(max_new_tokens=48, bound_strings=8, tool_choice="required")
     out.update(kw)
     return out
 
