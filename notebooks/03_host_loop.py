@@ -211,7 +211,9 @@ if saved:
     lines = [f"- **{w}** ({res['date']}, commit {res['commit']}, {res['model'].split(' [')[0]}, "
              f"{res['machine']['cpus']} CPUs shared, load {res['machine']['load_avg_at_end'][0]:.1f} at the end"
              f"{', each task capped at %g s' % res['cap_s'] if res.get('cap_s') else ''}): "
-             f"{res['met']}/{res['total']} met, median {pd.Series([r['seconds'] for r in res['rows']]).median():.0f} s "
+             f"{res['met']}/{res['total']} met"
+             f"{'' if res.get('complete', True) else ' (INCOMPLETE: %d of %d questions ran)' % (res['total'], len(res['asked']))}"
+             f", median {pd.Series([r['seconds'] for r in res['rows']]).median():.0f} s "
              f"per task (range {min(r['seconds'] for r in res['rows']):.0f}–{max(r['seconds'] for r in res['rows']):.0f} s)"
              for w, res in saved.items()]
     display(Markdown("\n".join(lines)))
@@ -246,7 +248,7 @@ print("stopped:", scripted.stop.reason, "| answer:", scripted.answer)
 
 # %% [markdown]
 # The same call again — in the same turn or a later one — is the "loop" failure of §14.5.9. The repeat guard
-# works per call: the first one runs, every identical one gets a `repeated_call` result pointing at it, and
+# works per call: the first one runs, every identical one gets a `repeated_call` note with the first one's result, and
 # after a turn of nothing but repeats the host starts the answer (tools off). The other guards are a maximum
 # number of turns and a token budget; each run records why it stopped.
 #

@@ -196,8 +196,8 @@ def test_guard_repeated_call_across_turns(tok):
     trace, _ = loop_once(tok, [call("calculator", expression="1+1")] * 2 + ["2"])
     first, second = trace.of(Executed)
     assert [r.status for r in first.results] == ["ok"] and [r.status for r in second.results] == ["repeated"]
-    assert tool_messages(trace)[1]["error"]["type"] == "repeated_call" and "call_1" in \
-        tool_messages(trace)[1]["error"]["message"]
+    assert "call_1" in tool_messages(trace)[1]["repeated_call"] and tool_messages(trace)[1]["result"] == \
+        {"expression": "1+1", "result": 2}
     # a turn of only repeats: the next turn has tools off and the answer started for the model
     r3 = trace.of(Rendered)[2]
     assert r3.mode == "answer" and r3.forced_prefix and "repeat" in r3.rule and trace.stop.reason == "answered"
@@ -224,7 +224,8 @@ def test_guard_repeated_call_within_one_turn(tok):
     (ex,) = trace.of(Executed)
     assert sorted(ran) == [1, 2] and [r.status for r in ex.results] == ["ok"] + ["repeated"] * 4 + ["ok"]
     res = tool_messages(trace)
-    assert all(r["error"]["type"] == "repeated_call" for r in res[1:5]) and res[5] == {"x": 2}
+    assert all(r == {"repeated_call": res[1]["repeated_call"], "result": {"x": 1}} for r in res[1:5])
+    assert "call_1" in res[1]["repeated_call"] and res[5] == {"x": 2}
     assert "repeated_call" in tok.decode(backend.prompts[1])  # the model is told
     assert trace.of(Rendered)[1].mode != "answer"  # a new call ran: the model answers on its own
 

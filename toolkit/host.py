@@ -24,7 +24,7 @@ What it does
   ``toolkit.constrain.compile_tool_choice``'s grammar; under ``"auto"`` the model's own first token decides
   call or text (a call spelled any way starts a grammar-checked ``<tool_call>``). Parallel calls: any number up
   to ``max_calls``, no slots. The repeat guard is per call, within and across turns: a repeated call is not run
-  and gets a ``repeated_call`` result. The answer is started for the model (``answer_prefix``, ``"auto"``: in the
+  and gets a ``repeated_call`` note with the first call's result. The answer is started for the model (``answer_prefix``, ``"auto"``: in the
   question's language) only after tool results on a turn after only-repeated calls or on the last turn allowed.
 - ``ask(question, loaded, tools=..., tool_choice=...)`` runs any question with :data:`DEFAULTS`;
   ``python -m toolkit loop "question" [--tools a,b] [--tool-choice auto|required|none|NAME] [--json]`` checks
@@ -568,7 +568,7 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], *, 
     only (e.g. :func:`timestamp_prefix`). ``grammar`` overrides the grammar of call turns; ``bound_strings``
     caps every string in the grammars (a random-weight stand-in needs it to finish). ``max_calls`` caps the
     calls one turn may run (the rest get an error result); ``repeat_limit`` how often the same call may run in
-    the whole conversation (later ones get a ``repeated_call`` result and are not run).
+    the whole conversation (later ones are not run; they get a ``repeated_call`` note and the first one's result).
     """
     from .render import render
 
@@ -596,6 +596,7 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], *, 
         return grammars[kind]
 
     counts: dict[str, str] = {}  # call key -> id of the first call that ran it
+    earlier: dict[str, Any] = {}  # id of a call that ran -> its result
     seen: dict[str, int] = {}
     spent, prev_len, n_calls, nothing_new = 0, None, 0, False
     for turn in range(1, max_turns + 1):
@@ -678,9 +679,7 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], *, 
                 key = _call_key(c)
                 seen[key] = seen.get(key, 0) + 1
                 if seen[key] > repeat_limit:
-                    held[i] = CallResult(c.id, c.name, c.arguments, "repeated", _error(
-                        "repeated_call", f"identical to {counts[key]} (same tool, same arguments), whose result "
-                                         "is above; not run again"))
+                    held[i] = CallResult(c.id, c.name, c.arguments, "repeated", key)  # filled in below
                 else:
                     counts.setdefault(key, c.id)
         # Well-formed calls go into history the API way (the template re-serialises them: the prefix may
@@ -695,6 +694,14 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], *, 
         fresh = [c for i, c in enumerate(calls) if i not in held]
         ran = iter(execute(fresh, tools, confirm=confirm, timeout_s=tool_timeout_s, parallel=parallel))
         results = [held[i] if i in held else next(ran) for i in range(len(calls))]
+        for r in results:
+            if r.status == "ok" and r.call_id in counts.values():
+                earlier[r.call_id] = r.result
+        for r in results:  # a repeat is told what the first call returned (a bare "error" confused the model)
+            if r.status == "repeated":
+                first = counts[r.result]
+                r.result = {"repeated_call": f"same tool and arguments as {first}: not run again; its result "
+                                            "was", "result": earlier.get(first, "(that call failed)")}
         nothing_new = all(r.status in ("repeated", "skipped") for r in results)
         yield Executed(turn, results, time.perf_counter() - t0)
         messages.extend(r.message() for r in results)
