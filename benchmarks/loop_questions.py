@@ -202,14 +202,15 @@ def main(argv=None) -> int:
     print(f"model: {loaded.description}\ncommit: {_commit()}\npass: {a.which} settings: {settings}")
     path = a.out or os.path.join(os.path.dirname(__file__), "results", f"loop_questions_{a.which}.json")
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    commit = _commit()  # what was imported: read once, before any later commit moves HEAD
+    script_commit = _commit(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     rows: list[dict] = []
 
     def save(complete: bool) -> dict:  # after every question, so an interrupted run keeps what it measured
         out = dict(date=started, complete=complete, asked=[q["id"] for q in chosen],
                    machine=dict(platform=platform.platform(), cpus=os.cpu_count(), threads=a.threads,
                                 load_avg_at_end=os.getloadavg()),
-                   model=loaded.description, commit=_commit(),
-                   script_commit=_commit(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")),
+                   model=loaded.description, commit=commit, script_commit=script_commit,
                    which=a.which, settings=settings, cap_s=a.cap_s,
                    met=sum(r["met"] for r in rows), total=len(rows), rows=rows)
         with open(path, "w", encoding="utf-8") as f:
