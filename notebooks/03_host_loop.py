@@ -205,7 +205,8 @@ for which in ("before", "after"):
     if f.exists():
         saved[which] = json.loads(f.read_text(encoding="utf-8"))
 if saved:
-    bench = pd.DataFrame({(w, col): {r["id"]: (("met" if r["met"] else "not met") if col == "met" else r["seconds"])
+    bench = pd.DataFrame({(w, col): {r["id"]: (("met" if r["met"] else "not met" + (" (capped)" if r["why"].startswith("capped") else ""))
+                                              if col == "met" else r["seconds"])
                                      for r in res["rows"]} for w, res in saved.items() for col in ("met", "s")})
     display(bench)
     lines = [f"- **{w}** ({res['date']}, commit {res['commit']}, {res['model'].split(' [')[0]}, "
