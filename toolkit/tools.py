@@ -1,31 +1,38 @@
 """The kit's demo tools, each defined once as a typed, documented Python function.
 
 What it does
-- Every tool's JSON Schema is generated from its signature and docstring by ``transformers.utils.get_json_schema``
-  (book §14.5.2 step 1 renders exactly this schema into the prompt; "Tool Use" §3.1 lists the four parts of a
-  tool: name, description, parameters, the function). Only bounds the generator cannot express (``maxLength``)
-  are added on top, so the schema is never written twice.
+- Every tool's JSON Schema is generated from its signature and docstring by :func:`function_schema` (standard
+  library only, so building the tools never imports transformers or torch; a test checks it against
+  ``transformers.utils.get_json_schema``). Book §14.5.2 step 1 renders exactly this schema into the prompt;
+  "Tool Use" §3.1 lists the four parts of a tool: name, description, parameters, the function. Only bounds the
+  generator cannot express (``maxLength``) are added on top, so the schema is never written twice.
 - ``calculator`` parses arithmetic with its own tokenizer and recursive-descent parser over ``Decimal`` — never
-  ``eval`` — with bounded input length, nesting depth, literal size, exponent, magnitude and time.
+  ``eval`` — with bounded input length, nesting depth, literal size, exponent, magnitude and time; its
+  description states its operators, exactness (28 significant digits) and limits, and tests hold it to them.
 - ``get_weather`` reads a fixed local table (deterministic, not live data), ``convert_units`` converts between
   a few length/mass/temperature/volume units, ``write_note`` writes a text file into a sandbox folder and is
   marked ``needs_confirmation=True``: the host runs it only if a person approves (§14.5.2, "constrained decoding
   does not make a call authorised").
 - ``Tool.call(args)`` validates ``args`` against the schema and raises :class:`ToolError` with a readable message
-  on bad input; results are JSON-serialisable dicts.
+  on bad input, at most ``MAX_MESSAGE_CHARS`` long (an over-long value is named by its length, never echoed);
+  results are JSON-serialisable dicts.
 
 What it leaves out
 - Any network access, real weather, currency rates, or persistence beyond the notes sandbox.
-- Symbolic maths: the calculator knows + - * / ** ^ % (modulo and percent), parentheses, unary signs, decimals
-  and scientific notation, "X% of Y"; no functions (sqrt, sin) and no variables.
+- Symbolic maths: the calculator knows exactly what its description lists (+ - * / ** ^ % × ÷, "of"/"的",
+  parentheses, unary signs, decimals, scientific notation); no functions (sqrt, sin), no variables, no bitwise
+  operators (``^`` is power, as its description says).
 """
 from __future__ import annotations
 
 import decimal
+import inspect
 import json
 import os
 import re
 import time
+import types as pytypes
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -53,30 +60,40 @@ class Tool:
         return self.schema["function"].get("parameters", {"type": "object", "properties": {}})
 
     def validate(self, args: Any) -> None:
-        """Raise :class:`ToolError` unless ``args`` is an object the schema accepts (no unknown keys)."""
+        """Raise :class:`ToolError` unless ``args`` is an object the schema accepts (no unknown keys).
+
+        Every message is bounded (:func:`bounded_message`): an over-long value is named by its type and length,
+        never echoed whole, so a 10 MB argument cannot come back as a 10 MB error."""
         import jsonschema
 
         if not isinstance(args, dict):
-            raise ToolError(f"{self.name}: arguments must be a JSON object, got {type(args).__name__}")
-        unknown = sorted(set(args) - set(self.parameters.get("properties", {})))
+            raise ToolError(f"{self.name}: arguments must be a JSON object, got {describe(args)}")
+        allowed = sorted(self.parameters.get("properties", {}))
+        unknown = sorted(set(args) - set(allowed))
         if unknown:
-            raise ToolError(f"{self.name}: unexpected argument(s) {unknown}; "
-                            f"allowed: {sorted(self.parameters.get('properties', {}))}")
+            names = ", ".join(describe(k, 40) for k in unknown[:5]) + (f" and {len(unknown) - 5} more"
+                                                                        if len(unknown) > 5 else "")
+            raise ToolError(bounded_message(f"{self.name}: unexpected argument(s) {names}; allowed: {allowed}"))
         try:
             jsonschema.validate(args, self.parameters)
         except jsonschema.ValidationError as e:
-            where = "/".join(map(str, e.absolute_path)) or "arguments"
-            raise ToolError(f"{self.name}: invalid {where}: {e.message}") from None
+            where = "/".join(describe(p, 40) if isinstance(p, str) and len(p) > 40 else str(p)
+                             for p in e.absolute_path)
+            # jsonschema's messages quote the whole offending value ("'xxxx…' is too long"); name it instead
+            text = e.message.replace(repr(e.instance), describe(e.instance)) if len(repr(e.instance)) > 80 \
+                else e.message
+            raise ToolError(bounded_message(f"{self.name}: invalid {where or 'arguments'}: {text}")) from None
 
     def call(self, args: dict) -> Any:
-        """Validate ``args`` and run the function. Bad input -> :class:`ToolError`; other errors propagate."""
+        """Validate ``args`` and run the function. Bad input -> :class:`ToolError` (bounded message); other errors
+        propagate."""
         self.validate(args)
         try:
             return self.fn(**args)
-        except ToolError:
-            raise
+        except ToolError as e:
+            raise ToolError(bounded_message(str(e))) from None
         except (ValueError, TypeError, ArithmeticError) as e:
-            raise ToolError(f"{self.name}: {e}") from None
+            raise ToolError(bounded_message(f"{self.name}: {e}")) from None
 
     @classmethod
     def from_function(cls, fn: Callable, needs_confirmation: bool = False,
@@ -86,14 +103,138 @@ class Tool:
         ``bounds`` adds keywords the generator cannot express, e.g. ``{"text": {"maxLength": 2000}}``: a grammar
         compiled from the schema then terminates even on a random-weight model.
         """
-        from transformers.utils import get_json_schema
-
-        schema = get_json_schema(fn)
-        schema["function"].pop("return", None)  # not part of OpenAI's tool format; would cost prompt tokens
+        schema = function_schema(fn)
         props = schema["function"]["parameters"].get("properties", {})
         for arg, extra in (bounds or {}).items():
             props[arg].update(extra)
         return cls(schema["function"]["name"], fn, schema, needs_confirmation)
+
+
+# ============================================================== bounded messages
+MAX_MESSAGE_CHARS = 300
+
+
+def describe(value: Any, limit: int = 60) -> str:
+    """A short, safe name for a value inside an error: its repr when short, else its type, size and start."""
+    if isinstance(value, (str, bytes)):
+        text = repr(value)
+        if len(text) <= limit:
+            return text
+        kind = "string" if isinstance(value, str) else "byte string"
+        return f"a {kind} of {len(value):,} characters starting {text[:limit // 2]}…"
+    if isinstance(value, (list, tuple, dict)):
+        text = repr(value) if len(value) <= 50 else ""
+        if text and len(text) <= limit:
+            return text
+        kind = {"dict": "an object", "list": "an array", "tuple": "an array"}[type(value).__name__]
+        return f"{kind} of {len(value):,} {'keys' if isinstance(value, dict) else 'items'}"
+    text = repr(value)
+    return text if len(text) <= limit else f"a {type(value).__name__} ({len(text):,} characters as text)"
+
+
+def bounded_message(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was: no path may echo a huge input whole."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit - 60]}… [message cut: it was {len(text):,} characters]"
+
+
+# ============================================================== schemas from signatures
+# The JSON Schema of a tool, written from its signature and Google-style docstring with the standard library only:
+# building the kit's tools must not import transformers (and through it torch), which costs seconds. The output
+# equals ``transformers.utils.get_json_schema(fn)`` minus its "return" entry for the hints the kit uses; a test
+# checks that. Hints it does not know raise TypeError rather than guess.
+_SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
+_DOC_SECTION = re.compile(r"^\s*(Args|Arguments|Returns|Raises|Yields|Examples?|Notes?):\s*$", re.M)
+_ARG_LINE = re.compile(r"^(\s*)(\w+)(?:\s*\([^()\n]*\))?:\s*(.*)$")
+_CHOICES = re.compile(r"\(choices:\s*(.*?)\)\s*$", re.I)
+
+
+def _hint_schema(hint: Any, where: str) -> dict:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return {}
+    if hint in _SCALARS:
+        return {"type": _SCALARS[hint]}
+    if hint in (list, tuple):
+        return {"type": "array"}
+    if hint is dict:
+        return {"type": "object"}
+    if origin is typing.Literal and args and all(type(a) in _SCALARS for a in args):
+        kinds = list(dict.fromkeys(_SCALARS[type(a)] for a in args))
+        return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": list(args)}
+    if origin is list:
+        return {"type": "array", **({"items": _hint_schema(args[0], where)} if args else {})}
+    if origin is dict:
+        return {"type": "object", **({"additionalProperties": _hint_schema(args[1], where)}
+                                     if len(args) == 2 else {})}
+    if origin in (typing.Union, pytypes.UnionType):
+        parts = [_hint_schema(a, where) for a in args if a is not type(None)]
+        if len(parts) == 1:
+            out = parts[0]
+        elif all(set(p) == {"type"} and isinstance(p["type"], str) for p in parts):
+            kinds = sorted({p["type"] for p in parts})
+            out = {"type": kinds[0] if len(kinds) == 1 else kinds}
+        else:
+            out = {"anyOf": parts}
+        if type(None) in args:
+            out["nullable"] = True
+        return out
+    raise TypeError(f"{where}: cannot write a JSON Schema for the type hint {hint!r}; write the schema by hand")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """(description, {arg: description}) from a Google-style docstring."""
+    sections = list(_DOC_SECTION.finditer(doc))
+    description = doc[:sections[0].start()].strip() if sections else doc.strip()
+    args: dict[str, str] = {}
+    for i, m in enumerate(sections):
+        if m.group(1) not in ("Args", "Arguments"):
+            continue
+        body = doc[m.end():sections[i + 1].start() if i + 1 < len(sections) else len(doc)]
+        indent, current = None, None
+        for line in body.splitlines():
+            if not line.strip():
+                continue
+            head = _ARG_LINE.match(line)
+            if head and (indent is None or len(head.group(1)) <= indent):
+                indent, current = len(head.group(1)), head.group(2)
+                args[current] = head.group(3).strip()
+            elif current is not None:  # a continuation line, indented deeper
+                args[current] = f"{args[current]} {line.strip()}".strip()
+    return description, args
+
+
+def function_schema(fn: Callable) -> dict:
+    """OpenAI-style ``{"type": "function", "function": {name, description, parameters}}`` for a typed function
+    with a Google-style docstring; an argument's ``(choices: [...])`` suffix becomes its ``enum``."""
+    name = getattr(fn, "__name__", "operation")
+    doc = inspect.getdoc(fn)
+    if not doc:
+        raise TypeError(f"{name}: a tool needs a docstring (its description)")
+    description, arg_docs = _parse_docstring(doc.strip())
+    hints = typing.get_type_hints(fn)
+    params = [p for p in inspect.signature(fn).parameters.values() if p.name not in ("self", "cls")
+              or p.annotation is not inspect.Parameter.empty]
+    props: dict[str, dict] = {}
+    for p in params:
+        if p.name not in hints:
+            raise TypeError(f"{name}: argument {p.name!r} has no type hint")
+        if p.name not in arg_docs:
+            raise TypeError(f"{name}: the docstring's Args section does not describe {p.name!r}")
+        schema = _hint_schema(hints[p.name], f"{name}({p.name})")
+        text = arg_docs[p.name]
+        choices = _CHOICES.search(text)
+        if choices:
+            schema["enum"] = [c.strip() if isinstance(c, str) else c for c in json.loads(choices.group(1))]
+            text = text[:choices.start()].strip()
+        schema["description"] = text
+        props[p.name] = schema
+    parameters: dict = {"type": "object", "properties": props}
+    required = [p.name for p in params if p.default is inspect.Parameter.empty]
+    if required:
+        parameters["required"] = required
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
 
 
 # ============================================================== calculator
@@ -102,9 +243,11 @@ MAX_DEPTH = 32          # nested parentheses / unary signs
 MAX_LITERAL_DIGITS = 30
 MAX_EXPONENT = 1000     # |b| in a ** b
 MAX_MAGNITUDE = decimal.Decimal("1e100")
+MIN_MAGNITUDE = decimal.Decimal("1e-300")  # smaller non-zero results are refused: a JSON float cannot hold them
+PRECISION = 28          # significant digits of the decimal arithmetic
 MAX_SECONDS = 0.05
 
-_CTX = decimal.Context(prec=28, Emax=999_999, Emin=-999_999,
+_CTX = decimal.Context(prec=PRECISION, Emax=999_999, Emin=-999_999,
                        traps=[decimal.Overflow, decimal.DivisionByZero, decimal.InvalidOperation])
 _TOKEN = re.compile(r"\s*(?:(?P<num>(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)|(?P<op>\*\*|[-+*/%^()×÷])"
                     r"|(?P<of>of\b|的))", re.I)
@@ -119,7 +262,7 @@ def _tokenize(text: str) -> list[str]:
         if not m or m.end() == pos:
             bad = text[pos:].lstrip()[:12]
             raise ToolError(f"calculator: unexpected text {bad!r} at position {pos}; "
-                            "only numbers, + - * / ** % ( ) and 'of' are allowed")
+                            "only numbers, + - * / ** ^ % × ÷ ( ) and 'of' (的) are allowed")
         tok = m.group("num") or m.group("op") or m.group("of").lower()
         if m.group("num") and len(re.sub(r"[^0-9]", "", tok)) > MAX_LITERAL_DIGITS:
             raise ToolError(f"calculator: number literal longer than {MAX_LITERAL_DIGITS} digits")
@@ -200,9 +343,11 @@ class _Parser:
             raise ToolError("calculator: zero to a negative power")
         if base < 0 and exp != exp.to_integral_value():
             raise ToolError("calculator: negative base with a fractional exponent")
-        # Estimate the size first so the power is never computed when it would be huge.
-        if base != 0 and abs(exp * abs(base).log10(_CTX)) > 101:
-            raise ToolError(f"calculator: result magnitude exceeds {MAX_MAGNITUDE:.0e}")
+        # Estimate the size first so the power is never computed when it would be huge (a tiny result, e.g.
+        # 2 ** -400, is computed: only the final result has a lower limit).
+        if base != 0 and exp * abs(base).log10(_CTX) > 101:
+            raise ToolError(f"calculator: result magnitude exceeds {MAX_MAGNITUDE:.0e} "
+                            f"(about 1e{int(exp * abs(base).log10(_CTX))})")
         return self.check(_CTX.power(base, exp))
 
     def postfix(self):
@@ -235,25 +380,28 @@ def _starts_operand(tok) -> bool:
 
 
 def _plain_number(value: decimal.Decimal) -> int | float:
-    # Integers stay exact up to 1e18; beyond that a float (JSON readers in other languages lose big ints).
-    if value == value.to_integral_value() and abs(value) < 10 ** 18:
+    # Whole numbers come back as JSON integers, every digit the decimal arithmetic holds (up to PRECISION
+    # significant digits exact); other results as floats (about 16 significant digits).
+    if value == value.to_integral_value():
         return int(value)
     return float(value)
 
 
 def calculator(expression: str) -> dict:
-    """Calculates an arithmetic expression exactly, e.g. "250 * 15%" or "(3 + 4) ** 2 / 7".
+    """Calculates an arithmetic expression, e.g. "250 * 15%" or "(3 + 4) ** 2 / 7".
 
-    Supports + - * / ** % (modulo, or percent when nothing follows it), parentheses, decimals and
-    "X% of Y". Use it for any arithmetic instead of computing in your head.
+    Operators: + - * / ** (power; ^ is the same as **), % (modulo, or percent when no number follows it),
+    "X% of Y" (of and 的 multiply), × ÷, parentheses, decimals and 1.5e3 notation. Decimal arithmetic, exact
+    to 28 significant digits: whole-number results up to 28 digits are exact integers, other results are
+    floats. Limits: 200 characters, |result| <= 1e100. Use it for any arithmetic instead of computing in your head.
 
     Args:
         expression: The arithmetic expression to evaluate, e.g. "250 * 0.15".
     """
     if not isinstance(expression, str):
-        raise ToolError("calculator: expression must be a string")
+        raise ToolError(f"calculator: expression must be a string, got {type(expression).__name__}")
     if len(expression) > MAX_EXPR_CHARS:
-        raise ToolError(f"calculator: expression longer than {MAX_EXPR_CHARS} characters ({len(expression)})")
+        raise ToolError(f"calculator: expression longer than {MAX_EXPR_CHARS} characters ({len(expression):,})")
     tokens = _tokenize(expression)
     if not tokens:
         raise ToolError("calculator: empty expression")
@@ -264,7 +412,11 @@ def calculator(expression: str) -> dict:
         raise ToolError(f"calculator: arithmetic error ({type(e).__name__})") from None
     if parser.peek() is not None:
         raise ToolError(f"calculator: unexpected {parser.peek()!r} after a complete expression")
-    return {"expression": expression, "result": _plain_number(value.normalize(_CTX))}
+    value = value.normalize(_CTX)
+    if value != 0 and abs(value) < MIN_MAGNITUDE:
+        raise ToolError(f"calculator: result {value:.3e} is closer to zero than {MIN_MAGNITUDE:.0e}, "
+                        "the smallest magnitude it returns")
+    return {"expression": expression, "result": _plain_number(value)}
 
 
 # ============================================================== weather
