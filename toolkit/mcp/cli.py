@@ -32,6 +32,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--test-tools", action="store_true", help="add hang (a tool that never answers in time)")
     s.add_argument("--notes-dir", help="folder write_note/delete_notes use")
     s.add_argument("--pid-file", help="write this server's PID here")
+    s.add_argument("--session-idle", type=float, default=None, metavar="SECONDS",
+                   help="HTTP: close a legacy-era session after this long without a request (default 300)")
     w = sub.add_parser("wirelog", help="run a demo session and print its JSON-RPC messages")
     how = w.add_mutually_exclusive_group(required=True)
     how.add_argument("--stdio", action="store_true")
@@ -90,7 +92,7 @@ def cli(argv: list[str]) -> int:
             serve_stdio(tools)
             return 0
         try:
-            serve_http(args.port, tools)
+            serve_http(args.port, tools, **({"session_idle_s": args.session_idle} if args.session_idle else {}))
         except OSError as e:  # e.g. the port is taken: say so instead of a traceback
             print(f"error: cannot listen on 127.0.0.1:{args.port}: {e.strerror or e}", file=sys.stderr)
             return 1

@@ -57,9 +57,11 @@ def stdio_server(demo: bool = False, test_tools: bool = False, notes_dir=None, p
 class HTTPServer:
     """``python -m toolkit mcp serve --http --port 0`` as a subprocess; ``url`` once it listens, ``stop()`` by PID."""
 
-    def __init__(self, demo: bool = False, test_tools: bool = False, notes_dir=None, startup_timeout: float = 60):
+    def __init__(self, demo: bool = False, test_tools: bool = False, notes_dir=None, startup_timeout: float = 60,
+                 session_idle: float | None = None):
         cmd = [sys.executable, "-m", "toolkit", "mcp", "serve", "--http", "--port", "0",
                *_server_args(demo, test_tools, notes_dir)]
+        cmd += ["--session-idle", str(session_idle)] if session_idle else []
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
                                      env={**os.environ, **_child_env()}, cwd=str(REPO_ROOT))

@@ -10,10 +10,14 @@ What it does
   ``isError: true`` and the message as text, which the model reads and can correct (since revision
   2025-11-25, argument-validation failures belong here too); an unknown tool name is a protocol error,
   JSON-RPC ``-32602``. Unknown methods (``-32601``) and malformed params (``-32602``) are answered by the SDK.
-- ``serve_stdio()`` speaks newline-delimited JSON-RPC on stdin/stdout; ``serve_http(port)`` speaks Streamable
-  HTTP at ``http://127.0.0.1:PORT/mcp``, bound to 127.0.0.1 only, and refuses any ``Origin`` but its own with
-  403 (a web page in a browser must not be able to drive local tools: DNS-rebinding protection). Port 0 picks a
-  free port; the first stdout line names the URL.
+- ``serve_stdio()`` speaks newline-delimited JSON-RPC on stdin/stdout through ``toolkit.mcp.stdio`` (malformed
+  lines get -32700/-32600 answers, lines over 4 MiB are refused); ``serve_http(port)`` speaks Streamable HTTP
+  at ``http://127.0.0.1:PORT/mcp``, bound to 127.0.0.1 only with TCP_NODELAY, and refuses any ``Origin`` but
+  its own with 403 (a web page in a browser must not be able to drive local tools: DNS-rebinding protection).
+  Port 0 picks a free port; the first stdout line names the URL. Idle legacy-era sessions expire.
+- Every error text it writes is bounded (``toolkit.tools.bounded_message``): a huge argument is named by its
+  length, never echoed. Building the tools imports neither torch nor transformers, so it starts in about a
+  second (benchmarks/mcp_server.py measures it).
 - The SDK serves both protocol eras from one server: the 2026-07-28 per-request envelope (``server/discover``,
   ``_meta`` on every request) and the initialize handshake of 2024-11-05 ... 2025-11-25; the client's first
   request decides.
@@ -38,12 +42,14 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
 from toolkit.mcp.process import READY_MARK
-from toolkit.tools import TOOLS, Tool, ToolError
+from toolkit.tools import TOOLS, Tool, ToolError, bounded_message, describe
 
 SERVER_NAME = "toolcall-kit"
 HOST = "127.0.0.1"  # never 0.0.0.0: these tools are for the person at this machine only
 PATH = "/mcp"
 READY = READY_MARK + " (pid {pid})"
+SESSION_IDLE_S = 300.0  # a legacy-era HTTP session with no request for this long is closed (its id then 404s)
+MAX_SESSIONS = 200      # more open legacy sessions than this: new ones get 503 until some end or expire
 
 
 def kit_tools(demo: bool = False, test_tools: bool = False) -> dict[str, Tool]:
@@ -79,27 +85,36 @@ async def call_kit_tool(tools: Mapping[str, Tool], name: str, arguments: dict | 
     tool = tools.get(name)
     if tool is None:
         # Not the tool's failure but the caller's: it asked for something this server never listed.
-        raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {name!r}",
+        raise MCPError(code=types.INVALID_PARAMS, message=bounded_message(f"Unknown tool: {describe(name)}"),
                        data={"known": sorted(tools)})
     try:
         result = tool.call(dict(arguments or {}))
         if inspect.isawaitable(result):  # async tools (``hang``) run on the server's event loop, cancellably
             result = await result
     except ToolError as e:
-        return _text_result(str(e), is_error=True)
+        return _text_result(bounded_message(str(e)), is_error=True)
     except Exception as e:  # a crash inside the tool is still the tool's failure, not the protocol's
-        return _text_result(f"{name} failed: {type(e).__name__}: {e}", is_error=True)
+        return _text_result(bounded_message(f"{name} failed: {type(e).__name__}: {e}"), is_error=True)
     return _text_result(result)
+
+
+def _warm_up() -> None:
+    """Import jsonschema (``Tool.validate`` needs it) on a background thread.
+
+    The import takes about a second here (its optional IRI format checker builds a parser at import time);
+    done in the foreground it would delay the ready line past clients' connect timeouts. A ``tools/call`` that
+    arrives before it finishes simply waits on Python's import lock.
+    """
+    import threading
+
+    threading.Thread(target=__import__, args=("jsonschema",), name="warm-jsonschema", daemon=True).start()
 
 
 def build_server(tools: Mapping[str, Tool] | None = None) -> Server:
     """A low-level SDK ``Server`` whose ``tools/list`` and ``tools/call`` are backed by ``tools``."""
     tools = dict(TOOLS if tools is None else tools)
     from toolkit import __version__
-    # Tool.validate imports jsonschema on first use; that import takes seconds here (its optional format
-    # checkers build a grammar). Paying it now, before the server says it is ready, keeps the first
-    # tools/call from looking like a hung tool to a client with a short timeout.
-    import jsonschema  # noqa: F401
+    _warm_up()
 
     async def on_list_tools(ctx, params) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[mcp_tool(t) for t in tools.values()])
@@ -115,14 +130,16 @@ def build_server(tools: Mapping[str, Tool] | None = None) -> Server:
 
 
 def serve_stdio(tools: Mapping[str, Tool] | None = None) -> None:
-    """Serve over stdin/stdout until the client closes stdin. Only JSON-RPC may go to stdout."""
+    """Serve over stdin/stdout until the client closes stdin. Only JSON-RPC may go to stdout; malformed or
+    over-long lines are answered with JSON-RPC errors (``toolkit.mcp.stdio``)."""
     import anyio
-    from mcp.server.stdio import stdio_server
+
+    from toolkit.mcp.stdio import stdio_transport
 
     server = build_server(tools)
 
     async def main() -> None:
-        async with stdio_server() as (read, write):
+        async with stdio_transport() as (read, write):
             # stderr, never stdout (that is the protocol channel). A host that waits for this line knows the
             # imports are done, so its first request is not racing the SDK's 10 s server/discover probe timeout.
             print(READY.format(pid=os.getpid()), file=sys.stderr, flush=True)
@@ -142,23 +159,34 @@ def security_settings(port: int) -> TransportSecuritySettings:
                                      allowed_origins=[f"http://{h}" for h in local])
 
 
-def bind(port: int = 0) -> socket.socket:
-    """A listening socket on 127.0.0.1 (port 0: the OS picks a free one, with no race against other tests)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+def bind(port: int = 0, tcp_nodelay: bool = True) -> socket.socket:
+    """A listening socket on 127.0.0.1 (port 0: the OS picks a free one, with no race against other tests).
+
+    Created with ``IPPROTO_TCP`` so that asyncio sets TCP_NODELAY on every accepted connection: it only does so
+    for sockets whose ``proto`` says TCP, and a socket made with protocol 0 leaves Nagle's algorithm on, so a
+    kept-alive connection waits ~40 ms per reply for the client's delayed ACK. ``tcp_nodelay=False`` keeps
+    protocol 0 (benchmarks/mcp_server.py measures both)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP if tcp_nodelay else 0)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((HOST, port))
     sock.listen(64)
     return sock
 
 
-def serve_http(port: int = 0, tools: Mapping[str, Tool] | None = None, announce=None) -> None:
-    """Serve Streamable HTTP on 127.0.0.1 until SIGINT/SIGTERM; ``announce(url)`` is called once listening."""
+def serve_http(port: int = 0, tools: Mapping[str, Tool] | None = None, announce=None, tcp_nodelay: bool = True,
+               session_idle_s: float = SESSION_IDLE_S, max_sessions: int = MAX_SESSIONS) -> None:
+    """Serve Streamable HTTP on 127.0.0.1 until SIGINT/SIGTERM; ``announce(url)`` is called once listening.
+
+    Legacy-era sessions (the 2025 initialize handshake keeps one per client) expire after ``session_idle_s``
+    seconds without a request, and at most ``max_sessions`` are open at once; request bodies are limited to the
+    SDK's 4 MiB, as stdio lines are."""
     import uvicorn
 
-    sock = bind(port)
+    sock = bind(port, tcp_nodelay)
     port = sock.getsockname()[1]
     app = build_server(tools).streamable_http_app(streamable_http_path=PATH, host=HOST,
-                                                  transport_security=security_settings(port))
+                                                  transport_security=security_settings(port),
+                                                  session_idle_timeout=session_idle_s, max_sessions=max_sessions)
     url = f"http://{HOST}:{port}{PATH}"
     (announce or (lambda u: print(f"MCP Streamable HTTP server on {u} (pid {os.getpid()})", flush=True)))(url)
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2, lifespan="on")
