@@ -203,16 +203,16 @@ class MCPTool:
         A tool failure (``isError``), a protocol error or a timeout raises ``toolkit.tools.ToolError``, which the
         host loop turns into an error result the model reads."""
         from toolkit.mcp.safety import untrusted
-        from toolkit.tools import ToolError
+        from toolkit.tools import ToolError, bounded_message
 
         try:
             result = self.connection.call_tool(self.name, args)
         except MCPError as e:
             kind = "timed out" if e.code == types.REQUEST_TIMEOUT else f"protocol error {e.code}"
-            raise ToolError(f"{self.name}: {kind}: {e.error.message}") from None
-        if result.is_error:
-            raise ToolError(f"{self.name} failed (untrusted text from MCP server {self.server}): "
-                            f"{result_text(result)}")
+            raise ToolError(bounded_message(f"{self.name}: {kind}: {e.error.message}")) from None
+        if result.is_error:  # a third-party server may send any length: bounded like the kit's own errors
+            raise ToolError(bounded_message(f"{self.name} failed (untrusted text from MCP server {self.server}): "
+                                            f"{result_text(result)}"))
         # structuredContent when the server sent it (no JSON inside a JSON string), else the text blocks
         content = result.structured_content if result.structured_content is not None else result_text(result)
         return untrusted(content, server=self.server, tool=self.name)

@@ -173,6 +173,64 @@ def bind(port: int = 0, tcp_nodelay: bool = True) -> socket.socket:
     return sock
 
 
+class BoundedErrors:
+    """ASGI middleware: every JSON-RPC error in a response (JSON body or SSE ``data:`` line) leaves with a bounded
+    ``message`` and ``data``. The SDK echoes some inputs whole (legacy-era "Method not found" carries the method
+    name, up to the 4 MiB body limit, as ``data``); this is the one place all HTTP answers pass."""
+
+    SMALL = 2048  # bodies this short cannot carry an over-long error: passed through untouched
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        state = {"start": None, "json": False, "body": bytearray()}
+
+        async def bounded_send(message):
+            if message["type"] == "http.response.start":
+                ctype = dict(message.get("headers", [])).get(b"content-type", b"")
+                state["json"] = ctype.startswith(b"application/json")
+                if state["json"]:  # held until the body is complete: its length may change
+                    state["start"] = message
+                    return
+                return await send(message)
+            if message["type"] != "http.response.body":
+                return await send(message)
+            body = message.get("body", b"")
+            if state["json"]:
+                state["body"] += body
+                if message.get("more_body"):
+                    return
+                data = bytes(state["body"])
+                if len(data) > self.SMALL:
+                    data = _bound_json(data)
+                start = state["start"]
+                headers = [(k, v) for k, v in start.get("headers", []) if k != b"content-length"]
+                await send({**start, "headers": headers + [(b"content-length", str(len(data)).encode())]})
+                return await send({"type": "http.response.body", "body": data, "more_body": False})
+            if len(body) > self.SMALL and b'"error"' in body:
+                body = b"\n".join(b"data: " + _bound_json(line[6:]) if line.startswith(b"data: ") else line
+                                   for line in body.split(b"\n"))
+            return await send({**message, "body": body})
+
+        return await self.app(scope, receive, bounded_send)
+
+
+def _bound_json(data: bytes) -> bytes:
+    """A JSON-RPC message (bytes) with its error bounded; anything else unchanged."""
+    from toolkit.mcp.stdio import bounded_error
+
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(data, by_name=False)
+    except Exception:
+        return data
+    if not isinstance(message, types.JSONRPCError):
+        return data
+    return bounded_error(message).model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
 def serve_http(port: int = 0, tools: Mapping[str, Tool] | None = None, announce=None, tcp_nodelay: bool = True,
                session_idle_s: float = SESSION_IDLE_S, max_sessions: int = MAX_SESSIONS) -> None:
     """Serve Streamable HTTP on 127.0.0.1 until SIGINT/SIGTERM; ``announce(url)`` is called once listening.
@@ -187,6 +245,7 @@ def serve_http(port: int = 0, tools: Mapping[str, Tool] | None = None, announce=
     app = build_server(tools).streamable_http_app(streamable_http_path=PATH, host=HOST,
                                                   transport_security=security_settings(port),
                                                   session_idle_timeout=session_idle_s, max_sessions=max_sessions)
+    app = BoundedErrors(app)
     url = f"http://{HOST}:{port}{PATH}"
     (announce or (lambda u: print(f"MCP Streamable HTTP server on {u} (pid {os.getpid()})", flush=True)))(url)
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2, lifespan="on")
