@@ -1,6 +1,7 @@
 """toolkit.tools: schemas generated from the functions, a calculator that refuses hostile input fast, the
 weather table, unit conversion, and the sandboxed side-effect tool."""
 import json
+import re
 
 import jsonschema
 import pytest
@@ -155,3 +156,167 @@ def test_from_function_on_a_new_tool():
     assert t.call({"text": "ab", "times": 2}) == {"out": "ABAB"}
     with pytest.raises(ToolError, match="too long"):
         t.call({"text": "abcdef"})
+
+
+# ------------------------------------------------------------------ schemas without transformers
+def test_schemas_match_transformers_get_json_schema():
+    """The stdlib generator writes what transformers' generator writes, for the kit's tools and other hints."""
+    from typing import Literal, Optional
+
+    from transformers.utils import get_json_schema
+
+    def many(a: int, b: float, c: bool, d: list[int], e: dict[str, float], f: Optional[str] = None,
+             g: Literal["x", "y"] = "x", h: int | str = 1, k: list = None) -> dict:
+        """Does many things.
+
+        Second paragraph of the description.
+
+        Args:
+            a: An integer.
+            b: A float that is described
+                over two lines.
+            c: A flag.
+            d: Some integers.
+            e: A mapping.
+            f: Maybe a string.
+            g: A literal.
+            h: A union.
+            k: A bare list. (choices: [1, 2])
+
+        Returns:
+            Nothing useful.
+        """
+
+    for fn in [t.fn for t in TOOLS.values()] + [many]:
+        want = get_json_schema(fn)
+        want["function"].pop("return", None)
+        got = tools.function_schema(fn)
+        assert json.dumps(got) == json.dumps(want), fn.__name__  # key order too: it is rendered into prompts
+    for t in TOOLS.values():  # the registry = generated schema + the declared bounds only
+        bare = json.loads(json.dumps(t.schema))
+        for prop in bare["function"]["parameters"]["properties"].values():
+            prop.pop("maxLength", None)
+        assert bare == tools.function_schema(t.fn)
+
+
+def test_function_schema_refuses_what_it_cannot_write():
+    class Custom:
+        pass
+
+    def bad(x: Custom) -> None:
+        """Bad.
+
+        Args:
+            x: A custom object.
+        """
+
+    def undocumented(x: int) -> None:
+        """No Args section."""
+
+    for fn, match in ((bad, "type hint"), (undocumented, "does not describe 'x'")):
+        with pytest.raises(TypeError, match=match):
+            tools.function_schema(fn)
+
+
+def test_building_the_tools_imports_neither_torch_nor_transformers():
+    import subprocess
+    import sys
+
+    code = ("import sys, toolkit.tools, toolkit.mcp.server, toolkit.mcp.stdio; "
+            "print(sorted(m for m in ('torch', 'transformers', 'xgrammar') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"
+
+
+# ------------------------------------------------------------------ bounded errors
+BIG = 10_000_000
+
+
+def _huge_inputs():
+    """Arguments whose error would echo megabytes if any path quoted the input whole."""
+    big = "x" * BIG
+    yield "calculator", {"expression": big}
+    yield "calculator", {"expression": "9" * BIG}
+    yield "calculator", {big: 1}
+    yield "calculator", {f"k{i}": 1 for i in range(100_000)}
+    yield "calculator", {"expression": [big]}
+    yield "calculator", {"expression": {"a": big}}
+    yield "calculator", {"expression": list(range(1_000_000))}
+    yield "get_weather", {"city": big}
+    yield "get_weather", {"city": "Paris", "unit": big}
+    yield "get_weather", {"city": "é" * BIG}
+    yield "convert_units", {"value": 1, "from_unit": big, "to_unit": "m"}
+    yield "convert_units", {"value": 10 ** 5000, "from_unit": "m", "to_unit": "km"}
+    yield "convert_units", {"value": big, "from_unit": "m", "to_unit": "km"}
+    yield "write_note", {"title": big, "text": "x"}
+    yield "write_note", {"title": "t", "text": big}
+
+
+@pytest.mark.parametrize("case", range(15))
+def test_every_tool_error_is_bounded_and_says_how_long_the_input_was(case):
+    name, args = list(_huge_inputs())[case]
+    with pytest.raises(ToolError) as e:
+        TOOLS[name].call(args)
+    msg = str(e.value)
+    assert msg.startswith(name) and len(msg) <= tools.MAX_MESSAGE_CHARS, msg[:500]
+    if any(isinstance(v, str) and len(v) >= BIG for v in [*args, *args.values()]):
+        assert "10,000,000" in msg  # the length is named, the value is not echoed
+
+
+def test_bounded_message_and_describe():
+    assert tools.bounded_message("short") == "short"
+    cut = tools.bounded_message("y" * 5000)
+    assert len(cut) <= tools.MAX_MESSAGE_CHARS and "5,000 characters" in cut
+    assert tools.describe("abc") == "'abc'"
+    assert "1,000 characters" in tools.describe("a" * 1000) and len(tools.describe("a" * 1000)) < 120
+    assert tools.describe(list(range(10 ** 4))) == "an array of 10,000 items"
+
+
+# ------------------------------------------------------------------ the calculator does what its description says
+def test_calculator_description_names_every_operator_it_accepts():
+    desc = TOOLS["calculator"].description
+    # the operator class of the calculator's own tokenizer: whatever it accepts, the description must name
+    op_class = re.search(r"\(\?P<op>\\\*\\\*\|\[(.*?)\]\)", tools._TOKEN.pattern).group(1)
+    accepted = (set(op_class) - set("()")) | {"**", "of", "的"}
+    assert {"^", "×", "÷", "%"} <= accepted
+    for op in sorted(accepted):
+        assert op in desc, op
+        calculator(f"50% {op} 8" if op in ("of", "的") else f"2 {op} 3")
+    assert "parentheses" in desc
+    for op in ["//", "&", "|", "<<", "~", "!", "sqrt(4)", "pi"]:  # what it does not name, it refuses
+        with pytest.raises(ToolError):
+            calculator(f"2 {op} 3" if len(op) <= 2 else op)
+
+
+@pytest.mark.parametrize("expr,want", [
+    ("2^10", 2 ** 10), ("2 ^ 3 ^ 2", 2 ** 9), ("-2^2", -4),           # ^ is ** exactly (documented)
+    ("10**18+1", 10 ** 18 + 1), ("10**18-1", 10 ** 18 - 1),         # exact whole numbers past 2**53
+    ("2**64", 2 ** 64), ("9" * 28 + "+0", int("9" * 28)),             # up to 28 significant digits
+    ("123456789012345678901234567 * 10", 1234567890123456789012345670),
+    ("2**-400", 2.0 ** -400), ("0.5**900", 0.5 ** 900),           # tiny results are computed
+    ("10**100", 10 ** 100), ("-(10**100)", -(10 ** 100)),          # the magnitude limit itself is allowed
+    ("10**-300", 1e-300),
+])
+def test_calculator_boundaries(expr, want):
+    got = calculator(expr)["result"]
+    assert type(got) is type(want) and got == pytest.approx(want, rel=1e-15)
+    if isinstance(want, int):
+        assert got == want  # exact, not approximately
+
+
+@pytest.mark.parametrize("expr,match", [
+    ("10**100 * 10", "exceeds 1e\\+100"), ("2**333", "exceeds"), ("10**101", "exceeds"),
+    ("10**-301", "closer to zero than 1e-300"), ("2**-1001", "exponent"), ("0.1**1000", "closer to zero"),
+    ("2**1001", "exponent"), ("x" * 201, "longer than 200 characters \\(201\\)"),
+])
+def test_calculator_refuses_past_its_stated_limits(expr, match):
+    with pytest.raises(ToolError, match=match):
+        calculator(expr)
+
+
+def test_calculator_rounds_past_28_digits_as_described():
+    # 10**30 + 1 needs 31 digits: decimal arithmetic keeps 28, as the description says
+    assert calculator("10**30 + 1")["result"] == 10 ** 30
+    assert "28 significant digits" in TOOLS["calculator"].description
+    assert calculator("1/3")["result"] == pytest.approx(1 / 3, rel=1e-15)
