@@ -270,7 +270,7 @@ def test_bounded_message_and_describe():
     assert len(cut) <= tools.MAX_MESSAGE_CHARS and "5,000 characters" in cut
     assert tools.describe("abc") == "'abc'"
     assert "1,000 characters" in tools.describe("a" * 1000) and len(tools.describe("a" * 1000)) < 120
-    assert tools.describe(list(range(10 ** 4))) == "an array of 10,000 items"
+    assert tools.describe(list(range(10 ** 4))) == "an array of 10,000 items (58,890 characters)"
 
 
 # ------------------------------------------------------------------ the calculator does what its description says

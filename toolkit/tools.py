@@ -71,7 +71,7 @@ class Tool:
         allowed = sorted(self.parameters.get("properties", {}))
         unknown = sorted(set(args) - set(allowed))
         if unknown:
-            names = ", ".join(describe(k, 40) for k in unknown[:5]) + (f" and {len(unknown) - 5} more"
+            names = ", ".join(describe(k, 40) for k in unknown[:5]) + (f" and {len(unknown) - 5:,} more"
                                                                         if len(unknown) > 5 else "")
             raise ToolError(bounded_message(f"{self.name}: unexpected argument(s) {names}; allowed: {allowed}"))
         try:
@@ -123,11 +123,11 @@ def describe(value: Any, limit: int = 60) -> str:
         kind = "string" if isinstance(value, str) else "byte string"
         return f"a {kind} of {len(value):,} characters starting {text[:limit // 2]}…"
     if isinstance(value, (list, tuple, dict)):
-        text = repr(value) if len(value) <= 50 else ""
-        if text and len(text) <= limit:
+        text = repr(value)
+        if len(text) <= limit:
             return text
-        kind = {"dict": "an object", "list": "an array", "tuple": "an array"}[type(value).__name__]
-        return f"{kind} of {len(value):,} {'keys' if isinstance(value, dict) else 'items'}"
+        kind, unit = ("an object", "key") if isinstance(value, dict) else ("an array", "item")
+        return f"{kind} of {len(value):,} {unit}{'' if len(value) == 1 else 's'} ({len(text):,} characters)"
     text = repr(value)
     return text if len(text) <= limit else f"a {type(value).__name__} ({len(text):,} characters as text)"
 

@@ -1,0 +1,223 @@
+"""The MCP server's edges, driven with raw bytes rather than the SDK client: malformed stdio lines get JSON-RPC
+errors (never silence), every error is bounded whatever the input size (stdio and HTTP), over-long stdio lines are
+refused like over-long HTTP bodies, TCP_NODELAY is on, idle legacy sessions expire. Servers run on 127.0.0.1 and
+are stopped by PID."""
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+
+import httpx2
+import pytest
+
+from toolkit.mcp import stdio as S
+from toolkit.mcp.process import REPO_ROOT, HTTPServer, _child_env, pid_alive
+
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "edges", "version": "0"}}
+BOUND = 600  # bytes: a whole error line, envelope included
+
+
+def _call(rid, name, arguments) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                       "params": {"name": name, "arguments": arguments, "_meta": META}}).encode()
+
+
+class RawStdio:
+    """``python -m toolkit mcp serve --stdio`` with raw pipes: write any bytes, read one reply line (or None)."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, "-m", "toolkit", "mcp", "serve", "--stdio"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env={**os.environ, **_child_env()}, cwd=str(REPO_ROOT))
+
+    def send(self, line: bytes, timeout: float = 30) -> dict | None:
+        self.proc.stdin.write(line + b"\n")
+        self.proc.stdin.flush()
+        return self.read(timeout)
+
+    def read(self, timeout: float = 30) -> dict | None:
+        if not select.select([self.proc.stdout], [], [], timeout)[0]:
+            return None
+        raw = self.proc.stdout.readline()
+        assert len(raw) <= 4096 or b'"result"' in raw[:200], f"{len(raw):,}-byte reply: {raw[:300]!r}"
+        return json.loads(raw)
+
+    def stop(self):
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+        assert not pid_alive(self.proc.pid)
+
+
+@pytest.fixture(scope="module")
+def raw():
+    srv = RawStdio()
+    first = srv.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "server/discover",
+                                 "params": {"_meta": META}}).encode(), timeout=60)
+    assert first and first["id"] == 0 and "result" in first
+    yield srv
+    srv.stop()
+
+
+MALFORMED = [  # (line, code, id)
+    (b"not json", -32700, None), (b"{\"jsonrpc\": \"2.0\", \"id\": 1, ", -32700, None), (b"\xff\xfe\x00{}", -32700, None),
+    (b'{"jsonrpc":"2.0","id":2,"method":"ping","x":"\xc3\x28"}', -32700, None),       # invalid UTF-8 inside
+    (b"[" * 100_000, -32700, None),                                                     # nesting past the parser
+    (b'{"jsonrpc":"2.0","id":21,"method":"ping","params":{"a":' + b"[" * 50_000 + b"]" * 50_000 + b"}}", -32700, 21),
+    (b"[]", -32600, None), (b'[{"jsonrpc":"2.0","id":3,"method":"ping"}]', -32600, None),   # batches
+    (b"42", -32600, None), (b'"ping"', -32600, None), (b"null", -32600, None), (b"true", -32600, None),
+    (b"{}", -32600, None), (b'{"id":4,"method":"ping"}', -32600, 4),                  # no "jsonrpc"
+    (b'{"jsonrpc":"1.0","id":5,"method":"ping"}', -32600, 5),
+    (b'{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}', -32600, None),                # ids the SDK reads as notes
+    (b'{"jsonrpc":"2.0","id":true,"method":"ping"}', -32600, None),
+    (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', -32600, None),
+    (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', -32600, None),
+    (b'{"jsonrpc":"2.0","id":6}', -32600, 6), (b'{"jsonrpc":"2.0","id":7,"method":7}', -32600, 7),
+    (b'{"jsonrpc":"2.0","id":8,"method":"ping","params":[1,2]}', -32600, 8),
+]
+
+
+@pytest.mark.parametrize("line,code,rid", MALFORMED, ids=lambda v: repr(v[:40]) if isinstance(v, bytes) else None)
+def test_malformed_stdio_lines_are_answered(raw, line, code, rid):
+    reply = raw.send(line)
+    assert reply is not None, "no answer: a client would wait forever"
+    assert reply["error"]["code"] == code and reply["id"] == rid, reply
+    assert len(json.dumps(reply)) < BOUND
+    # and the server is still there for the next good request
+    ok = raw.send(_call(99, "calculator", {"expression": "6*7"}))
+    assert ok["id"] == 99 and ok["result"]["structuredContent"]["result"] == 42
+
+
+def test_blank_lines_are_ignored_and_a_notification_gets_no_answer(raw):
+    raw.proc.stdin.write(b"\n   \n" + json.dumps({"jsonrpc": "2.0", "method": "notifications/whatever"}).encode()
+                         + b"\n")
+    assert raw.send(_call(100, "calculator", {"expression": "1+1"}))["id"] == 100
+
+
+def test_over_long_stdio_line_is_refused_with_its_size_and_id(raw):
+    big = _call(101, "calculator", {"expression": "9" * 10_000_000})
+    reply = raw.send(big, timeout=60)
+    assert reply["id"] == 101 and reply["error"]["code"] == -32600
+    assert f"{len(big):,} bytes" in reply["error"]["message"] and f"{S.MAX_MESSAGE_BYTES:,}" in reply["error"]["message"]
+    status = open(f"/proc/{raw.proc.pid}/status").read()
+    rss_mb = int(next(x for x in status.splitlines() if x.startswith("VmRSS")).split()[1]) / 1024
+    print(f"server RSS after a 10 MB line: {rss_mb:.0f} MB")
+    assert rss_mb < 300  # the line was skipped as it streamed, never held (a held copy costs 10 MB per layer)
+    assert raw.send(_call(102, "calculator", {"expression": "2+2"}))["id"] == 102
+
+
+HUGE_CALLS = [
+    ("calculator", {"expression": "9" * 3_000_000}), ("calculator", {"k" * 3_000_000: 1}),
+    ("calculator", {f"k{i}": 1 for i in range(200_000)}), ("get_weather", {"city": "é" * 500_000}),
+    ("convert_units", {"value": 1, "from_unit": "m" * 3_000_000, "to_unit": "km"}),
+    ("x" * 3_000_000, {}), ("calculator", {"expression": ["9" * 1_000_000]}),
+    ("calculator", {"expression": "1+" * 1_000_000 + "1"}),
+]
+
+
+@pytest.mark.parametrize("case", range(len(HUGE_CALLS)))
+def test_errors_over_stdio_are_bounded_whatever_the_input(raw, case):
+    name, args = HUGE_CALLS[case]
+    line = _call(200 + case, name, args)
+    assert 1_000_000 < len(line) < S.MAX_MESSAGE_BYTES  # under the size limit: the tool or SDK must answer
+    reply = raw.send(line, timeout=60)
+    assert reply["id"] == 200 + case
+    text = json.dumps(reply)
+    assert len(text) < BOUND + 300, text[:500]  # + the _meta envelope of a result
+    if "result" in reply:
+        said = reply["result"]["content"][0]["text"]
+        assert reply["result"]["isError"] is True and re.search(r"[\d,]{5,} (characters|more)", said), said
+
+
+def test_sdk_echoes_are_bounded_too(raw):
+    """The SDK answers an unknown method with the method as ``data``: bounded on the way out."""
+    reply = raw.send(json.dumps({"jsonrpc": "2.0", "id": 300, "method": "m" * 2_000_000,
+                                 "params": {"_meta": META}}).encode())
+    assert reply["id"] == 300 and reply["error"]["code"] == -32601 and len(json.dumps(reply)) < BOUND
+
+
+# ------------------------------------------------------------------ units
+def test_top_level_id_finds_only_the_top_level_id():
+    assert S.top_level_id(b'{"jsonrpc":"2.0","id":7,"method":"x","params":{') == 7
+    assert S.top_level_id(b'{"params":{"id":3},"id":"a\\"b","x":') == 'a"b'
+    assert S.top_level_id(b'{"params":{"id":3,"x":"\\"id\\":4"') is None
+    assert S.top_level_id(b'{"method":"x","params":{"a":"' + b"z" * 70_000) is None
+
+
+def test_bind_asks_for_tcp_so_asyncio_sets_nodelay():
+    import asyncio
+    import socket
+
+    from toolkit.mcp.server import bind
+
+    async def accepted_nodelay(sock) -> int:
+        got = asyncio.get_running_loop().create_future()
+
+        async def on_conn(reader, writer):
+            got.set_result(writer.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(on_conn, sock=sock)
+        _, w = await asyncio.open_connection(*sock.getsockname())
+        value = await asyncio.wait_for(got, 10)
+        w.close()
+        server.close()
+        return value
+
+    assert asyncio.run(accepted_nodelay(bind(0))) != 0
+    assert asyncio.run(accepted_nodelay(bind(0, tcp_nodelay=False))) == 0  # the old socket: Nagle stays on
+
+
+# ------------------------------------------------------------------ HTTP
+@pytest.fixture(scope="module")
+def http_server():
+    srv = HTTPServer(session_idle=2)
+    yield srv
+    srv.stop()
+    assert not pid_alive(srv.pid)
+
+
+def _legacy_session(url) -> dict:
+    head = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    r = httpx2.post(url, headers=head, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "edges", "version": "0"}}})
+    assert r.status_code == 200
+    head.update({"Mcp-Session-Id": r.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"})
+    httpx2.post(url, headers=head, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return head
+
+
+def _sse_json(r) -> dict:
+    if r.headers.get("content-type", "").startswith("application/json"):
+        return r.json()
+    return json.loads(next(line[6:] for line in r.text.splitlines() if line.startswith("data: ")))
+
+
+def test_http_errors_are_bounded_including_sdk_echoes(http_server):
+    head = _legacy_session(http_server.url)
+    for rid, body in enumerate([
+            {"method": "m" * 2_000_000},
+            {"method": "tools/call", "params": {"name": "x" * 2_000_000, "arguments": {}}},
+            {"method": "tools/call", "params": {"name": "calculator", "arguments": {"expression": "9" * 3_000_000}}},
+            {"method": "tools/call", "params": {"name": "calculator", "arguments": {"e" * 3_000_000: 1}}}]):
+        r = httpx2.post(http_server.url, headers=head, json={"jsonrpc": "2.0", "id": 10 + rid, **body}, timeout=60)
+        reply = _sse_json(r)
+        assert reply["id"] == 10 + rid and len(json.dumps(reply)) < BOUND + 300, json.dumps(reply)[:400]
+    big = httpx2.post(http_server.url, headers=head, content=b"x" * 5_000_000, timeout=60)
+    assert big.status_code == 413  # the SDK's 4 MiB body limit, the same limit stdio lines have
+
+
+def test_idle_legacy_sessions_expire(http_server):
+    head = _legacy_session(http_server.url)
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    assert httpx2.post(http_server.url, headers=head, json=ping).status_code == 200
+    time.sleep(4)  # the server was started with a 2 s idle timeout
+    assert httpx2.post(http_server.url, headers=head, json=ping).status_code == 404
