@@ -392,8 +392,8 @@ def calculator(expression: str) -> dict:
 
     Operators: + - * / ** (power; ^ is the same as **), % (modulo, or percent when no number follows it),
     "X% of Y" (of and 的 multiply), × ÷, parentheses, decimals and 1.5e3 notation. Decimal arithmetic, exact
-    to 28 significant digits: whole-number results up to 28 digits are exact integers, other results are
-    floats. Limits: 200 characters, |result| <= 1e100. Use it for any arithmetic instead of computing in your head.
+    to 28 significant digits: whole-number results up to 28 digits are exact integers (beyond 2**53 also as
+    the string "exact"), other results are floats. Limits: 200 characters, |result| <= 1e100. Use it for any arithmetic instead of computing in your head.
 
     Args:
         expression: The arithmetic expression to evaluate, e.g. "250 * 0.15".
@@ -416,7 +416,11 @@ def calculator(expression: str) -> dict:
     if value != 0 and abs(value) < MIN_MAGNITUDE:
         raise ToolError(f"calculator: result {value:.3e} is closer to zero than {MIN_MAGNITUDE:.0e}, "
                         "the smallest magnitude it returns")
-    return {"expression": expression, "result": _plain_number(value)}
+    result = _plain_number(value)
+    out = {"expression": expression, "result": result}
+    if isinstance(result, int) and abs(result) > 2 ** 53:
+        out["exact"] = str(result)  # JSON readers that hold numbers as doubles (JavaScript) lose these digits
+    return out
 
 
 # ============================================================== weather
