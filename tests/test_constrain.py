@@ -278,3 +278,140 @@ def test_real_model_tag_emits_single_token_and_valid_call(real):
     chk = C.check_output(gen.text, g)
     assert chk.valid, chk.error
     assert chk.values[0]["name"] == "get_weather"
+
+
+# ---------------------------------------------------------------- schemas checked before any model loads
+UNENFORCED = [  # (schema, the keyword named in the one-line error)
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "not": {"required": ["a"]}}, "not"),
+    ({"type": "object", "properties": {"a": {"type": "integer", "not": {"const": 3}}}}, "#/properties/a: not"),
+    ({"type": "object", "if": {"required": ["a"]}, "then": {"required": ["b"]}, "else": {}}, "if"),
+    ({"type": "string", "format": "regex"}, "format 'regex'"),
+    ({"type": "string", "format": "idn-email"}, "format 'idn-email'"),
+    ({"type": "string", "format": "made-up"}, "format 'made-up'"),
+    ({"type": "object", "dependentRequired": {"a": ["b"]}}, "dependentRequired"),
+    ({"type": "object", "dependentSchemas": {"a": {"required": ["b"]}}}, "dependentSchemas"),
+    ({"type": "object", "dependencies": {"a": ["b"]}}, "dependencies"),
+    ({"type": "object", "unevaluatedProperties": False}, "unevaluatedProperties"),
+    ({"type": "array", "prefixItems": [{"type": "integer"}], "unevaluatedItems": False}, "unevaluatedItems"),
+    ({"type": "array", "contains": {"const": 3}}, "contains"),
+    ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "uniqueItems"),
+    ({"type": "string", "pattern": "^(?=.*\\d)[a-z0-9]+$"}, "lookaround"),
+    ({"type": "string", "pattern": "^(?!abc)[a-z]+$"}, "lookaround"),
+    ({"$defs": {"x": {"$anchor": "xa", "type": "integer"}}, "type": "object",
+      "properties": {"a": {"$ref": "#xa"}}}, "$ref '#xa'"),
+    ({"$defs": {"x": {"type": "integer"}}, "$ref": "#/$defs/x", "minimum": 5}, "beside $ref"),
+    ({"$dynamicAnchor": "n", "type": "object", "properties": {"a": {"$dynamicRef": "#n"}}}, "$dynamicRef"),
+    ({"anyOf": [{"type": "object", "properties": {"deep": {"type": "array", "items": {"not": {}}}}}]},
+     "#/anyOf/0/properties/deep/items: not"),
+]
+
+
+@pytest.mark.parametrize("schema,named", UNENFORCED, ids=[n for _, n in UNENFORCED])
+def test_unenforced_keywords_are_named_in_one_line(schema, named):
+    with pytest.raises(C.SchemaError) as e:
+        C.precheck(schema)
+    assert named in str(e.value) and "\n" not in str(e.value) and "--allow-unenforced" in str(e.value)
+    assert any(named.split(": ")[-1].split(" ")[0] in w for w in C.precheck(schema, allow_unenforced=True))
+
+
+def test_what_xgrammar_enforces_passes_and_is_really_enforced(qwen3_tok):
+    """The control: keywords left out of the list are enforced by xgrammar 0.2.9, checked on its own grammar."""
+    from xgrammar.testing import _is_grammar_accept_string as accepts
+
+    import xgrammar as xgr
+
+    enforced = [({"type": "object", "patternProperties": {"^x": {"type": "integer"}}}, '{"xa": "s"}'),
+                ({"type": "object", "propertyNames": {"pattern": "^x"}, "additionalProperties": True}, '{"b": 1}'),
+                ({"type": "object", "maxProperties": 1, "additionalProperties": True}, '{"a": 1, "b": 2}'),
+                ({"type": "integer", "multipleOf": 3}, "4"), ({"type": "string", "format": "email"}, '"x"'),
+                ({"type": "string", "format": "date"}, '"2020-13-45"'),
+                ({"$defs": {"x": {"type": "integer"}}, "type": "object", "properties": {"a": {"$ref": "#/$defs/x"}},
+                  "required": ["a"]}, '{"a": "s"}')]
+    for schema, invalid in enforced:
+        assert C.precheck(schema) == []
+        assert not accepts(xgr.Grammar.from_json_schema(schema, any_whitespace=False), invalid), schema
+    ignored = [({"type": "object", "properties": {"a": {"type": "integer", "not": {"const": 3}}}}, '{"a": 3}'),
+               ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                 "if": {"required": ["a"]}, "then": {"required": ["b"]}}, '{"a": 1}'),
+               ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                 "dependentRequired": {"a": ["b"]}}, '{"a": 1}'),
+               ({"type": "array", "items": {"type": "integer"}, "contains": {"const": 3}}, "[1]"),
+               ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "[1, 1]"),
+               ({"type": "string", "format": "regex"}, '"("'),
+               ({"type": "string", "pattern": "^(?!abc)[a-z]+$"}, '"abc"')]
+    for schema, invalid in ignored:  # and the listed ones really are not: xgrammar accepts what they forbid
+        assert C.precheck(schema, allow_unenforced=True)
+        assert accepts(xgr.Grammar.from_json_schema(schema, any_whitespace=False), invalid), schema
+
+
+def test_xgrammar_warnings_are_caught_and_named():
+    with pytest.raises(C.SchemaError, match="multipleOf is not supported for type:number"):
+        C.precheck({"type": "number", "multipleOf": 0.5})
+    assert C.precheck({"type": "string", "pattern": "^a+$", "minLength": 3}, allow_unenforced=True)
+
+
+@pytest.mark.parametrize("schema,named", [
+    ({"type": "object", "properties": {"a": {"$ref": "#/$defs/nope"}}}, "unresolvable $ref '#/$defs/nope'"),
+    ({"type": "object", "properties": {"a": {"$dynamicRef": "#nope"}}}, "unresolvable $dynamicRef '#nope'"),
+    ({"type": "object", "properties": {"a": {"$ref": "http://example.com/s.json"}}}, "unresolvable $ref"),
+    ({"type": "object", "properties": {"a": {"$ref": "#/properties/b"}}}, "unresolvable $ref"),
+    ({"type": "object", "properties": {"a": {"$ref": 5}}}, "is not of type 'string'"),
+])
+def test_unresolvable_references_are_one_line_errors(schema, named):
+    with pytest.raises(C.SchemaError) as e:
+        C.precheck(schema, allow_unenforced=True)
+    assert named in str(e.value) and "\n" not in str(e.value)
+
+
+def _files(tmp_path):
+    deep = "[" * 100_000 + "]" * 100_000
+    nested = '{"type": "object", "properties": {"a": ' * 600 + "{}" + "}}" * 600
+    yield "missing", tmp_path / "nope.json", "cannot read schema file"
+    yield "folder", tmp_path, "is a folder"
+    for name, data, why in [
+            ("empty", b"", "not valid JSON"), ("not json", b'{"type": ', "not valid JSON"),
+            ("binary", bytes(range(256)) * 10, "not UTF-8"), ("list", b"[1, 2]", "must hold an object, got list"),
+            ("string", b'"a"', "got str"), ("number", b"3", "got int"), ("null", b"null", "got NoneType"),
+            ("deep", deep.encode(), "nested too deeply"), ("nested schema", nested.encode(), "nested too deeply"),
+            ("huge", b" " * (2 << 20), "limit is 1,048,576"), ("meta", b'{"type": 5}', "invalid JSON Schema"),
+            ("bad ref", b'{"properties": {"a": {"$dynamicRef": "#gone"}}}', "unresolvable $dynamicRef"),
+            ("unenforced", b'{"type": "object", "not": {}}', "xgrammar does not enforce: #: not"),
+            ("nan", b'{"type": "number", "maximum": NaN}', ""), ("utf-16", '{"type": "string"}'.encode("utf-16"),
+                                                                  "not UTF-8")]:
+        path = tmp_path / f"{name}.json"
+        path.write_bytes(data)
+        yield name, path, why
+
+
+def test_cli_rejects_every_bad_file_in_one_line_before_any_model_loads(tmp_path):
+    """Through the command line as a user runs it. ``--model`` names a folder that does not exist: had the CLI
+    reached the model, the error would be about the model; each must be about the schema, one line, rc 2."""
+    import subprocess
+    import sys
+
+    seen = 0
+    for name, path, why in _files(tmp_path):
+        r = subprocess.run([sys.executable, "-m", "toolkit", "constrain", "--schema", str(path), "--model",
+                            str(tmp_path / "no-model-here")], capture_output=True, text=True, timeout=120)
+        err = r.stderr.strip()
+        assert r.returncode == 2, (name, r.returncode, err[-500:])
+        assert "Traceback" not in err and len(err.splitlines()) == 1 and err.startswith("error:"), (name, err)
+        assert why in err and "no-model-here" not in err, (name, err)
+        seen += 1
+    assert seen == 17
+
+
+def test_cli_allow_unenforced_warns_and_samples(tmp_path):
+    import subprocess
+    import sys
+
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({"type": "object", "properties": {"n": {"type": "integer", "not": {"const": 3}}},
+                             "required": ["n"]}))
+    r = subprocess.run([sys.executable, "-m", "toolkit", "constrain", "--schema", str(f), "--model", "stand-in",
+                        "--samples", "2", "--max-new-tokens", "16", "--allow-unenforced", "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "warning: not enforced by the grammar: #/properties/n: not (ignored)" in r.stderr
+    out = json.loads(r.stdout)
+    assert "STAND-IN" in out["model"] and any("not (ignored)" in n for n in out["notes"])

@@ -449,15 +449,21 @@ def precheck(schema, allow_unenforced: bool = False) -> list[str]:
         _check_schema(schema)
         check_refs(schema)
         found = unenforced(schema)
+        if found and not allow_unenforced:  # say so now, before importing xgrammar (seconds: it loads torch)
+            raise SchemaError(_unenforced_line(found))
         covered = ("Lookahead" if any("lookaround" in f for f in found) else "\0",
                    "URI should" if any("$ref" in f for f in found) else "\0")
         found += [f"xgrammar: {w}" for w in _xgrammar_warnings(schema) if not w.startswith(covered)]
     except RecursionError:
         raise SchemaError("schema is nested too deeply") from None
     if found and not allow_unenforced:
-        shown = "; ".join(found[:6]) + (f"; and {len(found) - 6} more" if len(found) > 6 else "")
-        raise SchemaError(f"xgrammar does not enforce: {shown} (--allow-unenforced samples anyway)")
+        raise SchemaError(_unenforced_line(found))
     return found
+
+
+def _unenforced_line(found: list[str]) -> str:
+    shown = "; ".join(found[:6]) + (f"; and {len(found) - 6} more" if len(found) > 6 else "")
+    return f"xgrammar does not enforce: {shown} (--allow-unenforced samples anyway)"
 
 
 # ---------------------------------------------------------------- the mask protocol
