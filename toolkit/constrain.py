@@ -425,8 +425,11 @@ def read_schema_file(path: str) -> dict | bool:
     except UnicodeDecodeError as e:
         raise SchemaError(f"schema file is not UTF-8 text (byte {e.start} of {len(data):,}): is it binary?") \
             from None
+    def not_json(constant):
+        raise SchemaError(f"schema is not valid JSON: {constant} is not a JSON value")
+
     try:
-        schema = json.loads(text)
+        schema = json.loads(text, parse_constant=not_json)
     except json.JSONDecodeError as e:
         raise SchemaError(f"schema is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
     except RecursionError:
