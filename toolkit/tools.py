@@ -391,7 +391,7 @@ def calculator(expression: str) -> dict:
     """Calculates an arithmetic expression, e.g. "250 * 15%" or "(3 + 4) ** 2 / 7".
 
     Operators: + - * / ** (power; ^ is the same as **), % (modulo, or percent when no number follows it),
-    "X% of Y" (of and 的 multiply), × ÷, parentheses, decimals and 1.5e3 notation. Decimal arithmetic, exact
+    "X% of Y" (of and 的 multiply), the signs ×÷, parentheses, decimals and 1.5e3 notation. Decimal arithmetic, exact
     to 28 significant digits: whole-number results up to 28 digits are exact integers (beyond 2**53 also as
     the string "exact"), other results are floats. Limits: 200 characters, |result| <= 1e100. Use it for any arithmetic instead of computing in your head.
 
