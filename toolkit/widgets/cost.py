@@ -8,9 +8,11 @@
   the batch-1 bandwidth bound, with a bar per hardware preset.
 
 Each view's state is a plain object from ``toolkit.cost`` (``view.growth``, ``view.rows``, ``view.budget``)
-that tests read without a browser; ``view.figure`` is a FigureWidget built with its data and layout, changed
-in place in ``batch_update``; ``view.widget`` is what a notebook displays; ``view.last_ms`` is how long the
-last update took. Leaves out: partial cache hits, batching, anything the ``toolkit.cost`` docstring leaves out.
+that tests read without a browser; ``view.figure`` is a plain ``go.Figure`` changed in place and redrawn
+through ``toolkit.widgets.plot.FigureView`` (plotly's mime renderer in an Output widget, sized to the window);
+``view.widget`` is what a notebook displays; ``view.last_ms`` is how long the last update took in the kernel
+(new numbers, figure changed, redrawn). Leaves out: partial cache hits, batching, anything the ``toolkit.cost``
+docstring leaves out.
 """
 from __future__ import annotations
 
@@ -21,6 +23,12 @@ import plotly.graph_objects as go
 
 from .. import cost
 from ..figures import context_growth_figure, decay_figure, update_context_growth, update_decay
+from .plot import FigureView
+
+
+def _wrap() -> W.Layout:
+    """Controls wrap onto a second line in a narrow window instead of running off its right edge."""
+    return W.Layout(flex_flow="row wrap")
 
 
 class _Timed:
@@ -36,7 +44,8 @@ class GrowthView(_Timed):
     def __init__(self, T: int = 10_000, delta: int = 2048, R: int = 30, warm: bool = True, lang: str = "en"):
         self.lang = lang
         self.growth = cost.growth(T, delta, R, warm)
-        self.figure = go.FigureWidget(context_growth_figure(self.growth, lang, width=1000, height=460))
+        self.plot = FigureView(context_growth_figure(self.growth, lang, height=460))
+        self.figure = self.plot.figure
         self.sliders = {
             "T": W.IntSlider(value=T, min=0, max=40_000, step=500, description="T (tool tokens)"),
             "delta": W.IntSlider(value=delta, min=128, max=8192, step=128, description="Δ per turn"),
@@ -47,7 +56,8 @@ class GrowthView(_Timed):
             w.style.description_width = "initial"
             w.observe(self._on_change, names="value")
         self.summary = W.HTML(self._summary_html())
-        self.widget = W.VBox([W.HBox(list(self.sliders.values())), self.warm, self.summary, self.figure])
+        self.widget = W.VBox([W.HBox(list(self.sliders.values()), layout=_wrap()), self.warm, self.summary,
+                              self.plot.widget])
 
     def _on_change(self, _change=None) -> None:
         self._timed(self._update)
@@ -56,6 +66,7 @@ class GrowthView(_Timed):
         s = self.sliders
         self.growth = cost.growth(s["T"].value, s["delta"].value, s["R"].value, self.warm.value)
         update_context_growth(self.figure, self.growth, self.lang)
+        self.plot.redraw()
         self.summary.value = self._summary_html()
 
     def _summary_html(self) -> str:
@@ -74,11 +85,13 @@ class DecayView(_Timed):
         for w in (self.p, self.k, self.target):
             w.style.description_width = "initial"
             w.observe(self._on_change, names="value")
-        self.figure = go.FigureWidget(decay_figure(p, k, kmax=kmax, lang=lang, width=900, height=420))
+        self.plot = FigureView(decay_figure(p, k, kmax=kmax, lang=lang, height=420))
+        self.figure = self.plot.figure
         self.table = W.HTML()
         self.inverse = W.HTML()
         self._refresh_text()
-        self.widget = W.VBox([W.HBox([self.p, self.k, self.target]), self.figure, W.HBox([self.table, self.inverse])])
+        self.widget = W.VBox([W.HBox([self.p, self.k, self.target], layout=_wrap()), self.plot.widget,
+                              W.HBox([self.table, self.inverse], layout=_wrap())])
 
     @property
     def ps(self) -> tuple:
@@ -102,6 +115,7 @@ class DecayView(_Timed):
 
     def _update(self) -> None:
         update_decay(self.figure, self.p.value, self.k.value, self.kmax)
+        self.plot.redraw()
         self._refresh_text()
 
     def _refresh_text(self) -> None:
@@ -136,15 +150,16 @@ class DecodeView(_Timed):
             w.observe(self._on_change, names="value")
         self.budget = self._budget()
         names = list(cost.HARDWARE)
-        self.figure = go.FigureWidget(
+        self.plot = FigureView(go.Figure(
             data=[go.Bar(x=names, y=self._bounds(), marker_color=self._colors(), text=self._labels(),
-                         textposition="outside")],
-            layout=dict(title=self._title(), width=900, height=400, template="plotly_white",
+                         textposition="outside", cliponaxis=False)],
+            layout=dict(title=self._title(), height=400, template="plotly_white",
                         yaxis=dict(title="batch-1 decode bound (tokens/s)", type="log"),
-                        margin=dict(l=70, r=20, t=60, b=110)))
+                        margin=dict(l=70, r=20, t=60, b=110))))
+        self.figure = self.plot.figure
         self.text = W.HTML(self._html())
-        self.widget = W.VBox([W.HBox([self.model, self.hardware]), W.HBox([self.precision, self.tokens]),
-                              self.text, self.figure])
+        self.widget = W.VBox([W.HBox([self.model, self.hardware], layout=_wrap()),
+                              W.HBox([self.precision, self.tokens], layout=_wrap()), self.text, self.plot.widget])
 
     def _budget(self) -> cost.DecodeBudget:
         return cost.decode_budget(self.model.value, self.tokens.value, cost.HARDWARE[self.hardware.value],
@@ -181,4 +196,5 @@ class DecodeView(_Timed):
         with self.figure.batch_update():
             self.figure.data[0].update(y=self._bounds(), marker_color=self._colors(), text=self._labels())
             self.figure.layout.title.text = self._title()
+        self.plot.redraw()
         self.text.value = self._html()

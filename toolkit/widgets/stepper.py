@@ -3,7 +3,8 @@
 ``StepperState(trace)`` is plain data over a :class:`toolkit.constrain.StepTrace`: the current step, the
 allowed-set size of every step, and for the current step the bars to draw (top tokens, probability before and
 after the mask), the chosen token and the mass the mask removed. Tests drive it without a browser.
-``Stepper(trace)`` is the view: a slider, a caption and one ``FigureWidget`` with two panels — allowed tokens
+``Stepper(trace)`` is the view: a slider, a caption and one figure (a ``go.Figure`` redrawn through
+``toolkit.widgets.plot.FigureView``) with two panels — allowed tokens
 per step on a log axis (the whole vocabulary at the top, a single token at the bottom) and the before/after
 distribution of the selected step.
 
@@ -64,6 +65,8 @@ class Stepper:
         import plotly.graph_objects as go
         from plotly.subplots import make_subplots
 
+        from .plot import FigureView
+
         self.state = StepperState(trace)
         sizes = self.state.allowed_sizes
         xs = list(range(1, len(sizes) + 1))
@@ -81,15 +84,15 @@ class Stepper:
         fig.update_yaxes(type="log", title_text="tokens", range=[-0.2, 5.4], row=1, col=1)
         fig.update_yaxes(title_text="probability", range=[0, 1.02], row=2, col=1)
         fig.update_xaxes(title_text="step", row=1, col=1)
-        fig.update_layout(height=560, width=860, barmode="group", title=title, margin=dict(t=80, b=120),
+        fig.update_layout(height=560, barmode="group", title=title, margin=dict(t=80, b=120),
                           legend=dict(orientation="h", y=1.12))
-        # Data and layout go to the constructor: Voila drops changes made to a FigureWidget before display.
-        self.figure = go.FigureWidget(data=fig.data, layout=fig.layout)
+        self.plot = FigureView(fig)
+        self.figure = self.plot.figure
         self.slider = W.IntSlider(value=0, min=0, max=max(self.state.n_steps - 1, 0), description="step",
-                                  continuous_update=True, layout=W.Layout(width="820px"))
+                                  continuous_update=True, layout=W.Layout(width="95%", max_width="820px"))
         self.caption = W.HTML(self._caption_html())
         self.slider.observe(self._on_step, names="value")
-        self.widget = W.VBox([self.slider, self.caption, self.figure])
+        self.widget = W.VBox([self.slider, self.caption, self.plot.widget])
 
     @staticmethod
     def _colours(bars) -> list[str]:
@@ -112,6 +115,7 @@ class Stepper:
             self.figure.data[2].x, self.figure.data[2].y = bars["labels"], bars["before"]
             self.figure.data[3].x, self.figure.data[3].y = bars["labels"], bars["after"]
             self.figure.data[3].marker.color = self._colours(bars)
+        self.plot.redraw()
         self.caption.value = self._caption_html()
         if self.slider.value != step:
             self.slider.value = step

@@ -1,7 +1,7 @@
 """Slider view: how many tokens the tool definitions add to every request, measured for N mounted tools.
 
-``ToolCountCost`` keeps plain state (``n``, ``points``: measured (N, tokens) pairs) and a FigureWidget: the
-measured curve of tool-definition tokens against N with the current N highlighted. Each value is measured by
+``ToolCountCost`` keeps plain state (``n``, ``points``: measured (N, tokens) pairs) and a figure
+(``figure``, a ``go.Figure`` redrawn through ``toolkit.widgets.plot.FigureView``): the measured curve of tool-definition tokens against N with the current N highlighted. Each value is measured by
 rendering N tool definitions with the real tokenizer (cached per N), not extrapolated.
 
 Leaves out: which tools a real agent would mount; the catalogue in ``toolkit.catalog`` stands in for them.
@@ -14,6 +14,7 @@ import ipywidgets as W
 import plotly.graph_objects as go
 
 from ..render import tool_definition_cost
+from .plot import FigureView
 
 
 class ToolCountCost:
@@ -24,16 +25,17 @@ class ToolCountCost:
         self.points = [(k, self._measure(k)) for k in grid]
         self.slider = W.IntSlider(value=n, min=0, max=len(tools), description="tools", continuous_update=False)
         xs, ys = zip(*self.points)
-        self.figure = go.FigureWidget(
+        self.plot = FigureView(go.Figure(
             data=[go.Scatter(x=list(xs), y=list(ys), mode="lines+markers", name="measured"),
                   go.Scatter(x=[n], y=[self._measure(n)], mode="markers", marker=dict(size=14, color="#d62728"),
                              name="current")],
             layout=go.Layout(title=self._title(n), xaxis_title="tools mounted",
-                             yaxis_title="tokens added to every request", height=340, width=640,
-                             margin=dict(l=60, r=20, t=50, b=50)))
+                             yaxis_title="tokens added to every request", height=340,
+                             margin=dict(l=60, r=20, t=50, b=50))))
+        self.figure = self.plot.figure
         self.label = W.HTML(self.summary_html(n))
         self.slider.observe(self._on_change, names="value")
-        self.widget = W.VBox([self.slider, self.figure, self.label])
+        self.widget = W.VBox([self.slider, self.plot.widget, self.label])
 
     def _measure_uncached(self, k: int) -> int:
         return tool_definition_cost(self.tools[:k], self.template, per_tool=False)["total"] if k else 0
@@ -67,4 +69,5 @@ class ToolCountCost:
             self.figure.data[0].x, self.figure.data[0].y = list(xs), list(ys)
             self.figure.data[1].x, self.figure.data[1].y = [k], [self._measure(k)]
             self.figure.layout.title.text = self._title(k)
+        self.plot.redraw()
         self.label.value = self.summary_html(k)

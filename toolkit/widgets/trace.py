@@ -2,7 +2,8 @@
 how long prefill and decode took (book §14.5.3's second account, measured on one conversation).
 
 ``TraceView(model_name)`` is an ipywidgets ``VBox``: a header naming the model (and saying so when it is a
-random-weight stand-in), a plotly ``FigureWidget`` with three panels per turn — prompt split (tool definitions /
+random-weight stand-in), a plotly figure (a ``go.Figure`` redrawn through ``toolkit.widgets.plot.FigureView``)
+with three panels per turn — prompt split (tool definitions /
 history / new tokens), cache (reused / prefilled / generated) and wall time (prefill / decode / tools) — and a
 step log. Feed it with ``host.run(..., on_step=view.on_step)`` or ``view.show(trace)``. The plotted numbers are
 plain data (``view.rows``, ``panel_data(rows)``) so tests check them without a browser.
@@ -17,6 +18,8 @@ import json
 
 import ipywidgets as widgets
 import plotly.graph_objects as go
+
+from .plot import FigureView
 
 # (panel, key, label, colour); panel 1 = prompt split, 2 = cache, 3 = time
 SERIES = [
@@ -33,20 +36,20 @@ def panel_data(rows: list[dict]) -> dict[str, list]:
     return {key: [r.get(key, 0) or 0 for r in rows] for _, key, _, _ in SERIES} | {"turn": [r["turn"] for r in rows]}
 
 
-def _figure(rows) -> go.FigureWidget:
+def _figure(rows) -> go.Figure:
     data = panel_data(rows)
     traces = [go.Bar(x=data["turn"], y=data[key], name=label, marker_color=colour, legendgroup=str(panel),
                      xaxis=f"x{panel}", yaxis=f"y{panel}", hovertemplate=f"turn %{{x}}<br>{label}: %{{y}}<extra></extra>")
               for panel, key, label, colour in SERIES]
     layout = go.Layout(
-        barmode="stack", height=330, width=980, margin=dict(l=50, r=10, t=40, b=40),
+        barmode="stack", height=330, margin=dict(l=50, r=10, t=40, b=40),
         legend=dict(orientation="h", y=-0.22), template="plotly_white",
         xaxis1=dict(domain=[0, 0.3], title="turn", dtick=1), xaxis2=dict(domain=[0.35, 0.65], title="turn", dtick=1),
         xaxis3=dict(domain=[0.7, 1.0], title="turn", dtick=1),
         yaxis1=dict(anchor="x1", title="tokens"), yaxis2=dict(anchor="x2"), yaxis3=dict(anchor="x3"),
         annotations=[dict(text=t, x=(a + b) / 2, y=1.1, xref="paper", yref="paper", showarrow=False)
                      for t, (a, b) in zip(_TITLES, [(0, 0.3), (0.35, 0.65), (0.7, 1.0)])])
-    return go.FigureWidget(data=traces, layout=layout)
+    return go.Figure(data=traces, layout=layout)
 
 
 def _step_line(step) -> str:
@@ -81,9 +84,10 @@ class TraceView(widgets.VBox):
         self.steps: list = []
         self.rows: list[dict] = []
         self.header = widgets.HTML()
-        self.fig = _figure([])
+        self.plot = FigureView(_figure([]))
+        self.fig = self.plot.figure
         self.steps_html = widgets.HTML(layout=widgets.Layout(max_height="260px", overflow="auto"))
-        super().__init__([self.header, self.fig, self.steps_html], **kw)
+        super().__init__([self.header, self.plot.widget, self.steps_html], **kw)
         self.set_model(model_name, semantic)
 
     def set_model(self, name: str, semantic: bool = True) -> None:
@@ -119,3 +123,4 @@ class TraceView(widgets.VBox):
         with self.fig.batch_update():
             for trace, (_, key, _, _) in zip(self.fig.data, SERIES):
                 trace.x, trace.y = data["turn"], data[key]
+        self.plot.redraw()

@@ -1,0 +1,59 @@
+"""toolkit/widgets/plot.py and the views built on it, checked as widget state without a browser: what the Output
+widget carries is exactly the view's current figure, after every control move, and no figure has a fixed width."""
+import plotly.graph_objects as go
+import pytest
+
+from toolkit.widgets.plot import LIVE, MIME, FigureView, mime_bundle
+
+
+def _drawn(view: FigureView) -> dict:
+    (out,) = view.widget.outputs
+    assert out["output_type"] == "display_data"
+    return out["data"][MIME]
+
+
+def test_figure_view_draws_the_current_figure_only_after_redraw():
+    view = FigureView(go.Figure(go.Scatter(x=[1, 2], y=[3, 4]), layout=dict(title="t", width=1200, height=300)))
+    assert view in LIVE
+    drawn = _drawn(view)
+    assert drawn["data"][0]["y"] == [3, 4] and drawn["layout"]["title"]["text"] == "t"
+    assert "width" not in drawn["layout"] and drawn["layout"]["autosize"] is True  # fits its output area
+    assert view.widget.layout.min_height == "300px"  # the page keeps the figure's room while it draws
+    view.figure.data[0].y = [5, 6]
+    assert _drawn(view)["data"][0]["y"] == [3, 4]  # not redrawn yet: the page still shows the old figure
+    view.redraw()
+    assert _drawn(view)["data"][0]["y"] == [5, 6] and view.redraws == 2 and view.last_ms >= 0
+    fixed = FigureView(go.Figure(layout=dict(width=420)), responsive=False)
+    assert _drawn(fixed)["layout"]["width"] == 420
+
+
+def test_mime_bundle_is_plain_json():
+    import json
+
+    import numpy as np
+
+    bundle = mime_bundle(go.Figure(go.Bar(x=[0, 1, 2], y=np.array([1.5, 2.5, 3.5]))))
+    assert json.loads(json.dumps(bundle)) == bundle
+    y = bundle[MIME]["data"][0]["y"]  # plotly 6+ sends numpy arrays as typed arrays, which plotly.js decodes
+    assert np.frombuffer(__import__("base64").b64decode(y["bdata"]), dtype=y["dtype"]).tolist() == [1.5, 2.5, 3.5]
+
+
+def _views():
+    from toolkit.catalog import realistic_tools
+    from toolkit.widgets.cost import DecayView, DecodeView, GrowthView
+    from toolkit.widgets.toolcost import ToolCountCost
+
+    g, d, b = GrowthView(), DecayView(), DecodeView()
+    t = ToolCountCost(tools=realistic_tools(12), template="qwen3", n=3)
+    return [(g, g.sliders["T"], 4000), (d, d.k, 33), (b, b.model, "DeepSeek-V3 (37B active)"), (t, t.slider, 5)]
+
+
+@pytest.mark.parametrize("i", range(4), ids=["growth", "decay", "decode", "toolcount"])
+def test_each_view_redraws_its_figure_on_a_control_move(i):
+    view, control, value = _views()[i]
+    before = _drawn(view.plot)
+    control.value = value
+    after = _drawn(view.plot)
+    assert after != before
+    assert after == mime_bundle(view.figure)[MIME]  # exactly the plain figure tests read
+    assert "width" not in after["layout"]
