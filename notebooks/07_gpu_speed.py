@@ -82,7 +82,7 @@ fig = go.Figure(
                  text=[f"{v:,.0f}" for v in table["tokens_per_s"]], textposition="outside")],
     layout=dict(title=f"Batch-1 decode, Qwen3-0.6B shape, bf16, H200 (saved {saved['date']})",
                 xaxis=dict(title="tokens/s (log scale)", type="log", range=[1, 3.7]),
-                yaxis=dict(autorange="reversed"), height=420, width=900, margin=dict(l=330),
+                yaxis=dict(autorange="reversed"), height=420, margin=dict(l=330),
                 shapes=[dict(type="line", x0=floor, x1=floor, yref="paper", y0=0, y1=1,
                              line=dict(color="#E45756", dash="dash"))],
                 annotations=[dict(x=3.4, y=1.02, xref="x", yref="paper", showarrow=False,
@@ -128,7 +128,7 @@ display(Markdown(f"Where the time goes: {saved['step_breakdown_us']['what']}"))
 go.Figure(data=[go.Bar(x=list(br.values()), y=list(br.keys()), orientation="h", marker_color="#72B7B2",
                        text=[f"{v} µs" for v in br.values()], textposition="outside")],
           layout=dict(title=f"{sum(br.values()):,} µs per token; the bandwidth floor is {1e6 / floor:.0f} µs",
-                      xaxis=dict(title="µs"), yaxis=dict(autorange="reversed"), height=330, width=900,
+                      xaxis=dict(title="µs"), yaxis=dict(autorange="reversed"), height=330,
                       margin=dict(l=330)))
 
 # %%
@@ -187,7 +187,7 @@ go.Figure(data=[go.Scatter(x=Rs, y=[cost.ratio_closed(a["T"], a["delta"], R) for
                 go.Scatter(x=[a["R"]], y=[wall_ratio], mode="markers", marker=dict(size=11, color="#E45756"),
                            name=f"wall clock, H200 ({saved['date']})")],
           layout=dict(title="Without / with prefix reuse (T = 10,000, Δ = 2,048; Qwen3-0.6B shape)",
-                      xaxis=dict(title="turns R"), yaxis=dict(title="ratio"), height=380, width=900))
+                      xaxis=dict(title="turns R"), yaxis=dict(title="ratio"), height=380))
 
 # %% [markdown]
 # ## 3 · Measured here, now
