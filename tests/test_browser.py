@@ -372,6 +372,16 @@ _JS = r"""
       else if (r.left + w > a.right + 1 || area.scrollWidth > area.clientWidth + 1)
         out.push(`figure ${JSON.stringify(title)} is ${Math.round(w)} px wide in a ${Math.round(a.width)}-px ` +
                  `output area: cut off or scrolled`);
+      else {  // text that runs past the figure's own edge is cut off too (plotly does not wrap titles)
+        const s = (svg || gd).getBoundingClientRect();
+        const cut = Array.from(gd.querySelectorAll('.gtitle, .annotation-text, .xtitle, .ytitle, .xtick text, ' +
+                                                   '.ytick text, .legendtext'))
+          .filter(t => { const b = t.getBoundingClientRect();
+                         return b.width > 0 && (b.right > s.right + 2 || b.left < s.left - 2); });
+        if (cut.length)
+          out.push(`figure ${JSON.stringify(title)}: text runs past its ${Math.round(s.width)}-px edge: ` +
+                   cut.slice(0, 3).map(t => JSON.stringify(t.textContent.slice(0, 60))).join(', '));
+      }
     });
     return out;
   };

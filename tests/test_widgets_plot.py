@@ -57,3 +57,15 @@ def test_each_view_redraws_its_figure_on_a_control_move(i):
     assert after != before
     assert after == mime_bundle(view.figure)[MIME]  # exactly the plain figure tests read
     assert "width" not in after["layout"]
+
+
+def test_wrap_breaks_long_titles_before_a_parenthesis():
+    from toolkit.widgets.plot import wrap
+
+    assert wrap("short title") == "short title"
+    assert wrap("Fig 14-10 Context growth in an agent loop (T = 10,000, Δ = 2,048, R = 30)") == \
+        "Fig 14-10 Context growth in an agent loop<br>(T = 10,000, Δ = 2,048, R = 30)"
+    zh = wrap("图 14-10 Agent 循环的上下文增长（T = 10,000，Δ = 2,048，R = 30）")
+    assert zh == "图 14-10 Agent 循环的上下文增长<br>（T = 10,000，Δ = 2,048，R = 30）"  # CJK counts double
+    assert all(len(line) <= 52 for line in wrap("word " * 40).split("<br>"))
+    assert wrap("x" * 80) == "x" * 80  # nowhere to break: left as is

@@ -23,7 +23,7 @@ import plotly.graph_objects as go
 
 from .. import cost
 from ..figures import context_growth_figure, decay_figure, update_context_growth, update_decay
-from .plot import FigureView
+from .plot import FigureView, wrap
 
 
 def _wrap() -> W.Layout:
@@ -44,7 +44,10 @@ class GrowthView(_Timed):
     def __init__(self, T: int = 10_000, delta: int = 2048, R: int = 30, warm: bool = True, lang: str = "en"):
         self.lang = lang
         self.growth = cost.growth(T, delta, R, warm)
-        self.plot = FigureView(context_growth_figure(self.growth, lang, height=460))
+        fig = context_growth_figure(self.growth, lang, height=490)
+        fig.layout.title.text = wrap(fig.layout.title.text)  # two lines in a narrow window: room above the plots
+        fig.layout.margin.t = 110
+        self.plot = FigureView(fig)
         self.figure = self.plot.figure
         self.sliders = {
             "T": W.IntSlider(value=T, min=0, max=40_000, step=500, description="T (tool tokens)"),
@@ -66,6 +69,7 @@ class GrowthView(_Timed):
         s = self.sliders
         self.growth = cost.growth(s["T"].value, s["delta"].value, s["R"].value, self.warm.value)
         update_context_growth(self.figure, self.growth, self.lang)
+        self.figure.layout.title.text = wrap(self.figure.layout.title.text)
         self.plot.redraw()
         self.summary.value = self._summary_html()
 
@@ -155,7 +159,7 @@ class DecodeView(_Timed):
                          textposition="outside", cliponaxis=False)],
             layout=dict(title=self._title(), height=400, template="plotly_white",
                         yaxis=dict(title="batch-1 decode bound (tokens/s)", type="log"),
-                        margin=dict(l=70, r=20, t=60, b=110))))
+                        margin=dict(l=70, r=20, t=80, b=110))))
         self.figure = self.plot.figure
         self.text = W.HTML(self._html())
         self.widget = W.VBox([W.HBox([self.model, self.hardware], layout=_wrap()),
@@ -177,7 +181,7 @@ class DecodeView(_Timed):
         return [f"{b:,.0f}" for b in self._bounds()]
 
     def _title(self) -> str:
-        return f"{self.model.value}, {self.precision.value}: tokens/s bound = bandwidth / bytes per token"
+        return f"{self.model.value}, {self.precision.value}<br>tokens/s bound = bandwidth / bytes per token"
 
     def _html(self) -> str:
         b, spec = self.budget, cost.MODELS[self.model.value]
