@@ -69,3 +69,19 @@ def test_wrap_breaks_long_titles_before_a_parenthesis():
     assert zh == "图 14-10 Agent 循环的上下文增长<br>（T = 10,000，Δ = 2,048，R = 30）"  # CJK counts double
     assert all(len(line) <= 52 for line in wrap("word " * 40).split("<br>"))
     assert wrap("x" * 80) == "x" * 80  # nowhere to break: left as is
+
+
+def test_stepper_redraws_the_selected_step():
+    from types import SimpleNamespace as N
+
+    from toolkit.widgets.stepper import Stepper
+
+    steps = [N(index=i, allowed=[151_936, 1, 12][i % 3], top_after=[(1, "a", 0.5, 0.9), (2, "b", 0.2, 0.1)],
+               top_before=[(3, "c", 0.3, 0.0)], chosen=1 if i else 2, chosen_text="a", removed_mass=0.5,
+               p_before=0.5, p_after=0.9) for i in range(5)]
+    view = Stepper(N(steps=steps, temperature=0, seed=0, vocab_width=151_936), title="a long title " * 6)
+    assert all(len(line) <= 52 for line in view.figure.layout.title.text.split("<br>"))
+    view.slider.value = 2
+    drawn = _drawn(view.plot)
+    assert drawn["data"][1]["x"] == [3] and drawn["data"][1]["y"] == [12]  # the marker moved to step 3
+    assert drawn == mime_bundle(view.figure)[MIME] and "width" not in drawn["layout"]

@@ -65,7 +65,7 @@ class Stepper:
         import plotly.graph_objects as go
         from plotly.subplots import make_subplots
 
-        from .plot import FigureView
+        from .plot import FigureView, wrap
 
         self.state = StepperState(trace)
         sizes = self.state.allowed_sizes
@@ -84,8 +84,10 @@ class Stepper:
         fig.update_yaxes(type="log", title_text="tokens", range=[-0.2, 5.4], row=1, col=1)
         fig.update_yaxes(title_text="probability", range=[0, 1.02], row=2, col=1)
         fig.update_xaxes(title_text="step", row=1, col=1)
-        fig.update_layout(height=560, barmode="group", title=title, margin=dict(t=80, b=120),
-                          legend=dict(orientation="h", y=1.12))
+        # Title, then the legend (one or two rows, by width), then the panels: each has its own band at the top.
+        fig.update_layout(height=620, barmode="group", margin=dict(t=150, b=120),
+                          title=dict(text=wrap(title), yref="container", y=0.99, yanchor="top", pad=dict(t=8)),
+                          legend=dict(orientation="h", yref="container", y=0.88, yanchor="top"))
         self.plot = FigureView(fig)
         self.figure = self.plot.figure
         self.slider = W.IntSlider(value=0, min=0, max=max(self.state.n_steps - 1, 0), description="step",
