@@ -242,7 +242,7 @@ go.Figure(data=[go.Bar(x=[r[0] for r in d.rows], y=[r[1] for r in d.rows], name=
                 go.Bar(x=[r[0] for r in d.rows], y=[r[2] for r in d.rows], name="step-wise masked",
                        marker_color="#e6550d")],
           layout=dict(barmode="group", height=360, yaxis=dict(title="probability", range=[0, 1]),
-                      title=f"{dq} — enum {enum} ({loaded.name})"))
+                      title=f"{dq} ({loaded.name})<br>enum {enum}"))
 
 # %% [markdown]
 # ## What to remember

@@ -187,7 +187,7 @@ print(f"a full softmax would need {VOCAB_WIDTH:,} float32 logits × ~{positions:
 fig = go.Figure(
     data=[go.Scatter(y=res.runs[k].losses, name=f"{k} ({res.runs[k].target_tokens // res.runs[k].steps} "
                      "loss positions/step)", mode="lines") for k in ("masked", "unmasked")],
-    layout=dict(title="training loss (each run averages over its own loss positions)", xaxis_title="step",
+    layout=dict(title="training loss<br>(each run averages over its own loss positions)", xaxis_title="step",
                 yaxis_title="cross-entropy (nats)", yaxis_type="log", height=360))
 display(fig)
 

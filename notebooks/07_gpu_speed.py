@@ -80,7 +80,7 @@ table
 fig = go.Figure(
     data=[go.Bar(x=table["tokens_per_s"], y=table["path"], orientation="h", marker_color="#4C78A8",
                  text=[f"{v:,.0f}" for v in table["tokens_per_s"]], textposition="outside")],
-    layout=dict(title=f"Batch-1 decode, Qwen3-0.6B shape, bf16, H200 (saved {saved['date']})",
+    layout=dict(title=f"Batch-1 decode, Qwen3-0.6B shape, bf16, H200<br>(saved {saved['date']})",
                 xaxis=dict(title="tokens/s (log scale)", type="log", range=[1, 3.7]),
                 yaxis=dict(autorange="reversed"), height=420, margin=dict(l=330),
                 shapes=[dict(type="line", x0=floor, x1=floor, yref="paper", y0=0, y1=1,
@@ -186,7 +186,7 @@ go.Figure(data=[go.Scatter(x=Rs, y=[cost.ratio_closed(a["T"], a["delta"], R) for
                                     workload_flops(a["T"], a["delta"], R, True) for R in Rs], name="FLOP ratio"),
                 go.Scatter(x=[a["R"]], y=[wall_ratio], mode="markers", marker=dict(size=11, color="#E45756"),
                            name=f"wall clock, H200 ({saved['date']})")],
-          layout=dict(title="Without / with prefix reuse (T = 10,000, Δ = 2,048; Qwen3-0.6B shape)",
+          layout=dict(title="Without / with prefix reuse<br>(T = 10,000, Δ = 2,048; Qwen3-0.6B shape)",
                       xaxis=dict(title="turns R"), yaxis=dict(title="ratio"), height=380))
 
 # %% [markdown]
