@@ -78,6 +78,7 @@ class Expect:
     action_timeout: float = 30      # seconds for the kernel to answer one control move
     extra_controls: tuple = ()      # CSS selectors of clickable elements of custom (anywidget) views
     scope: str = "cell"             # where a response may appear: "cell" (the cell's outputs) or "notebook"
+    figure_wait: float = 90         # seconds for drawn figures to agree with the kernel's after run all
 
 
 # Per-notebook expectations (counts are lower bounds, measured on the committed notebooks).
@@ -768,7 +769,7 @@ def check_lab_notebook(context, server: Server, relpath: str, shots: Path, expec
         report.drawn_s, blank = checker.wait_drawn(".jp-Notebook", timeout=BLANK_S)
         report.errors += [f"figure {t!r} still blank (no trace drawn) {BLANK_S} s after the last cell finished"
                           for t in blank]
-        report.errors += checker.check_figures("after run all", ".jp-Notebook")
+        report.errors += checker.check_figures("after run all", ".jp-Notebook", timeout=expect.figure_wait)
         checker.settle(".jp-Notebook", quiet=2.0, timeout=60)
         checker.shot("after-run-all")
         report.errors += [f"after run all: {c}" for c in checker.js("s => window.__tk.cutOff(document.querySelector(s))",
@@ -938,7 +939,7 @@ def test_check_catches_broken_widgets(workdir, lab, context):
     """The same check on a fixture with two working and two broken widgets (an observer that never fires, a view
     whose render throws): it must flag exactly the broken ones."""
     report = check_lab_notebook(context, lab, "_fixture_broken_widget.ipynb", workdir[0] / "shots",
-                                Expect(action_timeout=15))
+                                Expect(action_timeout=15, figure_wait=20))
     _record(workdir, report, [])
     failures = report.failures()
     working, observer, view, late = report.widgets  # in cell order, as in the fixture
