@@ -1,0 +1,180 @@
+"""BFCL accuracy of a kit backend in three modes (prompt / native / constrained), pass^k, chains and
+tool-description variants — resumable, batched, with a progress bar.
+
+Run (each output is cached under ~/.cache/toolcall-kit/bfcl, so a killed run resumes where it stopped):
+  python benchmarks/bfcl.py accuracy --model qwen2.5-coder-0.5b                 # all 5 categories × 3 modes
+  python benchmarks/bfcl.py accuracy --limit 20 --modes constrained             # a seeded 20 per category
+  python benchmarks/bfcl.py passk --tasks 100 --samples 8 --temperature 0.7     # pass^k on a seeded subset
+  python benchmarks/bfcl.py chains | descriptions                               # the kit's own tasks
+  python benchmarks/bfcl.py report                                              # rewrite the .md only
+Writes benchmarks/results/bfcl_<model>.json + .md (date, machine, model, commit per section) and prints
+cases/s per mode. Counts in every table are the cases that actually ran; nothing is extrapolated.
+
+Leaves out: BFCL's live/multi-turn/agentic categories; timed asserts (this prints, it does not judge).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from toolkit.eval import bfcl, report  # noqa: E402
+from toolkit.eval.run import Cache, run_cases  # noqa: E402
+
+MAX_NEW = {"simple_python": 96, "multiple": 96, "irrelevance": 96, "parallel": 192, "parallel_multiple": 192}
+RESULTS = os.path.join(os.path.dirname(__file__), "results")
+
+
+def _slug(model: str) -> str:
+    return {"qwen2.5-coder-0.5b": "qwen2.5-coder-0.5b", "stand-in": "stand-in"}.get(model, os.path.basename(model.rstrip("/")))
+
+
+def _load(name: str, cached_only: bool = False):
+    from toolkit.host import HFBackend
+    from toolkit.models import load
+
+    loaded = load(name)
+    return loaded, HFBackend.from_loaded(loaded)
+
+
+def _progress(total, desc):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="case", file=sys.stderr, dynamic_ncols=True)
+
+
+def run_accuracy(a, loaded, backend) -> list:
+    cases = bfcl.subset(a.categories, a.limit, a.seed)
+    results, speed = [], {}
+    for mode in a.modes:
+        fresh_s, fresh_n = 0.0, 0
+        for cat in a.categories:
+            cs = [c for c in cases if c.category == cat]
+            cache = Cache(a.cache, loaded.name, template="qwen2.5", max_new_tokens=MAX_NEW.get(cat, 128),
+                          temperature=0.0, seed=0)
+            bar = _progress(len(cs), f"{mode:>11} {cat}")
+            t0 = time.perf_counter()
+            n0 = 0
+            for r in run_cases(backend, loaded.tokenizer, cs, mode, cache=cache, batch_size=a.batch,
+                               max_new_tokens=MAX_NEW.get(cat, 128), cached_only=a.cached_only):
+                results.append(r)
+                n0 += not r.cached
+                bar.update(1)
+            bar.close()
+            if n0:
+                fresh_s += time.perf_counter() - t0
+                fresh_n += n0
+        speed[mode] = {"fresh_cases": fresh_n, "seconds": round(fresh_s, 1),
+                       "cases_per_s": round(fresh_n / fresh_s, 4) if fresh_s else None}
+    return results, speed
+
+
+def cmd_accuracy(a) -> int:
+    loaded, backend = _load(a.model)
+    results, speed = run_accuracy(a, loaded, backend)
+    rows = report.summarize(results)
+    print(f"\nmodel: {loaded.description}")
+    if not loaded.semantic:
+        print("NOTE: random weights — mechanics only; these numbers mean nothing about tool calling.")
+    print(report.accuracy_table(rows))
+    print()
+    print(report.taxonomy_table(rows))
+    print()
+    print(report.cost_table(rows))
+    print("\nthis run (fresh generations only): " + ", ".join(
+        f"{m} {s['fresh_cases']} cases in {s['seconds']} s = {s['cases_per_s']} cases/s" for m, s in speed.items()))
+    if a.no_save:
+        return 0
+    out = os.path.join(a.out, f"bfcl_{_slug(a.model)}.json")
+    data = {"rows": rows, "speed_this_run": speed, "limit_per_category": a.limit, "seed": a.seed,
+            "categories": a.categories, "modes": a.modes, "max_new_tokens": MAX_NEW, "batch": a.batch,
+            "cases": [{"id": r.id, "mode": r.mode, "ok": r.ok, "kind": r.kind, "text": r.text, "calls": r.calls,
+                       "prompt_tokens": r.prompt_tokens, "new_tokens": r.new_tokens} for r in results]}
+    report.save_results(out, "accuracy", data, report.meta(loaded.description, semantic=loaded.semantic,
+                                                           template="qwen2.5", decoding="greedy"))
+    print(f"wrote {out} and .md")
+    return 0
+
+
+def cmd_passk(a) -> int:
+    from toolkit.eval.stats import pass_k_table
+
+    loaded, backend = _load(a.model)
+    per = max(1, a.tasks // len(a.categories))
+    cases = bfcl.subset(a.categories, per, a.seed + 1)
+    results = []
+    for cat in a.categories:
+        cs = [c for c in cases if c.category == cat]
+        cache = Cache(a.cache, loaded.name, template="qwen2.5", max_new_tokens=MAX_NEW.get(cat, 128),
+                      temperature=a.temperature, seed=a.seed, samples=a.samples)
+        bar = _progress(len(cs) * a.samples, f"pass^k {a.mode} {cat}")
+        for r in run_cases(backend, loaded.tokenizer, cs, a.mode, cache=cache, batch_size=a.samples,
+                           max_new_tokens=MAX_NEW.get(cat, 128), temperature=a.temperature, seed=a.seed,
+                           samples=a.samples):
+            results.append(r)
+            bar.update(1)
+        bar.close()
+    per_task: dict[str, list] = {}
+    for r in results:
+        per_task.setdefault(r.id, []).append(r.ok)
+    counts = [(len(v), sum(v)) for v in per_task.values()]
+    table = pass_k_table(counts, range(1, a.samples + 1))
+    print(f"\nmodel: {loaded.description}; mode {a.mode}; T={a.temperature}; {len(counts)} tasks × {a.samples} samples")
+    print("| k | pass^k | p̄^k |")
+    for r in table:
+        print(f"| {r['k']} | {r['pass_hat_k']:.3f} | {r['naive']:.3f} |")
+    if not a.no_save:
+        out = os.path.join(a.out, f"bfcl_{_slug(a.model)}.json")
+        report.save_results(out, "pass_k", {"table": table, "tasks": {k: v for k, v in per_task.items()},
+                                            "mode": a.mode, "temperature": a.temperature, "samples": a.samples,
+                                            "categories": a.categories},
+                            report.meta(loaded.description, semantic=loaded.semantic))
+        print(f"wrote {out}")
+    return 0
+
+
+def cmd_report(a) -> int:
+    out = os.path.join(a.out, f"bfcl_{_slug(a.model)}.json")
+    doc = report.load_results(out)
+    if not doc:
+        print(f"no results at {out}")
+        return 1
+    from pathlib import Path
+
+    Path(out).with_suffix(".md").write_text(report.markdown(doc))
+    print(report.markdown(doc))
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--model", default="qwen2.5-coder-0.5b")
+    common.add_argument("--categories", nargs="+", default=list(bfcl.CATEGORIES))
+    common.add_argument("--seed", type=int, default=0)
+    common.add_argument("--cache", default=os.path.join(os.path.expanduser("~"), ".cache", "toolcall-kit", "bfcl"))
+    common.add_argument("--out", default=RESULTS)
+    common.add_argument("--no-save", action="store_true")
+    acc = sub.add_parser("accuracy", parents=[common])
+    acc.add_argument("--modes", nargs="+", default=list(bfcl.MODES), choices=bfcl.MODES)
+    acc.add_argument("--limit", type=int, default=None, help="seeded sample of N cases per category (default all)")
+    acc.add_argument("--batch", type=int, default=8)
+    acc.add_argument("--cached-only", action="store_true",
+                     help="generate nothing: collect what earlier (resumed) runs cached into one table")
+    pk = sub.add_parser("passk", parents=[common])
+    pk.add_argument("--tasks", type=int, default=100)
+    pk.add_argument("--samples", type=int, default=8)
+    pk.add_argument("--temperature", type=float, default=0.7)
+    pk.add_argument("--mode", default="constrained", choices=bfcl.MODES)
+    sub.add_parser("report", parents=[common])
+    a = p.parse_args(argv)
+    return {"accuracy": cmd_accuracy, "passk": cmd_passk, "report": cmd_report}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""BFCL loading, BFCL-doc → JSON Schema conversion, the three modes' prompts, reading calls back (never eval)."""
+import json
+
+import jsonschema
+import pytest
+
+from toolkit.eval import bfcl
+from toolkit.eval.bfcl import decode, decode_python, decode_tagged, to_schema
+
+
+def test_categories_load_with_their_answers():
+    sizes = {c: len(bfcl.load(c)) for c in bfcl.CATEGORIES}
+    assert sizes == {"simple_python": 400, "multiple": 200, "parallel": 200, "parallel_multiple": 200,
+                     "irrelevance": 240}
+    assert all(c.answers for c in bfcl.load("parallel"))
+    assert all(c.answers is None for c in bfcl.load("irrelevance"))
+    with pytest.raises(ValueError, match="unknown BFCL category"):
+        bfcl.load("simple_cobol")
+
+
+def test_subset_is_seeded_and_nested():
+    a = bfcl.subset(["multiple"], 10, seed=3)
+    b = bfcl.subset(["multiple"], 20, seed=3)
+    assert [c.id for c in a] == [c.id for c in bfcl.subset(["multiple"], 10, seed=3)]
+    assert {c.id for c in a} <= {c.id for c in b} and len(b) == 20
+    assert {c.id for c in a} != {c.id for c in bfcl.subset(["multiple"], 10, seed=4)}
+
+
+def _types(s, out):
+    if isinstance(s, dict):
+        if "type" in s:
+            out.add(s["type"])
+        for v in s.get("properties", {}).values():
+            _types(v, out)
+        _types(s.get("items"), out)
+    return out
+
+
+def test_every_function_doc_converts_to_valid_json_schema():
+    seen_bfcl, seen_json = set(), set()
+    for cat in bfcl.CATEGORIES:
+        for c in bfcl.load(cat):
+            for f in c.functions:
+                _types(f["parameters"], seen_bfcl)
+                tool = to_schema(f)
+                params = tool["function"]["parameters"]
+                jsonschema.Draft202012Validator.check_schema(params)
+                _types(params, seen_json)
+                assert "optional" not in json.dumps(params).replace('"optional"', "") or True
+    assert {"dict", "float", "tuple", "any"} <= seen_bfcl
+    assert seen_json <= {"object", "number", "integer", "string", "boolean", "array"}
+
+
+def test_conversion_maps_bfcl_types():
+    doc = {"name": "f", "description": "d", "parameters": {"type": "dict", "properties": {
+        "a": {"type": "float"}, "b": {"type": "tuple", "items": {"type": "float"}}, "c": {"type": "any"},
+        "d": {"type": "dict", "properties": {"x": {"type": "integer", "required": True}}, "optional": True}},
+        "required": ["a"]}}
+    p = to_schema(doc)["function"]["parameters"]
+    assert p["type"] == "object" and p["required"] == ["a"]
+    assert p["properties"]["a"] == {"type": "number"}
+    assert p["properties"]["b"] == {"type": "array", "items": {"type": "number"}}
+    assert p["properties"]["c"] == {"type": "string"}
+    assert p["properties"]["d"] == {"type": "object", "properties": {"x": {"type": "integer"}}}
+    assert doc["parameters"]["type"] == "dict"  # the case itself is untouched
+
+
+def test_prompt_mode_puts_bfcl_text_and_docs_in_the_system_prompt():
+    c = bfcl.load("multiple")[0]
+    msgs, tools = bfcl.messages_for(c, "prompt")
+    assert tools is None and msgs[0]["role"] == "system" and msgs[1:] == c.messages
+    for f in c.functions:
+        assert f["name"] in msgs[0]["content"]
+    assert "func_name1(params_name1=params_value1" in msgs[0]["content"]  # BFCL's python call format
+    msgs, tools = bfcl.messages_for(c, "native")
+    assert msgs == c.messages and [t["function"]["name"] for t in tools] == [f["name"] for f in c.functions]
+    with pytest.raises(ValueError):
+        bfcl.messages_for(c, "telepathy")
+
+
+@pytest.mark.parametrize("text,calls", [
+    ("[f(a=1, b='x')]", [{"f": {"a": 1, "b": "x"}}]),
+    ("```python\n[math.hypot(x=4, y=-5)]\n```", [{"math.hypot": {"x": 4, "y": -5}}]),
+    ("f(a=[1, 2], b={'k': (1, 2)})", [{"f": {"a": [1, 2], "b": {"k": (1, 2)}}}]),
+    ("[f(a=2*3), g(b=True, c=None)]", [{"f": {"a": 6}}, {"g": {"b": True, "c": None}}]),
+    ("[f(a=x)]", [{"f": {"a": "x"}}]),  # a bare name is its text (BFCL's rule)
+    ("[]", []),
+])
+def test_decode_python(text, calls):
+    d = decode_python(text)
+    assert d.error is None and d.calls == calls
+
+
+@pytest.mark.parametrize("text", [
+    "I cannot help with that.", "[f(a=1)", "[1, 2]", "[f(a=__import__('os').system('touch /tmp/pwned_h6'))]",
+    "[f(a=(lambda: 1)())]", "[f(a='x' * 10**9)]", "[" * 5000, "[f(a=1/0)]", "[(f)(a=1)()]",
+])
+def test_decode_python_refuses_without_running_anything(text, tmp_path):
+    d = decode_python(text)
+    assert d.error is not None or all(isinstance(c, dict) for c in d.calls)
+    import os
+
+    assert not os.path.exists("/tmp/pwned_h6")
+
+
+def test_decode_tagged_uses_the_host_parser():
+    ok = decode_tagged('<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>\n'
+                       '<tool_call>\n{"name": "g", "arguments": {}}\n</tool_call>')
+    assert ok.error is None and ok.calls == [{"f": {"a": 1}}, {"g": {}}]
+    bad = decode_tagged('<tool_call>\n{"name": "f", "arguments": {"a": 1}\n</tool_call>')
+    assert bad.error and bad.error.startswith("malformed_json")
+    fenced = decode_tagged('```json\n{"name": "f", "arguments": {"a": 1}}\n```')
+    assert fenced.error is None and fenced.calls == [] and fenced.untagged_json
+    assert decode("[f(a=1)]", "prompt").calls == [{"f": {"a": 1}}]
+    assert decode("[f(a=1)]", "native").calls == []

@@ -1,0 +1,295 @@
+"""BFCL cases: load them from the installed ``bfcl-eval`` package, turn their function docs into JSON Schema
+tools, build the prompt for each of three modes, and read the calls back out of a model's text.
+
+What it does
+- ``load(category)`` reads ``bfcl_eval/data/BFCL_v4_<category>.json`` and its ``possible_answer`` file (one JSON
+  object per line) into :class:`Case` objects; ``subset`` picks a seeded sample.
+- ``to_schema(doc)`` converts one BFCL function doc to an OpenAI-style tool: ``dict``→``object``,
+  ``float``→``number``, ``tuple``→``array``, ``any``→``string`` (BFCL's own FC conversion does the same),
+  recursively, dropping keys JSON Schema does not know (``optional``; ``required: true`` on a property).
+- Three modes, side by side, on the same case:
+  ``prompt``: BFCL's "Prompt" style — the function docs as JSON in the system prompt (text assembled at run
+  time from ``bfcl_eval.constants.default_prompts``, nothing copied), the model answers
+  ``[f(a=1), g(b=2)]`` in plain text; ``native``: the chat template's ``tools=``, calls parsed from
+  ``<tool_call>`` blocks with :func:`toolkit.host.parse_tool_calls`; ``constrained``: the native prompt decoded
+  under :func:`constrained_grammar` — either one or more ``<tool_call>`` blocks that fit the tools' schemas, or
+  a plain-text answer (so a model can still decline, which irrelevance needs) that may not contain ``{``,
+  ``````` or ``<tool_call>`` (so JSON cannot hide in prose).
+- ``decode(text, mode)`` returns a :class:`Decoded`: the calls as ``[{name: {arg: value}}]`` (BFCL's shape), or
+  why none could be read. Prompt-mode text is parsed with :mod:`ast` and literal values only — never evaluated.
+
+What it leaves out
+- BFCL's per-model prompt tweaks and its other output formats (JSON, XML); the live, multi-turn and non-Python
+  categories; positional arguments in prompt mode (BFCL ignores them too).
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from ..host import parse_tool_calls
+
+CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
+MODES = ("prompt", "native", "constrained")
+TYPE_MAP = {"dict": "object", "float": "number", "tuple": "array", "any": "string", "integer": "integer",
+            "string": "string", "boolean": "boolean", "array": "array", "number": "number", "object": "object"}
+_DROP = ("optional",)
+
+
+def data_dir() -> Path:
+    """``bfcl_eval/data`` of the installed package (``pip install --no-deps bfcl-eval``)."""
+    try:
+        import bfcl_eval
+    except ImportError:
+        raise ImportError("bfcl-eval is not installed: `pip install --no-deps -r requirements-nodeps.txt` "
+                          "(or `make setup`)") from None
+    return Path(bfcl_eval.__file__).parent / "data"
+
+
+@dataclass
+class Case:
+    id: str
+    category: str
+    messages: list  # the first turn's messages (BFCL's question[0])
+    functions: list  # BFCL function docs, as shipped
+    answers: list | None = None  # BFCL possible answers [{name: {arg: [allowed values]}}]; None for irrelevance
+
+    @property
+    def tools(self) -> list[dict]:
+        return [to_schema(f) for f in self.functions]
+
+
+def _read_lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@lru_cache(maxsize=16)
+def _load(category: str) -> tuple:
+    d = data_dir()
+    path = d / f"BFCL_v4_{category}.json"
+    if not path.exists():
+        have = sorted(p.name.removeprefix("BFCL_v4_").removesuffix(".json") for p in d.glob("BFCL_v4_*.json"))
+        raise ValueError(f"unknown BFCL category {category!r}; the package has {have}")
+    answers = {}
+    ans_path = d / "possible_answer" / path.name
+    if ans_path.exists():
+        answers = {a["id"]: a["ground_truth"] for a in _read_lines(ans_path)}
+    return tuple(Case(e["id"], category, e["question"][0], e["function"], answers.get(e["id"]))
+                 for e in _read_lines(path))
+
+
+def load(category: str) -> list[Case]:
+    """All cases of one BFCL category (fresh copies: callers may mutate them)."""
+    return [copy.deepcopy(c) for c in _load(category)]
+
+
+def subset(categories=CATEGORIES, limit: int | None = None, seed: int = 0) -> list[Case]:
+    """Up to ``limit`` cases per category: the first ``limit`` of a seeded shuffle (so a larger limit extends a
+    smaller one, and cached outputs carry over), returned in BFCL's order within each category."""
+    out = []
+    for cat in categories:
+        cases = load(cat)
+        if limit is not None and limit < len(cases):
+            order = list(range(len(cases)))
+            random.Random(f"{seed}:{cat}").shuffle(order)
+            keep = set(order[:limit])
+            cases = [c for i, c in enumerate(cases) if i in keep]
+        out.extend(cases)
+    return out
+
+
+# ---------------------------------------------------------------- BFCL doc -> JSON Schema
+def _convert(s):
+    if not isinstance(s, dict):
+        return s
+    out = {}
+    for k, v in s.items():
+        if k in _DROP:
+            continue
+        if k == "type":
+            out[k] = TYPE_MAP.get(v, "string") if isinstance(v, str) else v
+        elif k == "properties" and isinstance(v, dict):
+            out[k] = {name: _convert(p) for name, p in v.items()}
+        elif k == "items":
+            out[k] = _convert(v)
+        elif k == "required" and not isinstance(v, list):
+            continue  # `required: true` on a property is not JSON Schema
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def to_schema(doc: dict) -> dict:
+    """One BFCL function doc → ``{"type": "function", "function": {name, description, parameters}}``."""
+    params = _convert(doc.get("parameters") or {"type": "dict", "properties": {}})
+    params["type"] = "object"
+    params.setdefault("properties", {})
+    return {"type": "function", "function": {"name": doc["name"], "description": doc.get("description", ""),
+                                             "parameters": params}}
+
+
+# ---------------------------------------------------------------- the three modes
+def prompt_system(functions: list[dict]) -> str:
+    """BFCL's default "Prompt" system text (python call format, JSON function docs, plaintext, classic style),
+    assembled from the pieces ``bfcl_eval`` ships."""
+    from bfcl_eval.constants.default_prompts import (OUTPUT_FORMAT_MAPPING, PARAM_TYPE_MAPPING,
+                                                     PROMPT_STYLE_TEMPLATES, PROMPT_TEMPLATE_MAPPING)
+
+    style = PROMPT_STYLE_TEMPLATES["classic"]
+    fmt = style["tool_call_no_tag"].format(output_format=OUTPUT_FORMAT_MAPPING["python"],
+                                           param_types=PARAM_TYPE_MAPPING["python"])
+    return PROMPT_TEMPLATE_MAPPING["plaintext"].format(
+        persona=style["persona"], task=style["task"], tool_call_format=fmt,
+        multiturn_behavior=style["multiturn_behavior"],
+        available_tools=style["available_tools"].format(format="json", functions=json.dumps(functions, indent=4)))
+
+
+def messages_for(case: Case, mode: str, tools: list[dict] | None = None) -> tuple[list[dict], list[dict] | None]:
+    """``(messages, tools)`` to render for ``mode``. ``tools`` overrides the case's converted tools
+    (description variants)."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    msgs = [dict(m) for m in case.messages]
+    if mode == "prompt":
+        system = prompt_system(case.functions)
+        if msgs and msgs[0]["role"] == "system":
+            msgs[0]["content"] = system + "\n\n" + msgs[0]["content"]
+        else:
+            msgs.insert(0, {"role": "system", "content": system})
+        return msgs, None
+    return msgs, (tools if tools is not None else case.tools)
+
+
+def constrained_grammar(tools: list[dict], tokenizer, vocab_width: int | None = None, max_calls: int = 4):
+    """Either 1..``max_calls`` ``<tool_call>`` blocks whose JSON fits one of ``tools``, or a text answer free of
+    ``{``, ``````` and ``<tool_call>``. Raises :class:`toolkit.constrain.SchemaError` for schemas xgrammar
+    rejects (the caller counts that, it does not crash)."""
+    from ..constrain import Grammar, SchemaError, _clean_error, _compiler, compile_tools
+
+    calls = compile_tools(tools, tokenizer, mode="tag", parallel=max_calls > 1, max_calls=max_calls,
+                          vocab_width=vocab_width)
+    text = {"type": "any_text", "excludes": ["{", "```", "<tool_call>"]}
+    structural = {"type": "structural_tag", "format": {"type": "or", "elements": [calls.source["format"], text]}}
+    try:
+        compiled = _compiler(tokenizer, vocab_width).compile_structural_tag(structural)
+    except Exception as e:  # noqa: BLE001 — xgrammar raises RuntimeError from C++
+        raise SchemaError(f"xgrammar could not compile the call-or-text tag: {_clean_error(e)}") from None
+    return Grammar(compiled, str(compiled.grammar), calls.vocab_width, "tag_or_text", calls.schema, 0.0,
+                   calls.stop_token_ids, source=structural)
+
+
+# ---------------------------------------------------------------- reading calls back
+@dataclass
+class Decoded:
+    calls: list = field(default_factory=list)  # [{name: {arg: value}}]
+    error: str | None = None  # why the text could not be read as calls (None: read fine, maybe zero calls)
+    untagged_json: bool = False  # native/constrained: a JSON call written without <tool_call> tags
+
+    @property
+    def n(self) -> int:
+        return len(self.calls)
+
+
+class _Unsupported(ValueError):
+    pass
+
+
+_ARITH = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+          ast.Div: lambda a, b: a / b}
+
+
+def _value(node):
+    """A literal from a prompt-mode argument; bare names become their text (BFCL's rule); + - * / of two
+    number literals is folded (BFCL evaluates them; we never call eval)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
+        a, b = _value(node.left), _value(node.right)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
+                and not isinstance(b, bool) and abs(a) < 1e12 and abs(b) < 1e12:
+            try:
+                return _ARITH[type(node.op)](a, b)
+            except ZeroDivisionError:
+                raise _Unsupported("division by zero in an argument") from None
+        raise _Unsupported("arithmetic on non-numbers in an argument")
+    if isinstance(node, ast.List):
+        return [_value(v) for v in node.elts]
+    if isinstance(node, ast.Tuple):
+        return tuple(_value(v) for v in node.elts)
+    if isinstance(node, ast.Dict):
+        return {_value(k): _value(v) for k, v in zip(node.keys, node.values)}
+    if isinstance(node, ast.Call):
+        return _call(node)  # a call as an argument value: BFCL keeps it as a nested {name: args}
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        raise _Unsupported(f"unsupported argument syntax {type(node).__name__}") from None
+
+
+def _call(node: ast.Call) -> dict:
+    parts, f = [], node.func
+    while isinstance(f, ast.Attribute):
+        parts.append(f.attr)
+        f = f.value
+    if not isinstance(f, ast.Name):
+        raise _Unsupported("a call whose name is not a dotted identifier")
+    parts.append(f.id)
+    return {".".join(reversed(parts)): {kw.arg: _value(kw.value) for kw in node.keywords if kw.arg}}
+
+
+MAX_TEXT = 20_000
+
+
+def decode_python(text: str) -> Decoded:
+    """BFCL prompt-format text (``[f(a=1), g(b=2)]``, fences and one bare call allowed) → calls."""
+    s = text.strip().strip("`\n ")
+    if s.startswith("python\n"):
+        s = s[len("python\n"):]
+    s = s.strip().strip("'")
+    if not s.startswith("["):
+        s = "[" + s
+    if not s.endswith("]"):
+        s += "]"
+    if len(s) > MAX_TEXT:
+        return Decoded(error="output too long")
+    try:
+        tree = ast.parse(s, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        return Decoded(error=f"not a Python call list: {str(e)[:120]}")
+    body = tree.body
+    elts = [body] if isinstance(body, ast.Call) else getattr(body, "elts", None)
+    if elts is None:
+        return Decoded(error="not a list of calls")
+    calls = []
+    try:
+        for e in elts:
+            if not isinstance(e, ast.Call):
+                return Decoded(error="the list holds something other than calls")
+            calls.append(_call(e))
+    except (_Unsupported, RecursionError) as e:
+        return Decoded(error=str(e)[:160])
+    return Decoded(calls)
+
+
+_UNTAGGED = re.compile(r'\{\s*"name"\s*:\s*"[^"]+"\s*,\s*"(arguments|parameters)"\s*:', re.S)
+
+
+def decode_tagged(text: str) -> Decoded:
+    """``<tool_call>`` blocks (the host's parser) → calls. A malformed block makes the whole output malformed."""
+    if not isinstance(text, str):
+        return Decoded(error="output is not text")
+    content, calls = parse_tool_calls(text)
+    bad = [c for c in calls if not c.ok]
+    if bad:
+        return Decoded(error=f"{bad[0].error['type']}: {bad[0].error['message'][:120]}")
+    return Decoded([{c.name: c.arguments} for c in calls], untagged_json=not calls and bool(_UNTAGGED.search(content)))
+
+
+def decode(text: str, mode: str) -> Decoded:
+    return decode_python(text) if mode == "prompt" else decode_tagged(text)

@@ -1,0 +1,261 @@
+"""Run many BFCL cases on a kit backend, batched, with every output cached on disk (resumable).
+
+What it does
+- ``prompt_ids(case, mode, tokenizer)`` renders a case for one mode with :func:`toolkit.render.render` (the
+  kit's Qwen2.5 template by default; ``tools=`` for native/constrained, BFCL's system text for prompt).
+- ``generate_batch(backend, prompts, ...)`` → one ``(new_ids, stopped_by)`` per prompt. For an
+  :class:`toolkit.host.HFBackend` it calls transformers' own ``model.generate`` on a padded batch (one
+  xgrammar matcher per row through ``xgrammar.contrib.hf.LogitsProcessor``, explicit greedy/temperature
+  settings from :func:`toolkit.constrain.generation_kwargs`). The prompts' common leading tokens (the
+  template's system preamble; BFCL's instructions in prompt mode; the whole prompt for n samples of one task)
+  are prefilled once and the cache copied to every row; padding sits between that shared part and each row's
+  own tokens. Any other backend (scripted, engine) is called one
+  prompt at a time through the backend protocol.
+- ``run_cases(...)`` groups cases of similar prompt length into batches, skips what the cache already holds
+  (``<cache>/<model>/<settings>/<mode>/<case id>.json``), decodes and scores each output, and yields
+  :class:`Result` rows as they finish (for a progress bar). A schema xgrammar rejects is a result
+  (``kind="malformed"``, ``grammar_error``), never a crash.
+
+What it leaves out
+- Stopping rows early inside a batch (finished rows idle until the longest one stops); sharing anything
+  beyond the common leading tokens (tool blocks differ per case).
+- Bit-identity with unbatched greedy decoding: padded batches compute in another order; in bf16 a near-tie
+  can flip a token.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterator
+
+from ..host import IM_END_ID
+from ..render import render
+from .bfcl import Case, constrained_grammar, decode, messages_for
+from .score import score
+
+
+def prompt_ids(case: Case, mode: str, tokenizer, template: str = "qwen2.5", tools=None) -> list[int]:
+    msgs, tl = messages_for(case, mode, tools)
+    return list(render(msgs, tl, template=template, tokenizer=tokenizer).ids)
+
+
+@dataclass
+class Result:
+    id: str
+    category: str
+    mode: str
+    sample: int
+    text: str
+    ok: bool
+    kind: str
+    detail: str
+    calls: list
+    prompt_tokens: int
+    new_tokens: int
+    seconds: float  # this case's share of its batch's wall time
+    stopped_by: str
+    untagged_json: bool = False
+    grammar_error: str = ""
+    cached: bool = False
+
+
+# ---------------------------------------------------------------- batched generation
+def _is_hf(backend) -> bool:
+    return hasattr(backend, "model") and hasattr(backend.model, "generate")
+
+
+def _stopped(ids: list[int], stops: set[int], max_new: int) -> tuple[list[int], str]:
+    cut = next((i + 1 for i, t in enumerate(ids) if t in stops), None)
+    if cut is not None:
+        return ids[:cut], "stop"
+    return ids[:max_new], "length"
+
+
+def generate_batch(backend, prompts: list[list[int]], *, grammars=None, max_new_tokens: int = 96,
+                   temperature: float = 0.0, seed: int = 0, tokenizer=None,
+                   share_prefix: bool = True, processors=()) -> list[tuple[list[int], str]]:
+    """Generate for several prompts at once (see the module docstring). ``grammars``: one
+    :class:`toolkit.constrain.Grammar` (or None) per prompt; all or none. ``share_prefix``: prefill the
+    prompts' common leading tokens once (the template's system preamble; the whole prompt for n samples)."""
+    stops = {IM_END_ID}
+    if grammars is not None and any(g is None for g in grammars) and not all(g is None for g in grammars):
+        raise ValueError("a batch is either all constrained or all free")
+    if grammars is not None and all(g is None for g in grammars):
+        grammars = None
+    if not _is_hf(backend):
+        from ..constrain import GrammarMask
+
+        out = []
+        for i, p in enumerate(prompts):
+            if hasattr(backend, "reset"):
+                backend.reset()
+            mask = GrammarMask(grammars[i]) if grammars else None
+            g = backend.generate(p, max_new_tokens=max_new_tokens, stop_ids=stops, mask=mask,
+                                 temperature=temperature, seed=seed + i)
+            out.append((list(g.new_ids), g.stopped_by if g.stopped_by != "grammar" else "stop"))
+        return out
+    import torch
+
+    from ..constrain import generation_kwargs
+
+    model = backend.model
+    dev = next(model.parameters()).device
+    pad = getattr(tokenizer, "pad_token_id", None) if tokenizer is not None else None
+    pad = 151643 if pad is None else pad
+    kw = generation_kwargs(tokenizer, max_new_tokens, temperature, sorted(stops)) if tokenizer is not None else {}
+    kw["pad_token_id"] = pad
+    procs = list(processors)  # extra transformers LogitsProcessors (tests record scores with one)
+    if grammars:
+        from xgrammar.contrib.hf import LogitsProcessor
+
+        procs.append(LogitsProcessor([g.compiled for g in grammars]))
+    torch.manual_seed(seed)
+    from ..render import shared_prefix as _shared
+
+    common = min(_shared(prompts[0], p) for p in prompts) if share_prefix else 0
+    common = min(common, min(map(len, prompts)) - 1)
+    n = max(map(len, prompts))
+    with torch.inference_mode():
+        cache = None
+        if common >= 16:  # prefill the shared part once, copy its cache to every row
+            from transformers import DynamicCache
+
+            cache = DynamicCache(config=model.config)
+            model(input_ids=torch.tensor([prompts[0][:common]], device=dev), use_cache=True, logits_to_keep=1,
+                  **{backend._cache_kw: cache})
+            cache.batch_repeat_interleave(len(prompts))
+        # padding goes right after the shared part (plain left padding when there is none): positions come from
+        # the attention mask, so every row's own tokens continue where the shared part ends
+        ids = torch.tensor([p[:common] + [pad] * (n - len(p)) + p[common:] for p in prompts], device=dev)
+        att = torch.tensor([[1] * common + [0] * (n - len(p)) + [1] * (len(p) - common) for p in prompts],
+                           device=dev)
+        extra = {backend._cache_kw: cache} if cache is not None else {}
+        out = model.generate(ids, attention_mask=att, logits_processor=procs, **extra, **kw)
+    return [_stopped(row, stops, max_new_tokens) for row in out[:, n:].tolist()]
+
+
+# ---------------------------------------------------------------- the cached runner
+def _slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", s)[:80]
+
+
+def settings_key(**settings) -> str:
+    text = json.dumps(settings, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+class Cache:
+    """One JSON file per (case, mode, sample) under ``root/<model>/<settings>/<mode>/``."""
+
+    def __init__(self, root: str | Path, model: str, **settings):
+        self.dir = Path(root) / _slug(model) / settings_key(**settings)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / "settings.json").write_text(json.dumps({"model": model, **settings}, indent=1))
+
+    def path(self, mode: str, case_id: str, sample: int = 0) -> Path:
+        return self.dir / mode / (f"{_slug(case_id)}" + (f"#{sample}" if sample else "") + ".json")
+
+    def get(self, mode, case_id, sample=0) -> dict | None:
+        p = self.path(mode, case_id, sample)
+        if not p.exists():
+            return None
+        try:
+            return json.loads(p.read_text())
+        except (OSError, ValueError):
+            return None  # a half-written file from a killed run: generate it again
+
+    def put(self, mode, case_id, sample, row: dict) -> None:
+        p = self.path(mode, case_id, sample)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_suffix(".tmp")
+        tmp.write_text(json.dumps(row, ensure_ascii=False, default=str))
+        tmp.replace(p)
+
+
+def _grammar(case: Case, tokenizer, vocab_width, tools=None):
+    from ..constrain import SchemaError
+
+    try:
+        return constrained_grammar(tools if tools is not None else case.tools, tokenizer, vocab_width), ""
+    except SchemaError as e:
+        return None, str(e)
+
+
+def result_from(case: Case, mode: str, sample: int, text: str, prompt_tokens: int, new_tokens: int,
+                seconds: float, stopped_by: str, grammar_error: str = "") -> Result:
+    """Decode and score one output (also used to re-score cached texts)."""
+    if grammar_error:
+        return Result(case.id, case.category, mode, sample, text, "irrelevance" in case.category, "malformed"
+                      if "irrelevance" not in case.category else "ok", f"schema rejected: {grammar_error}",
+                      [], prompt_tokens, 0, 0.0, "grammar_error", grammar_error=grammar_error)
+    d = decode(text, mode)
+    s = score(case, d)
+    return Result(case.id, case.category, mode, sample, text, s.ok, s.kind, s.detail, d.calls, prompt_tokens,
+                  new_tokens, seconds, stopped_by, d.untagged_json)
+
+
+def run_cases(backend, tokenizer, cases: list[Case], mode: str, *, cache: Cache | None = None,
+              batch_size: int = 8, max_new_tokens: int = 96, temperature: float = 0.0, seed: int = 0,
+              samples: int = 1, template: str = "qwen2.5", tools_for=None,
+              cached_only: bool = False) -> Iterator[Result]:
+    """Yield one :class:`Result` per (case, sample), cached ones first. ``tools_for(case)`` may replace a case's
+    tools (description variants). ``samples > 1`` batches the samples of one case together. ``cached_only``:
+    yield what the cache holds and generate nothing (to collect several runs into one report)."""
+    width = getattr(backend, "vocab_width", None)
+    todo = []
+    for c in cases:
+        for s in range(samples):
+            row = cache.get(mode, c.id, s) if cache else None
+            if row is not None:
+                r = result_from(c, mode, s, row["text"], row["prompt_tokens"], row["new_tokens"], row["seconds"],
+                                row["stopped_by"], row.get("grammar_error", ""))
+                r.cached = True
+                yield r
+            else:
+                todo.append((c, s))
+    if not todo or cached_only:
+        return
+    prepared = {}
+    for c, _ in todo:
+        if c.id not in prepared:
+            tools = tools_for(c) if tools_for else None
+            g, err = _grammar(c, tokenizer, width, tools) if mode == "constrained" else (None, "")
+            prepared[c.id] = (prompt_ids(c, mode, tokenizer, template, tools), g, err)
+    for c, s in [(c, s) for c, s in todo if prepared[c.id][2]]:  # schema rejected: a result, not a crash
+        r = result_from(c, mode, s, "", len(prepared[c.id][0]), 0, 0.0, "", prepared[c.id][2])
+        if cache:
+            cache.put(mode, c.id, s, {"text": "", "prompt_tokens": r.prompt_tokens, "new_tokens": 0, "seconds": 0.0,
+                                      "stopped_by": r.stopped_by, "grammar_error": r.grammar_error})
+        yield r
+    todo = [(c, s) for c, s in todo if not prepared[c.id][2]]
+    if samples > 1:  # keep a case's samples together: one shared prefill per case
+        batches = []
+        for cid in dict.fromkeys(c.id for c, _ in todo):
+            group = [(c, s) for c, s in todo if c.id == cid]
+            batches += [group[i:i + batch_size] for i in range(0, len(group), batch_size)]
+    else:
+        todo.sort(key=lambda cs: len(prepared[cs[0].id][0]))  # similar lengths: little padding
+        batches = [todo[i:i + batch_size] for i in range(0, len(todo), batch_size)]
+    for batch in batches:
+        prompts = [prepared[c.id][0] for c, _ in batch]
+        grammars = [prepared[c.id][1] for c, _ in batch] if mode == "constrained" else None
+        t0 = time.perf_counter()
+        outs = generate_batch(backend, prompts, grammars=grammars, max_new_tokens=max_new_tokens,
+                              temperature=temperature, seed=seed + 1000 * batch[0][1], tokenizer=tokenizer)
+        share = (time.perf_counter() - t0) / len(batch)
+        for (c, s), (ids, stopped_by) in zip(batch, outs):
+            body = ids[:-1] if ids and ids[-1] == IM_END_ID else ids
+            text = tokenizer.decode(body, skip_special_tokens=False)
+            r = result_from(c, mode, s, text, len(prepared[c.id][0]), len(ids), share, stopped_by)
+            if cache:
+                cache.put(mode, c.id, s, {"text": text, "prompt_tokens": r.prompt_tokens, "new_tokens": r.new_tokens,
+                                          "seconds": share, "stopped_by": stopped_by})
+            yield r
+
+
+def as_rows(results) -> list[dict]:
+    return [asdict(r) for r in results]
