@@ -25,7 +25,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from toolkit.eval import bfcl, report  # noqa: E402
 from toolkit.eval.run import Cache, run_cases  # noqa: E402
 
-MAX_NEW = {"simple_python": 96, "multiple": 96, "irrelevance": 96, "parallel": 192, "parallel_multiple": 192}
+MAX_NEW = {"simple_python": 64, "multiple": 64, "irrelevance": 64, "parallel": 128, "parallel_multiple": 128}
+VERSION = 2  # bump when prompts, grammars or levers change: old cached outputs are then not reused
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 
 
@@ -55,7 +56,7 @@ def run_accuracy(a, loaded, backend) -> list:
         for cat in a.categories:
             cs = [c for c in cases if c.category == cat]
             cache = Cache(a.cache, loaded.name, template="qwen2.5", max_new_tokens=MAX_NEW.get(cat, 128),
-                          temperature=0.0, seed=0)
+                          temperature=0.0, seed=0, version=VERSION)
             bar = _progress(len(cs), f"{mode:>11} {cat}")
             t0 = time.perf_counter()
             n0 = 0
@@ -110,7 +111,7 @@ def cmd_passk(a) -> int:
     for cat in a.categories:
         cs = [c for c in cases if c.category == cat]
         cache = Cache(a.cache, loaded.name, template="qwen2.5", max_new_tokens=MAX_NEW.get(cat, 128),
-                      temperature=a.temperature, seed=a.seed, samples=a.samples)
+                      temperature=a.temperature, seed=a.seed, samples=a.samples, version=VERSION)
         bar = _progress(len(cs) * a.samples, f"pass^k {a.mode} {cat}")
         for r in run_cases(backend, loaded.tokenizer, cs, a.mode, cache=cache, batch_size=a.samples,
                            max_new_tokens=MAX_NEW.get(cat, 128), temperature=a.temperature, seed=a.seed,

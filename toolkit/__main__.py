@@ -15,6 +15,7 @@ COMMANDS = {
     "claims": ("toolkit.claims", "check the chapters' numbers and claims"),
     "figures": ("toolkit.figures", "regenerate the book's figures and their data"),
     "mcp": ("toolkit.mcp.cli", "serve the kit's tools over MCP / print wire logs"),
+    "lint-tools": ("toolkit.eval.lint", "check tool definitions against the description guidelines (exit 1 on errors)"),
     "train": ("toolkit.train", "fine-tune the stand-in with and without the SFT loss mask; compare what each learned"),
 }
 

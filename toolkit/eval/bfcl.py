@@ -166,15 +166,21 @@ def messages_for(case: Case, mode: str, tools: list[dict] | None = None) -> tupl
     return msgs, (tools if tools is not None else case.tools)
 
 
+STRUCTURED_STARTS = ("```", "{", "<", "[")
+DECLINE_MAX_TOKENS = 32
+
+
 def constrained_grammar(tools: list[dict], tokenizer, vocab_width: int | None = None, max_calls: int = 4):
-    """Either 1..``max_calls`` ``<tool_call>`` blocks whose JSON fits one of ``tools``, or a text answer free of
-    ``{``, ``````` and ``<tool_call>``. Raises :class:`toolkit.constrain.SchemaError` for schemas xgrammar
-    rejects (the caller counts that, it does not crash)."""
+    """Either 1..``max_calls`` ``<tool_call>`` blocks whose JSON fits one of ``tools``, or a short text answer
+    (at most :data:`DECLINE_MAX_TOKENS` tokens) free of :data:`STRUCTURED_STARTS`, so a call cannot hide in
+    prose as fenced JSON, XML or a Python list. Raises :class:`toolkit.constrain.SchemaError` for schemas
+    xgrammar rejects (the caller counts that, it does not crash)."""
     from ..constrain import Grammar, SchemaError, _clean_error, _compiler, compile_tools
 
     calls = compile_tools(tools, tokenizer, mode="tag", parallel=max_calls > 1, max_calls=max_calls,
                           vocab_width=vocab_width)
-    text = {"type": "any_text", "excludes": ["{", "```", "<tool_call>"]}
+    text = {"type": "any_text", "excludes": list(STRUCTURED_STARTS) + ["<tool_call>"],
+            "max_tokens": DECLINE_MAX_TOKENS}
     structural = {"type": "structural_tag", "format": {"type": "or", "elements": [calls.source["format"], text]}}
     try:
         compiled = _compiler(tokenizer, vocab_width).compile_structural_tag(structural)
@@ -182,6 +188,44 @@ def constrained_grammar(tools: list[dict], tokenizer, vocab_width: int | None = 
         raise SchemaError(f"xgrammar could not compile the call-or-text tag: {_clean_error(e)}") from None
     return Grammar(compiled, str(compiled.grammar), calls.vocab_width, "tag_or_text", calls.schema, 0.0,
                    calls.stop_token_ids, source=structural)
+
+
+@lru_cache(maxsize=4)
+def _structured_ids(tokenizer) -> tuple:
+    ids = []
+    for tid in range(len(tokenizer)):
+        t = tokenizer.decode([tid]).lstrip()
+        if t.startswith(STRUCTURED_STARTS):
+            ids.append(tid)
+    return tuple(ids)
+
+
+class IntentGate:
+    """A transformers logits processor for the first generated token of a constrained turn: the probability the
+    model gives to *starting structured output* (````` ``, ``{``, ``<``, ``[`` …: a call in its own habit) is moved
+    onto ``<tool_call>`` (its logit becomes the log-sum-exp of theirs and its own); the grammar then removes
+    those starts from the text branch. So "wants to write a call" becomes "calls", and "wants to write prose"
+    stays prose. Later steps are untouched. This is a kit lever, reported wherever it is used.
+
+    Why: measured on the real 0.5B model, p(<tool_call>) at the first step is ~0 on BFCL prompts while ```` ``` ````
+    and ``{`` take 70–95% — masking alone would pick prose ("To", "Here") and never call.
+    """
+
+    def __init__(self, tokenizer, tool_call_id: int = 151657):
+        import torch
+
+        self.tool_call_id = tool_call_id
+        self.ids = torch.tensor(sorted(set(_structured_ids(tokenizer)) | {tool_call_id}))
+        self.done = False
+
+    def __call__(self, input_ids, scores):
+        import torch
+
+        if not self.done:
+            self.done = True
+            scores = scores.clone()
+            scores[:, self.tool_call_id] = torch.logsumexp(scores[:, self.ids.to(scores.device)].float(), dim=-1).to(scores.dtype)
+        return scores
 
 
 # ---------------------------------------------------------------- reading calls back

@@ -34,7 +34,7 @@ from typing import Iterator
 
 from ..host import IM_END_ID
 from ..render import render
-from .bfcl import Case, constrained_grammar, decode, messages_for
+from .bfcl import Case, IntentGate, constrained_grammar, decode, messages_for
 from .score import score
 
 
@@ -201,10 +201,11 @@ def result_from(case: Case, mode: str, sample: int, text: str, prompt_tokens: in
 def run_cases(backend, tokenizer, cases: list[Case], mode: str, *, cache: Cache | None = None,
               batch_size: int = 8, max_new_tokens: int = 96, temperature: float = 0.0, seed: int = 0,
               samples: int = 1, template: str = "qwen2.5", tools_for=None,
-              cached_only: bool = False) -> Iterator[Result]:
+              cached_only: bool = False, gate: bool = True) -> Iterator[Result]:
     """Yield one :class:`Result` per (case, sample), cached ones first. ``tools_for(case)`` may replace a case's
     tools (description variants). ``samples > 1`` batches the samples of one case together. ``cached_only``:
-    yield what the cache holds and generate nothing (to collect several runs into one report)."""
+    yield what the cache holds and generate nothing (to collect several runs into one report). ``gate``: apply
+    :class:`toolkit.eval.bfcl.IntentGate` on the first token in constrained mode (HF backends)."""
     width = getattr(backend, "vocab_width", None)
     todo = []
     for c in cases:
@@ -244,8 +245,10 @@ def run_cases(backend, tokenizer, cases: list[Case], mode: str, *, cache: Cache 
         prompts = [prepared[c.id][0] for c, _ in batch]
         grammars = [prepared[c.id][1] for c, _ in batch] if mode == "constrained" else None
         t0 = time.perf_counter()
+        procs = [IntentGate(tokenizer)] if (mode == "constrained" and gate) else []
         outs = generate_batch(backend, prompts, grammars=grammars, max_new_tokens=max_new_tokens,
-                              temperature=temperature, seed=seed + 1000 * batch[0][1], tokenizer=tokenizer)
+                              temperature=temperature, seed=seed + 1000 * batch[0][1], tokenizer=tokenizer,
+                              processors=procs)
         share = (time.perf_counter() - t0) / len(batch)
         for (c, s), (ids, stopped_by) in zip(batch, outs):
             body = ids[:-1] if ids and ids[-1] == IM_END_ID else ids

@@ -1,0 +1,79 @@
+"""lint-tools: each rule fires on what it names and stays quiet on a good tool; the CLI's exit codes."""
+import json
+import subprocess
+import sys
+
+from toolkit.eval.lint import RULES, lint
+from toolkit.tools import schemas
+
+GOOD = {"type": "function", "function": {
+    "name": "get_weather",
+    "description": "Fetches the current weather for one city from a fixed table. Do not use for forecasts.",
+    "parameters": {"type": "object", "properties": {
+        "city": {"type": "string", "description": "City name, e.g. Paris"},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "description": "Temperature unit"},
+        "days": {"type": "integer", "minimum": 0, "maximum": 0, "description": "Always 0 (today)"}},
+        "required": ["city"]}}}
+
+
+def rules(tools):
+    return {(f.rule, f.level) for f in lint(tools)}
+
+
+def test_a_good_tool_has_no_findings():
+    assert lint([GOOD]) == []
+
+
+def _bad(**fn):
+    base = json.loads(json.dumps(GOOD["function"]))
+    base.update(fn)
+    return {"type": "function", "function": base}
+
+
+def test_each_rule_fires():
+    assert ("S1", "error") in rules([_bad(name="get weather!")])
+    assert ("G0", "error") in rules([_bad(description="")])
+    assert ("G1", "warning") in rules([_bad(description="Handles weather stuff. Do not use for forecasts.")])
+    assert ("G2", "warning") in rules([_bad(description="Fetches the current weather for a city.")])
+    assert ("G6", "error") in rules([_bad(description="Fetches weather. Do not use for news. " + "x" * 1100)])
+    params = json.loads(json.dumps(GOOD["function"]["parameters"]))
+    params["properties"]["city"].pop("description")
+    assert ("G4", "error") in rules([_bad(parameters=params)])
+    params = json.loads(json.dumps(GOOD["function"]["parameters"]))
+    params["properties"]["days"] = {"type": "integer", "description": "how many days"}
+    params["properties"]["unit"] = {"type": "string", "description": "one of celsius or fahrenheit"}
+    found = [f for f in lint([_bad(parameters=params)]) if f.rule == "G3"]
+    assert len(found) == 2
+    many = {"type": "object", "properties": {f"p{i}": {"type": "string", "description": "x"} for i in range(7)}}
+    assert ("G5", "warning") in rules([_bad(parameters=many)])
+    assert ("S2", "error") in rules([_bad(parameters={"type": "object", "properties": {"a": {"type": "strin"}}})])
+    assert ("S3", "error") in rules([_bad(parameters={"type": "object", "properties": {}, "required": ["x"]})])
+    assert ("S4", "error") in rules([GOOD, GOOD])
+    assert ("K1", "warning") in rules([GOOD, _bad(name="get_weathers")])
+    assert {r for r, _ in rules([_bad(name="get weather!")])} <= set(RULES)
+
+
+def test_accepts_mcp_and_bare_shapes_and_never_crashes_on_junk():
+    mcp = [{"name": "get_weather", "description": GOOD["function"]["description"],
+            "inputSchema": GOOD["function"]["parameters"]}]
+    assert lint(mcp) == [] and lint({"tools": mcp}) == []
+    for junk in (None, 3, "x", [1, None, "y"], [{"function": 5}], {"tools": 7}):
+        assert all(f.level in ("error", "warning") for f in lint(junk))
+
+
+def test_the_kits_own_tools_have_no_errors():
+    assert [f for f in lint(schemas()) if f.level == "error"] == []
+
+
+def test_cli_exit_codes(tmp_path):
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(json.dumps([GOOD]))
+    bad.write_text(json.dumps([_bad(description="")]))
+    run = lambda *a: subprocess.run([sys.executable, "-m", "toolkit", "lint-tools", *a], capture_output=True,  # noqa: E731
+                                    text=True, timeout=120)
+    r = run(str(good))
+    assert r.returncode == 0 and "0 error(s)" in r.stdout
+    r = run(str(bad), "--json")
+    assert r.returncode == 1 and json.loads(r.stdout)["errors"] == 1
+    r = run(str(tmp_path / "missing.json"))
+    assert r.returncode == 2 and "cannot read tools" in r.stderr

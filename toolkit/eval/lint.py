@@ -1,0 +1,213 @@
+"""``python -m toolkit lint-tools``: check tool definitions against the description guidelines of the "Tool Use"
+chapter (§3.1) plus the structural rules a host needs; each finding cites its rule.
+
+What it does
+- ``lint(tools)`` takes OpenAI-style (``{"type": "function", "function": {...}}``), bare (``{name, description,
+  parameters}``) or MCP (``{name, description, inputSchema}``) tools and returns :class:`Finding` rows
+  ``(level, rule, tool, message)``; ``level`` is ``error`` (the tool is broken or breaks a hard limit) or
+  ``warning`` (the guidelines advise against it).
+- Rules (ids are stable; "§3.1" = "Tool Use" chapter, description guidelines):
+  S1 error: a name matching ``^[A-Za-z0-9_.-]{1,64}$``; S2 error: parameters a valid JSON Schema object;
+  S3 error: every ``required`` name is a property; S4 error: duplicate tool names;
+  G1 warning (§3.1): the description starts with a verb ("Fetches", "Calculates");
+  G2 warning (§3.1): it says when NOT to use the tool;
+  G3 warning (§3.1): strong typing — a numeric parameter without ``minimum``/``maximum``, or a string whose
+  description lists choices ("one of", "either", "e.g. a, b") without an ``enum``;
+  G4 error (§3.1): every parameter has a description; G5 warning (§3.1): at most 5 top-level parameters;
+  G6 error (§3.1): the description is at most 1024 characters; G0 error: a description at all;
+  K1 warning (kit rule, measured by the description benchmark): two tools whose names look alike.
+- ``cli``: ``python -m toolkit lint-tools FILE.json`` or ``--mcp URL`` (Streamable HTTP) or
+  ``--mcp-stdio "command args"`` (a running server's ``tools/list``); ``--json``; exit 1 when any error.
+
+What it leaves out
+- Judging whether a description is *true* or *clear*: these are text checks, and the verb check is a word
+  list plus an English "-s" heuristic, so it can be wrong on unusual verbs (a warning, never an error).
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import re
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
+MAX_DESCRIPTION = 1024
+MAX_PARAMS = 5
+_NOT_VERBS = {"this", "the", "a", "an", "tool", "function", "api", "it", "is", "gets", "does", "has", "helper",
+              "utility", "data", "information", "handles", "manages", "processes", "deals", "works"}
+_VERBS = {"get", "fetch", "find", "search", "calculate", "compute", "send", "create", "delete", "update",
+          "list", "read", "write", "convert", "return", "look", "check", "retrieve", "generate", "set", "add",
+          "remove", "query", "book", "play", "translate", "estimate", "predict", "save", "open", "run", "solve"}
+_VAGUE = {"handles", "manages", "processes", "does", "deals", "works", "performs", "helps"}
+_WHEN_NOT = re.compile(r"\b(do not|don't|not for|never use|only for|only use|use only|instead use|"
+                       r"use [a-z_.]+ instead|not use)\b", re.I)
+_CHOICES = re.compile(r"\b(one of|either|options?:|possible values|allowed values|choose from|e\.g\.)\b", re.I)
+RULES = {
+    "S1": "name is 1-64 characters of letters, digits, _ . -", "S2": "parameters form a valid JSON Schema object",
+    "S3": "every required parameter is defined", "S4": "tool names are unique",
+    "G0": "the tool has a description", "G1": "§3.1: the description starts with a verb (Fetches, Calculates …)",
+    "G2": "§3.1: the description says when not to use the tool",
+    "G3": "§3.1: strong typing — enum for a fixed set, minimum/maximum for numbers",
+    "G4": "§3.1: every parameter has a description", "G5": f"§3.1: few top-level parameters (≤ {MAX_PARAMS})",
+    "G6": f"§3.1: the description is at most {MAX_DESCRIPTION} characters",
+    "K1": "kit rule: tool names do not look alike (measured: look-alike names cost selection accuracy)",
+}
+
+
+@dataclass
+class Finding:
+    level: str  # "error" | "warning"
+    rule: str
+    tool: str
+    message: str
+
+
+def _fn(tool) -> dict:
+    if not isinstance(tool, dict):
+        return {}
+    if isinstance(tool.get("function"), dict):
+        return tool["function"]
+    fn = dict(tool)
+    if "inputSchema" in fn and "parameters" not in fn:
+        fn["parameters"] = fn.pop("inputSchema")
+    return fn
+
+
+def _verb_first(desc: str) -> bool:
+    m = re.match(r"\W*([A-Za-z]+)", desc)
+    if not m:
+        return bool(re.match(r"\s*[\u4e00-\u9fff]", desc))  # a Chinese description: not judged here
+    w = m.group(1).lower()
+    if w in _VAGUE:
+        return False
+    if w in _VERBS or (w.endswith("s") and w[:-1] in _VERBS) or (w.endswith("es") and w[:-2] in _VERBS):
+        return True
+    return w not in _NOT_VERBS and w.endswith("s") and not w.endswith("ss") and len(w) > 3
+
+
+def lint(tools) -> list[Finding]:
+    """All findings for a list of tools (see the module docstring for the rules)."""
+    import jsonschema
+
+    out: list[Finding] = []
+    if isinstance(tools, dict) and "tools" in tools:
+        tools = tools["tools"]  # a tools/list result
+    if not isinstance(tools, list):
+        return [Finding("error", "S2", "(file)", "expected a list of tools (or {\"tools\": [...]})")]
+    names = []
+    for i, tool in enumerate(tools):
+        fn = _fn(tool)
+        name = fn.get("name") if isinstance(fn.get("name"), str) else f"#{i}"
+        names.append(name)
+        add = lambda level, rule, msg: out.append(Finding(level, rule, name, msg))  # noqa: E731
+        if not isinstance(fn.get("name"), str) or not NAME.match(fn["name"]):
+            add("error", "S1", f"invalid name {fn.get('name')!r}")
+        desc = fn.get("description")
+        if not isinstance(desc, str) or not desc.strip():
+            add("error", "G0", "no description: the model only sees the name")
+            desc = ""
+        else:
+            if len(desc) > MAX_DESCRIPTION:
+                add("error", "G6", f"description is {len(desc)} characters (> {MAX_DESCRIPTION}): it dilutes the signal")
+            if not _verb_first(desc):
+                add("warning", "G1", f"description starts with {desc.split()[0]!r}, not a verb saying what it does")
+            if not _WHEN_NOT.search(desc):
+                add("warning", "G2", "description never says when not to use it (e.g. 'Do not use for …')")
+        params = fn.get("parameters", {"type": "object", "properties": {}})
+        if not isinstance(params, dict):
+            add("error", "S2", "parameters must be a JSON Schema object")
+            continue
+        try:
+            jsonschema.validators.validator_for(params, default=jsonschema.Draft202012Validator).check_schema(params)
+        except jsonschema.SchemaError as e:
+            add("error", "S2", f"invalid JSON Schema: {e.message[:160]}")
+            continue
+        if params.get("type") not in ("object", None):
+            add("error", "S2", f"parameters type is {params.get('type')!r}, not 'object'")
+        props = params.get("properties") or {}
+        for r in params.get("required") or []:
+            if r not in props:
+                add("error", "S3", f"required parameter {r!r} is not defined")
+        if len(props) > MAX_PARAMS:
+            add("warning", "G5", f"{len(props)} top-level parameters (> {MAX_PARAMS}): more to forget")
+        for p, s in props.items():
+            if not isinstance(s, dict):
+                continue
+            if not str(s.get("description", "")).strip():
+                add("error", "G4", f"parameter {p!r} has no description")
+            t = s.get("type")
+            if t in ("integer", "number") and "enum" not in s and not ({"minimum", "maximum", "exclusiveMinimum",
+                                                                        "exclusiveMaximum"} & set(s)):
+                add("warning", "G3", f"numeric parameter {p!r} has no minimum/maximum")
+            if t == "string" and "enum" not in s and _CHOICES.search(str(s.get("description", ""))):
+                add("warning", "G3", f"string parameter {p!r} lists choices in prose but has no enum")
+    seen = {}
+    for n in names:
+        if n in seen:
+            out.append(Finding("error", "S4", n, "duplicate tool name"))
+        seen[n] = True
+    uniq = list(dict.fromkeys(names))
+    for i, a in enumerate(uniq):
+        for b in uniq[i + 1:]:
+            na, nb = re.sub(r"[_.\-]", "", a.lower()), re.sub(r"[_.\-]", "", b.lower())
+            if difflib.SequenceMatcher(None, na, nb).ratio() >= 0.85:
+                out.append(Finding("warning", "K1", a, f"looks like {b!r}: the model may pick the wrong one"))
+    return out
+
+
+def _from_mcp(target: str, stdio: bool) -> list[dict]:
+    from toolkit.mcp.client import Connection
+
+    if stdio:
+        import shlex
+
+        from mcp import StdioServerParameters
+
+        parts = shlex.split(target)
+        target = StdioServerParameters(command=parts[0], args=parts[1:])
+    with Connection(target) as conn:
+        return [{"name": t.name, "description": t.description, "inputSchema": t.input_schema}
+                for t in conn.list_tools()]
+
+
+def cli(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m toolkit lint-tools",
+                                description="Check tool definitions against the description guidelines.")
+    p.add_argument("file", nargs="?", help="a JSON file: a list of tools (OpenAI, bare or MCP style)")
+    p.add_argument("--mcp", help="URL of a running MCP server (Streamable HTTP): lint its tools/list")
+    p.add_argument("--mcp-stdio", help="command line of an MCP server to start over stdio: lint its tools/list")
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args(argv)
+    if sum(bool(x) for x in (a.file, a.mcp, a.mcp_stdio)) != 1:
+        p.print_usage(sys.stderr)
+        print("give exactly one of FILE, --mcp URL, --mcp-stdio COMMAND", file=sys.stderr)
+        return 2
+    try:
+        if a.file:
+            tools = json.loads(Path(a.file).read_text(encoding="utf-8"))
+        else:
+            tools = _from_mcp(a.mcp or a.mcp_stdio, stdio=bool(a.mcp_stdio))
+    except (OSError, ValueError) as e:
+        print(f"lint-tools: cannot read tools: {str(e)[:200]}", file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 — a server that is down or speaks something else
+        print(f"lint-tools: cannot list tools: {type(e).__name__}: {str(e)[:200]}", file=sys.stderr)
+        return 2
+    findings = lint(tools)
+    errors = sum(f.level == "error" for f in findings)
+    if a.json:
+        print(json.dumps({"findings": [asdict(f) for f in findings], "errors": errors, "rules": RULES},
+                         ensure_ascii=False, indent=1))
+    else:
+        for f in findings:
+            print(f"{f.level:<7} {f.rule}  {f.tool}: {f.message}   [{RULES[f.rule]}]")
+        n = len(tools) if isinstance(tools, list) else len(tools.get("tools", [])) if isinstance(tools, dict) else 0
+        print(f"{n} tool(s), {errors} error(s), {len(findings) - errors} warning(s)")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli(sys.argv[1:]))
