@@ -22,11 +22,11 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from toolkit.eval import bfcl, report  # noqa: E402
-from toolkit.eval.run import Cache, run_cases  # noqa: E402
+from toolkit.eval import bfcl, report
+from toolkit.eval.run import Cache, run_cases
 
 MAX_NEW = {"simple_python": 64, "multiple": 64, "irrelevance": 64, "parallel": 128, "parallel_multiple": 128}
-VERSION = 2  # bump when prompts, grammars or levers change: old cached outputs are then not reused
+VERSION = 3  # bump when prompts, grammars or levers change: old cached outputs are then not reused
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 
 

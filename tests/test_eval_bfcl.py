@@ -113,3 +113,38 @@ def test_decode_tagged_uses_the_host_parser():
     assert fenced.error is None and fenced.calls == [] and fenced.untagged_json
     assert decode("[f(a=1)]", "prompt").calls == [{"f": {"a": 1}}]
     assert decode("[f(a=1)]", "native").calls == []
+
+
+def test_intent_gate_forces_a_call_or_text_by_the_structured_mass():
+    import torch
+
+    from toolkit.eval.bfcl import IntentGate, _structured_ids
+    from toolkit.models import qwen_tokenizer
+
+    tok = qwen_tokenizer("qwen2.5")
+    fence = tok.convert_tokens_to_ids(tok.tokenize("```")[0])
+    word = tok.encode("To", add_special_tokens=False)[0]
+    assert fence in _structured_ids(tok) and word not in _structured_ids(tok)
+    scores = torch.full((2, 151936), -30.0)
+    scores[0, fence], scores[0, word] = 5.0, 2.0  # row 0: mostly wants a fence → call
+    scores[1, fence], scores[1, word] = 2.0, 5.0  # row 1: mostly prose → text
+    gate = IntentGate(tok, threshold=0.85)
+    out = gate(None, scores)
+    assert gate.masses[0] > 0.85 > gate.masses[1]
+    assert int(out[0].argmax()) == 151657 and torch.isinf(out[0, word])
+    assert torch.isinf(out[1, 151657]) and int(out[1].argmax()) == word  # the grammar bans the fence too
+    assert gate(None, scores) is scores  # later steps untouched
+    moved = IntentGate(tok, threshold=None)(None, scores)
+    assert moved[0, 151657] >= moved[0, fence] > moved[0, word]  # the grammar then bans the fence: a call
+    assert moved[1, word] > moved[1, 151657]
+
+
+def test_irrelevance_counts_a_broken_call_block_as_an_attempt():
+    from toolkit.eval.score import score
+
+    case = bfcl.load("irrelevance")[0]
+    cut = decode('<tool_call>\n{"name": "determine_body_mass_index", "arguments": {"weight"', "constrained")
+    assert cut.error and cut.attempted
+    s = score(case, cut)
+    assert not s.ok and s.kind == "call_when_none"
+    assert score(case, decode("I cannot do that [", "prompt")).ok  # prompt mode: BFCL's rule

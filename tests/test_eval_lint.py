@@ -69,8 +69,9 @@ def test_cli_exit_codes(tmp_path):
     good, bad = tmp_path / "good.json", tmp_path / "bad.json"
     good.write_text(json.dumps([GOOD]))
     bad.write_text(json.dumps([_bad(description="")]))
-    run = lambda *a: subprocess.run([sys.executable, "-m", "toolkit", "lint-tools", *a], capture_output=True,  # noqa: E731
-                                    text=True, timeout=120)
+    def run(*a):
+        return subprocess.run([sys.executable, "-m", "toolkit", "lint-tools", *a], capture_output=True, text=True,
+                              timeout=120, check=False)
     r = run(str(good))
     assert r.returncode == 0 and "0 error(s)" in r.stdout
     r = run(str(bad), "--json")

@@ -49,7 +49,7 @@ def test_runner_scores_caches_and_resumes(tok, tmp_path):
     texts = ['<tool_call>\n{"name": "calculate_triangle_area", "arguments": {"base": 10, "height": 5}}\n</tool_call>',
              '```json\n{"name": "math.factorial", "arguments": {"number": 5}}\n```',
              "I cannot compute that with these tools."]
-    keys = ["triangle", "factorial", None]  # the runner sorts by prompt length: answer by what is asked
+    keys = ["Find the area of a triangle", "factorial", None]  # the runner sorts by prompt length: answer by what is asked
 
     def answer(ids):
         q = tok.decode(ids).rsplit("<|im_start|>user", 1)[-1]
@@ -64,7 +64,7 @@ def test_runner_scores_caches_and_resumes(tok, tmp_path):
     assert not by["simple_python_1"].ok and by["simple_python_1"].kind == "no_call" and by["simple_python_1"].untagged_json
     assert by["irrelevance_0"].ok
     again = list(run_cases(ScriptedBackend(tok, []), tok, cases, "native", cache=cache))
-    assert all(r.cached for r in again) and [r.ok for r in again] == [r.ok for r in first]
+    assert all(r.cached for r in again) and {r.id: r.ok for r in again} == {r.id: r.ok for r in first}
     assert list(run_cases(ScriptedBackend(tok, []), tok, bfcl.load("parallel")[:2], "native", cache=cache,
                           cached_only=True)) == []
 

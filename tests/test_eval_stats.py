@@ -1,5 +1,4 @@
 """Wilson intervals, the unbiased pass^k estimator and the naive p̄^k."""
-import itertools
 import math
 
 import pytest

@@ -43,8 +43,8 @@ _VERBS = {"get", "fetch", "find", "search", "calculate", "compute", "send", "cre
           "remove", "query", "book", "play", "translate", "estimate", "predict", "save", "open", "run", "solve"}
 _VAGUE = {"handles", "manages", "processes", "does", "deals", "works", "performs", "helps"}
 _WHEN_NOT = re.compile(r"\b(do not|don't|not for|never use|only for|only use|use only|instead use|"
-                       r"use [a-z_.]+ instead|not use)\b", re.I)
-_CHOICES = re.compile(r"\b(one of|either|options?:|possible values|allowed values|choose from|e\.g\.)\b", re.I)
+                       r"use [a-z_.]+ instead|not use)\b", re.IGNORECASE)
+_CHOICES = re.compile(r"\b(one of|either|options?:|possible values|allowed values|choose from|e\.g\.)\b", re.IGNORECASE)
 RULES = {
     "S1": "name is 1-64 characters of letters, digits, _ . -", "S2": "parameters form a valid JSON Schema object",
     "S3": "every required parameter is defined", "S4": "tool names are unique",
@@ -102,7 +102,8 @@ def lint(tools) -> list[Finding]:
         fn = _fn(tool)
         name = fn.get("name") if isinstance(fn.get("name"), str) else f"#{i}"
         names.append(name)
-        add = lambda level, rule, msg: out.append(Finding(level, rule, name, msg))  # noqa: E731
+        def add(level, rule, msg, name=name):
+            out.append(Finding(level, rule, name, msg))
         if not isinstance(fn.get("name"), str) or not NAME.match(fn["name"]):
             add("error", "S1", f"invalid name {fn.get('name')!r}")
         desc = fn.get("description")

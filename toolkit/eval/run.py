@@ -28,9 +28,9 @@ import hashlib
 import json
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator
 
 from ..host import IM_END_ID
 from ..render import render

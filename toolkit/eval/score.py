@@ -8,7 +8,9 @@ What it does
   own type passes as a "variable"; list items typed one level deep); values: strings compared after removing
   spaces and ``,./-_*^`` and lower-casing, lists element-wise the same way, dicts key by key, everything else by
   ``==`` against the allowed values. ``simple`` and ``multiple`` expect exactly one call; ``parallel*`` expect
-  as many calls as answers, matched in any order; ``irrelevance`` passes when no call was made.
+  as many calls as answers, matched in any order; ``irrelevance`` passes when no call was made. One kit rule is
+  stricter than BFCL: in the tagged modes a ``<tool_call>`` block that does not parse (e.g. cut off by the
+  token cap) counts as a call attempt on irrelevance (BFCL counts any undecodable output as "no call").
 - The failure taxonomy (book §14.5.9): :data:`KINDS`.
 
 What it leaves out
@@ -146,7 +148,9 @@ def score(case: Case, decoded: Decoded) -> Score:
     cat = case.category
     if "irrelevance" in cat:
         if decoded.error is None and decoded.calls:
-            return Score(False, "call_when_none", f"called {list(decoded.calls[0])[0]}")
+            return Score(False, "call_when_none", f"called {next(iter(decoded.calls[0]))}")
+        if decoded.attempted:  # kit rule, stricter than BFCL: a broken <tool_call> block is still a call attempt
+            return Score(False, "call_when_none", f"a malformed call: {decoded.error}")
         return Score(True, "ok")
     if decoded.error is not None:
         return Score(False, "malformed", decoded.error)
