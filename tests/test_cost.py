@@ -100,7 +100,7 @@ def test_growth_view_sliders_update_figure_in_place():
     assert list(fig.data[2].y) == want.cum_no_cache and list(fig.data[3].y) == want.cum_cache
     ratio = next(a.text for a in fig.layout.annotations if a.name == "ratio")
     assert f"{want.total_no_cache:,}" in ratio and f"{want.ratio:.1f}" in ratio
-    assert fig.layout.shapes[0].y0 == 4000  # the tool-definition line moved
+    assert list(fig.data[4].y) == [4000, 4000]  # the tool-definition line moved
     assert f"{want.total_cache:,}" in v.summary.value
 
 
