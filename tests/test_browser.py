@@ -7,8 +7,12 @@ outside the control itself. Every plotly figure a widget view draws must also eq
 (a live ``toolkit.widgets.plot.FigureView``'s figure or a FigureWidget: title and x/y/z data), before and after the
 move: a figure that lost its initial state, or a trace changed in the kernel but never redrawn, fails. Every plot
 must fit the 1,024-px-wide window (no plot cut off or scrolled sideways). Any error output, Traceback on stderr,
-"Error displaying widget" or uncaught page error fails. Notebooks 01 and 04 (several figures) are also opened as
-apps in Voila (what `make app` serves), with every control moved.
+"Error displaying widget" or uncaught page error fails. Every figure the notebook made must be on the page: as
+many plots as its cells have plotly outputs plus figures held by live FigureViews in the kernel (and at least
+the notebook's ``min_figures``); the check waits for them and fails on fewer, since every other figure check only
+looks at the plots that are there. Notebooks 01 and 04 (several figures) are also opened as apps in Voila (what
+`make app` serves), where each app's figures and controlled outputs are counted the same way (``figures``,
+``others`` in APPS) and every control is moved.
 
 Under load: the whole module runs beside a CPU burner (one busy process per core, as on a busy Binder node; each
 exits by itself after an hour and all are killed by PID when the module ends), because that is where figures
@@ -79,15 +83,18 @@ class Expect:
     extra_controls: tuple = ()      # CSS selectors of clickable elements of custom (anywidget) views
     scope: str = "cell"             # where a response may appear: "cell" (the cell's outputs) or "notebook"
     figure_wait: float = 90         # seconds for drawn figures to agree with the kernel's after run all
+    min_figures: int = 0            # plotly figures that must be drawn (static + widget views), a floor under the
+                                    # count the check computes from the cell outputs and the kernel's live views
 
 
 # Per-notebook expectations (counts are lower bounds, measured on the committed notebooks).
 EXPECT = {
-    "01_rendering.ipynb": Expect(min_widgets=5, min_interactive=4),
-    "02_constrained_decoding.ipynb": Expect(min_widgets=1, min_interactive=1),
+    "01_rendering.ipynb": Expect(min_widgets=5, min_interactive=4, min_figures=1),
+    "02_constrained_decoding.ipynb": Expect(min_widgets=1, min_interactive=1, min_figures=1),
     # The "run" button redraws the trace view of an earlier cell: look for the change anywhere in the notebook.
-    "03_host_loop.ipynb": Expect(min_widgets=3, min_interactive=2, scope="notebook", action_timeout=120),
-    "04_cost_and_reliability.ipynb": Expect(min_widgets=3, min_interactive=3),
+    "03_host_loop.ipynb": Expect(min_widgets=3, min_interactive=2, scope="notebook", action_timeout=120,
+                                 min_figures=2),
+    "04_cost_and_reliability.ipynb": Expect(min_widgets=3, min_interactive=3, min_figures=3),
     "05_mcp.ipynb": Expect(min_widgets=5, min_interactive=4),
     "06_training_mask.ipynb": Expect(min_widgets=1, min_interactive=1),  # the loss curve is a static figure
     "07_gpu_speed.ipynb": Expect(),  # static figures of saved GPU numbers: no widgets
@@ -111,10 +118,15 @@ def _growth_title(T: int) -> str:
     return GrowthView(T=T).figure.layout.title.text
 
 
-APPS = [{"notebook": "01_rendering.ipynb", "slider": "tools", "initial": 10, "step": 1, "title": _tool_cost_title},
+# ``figures``: plotly figures the app must draw; ``others``: outputs with a control besides the named slider's,
+# each of which must respond. Both are required (the check waits for them, then fails on fewer): Voila draws
+# widgets one by one after the page loads, and a check that only looks at what is there passes a missing figure.
+APPS = [{"notebook": "01_rendering.ipynb", "slider": "tools", "initial": 10, "step": 1, "title": _tool_cost_title,
+         "figures": 1, "others": 3},  # the tool-cost figure; three token views (chips)
         # three figures in one notebook: where FigureWidget's 2 s load limit left one blank under load
         {"notebook": "04_cost_and_reliability.ipynb", "slider": "T (tool tokens)", "initial": 10_000, "step": 500,
-         "title": _growth_title}]
+         "title": _growth_title, "figures": 3, "others": 2}]  # growth, decay (p, k sliders), decode (model size)
+APP_WAIT = 180  # seconds for every figure and control of an app to appear after its first slider did
 
 NEWS_QUESTION = "Would you like to get notified about official Jupyter news?"
 CONTROL_ORDER = ("slider", "button", "select", "checkbox", "chip")
@@ -287,6 +299,7 @@ class Report:
     errors: list = field(default_factory=list)      # error outputs, Tracebacks, page errors, figure mismatches
     widgets: list = field(default_factory=list)
     drawn_s: float | None = None                    # from the last cell finished until every figure had traces
+    plots: int | None = None                        # plotly figures on the page when the check looked
     shots: Path | None = None
 
     def failures(self, expect: Expect | None = None) -> list[str]:
@@ -314,7 +327,8 @@ class Report:
 
     def summary(self) -> str:
         drawn = "" if self.drawn_s is None else f", every figure drawn {self.drawn_s:.1f} s after the last cell"
-        lines = [f"{self.notebook}: {self.seconds:.0f} s, {len(self.widgets)} widgets{drawn}, screenshots in "
+        plots = "" if self.plots is None else f", {self.plots} figures"
+        lines = [f"{self.notebook}: {self.seconds:.0f} s, {len(self.widgets)} widgets{plots}{drawn}, screenshots in "
                  f"{self.shots}"]
         lines += [f"  error: {e}" for e in self.errors]
         for w in self.widgets:
@@ -394,6 +408,10 @@ _JS = r"""
       return !gd._fullData || (data.length > 0 && !gd.querySelector('.scatterlayer .trace, .barlayer .trace'));
     }).map(gd => tk.figure(gd).title);
   };
+  tk.plotCount = root => (root || document).querySelectorAll('.js-plotly-plot').length;
+  // Outputs plotly's renderer was given (a static figure or a FigureView's Output) that hold no plot (yet).
+  tk.undrawn = root => Array.from((root || document).querySelectorAll(
+      '[data-mime-type="application/vnd.plotly.v1+json"]')).filter(o => !o.querySelector('.js-plotly-plot')).length;
   tk.rendered = node => {
     // Drawn = the view (not the output prompt beside it) has a visible box and no widget-manager error text.
     const view = node.querySelector('.jp-OutputArea-output') || node;
@@ -457,6 +475,7 @@ _JS = r"""
       });
       out.push({ index: i, source: cell.model.sharedModel.getSource(), count: cell.model.executionCount,
                  outputs: outputs.map(o => ({ type: o.output_type, name: o.name || null, ename: o.ename || null,
+                                              mimes: Object.keys(o.data || {}),
                                               evalue: o.evalue || null, text: typeof o.text === 'string' ? o.text :
                                               (Array.isArray(o.text) ? o.text.join('') : null) })),
                  widgets });
@@ -615,6 +634,17 @@ class Checker:
                 return time.monotonic() - t0, blank
             time.sleep(0.2)
 
+    def wait_plots(self, selector: str, want: int, timeout: float) -> tuple[int, int]:
+        """Wait until ``want`` plotly plots are drawn under ``selector`` and no plotly output is left without its
+        plot, or ``timeout``; returns (plots drawn, plotly outputs without a plot). The caller fails on too few."""
+        deadline = time.monotonic() + timeout
+        while True:
+            n = self.js("s => window.__tk.plotCount(document.querySelector(s))", selector)
+            undrawn = self.js("s => window.__tk.undrawn(document.querySelector(s))", selector)
+            if (n >= want and not undrawn) or time.monotonic() > deadline:
+                return n, undrawn
+            time.sleep(0.5)
+
     def kernel_idle(self) -> bool:
         return not self.lab or self.js("p => window.__tk.kernelStatus(p)", self.path) in ("idle", "none")
 
@@ -766,6 +796,20 @@ def check_lab_notebook(context, server: Server, relpath: str, shots: Path, expec
             report.errors.append(f"run all cells failed: {run['value']}")
         widget_sels = [f'[data-tk="{c["index"]}:{j}"]' for c in cells for j in c["widgets"]]
         wait_rendered(checker, widget_sels)
+        # Every figure the notebook made must be on the page: the plotly outputs of its cells (static figures)
+        # plus every figure a widget view holds in the kernel. Fewer plots fails: a figure that never appeared
+        # would otherwise pass every check below, which only look at the plots that are there.
+        static = sum("application/vnd.plotly.v1+json" in o.get("mimes", ()) for c in cells for o in c["outputs"])
+        live = len(checker.kernel_figures())
+        want = max(static + live, expect.min_figures)
+        plots, undrawn = checker.wait_plots(".jp-Notebook", want, timeout=expect.figure_wait)
+        report.plots = plots
+        if plots < want:
+            report.errors.append(f"only {plots} figures drawn, expected {want} ({static} static figures in the cell "
+                                 f"outputs, {live} figures held by widget views in the kernel, at least "
+                                 f"{expect.min_figures} for this notebook)")
+        if undrawn:
+            report.errors.append(f"{undrawn} plotly outputs hold no plot {expect.figure_wait:.0f} s after run all")
         report.drawn_s, blank = checker.wait_drawn(".jp-Notebook", timeout=BLANK_S)
         report.errors += [f"figure {t!r} still blank (no trace drawn) {BLANK_S} s after the last cell finished"
                           for t in blank]
@@ -825,6 +869,15 @@ def check_voila_app(context, server: Server, relpath: str, shots: Path, app: dic
             report.errors.append("Voila reports an error when executing a cell")
         box = page.locator(".widget-vbox", has=slider).last
         box.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
+        want_figures, want_others = app.get("figures", 1), app.get("others", 0) or 0
+        t_wait = time.monotonic()
+        plots, undrawn = checker.wait_plots("body", want_figures, timeout=APP_WAIT)
+        report.plots = plots
+        if plots < want_figures:
+            report.errors.append(f"only {plots} figures drawn in the app, expected {want_figures} "
+                                 f"({APP_WAIT} s after the first one)")
+        if undrawn:
+            report.errors.append(f"{undrawn} plotly outputs hold no plot {APP_WAIT} s after the page loaded")
         report.drawn_s, blank = checker.wait_drawn("body", timeout=BLANK_S)
         report.errors += [f"figure {t!r} still blank (no trace drawn) {BLANK_S} s after the page loaded"
                           for t in blank]
@@ -849,11 +902,19 @@ def check_voila_app(context, server: Server, relpath: str, shots: Path, app: dic
         want = app["title"](app["initial"] + app.get("step", 1))
         if changed and title != want and app["title"](app["initial"]) != want:
             report.errors.append(f"after ArrowRight the figure title is {title!r}, expected {want!r}")
-        if app.get("others", True):  # every other output with a control must respond in the app too
-            tagged = page.evaluate("""chips => Array.from(document.querySelectorAll('.jp-OutputArea-output'))
+        if want_others:  # every other output with a control must respond in the app too
+            others = """([chips, tag]) => Array.from(document.querySelectorAll('.jp-OutputArea-output'))
                 .filter(o => !o.querySelector('[data-tk-app]') && !o.closest('[data-tk-app]'))
+                .filter(o => !o.parentElement.closest('.jp-OutputArea-output'))  // outermost outputs only
                 .filter(o => Object.values(window.__tk.controls(o, chips)).some(n => n > 0))
-                .map((o, k) => { o.dataset.tkVoila = String(k); return k; })""", list(DEFAULT_CHIPS))
+                .map((o, k) => { if (tag) o.dataset.tkVoila = String(k); return k; })"""
+            deadline = t_wait + APP_WAIT
+            while len(page.evaluate(others, [list(DEFAULT_CHIPS), False])) < want_others and time.monotonic() < deadline:
+                time.sleep(0.5)
+            tagged = page.evaluate(others, [list(DEFAULT_CHIPS), True])
+            if len(tagged) < want_others:
+                report.errors.append(f"only {len(tagged)} other outputs with a control in the app, expected "
+                                     f"{want_others} ({APP_WAIT} s after the first figure)")
             for k in tagged:
                 other = WidgetResult(f"app output {k}")
                 checker.check_widget(other, f'[data-tk-voila="{k}"]', f'[data-tk-voila="{k}"]', DEFAULT_CHIPS)
