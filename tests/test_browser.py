@@ -617,11 +617,14 @@ class Checker:
     def js(self, expr: str, arg=None):
         return self.page.evaluate(expr, arg)
 
-    def shot(self, name: str, locator=None) -> None:
+    def shot(self, name: str, locator=None, full_page: bool = False) -> None:
         self._n += 1
         target = self.shots / f"{Path(self.path).stem}-{self._n:03d}-{name}.png"
         try:
-            (locator or self.page).screenshot(path=str(target), timeout=15000)
+            if locator is not None:
+                locator.screenshot(path=str(target), timeout=15000)
+            else:  # full_page: the whole scrolled page (a Voila app; JupyterLab scrolls inside the notebook)
+                self.page.screenshot(path=str(target), timeout=15000, full_page=full_page)
         except Exception as e:  # a screenshot is evidence, not a check
             print(f"screenshot {target.name} failed: {e}")
 
@@ -878,6 +881,10 @@ def check_voila_app(context, server: Server, relpath: str, shots: Path, app: dic
                                  f"({APP_WAIT} s after the first one)")
         if undrawn:
             report.errors.append(f"{undrawn} plotly outputs hold no plot {APP_WAIT} s after the page loaded")
+        broken = page.get_by_text("Error displaying widget").count()
+        if broken:  # seen in Voila 0.5.13: "model not found" for every widget after the first, on some page loads
+            report.errors.append(f"'Error displaying widget' in the app, {broken} times: "
+                                 f"{page.get_by_text('Error displaying widget').first.inner_text()[:100]!r}")
         report.drawn_s, blank = checker.wait_drawn("body", timeout=BLANK_S)
         report.errors += [f"figure {t!r} still blank (no trace drawn) {BLANK_S} s after the page loaded"
                           for t in blank]
@@ -888,7 +895,7 @@ def check_voila_app(context, server: Server, relpath: str, shots: Path, app: dic
         result.rendered = state["ok"]
         checker.settle("[data-tk-app]", quiet=2.0, timeout=60)
         checker.shot("app-initial", box)
-        checker.shot("app-page")
+        checker.shot("app-page", full_page=True)
         report.errors += checker.js("() => window.__tk.cutOff(document.body)")
         title = checker.js("s => window.__tk.figures(document.querySelector(s))[0].title", "[data-tk-app]")
         want = app["title"](app["initial"])
@@ -922,7 +929,7 @@ def check_voila_app(context, server: Server, relpath: str, shots: Path, app: dic
     except Exception as e:
         report.errors.append(f"app check aborted: {type(e).__name__}: {str(e).splitlines()[0][:300]} "
                              f"at {_where(e)}")
-        checker.shot("aborted")
+        checker.shot("aborted", full_page=True)
     finally:
         report.errors += [f"page error: {e[:300]}" for e in checker.page_errors]
         page.close()
