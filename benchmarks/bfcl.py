@@ -35,7 +35,7 @@ def _slug(model: str) -> str:
 
 
 def _load(name: str, cached_only: bool = False):
-    from toolkit.host import HFBackend
+    from toolkit.backends.hf import HFBackend
     from toolkit.models import load
 
     loaded = load(name)

@@ -43,9 +43,9 @@ def decode(model, prompt_ids, n_tokens, grammar=None, device="cpu"):
     """Greedy loop; returns (ids, seconds, fill_ms, apply_ms, allowed, step_ms) (lists per step)."""
     import torch
 
-    from toolkit import constrain as C
+    from toolkit.grammar.mask import GrammarMask
 
-    mask = C.GrammarMask(grammar) if grammar is not None else None
+    mask = GrammarMask(grammar) if grammar is not None else None
     bm = mask.allocate() if mask else None
     ids = torch.tensor([list(prompt_ids)], device=device)
     out_ids, fills, applies, allowed, steps, cache = [], [], [], [], [], None
@@ -78,7 +78,7 @@ def decode(model, prompt_ids, n_tokens, grammar=None, device="cpu"):
     secs = time.perf_counter() - t0
     if mask is not None:
         allowed = []  # counted outside the timed loop: replay and count each step's allowed set
-        m2 = C.GrammarMask(grammar)
+        m2 = GrammarMask(grammar)
         for tok in out_ids:
             m2.fill(bm)
             allowed.append(m2.allowed_count(bm))
@@ -87,33 +87,41 @@ def decode(model, prompt_ids, n_tokens, grammar=None, device="cpu"):
 
 
 def compile_ms(tools, tok, width, repeats=5):
-    from toolkit import constrain as C
+    from toolkit.grammar.compile import (
+        _compiler,
+        compile_tools,
+    )
 
     times = []
     for _ in range(repeats):
-        C._compiler(tok, width).clear_cache()  # measure a real compile, not a cache hit
-        times.append(C.compile_tools(tools, tok, mode="tag", vocab_width=width).compile_ms)
+        _compiler(tok, width).clear_cache()  # measure a real compile, not a cache hit
+        times.append(compile_tools(tools, tok, mode="tag", vocab_width=width).compile_ms)
     return statistics.median(times)
 
 
 def run_one(name, device, repeats, max_new_tokens):
     import torch
 
-    from toolkit import constrain as C
     from toolkit import models, tools
+    from toolkit.grammar.check import chat_prompt
+    from toolkit.grammar.compile import (
+        bounded,
+        compile_tools,
+        tokenizer_info,
+    )
 
     loaded = models.load(name, device=device, quiet=True)
     tok, model = loaded.tokenizer, loaded.model
     width = models.vocab_width(model)
     ts = tools.schemas(["get_weather", "calculator"])
     if not loaded.semantic:
-        ts = [C.bounded(t, max_length=16) for t in ts]
+        ts = [bounded(t, max_length=16) for t in ts]
     t = time.perf_counter()
-    C.tokenizer_info(tok, width)
+    tokenizer_info(tok, width)
     info_ms = (time.perf_counter() - t) * 1e3
-    grammar = C.compile_tools(ts, tok, mode="tag", vocab_width=width)
+    grammar = compile_tools(ts, tok, mode="tag", vocab_width=width)
     cms = compile_ms(ts, tok, width)
-    prompt = C.chat_prompt(tok, "What is the weather in Paris in fahrenheit?", tools=ts)
+    prompt = chat_prompt(tok, "What is the weather in Paris in fahrenheit?", tools=ts)
     decode(model, prompt, 4, grammar, device)  # warm-up (allocations, kernels)
     con, unc, fills, applies, allowed, steps = [], [], [], [], [], []
     for _ in range(repeats):

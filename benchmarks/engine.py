@@ -25,8 +25,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from toolkit import speed  # noqa: E402
-from toolkit.speed import engine_decode_rate as engine_rate, hf_decode_rate as hf_rate, prompt_ids, sync  # noqa: E402
+from toolkit import speed
+from toolkit.speed import engine_decode_rate as engine_rate
+from toolkit.speed import hf_decode_rate as hf_rate
+from toolkit.speed import prompt_ids, sync
 
 LINES: list[str] = []
 
@@ -69,7 +71,7 @@ def decode_row(name, rate, setup, toks, ref, floor):
 
 def decode_table(model, dev, args, floor):
     """model.generate, the engine eager, the engine with CUDA graphs. Returns (rates, graph engine, eager tokens)."""
-    from toolkit.engine import Engine
+    from toolkit.backends.engine import Engine
 
     prompt = prompt_ids(args.prompt, seed=1)
     say(f"## Decode, batch 1 (prompt {args.prompt} random tokens, greedy; engine rows {args.new} new tokens)")
@@ -106,7 +108,7 @@ def decode_table(model, dev, args, floor):
 def compiled_table(model, args, floor, ref_info, fastest):
     """The engine with torch.compile-fused layer steps inside its CUDA graphs: plain, and with the one-row
     matmuls written as fused reductions ("gemv"). Returns {row: rate} and the fastest (rate, engine) so far."""
-    from toolkit.engine import Engine
+    from toolkit.backends.engine import Engine
 
     prompt, ref, n_eager = ref_info
     say("## Decode with torch.compile (same prompt and tokens as above)")
@@ -132,7 +134,7 @@ def compiled_table(model, args, floor, ref_info, fastest):
 
 
 def agent_table(model, dev, args, fast_kw):
-    from toolkit.engine import Engine
+    from toolkit.backends.engine import Engine
 
     T, D, R = args.T, args.delta, args.R
     total = T + R * D
@@ -197,8 +199,9 @@ def constrained_table(e, args):
     try:
         import xgrammar  # noqa: F401
 
-        from toolkit.constrain import GrammarMask, compile_schema
-        from toolkit.models import qwen_tokenizer
+        from toolkit.grammar.compile import compile_schema
+        from toolkit.grammar.mask import GrammarMask
+        from toolkit.tokenizer import qwen_tokenizer
     except Exception as exc:  # the lent GPU machine may lack xgrammar (carried as a wheel when it can be)
         say(f"## Constrained vs unconstrained: skipped ({type(exc).__name__}: {exc})")
         return None
@@ -308,7 +311,7 @@ def main(argv=None) -> int:
             rates.update(out[0])
             fastest = out[1]
     if fastest is None and "constrained" not in skip:
-        from toolkit.engine import Engine
+        from toolkit.backends.engine import Engine
 
         fastest = (0.0, Engine(model, graphs=gpu, max_len=args.prompt + args.new + 64))
     ratios = [section("constrained", constrained_table, fastest[1], args)]

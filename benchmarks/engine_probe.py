@@ -148,10 +148,10 @@ def main():
         print("engine_probe: needs CUDA (it times GPU kernels); nothing to do here")
         return 0
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import engine as bench  # benchmarks/engine.py
     from transformers import AutoModelForCausalLM, Qwen3Config
 
-    import engine as bench  # benchmarks/engine.py
-    from toolkit.engine import Engine
+    from toolkit.backends.engine import Engine
 
     print(torch.cuda.get_device_name(), torch.__version__)
     for part in (attention_variants, matmuls):

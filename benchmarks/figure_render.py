@@ -100,7 +100,7 @@ def measure(server, browser, name: str, n: int, wait: float) -> list[float | Non
 
 def kernel_redraw_ms(changes: int = 20) -> list[float]:
     from toolkit import cost
-    from toolkit.figures import decay_figure, update_decay
+    from toolkit.plots import decay_figure, update_decay
     from toolkit.widgets.plot import FigureView
 
     v = FigureView(decay_figure(0.95, 20))

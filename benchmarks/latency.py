@@ -44,7 +44,9 @@ def _ms(fn) -> float:
 def calculator_rows(repeats: int) -> list[dict]:
     from test_tools import HOSTILE
 
-    from toolkit.tools import TOOLS, ToolError, calculator
+    from toolkit.calculator import calculator
+    from toolkit.errors import ToolError
+    from toolkit.tools import TOOLS
 
     def reject(expr):
         try:
@@ -101,24 +103,26 @@ def _control(view, attr: str):
 
 def model_rows(repeats: int) -> list[dict]:
     from toolkit import models
+    from toolkit import paths
+    from toolkit.paths import hub_reachable
 
     models.stand_in()  # the one-off transformers import is not the target
     builds = [_ms(models.stand_in) for _ in range(repeats)]
     rows = [{"what": "stand-in model built (after the first)", "target_ms": 1000, "worst_ms": max(builds),
              "median_ms": statistics.median(builds), "note": "toolkit.models.stand_in(), 9.8M params"}]
-    offline = [_ms(models.hub_reachable) for _ in range(repeats)]
+    offline = [_ms(hub_reachable) for _ in range(repeats)]
     rows.append({"what": "hub_reachable() with HF_HUB_OFFLINE=1", "target_ms": 100, "worst_ms": max(offline),
                  "median_ms": statistics.median(offline), "note": "answers without touching the network"})
-    saved, real = os.environ.pop("HF_HUB_OFFLINE", None), models.socket.create_connection
+    saved, real = os.environ.pop("HF_HUB_OFFLINE", None), paths.socket.create_connection
 
     def refuse(*a, **k):
         raise OSError("no route (simulated)")
 
-    models.socket.create_connection = refuse
+    paths.socket.create_connection = refuse
     try:
-        refused = [_ms(lambda: models.hub_reachable(timeout=0.5)) for _ in range(repeats)]
+        refused = [_ms(lambda: hub_reachable(timeout=0.5)) for _ in range(repeats)]
     finally:
-        models.socket.create_connection = real
+        paths.socket.create_connection = real
         if saved is not None:
             os.environ["HF_HUB_OFFLINE"] = saved
     rows.append({"what": "hub_reachable(timeout=0.5) when the network refuses", "target_ms": 500,

@@ -33,7 +33,7 @@ if not os.environ.get("PYTHONPATH"):  # PYTHONPATH set: measure that checkout's 
 
 # ---------------------------------------------------------------- what the trace did
 def _results(trace) -> list:
-    from toolkit.host import Executed
+    from toolkit.loop.steps import Executed
 
     return [r for s in trace.of(Executed) for r in s.results]
 
@@ -138,7 +138,10 @@ def _commit(root: str | None = None) -> str:
 
 
 def run_one(qd: dict, loaded, which: str, cap_s: float | None):
-    from toolkit import host
+    from toolkit.backends.hf import HFBackend
+    from toolkit.loop.examples import ask
+    from toolkit.loop.loop import loop
+    from toolkit.loop.steps import Trace
     from toolkit.tools import TOOLS
 
     msgs = [{"role": "user", "content": qd["q"]}]
@@ -150,10 +153,10 @@ def run_one(qd: dict, loaded, which: str, cap_s: float | None):
 
     capped = False
     if which == "before":
-        backend = host.HFBackend.from_loaded(loaded)
-        trace = host.Trace(backend.name, messages=msgs)
+        backend = HFBackend.from_loaded(loaded)
+        trace = Trace(backend.name, messages=msgs)
         try:
-            for step in host.loop(backend, loaded.tokenizer, msgs, dict(TOOLS), **BEFORE):
+            for step in loop(backend, loaded.tokenizer, msgs, dict(TOOLS), **BEFORE):
                 trace.steps.append(step)
                 guard(step)
         except Capped:
@@ -162,10 +165,10 @@ def run_one(qd: dict, loaded, which: str, cap_s: float | None):
         trace = None
         steps = []
         try:
-            trace = host.ask(qd["q"], loaded, tools=list(TOOLS), on_step=lambda s: (steps.append(s), guard(s)))
+            trace = ask(qd["q"], loaded, tools=list(TOOLS), on_step=lambda s: (steps.append(s), guard(s)))
         except Capped:
             capped = True
-            trace = host.Trace(loaded.description, steps=steps, messages=msgs)
+            trace = Trace(loaded.description, steps=steps, messages=msgs)
     secs = time.perf_counter() - t0
     if capped:
         met, why = False, f"capped after {secs:.0f} s (> {cap_s:g} s)"

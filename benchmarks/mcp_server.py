@@ -67,7 +67,6 @@ def kept_alive_ms(url: str, calls: int) -> list[float]:
 
 def stdio_start_s(n: int) -> list[float]:
     """Seconds from spawn to the server's first answer (server/discover) over stdio."""
-    from toolkit.mcp.process import READY_MARK  # noqa: F401  (the kit itself, not the server, is timed)
 
     req = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": META}}) + "\n"
     out = []

@@ -28,8 +28,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 def token_stream(n: int, tokenizer) -> list[int]:
     """n real token ids: the calculator round trip rendered with the kit's tools, repeated."""
+    from toolkit.calculator import calculator
     from toolkit.render import render
-    from toolkit.tools import calculator, schemas
+    from toolkit.tools import schemas
 
     call = {"id": "call_1", "type": "function",
             "function": {"name": "calculator", "arguments": {"expression": "250 * 15%"}}}
@@ -46,7 +47,8 @@ def random_shape(config_path: str):
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from toolkit.models import Loaded, pick_device, qwen_tokenizer
+    from toolkit.models import Loaded, pick_device
+    from toolkit.tokenizer import qwen_tokenizer
 
     dev = pick_device()
     dtype = torch.bfloat16 if dev.startswith("cuda") else torch.float32
@@ -77,7 +79,7 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(a.threads)
-    from toolkit.host import HFBackend
+    from toolkit.backends.hf import HFBackend
     from toolkit.models import load
 
     loaded = random_shape(a.model) if a.model.endswith(".json") else load(a.model, quiet=True)
@@ -86,7 +88,7 @@ def main(argv=None) -> int:
 
     def backend(reuse: bool):
         if a.backend == "engine":
-            from toolkit.engine import Engine
+            from toolkit.backends.engine import Engine
 
             return Engine(loaded.model, reuse=reuse, max_len=total + 64)
         return HFBackend(loaded.model, loaded.description, reuse=reuse)

@@ -37,10 +37,18 @@ import pandas as pd
 import torch
 from IPython.display import HTML, Markdown, display
 
-from toolkit import host, models
-from toolkit.catalog import realistic_tools
-from toolkit.examples import round_trip
-from toolkit.render import render, shared_prefix, tokenizer_for
+from toolkit import models
+from toolkit.book.catalog import realistic_tools
+from toolkit.conversations import round_trip
+from toolkit.loop.examples import run_example
+from toolkit.loop.execute import execute
+from toolkit.loop.steps import Generated
+from toolkit.models import template_for
+from toolkit.parse import parse_tool_calls
+from toolkit.prefix import shared_prefix
+from toolkit.qwen import VOCAB_WIDTH
+from toolkit.render import render
+from toolkit.tokenizer import tokenizer_for
 from toolkit.tools import TOOLS
 from toolkit.widgets.tokens import TokenView, legend_html, segment_table
 from toolkit.widgets.toolcost import ToolCountCost
@@ -49,7 +57,7 @@ torch.manual_seed(0)
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 tok = tokenizer_for("qwen3")
 print("tokenizer:", tok.name_or_path, "| vocabulary with added tokens:", len(tok), "| model logit width:",
-      models.VOCAB_WIDTH)
+      VOCAB_WIDTH)
 
 # %% [markdown]
 # ## Step 1 — the tools become text in the system turn
@@ -93,10 +101,10 @@ print("MODEL:", loaded.description)
 if not loaded.semantic:
     display(Markdown("**This is a random-weight stand-in: the tokens below show the mechanics of a call, "
                      "not a meaningful answer.**"))
-trace = host.run_example("calculator", loaded, max_turns=2)
-generated = trace.of(host.Generated)[0]
+trace = run_example("calculator", loaded, max_turns=2)
+generated = trace.of(Generated)[0]
 gen_tok = loaded.tokenizer
-print("template used for this model:", host.template_for(loaded))
+print("template used for this model:", template_for(loaded))
 print("generated ids:", generated.ids)
 print("as text:", repr(gen_tok.decode(generated.ids)))
 
@@ -115,10 +123,10 @@ print("last generated id:", generated.ids[-1], "=", repr(gen_tok.decode(generate
 # tool. All of this happens outside the model.
 
 # %%
-content, calls = host.parse_tool_calls(gen_tok.decode(generated.ids, skip_special_tokens=True))
+content, calls = parse_tool_calls(gen_tok.decode(generated.ids, skip_special_tokens=True))
 for c in calls:
     print("parsed:", c.name, c.arguments, "error:", c.error)
-results = host.execute(calls, {n: TOOLS[n] for n in ("calculator",)})
+results = execute(calls, {n: TOOLS[n] for n in ("calculator",)})
 for r in results:
     print("executed:", r.status, r.result)
 print("the scripted example's call:", calc.call["tool_calls"][0]["function"], "->", calc.executed[0])

@@ -41,8 +41,13 @@ import plotly.graph_objects as go
 import torch
 from IPython.display import Markdown, display
 
-from toolkit import constrain as C
 from toolkit import models, tools
+from toolkit.errors import ToolError
+from toolkit.grammar.check import chat_prompt, check_output
+from toolkit.grammar.compile import bounded, compile_schema, compile_tools
+from toolkit.grammar.distortion import distortion
+from toolkit.grammar.hf import generate, sample
+from toolkit.grammar.inspect import score, trace
 from toolkit.widgets.stepper import Stepper
 
 torch.manual_seed(0)
@@ -69,10 +74,10 @@ print(f"tokenizer entries: {len(tok):,} | model logit width (bitmask width): {V:
 # %%
 weather = tools.schemas(["get_weather"])
 if not loaded.semantic:
-    weather = [C.bounded(t, max_length=16) for t in weather]
+    weather = [bounded(t, max_length=16) for t in weather]
 args_schema = weather[0]["function"]["parameters"]
 print(json.dumps(args_schema, ensure_ascii=False, indent=1))
-args_grammar = C.compile_schema(args_schema, tok, V)
+args_grammar = compile_schema(args_schema, tok, V)
 print(f"\ngrammar xgrammar produced ({args_grammar.compile_ms:.1f} ms to compile):\n")
 print(args_grammar.text)
 
@@ -84,7 +89,7 @@ print(args_grammar.text)
 # binds each marker to its single token id — look for `Token(151657)` in the grammar.
 
 # %%
-call_grammar = C.compile_tools(weather, tok, mode="tag", vocab_width=V)
+call_grammar = compile_tools(weather, tok, mode="tag", vocab_width=V)
 print(call_grammar.text)
 
 # %% [markdown]
@@ -98,8 +103,8 @@ print(call_grammar.text)
 
 # %%
 question = "What is the weather in Paris right now? Please answer in fahrenheit."
-prompt = C.chat_prompt(tok, question, tools=weather)
-tr = C.trace(model, tok, prompt, call_grammar, max_new_tokens=48, temperature=0.0)
+prompt = chat_prompt(tok, question, tools=weather)
+tr = trace(model, tok, prompt, call_grammar, max_new_tokens=48, temperature=0.0)
 print(f"{loaded.name}: {len(prompt)} prompt tokens, {len(tr.ids)} generated in {tr.seconds:.1f} s; "
       f"grammar finished: {tr.terminated}")
 print(tr.text)
@@ -133,15 +138,15 @@ for s in tr.steps:
 # with `jsonschema`, not by eye).
 
 # %%
-plain = C.generate(model, tok, prompt, None, max_new_tokens=48)
-masked = C.generate(model, tok, prompt, call_grammar, max_new_tokens=48)  # xgrammar's own HF integration
+plain = generate(model, tok, prompt, None, max_new_tokens=48)
+masked = generate(model, tok, prompt, call_grammar, max_new_tokens=48)  # xgrammar's own HF integration
 assert masked.ids == tr.ids  # the hand-driven trace and xgrammar's LogitsProcessor agree under greedy decoding
-samples = C.sample(model, tok, prompt, call_grammar, n=4, temperature=1.0, seed=0, max_new_tokens=48)
+samples = sample(model, tok, prompt, call_grammar, n=4, temperature=1.0, seed=0, max_new_tokens=48)
 rows = [("unconstrained, greedy", plain), ("constrained, greedy", masked)] + [
     (f"constrained, T=1.0 sample {i}", g) for i, g in enumerate(samples)]
 table = []
 for label, g in rows:
-    chk = C.check_output(g.text, call_grammar)
+    chk = check_output(g.text, call_grammar)
     table.append({"decoding": label, "output": g.text, "parses": chk.parses, "validates": chk.valid,
                   "why not": chk.error, "tokens": len(g.ids)})
 print("model:", loaded.description)
@@ -161,12 +166,12 @@ assert all(r["validates"] for r in table[1:]), "a constrained output failed to v
 # %%
 calc_tools = tools.schemas(["get_weather", "calculator"])
 if not loaded.semantic:
-    calc_tools = [C.bounded(t, max_length=16) for t in calc_tools]
-calc_grammar = C.compile_tools(calc_tools, tok, mode="tag", vocab_width=V)
+    calc_tools = [bounded(t, max_length=16) for t in calc_tools]
+calc_grammar = compile_tools(calc_tools, tok, mode="tag", vocab_width=V)
 tax_q = "I earn 250 dollars; my tax is 15%. How much do I keep?"
-tax_prompt = C.chat_prompt(tok, tax_q, tools=calc_tools)
-tax = C.generate(model, tok, tax_prompt, calc_grammar, max_new_tokens=48)
-chk = C.check_output(tax.text, calc_grammar)
+tax_prompt = chat_prompt(tok, tax_q, tools=calc_tools)
+tax = generate(model, tok, tax_prompt, calc_grammar, max_new_tokens=48)
+chk = check_output(tax.text, calc_grammar)
 print("model:", loaded.name, "| parses:", chk.parses, "| validates:", chk.valid)
 print(tax.text)
 call = chk.values[0] if chk.values else {"name": None}
@@ -175,7 +180,7 @@ if call["name"] is None:
 elif call["name"] == "calculator":
     try:
         result = tools.TOOLS["calculator"].call(call["arguments"])
-    except tools.ToolError as e:  # a well-formed call can still be refused by the tool itself
+    except ToolError as e:  # a well-formed call can still be refused by the tool itself
         result = {"error": str(e)}
     kept, tax_amount = 250 * (1 - 0.15), 250 * 0.15
     got = result.get("result")
@@ -201,7 +206,7 @@ def calc_call(expression):
 
 candidates = [("the model's call", tax.text), ("the right call", calc_call("250 * (1 - 0.15)"))]
 for label, text in candidates:
-    sc = C.score(model, tok, tax_prompt, calc_grammar, text)
+    sc = score(model, tok, tax_prompt, calc_grammar, text)
     print(f"{label:>16}: accepted by the grammar to the end: {sc.accepted and sc.terminated}; "
           f"log P under the mask = {sc.logp_masked:.2f}\n{'':>18}{text.splitlines()[1]}")
 
@@ -220,14 +225,14 @@ for label, text in candidates:
 # %%
 if loaded.semantic:
     dq, enum = "Which city is the Golden Gate Bridge in?", ["San Diego", "Oakland", "Sacramento"]
-    dprompt = C.chat_prompt(tok, dq, system="Answer with only a JSON string.")
+    dprompt = chat_prompt(tok, dq, system="Answer with only a JSON string.")
 else:
     dq, enum = "Which city?", ["Paris", "Parma", "Pavia", "Perth", "Lyon"]
-    dprompt = C.chat_prompt(tok, dq)
-enum_grammar = C.compile_schema({"enum": enum}, tok, V)
+    dprompt = chat_prompt(tok, dq)
+enum_grammar = compile_schema({"enum": enum}, tok, V)
 print(enum_grammar.text)
 # The stand-in's forwards are cheap, the real model's are not: a looser cut-off for it (the cut mass is printed).
-d = C.distortion(model, tok, dprompt, enum_grammar, eps=1e-3 if loaded.semantic else 1e-4,
+d = distortion(model, tok, dprompt, enum_grammar, eps=1e-3 if loaded.semantic else 1e-4,
                  max_nodes=150 if loaded.semantic else 400)
 print(f"model: {loaded.name} | question: {dq!r}")
 print(d.table())

@@ -37,8 +37,19 @@ import pandas as pd
 import torch
 from IPython.display import Markdown, display
 
-from toolkit import host, tools
-from toolkit.models import load, qwen_tokenizer
+from toolkit import tools
+from toolkit.backends.hf import HFBackend
+from toolkit.backends.scripted import ScriptedBackend
+from toolkit.calculator import calculator
+from toolkit.conversations import LOOP_EXAMPLES
+from toolkit.errors import ToolError
+from toolkit.loop.examples import example, run_example, settings_for
+from toolkit.loop.loop import RULE, TOOL_CHOICES, run, timestamp_prefix
+from toolkit.loop.steps import Executed, Rendered
+from toolkit.models import load, template_for
+from toolkit.prefix import prefix_stability
+from toolkit.qwen import IM_END_ID, TOOL_CALL_ID
+from toolkit.tokenizer import qwen_tokenizer
 from toolkit.widgets.trace import TraceView
 
 torch.manual_seed(0)
@@ -70,8 +81,8 @@ print("needs a person's approval:", {n: t.needs_confirmation for n, t in tools.T
 for expr in ["250 * 15%", "15% of 250", "__import__('os')", "9**9**9", "1e308*1e308", "(" * 10_000 + "1" + ")" * 10_000]:
     t0 = time.perf_counter()
     try:
-        out = tools.calculator(expr)
-    except tools.ToolError as e:
+        out = calculator(expr)
+    except ToolError as e:
         out = f"refused: {e}"
     print(f"{expr[:24]!r:<28} {(time.perf_counter() - t0) * 1e3:6.2f} ms  {out}")
 
@@ -92,23 +103,23 @@ for expr in ["250 * 15%", "15% of 250", "__import__('os')", "9**9**9", "1e308*1e
 # %%
 from toolkit.render import render
 
-ex0 = host.example("calculator")
-ids0 = render(ex0["messages"], tools.schemas(list(ex0["tools"])), template=host.template_for(loaded),
+ex0 = example("calculator")
+ids0 = render(ex0["messages"], tools.schemas(list(ex0["tools"])), template=template_for(loaded),
               tokenizer=loaded.tokenizer).ids
 with torch.inference_mode():
     p0 = torch.softmax(loaded.model(input_ids=torch.tensor([ids0]), logits_to_keep=1).logits[0, -1].float(), -1)
 top0 = torch.topk(p0, 6)
-print(f"p(<tool_call> as one token) = {p0[host.TOOL_CALL_TOKEN_ID].item():.2e}; top first tokens:",
+print(f"p(<tool_call> as one token) = {p0[TOOL_CALL_ID].item():.2e}; top first tokens:",
       [(loaded.tokenizer.decode([int(i)]), round(float(v), 3)) for v, i in zip(top0.values, top0.indices)])
 
 # %%
-print("defaults:", host.settings_for(loaded))
-print("rule:", host.RULE)
+print("defaults:", settings_for(loaded))
+print("rule:", RULE)
 view = TraceView(loaded.description, loaded.semantic)
 display(view)
-trace = host.run_example("calculator", loaded, on_step=view.on_step)
+trace = run_example("calculator", loaded, on_step=view.on_step)
 print("stop reason:", trace.stop.reason, "| answer:", trace.answer)
-for r in trace.of(host.Rendered):
+for r in trace.of(Rendered):
     print(f"turn {r.turn} [{r.mode}]: {r.rule}")
 
 # %% [markdown]
@@ -137,7 +148,8 @@ turns[["turn", "mode", "prompt", "tools", "history", "new", "reused", "prefilled
 # must start with a call (then behave like `auto`); `none` masks out the `<tool_call>` token.
 
 # %%
-from toolkit.constrain import compile_tool_choice, replay
+from toolkit.grammar.compile import compile_tool_choice
+from toolkit.grammar.mask import replay
 
 tok = loaded.tokenizer
 
@@ -155,8 +167,8 @@ modes = {"auto": ("auto", all_schemas), "required": ("required", all_schemas), "
          "get_weather (named)": ("required", tools.schemas(["get_weather"]))}
 grid = {}
 for label, (kind, sch) in modes.items():
-    g = compile_tool_choice(sch, tok, kind, vocab_width=host.HFBackend.from_loaded(loaded).vocab_width)
-    grid[label] = {o: "accepted" if replay(g, tok.encode(t, add_special_tokens=False) + [host.IM_END_ID])[1]
+    g = compile_tool_choice(sch, tok, kind, vocab_width=HFBackend.from_loaded(loaded).vocab_width)
+    grid[label] = {o: "accepted" if replay(g, tok.encode(t, add_special_tokens=False) + [IM_END_ID])[1]
                    else "—" for o, t in outputs.items()}
 pd.DataFrame(grid)
 
@@ -171,7 +183,7 @@ pd.DataFrame(grid)
 # `python -m toolkit loop "Which is warmer, Paris or Tokyo?" --tool-choice auto`.
 
 # %%
-pick = W.Dropdown(options=sorted(host.EXAMPLES), value="two_cities", description="example")
+pick = W.Dropdown(options=sorted(LOOP_EXAMPLES), value="two_cities", description="example")
 choice_ = W.Dropdown(options=["auto", "required", "none", "get_weather", "calculator"], value="auto",
                      description="tool_choice")
 go_ = W.Button(description="run")
@@ -179,9 +191,9 @@ go_ = W.Button(description="run")
 
 def _run(_):
     view.clear()
-    ex_tools = host.example(pick.value)["tools"]
-    tc = choice_.value if choice_.value in host.TOOL_CHOICES or choice_.value in ex_tools else "auto"
-    host.run_example(pick.value, loaded, on_step=view.on_step, tool_choice=tc)
+    ex_tools = example(pick.value)["tools"]
+    tc = choice_.value if choice_.value in TOOL_CHOICES or choice_.value in ex_tools else "auto"
+    run_example(pick.value, loaded, on_step=view.on_step, tool_choice=tc)
 
 
 go_.on_click(_run)
@@ -238,12 +250,12 @@ script = ['<tool_call>\n{"name": "calculator", "arguments": {"expression": "1+"}
           paris + "\n" + paris + "\n" + paris,  # the same call three times in one turn
           paris,  # and again in the next turn
           "Paris: 18 °C, partly cloudy."]
-fake = host.ScriptedBackend(tok25, script)
-scripted = host.run(fake, tok25, [{"role": "user", "content": "hi"}], tools.TOOLS, template="qwen2.5", max_turns=6)
-for s in scripted.of(host.Executed):
+fake = ScriptedBackend(tok25, script)
+scripted = run(fake, tok25, [{"role": "user", "content": "hi"}], tools.TOOLS, template="qwen2.5", max_turns=6)
+for s in scripted.of(Executed):
     for r in s.results:
         print(f"turn {s.turn}: {r.status:<8} {r.name}: {json.dumps(r.result, ensure_ascii=False)[:110]}")
-last = scripted.of(host.Rendered)[-1]
+last = scripted.of(Rendered)[-1]
 print(f"turn {last.turn} [{last.mode}]: {last.rule}")
 print("stopped:", scripted.stop.reason, "| answer:", scripted.answer)
 
@@ -260,7 +272,7 @@ print("stopped:", scripted.stop.reason, "| answer:", scripted.answer)
 
 # %%
 def reuse_run(stamp: bool):
-    return host.run_example("calculator", loaded, system_prefix=host.timestamp_prefix if stamp else None)
+    return run_example("calculator", loaded, system_prefix=timestamp_prefix if stamp else None)
 
 
 stamp_traces = {stamp: reuse_run(stamp) for stamp in (False, True)}
@@ -278,8 +290,8 @@ stamp_view = TraceView(loaded.description, loaded.semantic)
 
 def _restamp(change):
     stamp_view.clear()
-    host.run_example("calculator", loaded, on_step=stamp_view.on_step,
-                     system_prefix=host.timestamp_prefix if change["new"] else None)
+    run_example("calculator", loaded, on_step=stamp_view.on_step,
+                     system_prefix=timestamp_prefix if change["new"] else None)
 
 
 stamp_box.observe(_restamp, names="value")
@@ -298,7 +310,7 @@ stamp_view.show(stamp_traces[stamp_box.value])  # the run above; ticking the box
 # writes no reasoning and never rewrites. (Rendering only, both with the real token ids; no model runs here.)
 
 # %%
-stab = pd.DataFrame(host.prefix_stability("qwen3") + host.prefix_stability("qwen2.5"))
+stab = pd.DataFrame(prefix_stability("qwen3") + prefix_stability("qwen2.5"))
 stab
 
 # %%

@@ -35,9 +35,12 @@ from importlib.metadata import version
 import pandas as pd
 from IPython.display import Markdown, display
 
-from toolkit import claims, cost
-from toolkit.catalog import realistic_tools
-from toolkit.render import tool_definition_cost, tokenizer_for
+from toolkit import cost
+from toolkit.book.catalog import realistic_tools
+from toolkit.book.claims import check_all, coverage, coverage_line
+from toolkit.book.ledger import FAILS
+from toolkit.render import tool_definition_cost
+from toolkit.tokenizer import tokenizer_for
 from toolkit.widgets.cost import DecayView, DecodeView, GrowthView
 
 tok = tokenizer_for("qwen3")
@@ -137,11 +140,11 @@ for ctx in (12_048, 40_720, 71_440):
 # `figures/claims.md` next to the regenerated figures.
 
 # %%
-ledger = claims.check_all()
+ledger = check_all()
 table = pd.DataFrame([dict(section=c.section, claim=c.claim, evidence=c.evidence, verdict=c.verdict, why=c.why)
                       for c in ledger])
 print(table["verdict"].value_counts().to_string())
-print(claims.coverage_line(claims.coverage(ledger)))
+print(coverage_line(coverage(ledger)))
 with pd.option_context("display.max_colwidth", 400):
     display(table)
 
@@ -150,7 +153,7 @@ with pd.option_context("display.max_colwidth", 400):
 
 # %%
 for c in ledger:
-    if c.verdict == claims.FAILS:
+    if c.verdict == FAILS:
         display(Markdown(f"**{c.claim}** ({c.section})  \nevidence: {c.evidence}  \nwhy: {c.why}"))
 
 # %% [markdown]

@@ -43,20 +43,29 @@ import tempfile
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from importlib.metadata import version
+
 import httpx2
 import pandas as pd
 import torch
-from importlib.metadata import version
 from IPython.display import display
+from mcp.shared.exceptions import MCPError
 from mcp_types import version as proto
 
-from toolkit import host, models
-from toolkit.examples import round_trip
-from toolkit.mcp.client import Connection, MCPError
-from toolkit.mcp.process import HTTPServer, pid_alive, stdio_server
+from toolkit import models
+from toolkit.backends.hf import HFBackend
+from toolkit.backends.scripted import ScriptedBackend
+from toolkit.conversations import round_trip
+from toolkit.loop.examples import example
+from toolkit.loop.loop import run
+from toolkit.loop.steps import Executed
+from toolkit.mcp.client import Connection
 from toolkit.mcp.demo import INJECTION
+from toolkit.mcp.process import HTTPServer, pid_alive, stdio_server
 from toolkit.mcp.safety import Allowlist, ConfirmGate, tool_digest
-from toolkit.render import render, tokenizer_for
+from toolkit.models import template_for
+from toolkit.render import render
+from toolkit.tokenizer import tokenizer_for
 from toolkit.tools import TOOLS
 from toolkit.widgets.mcp import ConfirmPanel, WireLogView
 
@@ -284,13 +293,13 @@ print("still alive:", conn.call_tool("calculator", {"expression": "2 + 2"}).stru
 
 # %%
 tok = tokenizer_for("qwen3")
-fake = host.ScriptedBackend(tok, [
+fake = ScriptedBackend(tok, [
     '<tool_call>\n{"name": "calculator", "arguments": {"expression": "250 * 15%"}}\n</tool_call>',
     "250 的 15% 是 37.5。"])
 msgs = [{"role": "system", "content": "你是一个计算助手。你可以调用外部工具。"},
         {"role": "user", "content": "250的15%是多少？"}]
 before = len(conn.log)
-trace = host.run(fake, tok, msgs, remote, template="qwen3")
+trace = run(fake, tok, msgs, remote, template="qwen3")
 print("model:", trace.model)
 print("tool message the model reads next:", trace.messages[3]["content"])
 print("answer:", trace.answer)
@@ -306,11 +315,11 @@ loaded = models.load("auto")
 print("model:", loaded.description)
 if not loaded.semantic:
     print("NOTE: random weights — what follows shows the mechanics only; the calls and text mean nothing.")
-ex = host.example("calculator")
+ex = example("calculator")
 n_question = len(ex["messages"])
-real = host.run(host.HFBackend.from_loaded(loaded), loaded.tokenizer, ex["messages"],
-                {"calculator": remote["calculator"]}, constrain="tag", template=host.template_for(loaded),
-                answer_prefix=host.DEFAULT_ANSWER_PREFIX if loaded.semantic else None, parallel=False,
+real = run(HFBackend.from_loaded(loaded), loaded.tokenizer, ex["messages"],
+                {"calculator": remote["calculator"]}, constrain="tag", template=template_for(loaded),
+                answer_prefix="auto" if loaded.semantic else None, parallel=False,
                 max_new_tokens=64 if loaded.semantic else 48, max_turns=3)
 for m in real.messages[n_question:]:  # what the loop added after the question
     print(m["role"], "|", json.dumps(m["tool_calls"], ensure_ascii=False) if m.get("tool_calls") else m["content"])
@@ -348,15 +357,15 @@ print("changed description ->", allow.check(conn, poisoned), "| digest", tool_di
 # %%
 (NOTES / "groceries.txt").write_text("eggs, flour, milk")
 gate = ConfirmGate()
-obeying = host.ScriptedBackend(tok, [
+obeying = ScriptedBackend(tok, [
     '<tool_call>\n{"name": "fetch_page", "arguments": {"url": "https://example.com/blog/tidy-desk"}}\n</tool_call>',
     lambda ids: ('<tool_call>\n{"name": "delete_notes", "arguments": {}}\n</tool_call>'
                  if "call delete_notes" in tok.decode(ids) else "Nothing to do."),
     "Here is the summary: keep your desk clear and label cables."], name="scripted fake model that obeys injections")
 before = len(conn.log)
-attack = host.run(obeying, tok, [{"role": "user", "content": "Summarise https://example.com/blog/tidy-desk"}],
+attack = run(obeying, tok, [{"role": "user", "content": "Summarise https://example.com/blog/tidy-desk"}],
                   approved, confirm=gate, template="qwen3")
-for s in attack.of(host.Executed):
+for s in attack.of(Executed):
     for r in s.results:
         print(f"{r.status:>7}  {r.name}  {json.dumps(r.result, ensure_ascii=False)[:160]}")
 print("injection inside the marked tool result:", INJECTION in attack.messages[2]["content"],
@@ -380,11 +389,11 @@ out = Output()
 
 def rerun(name, args):
     with out:
-        again = host.ScriptedBackend(tok, ['<tool_call>\n{"name": "delete_notes", "arguments": {}}\n</tool_call>',
+        again = ScriptedBackend(tok, ['<tool_call>\n{"name": "delete_notes", "arguments": {}}\n</tool_call>',
                                            "Done."], name="scripted fake model")
-        t = host.run(again, tok, [{"role": "user", "content": "Delete my notes."}], approved, confirm=gate,
+        t = run(again, tok, [{"role": "user", "content": "Delete my notes."}], approved, confirm=gate,
                      template="qwen3")
-        print("after approval:", [(r.name, r.status) for s in t.of(host.Executed) for r in s.results],
+        print("after approval:", [(r.name, r.status) for s in t.of(Executed) for r in s.results],
               "| notes left:", sorted(p.name for p in NOTES.glob("*.txt")))
 
 

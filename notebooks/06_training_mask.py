@@ -47,9 +47,12 @@ import plotly.graph_objects as go
 import torch
 from IPython.display import HTML, Markdown, display
 
-from toolkit import train, trajectories
-from toolkit.models import VOCAB_WIDTH, stand_in
+from toolkit import trajectories
+from toolkit.models import stand_in
+from toolkit.qwen import VOCAB_WIDTH
 from toolkit.render import render
+from toolkit.sft.experiment import experiment
+from toolkit.sft.labels import CONVENTION, label
 from toolkit.tools import TOOLS
 from toolkit.widgets.mask import MaskView
 
@@ -79,7 +82,7 @@ del start
 # prompt ends and runs to its `<|im_end|>`.
 
 # %%
-print(train.CONVENTION)
+print(CONVENTION)
 
 # %% [markdown]
 # ## 2 · One trajectory, token by token
@@ -93,7 +96,7 @@ print(train.CONVENTION)
 # %%
 rng = random.Random(11)
 picked = {k: trajectories.make(k, rng) for k in ("parallel", "chain", "multi_turn", "no_tool")}
-labelled = {name: train.label(t.messages, t.tools, "qwen3") for name, t in picked.items()}
+labelled = {name: label(t.messages, t.tools, "qwen3") for name, t in picked.items()}
 view = MaskView(labelled)
 display(view.widget)
 
@@ -106,7 +109,7 @@ display(view.widget)
 rows = []
 for name, t in picked.items():
     for template in ("qwen3", "qwen2.5"):
-        ex = train.label(t.messages, t.tools, template)
+        ex = label(t.messages, t.tools, template)
         row = {"trajectory": name, "template": template, "tokens": len(ex.ids),
                "trained": sum(ex.trained)}
         for seg, c in ex.counts().items():
@@ -123,7 +126,7 @@ display(pd.DataFrame(rows).fillna("–").set_index(["trajectory", "template"]))
 # %%
 for name, t in picked.items():
     for template in ("qwen3", "qwen2.5"):
-        ex = train.label(t.messages, t.tools, template)
+        ex = label(t.messages, t.tools, template)
         r = render(t.messages, t.tools, template, add_generation_prompt=False)
         by_segment = [tok.segment in ("assistant", "think", "tool_call")
                       or (tok.text == "<|im_end|>" and r.tokens[tok.index - 1].segment in ("assistant", "think",
@@ -139,7 +142,7 @@ for name, t in picked.items():
 # to answer without a tool (so the model does not learn to call for everything). The generator below writes six
 # kinds of calculator and weather trajectories. The assistant turns are scripted from a few phrasings; every
 # tool message holds what `toolkit.tools` returned when the call was actually executed — recomputed here.
-# (`train.experiment` below builds the same set again from the same seed, plus 40 held-out trajectories from
+# (`experiment` below builds the same set again from the same seed, plus 40 held-out trajectories from
 # another seed.)
 
 # %%
@@ -167,7 +170,7 @@ print(text[text.index("<|im_start|>user"):])
 # *could* write `<tool_response>`) instead of all 151,936; both runs use the same set, and decoding below uses it
 # too. The full softmax would need a float32 logit per vocabulary entry at each of a batch's positions — the
 # cell after the training run computes how many gigabytes that is per step, more than this notebook's memory
-# budget; `train.fine_tune(..., vocab="full")` does it where a GPU is at hand. (One exact saving is also used: the system prompt and tool definitions every trajectory starts with
+# budget; `fine_tune(..., vocab="full")` does it where a GPU is at hand. (One exact saving is also used: the system prompt and tool definitions every trajectory starts with
 # are run once per batch and shared, which gives the same numbers at less cost.)
 
 # %%
@@ -176,7 +179,7 @@ def show_progress(name, step, loss):
         print(f"{name:>8} step {step:>3}  loss {loss:7.3f}")
 
 
-res = train.experiment(**SETTINGS, progress=show_progress)
+res = experiment(**SETTINGS, progress=show_progress)
 print("settings:", res.settings)
 full = res.runs["unmasked"]  # scores every token the model could be trained on
 positions = full.target_tokens // full.steps
@@ -261,7 +264,7 @@ print(f"notebook time so far: {time.perf_counter() - T0:.0f} s")
 # ever scored on its own turns, so it has no reason to write the other side.
 #
 # How strong the effect is depends on the starting seed and the number of steps: a model this small is still
-# learning the turn structure at 220 steps. `train.experiment(seed=1)` (or `template="qwen2.5"`, where
+# learning the turn structure at 220 steps. `experiment(seed=1)` (or `template="qwen2.5"`, where
 # `<tool_response>` is four ordinary tokens instead of one) runs the whole comparison again.
 #
 # **What this leaves out.** A real model (the stand-in learns layout, not arithmetic or weather); the full

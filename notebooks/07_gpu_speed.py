@@ -40,7 +40,7 @@ import torch
 from IPython.display import Markdown, display
 
 from toolkit import cost, speed
-from toolkit.engine import Engine
+from toolkit.backends.engine import Engine
 
 torch.manual_seed(0)
 torch.set_num_threads(min(2, os.cpu_count() or 1))

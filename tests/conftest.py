@@ -51,7 +51,7 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    from toolkit.models import hub_reachable
+    from toolkit.paths import hub_reachable
 
     hub = None
     real = why = None
@@ -78,14 +78,14 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def qwen3_tok():
-    from toolkit.render import tokenizer_for
+    from toolkit.tokenizer import tokenizer_for
 
     return tokenizer_for("qwen3")
 
 
 @pytest.fixture(scope="session")
 def qwen25_tok():
-    from toolkit.render import tokenizer_for
+    from toolkit.tokenizer import tokenizer_for
 
     return tokenizer_for("qwen2.5")
 

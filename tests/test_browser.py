@@ -106,7 +106,7 @@ EXPECT = {
 
 
 def _tool_cost_title(n: int) -> str:
-    from toolkit.catalog import realistic_tools
+    from toolkit.book.catalog import realistic_tools
     from toolkit.widgets.toolcost import ToolCountCost
 
     return ToolCountCost(tools=realistic_tools(100), template="qwen3", n=n)._title(n)
@@ -207,7 +207,7 @@ def _server_env(home: Path) -> dict:
     env.pop("JUPYTER_TOKEN", None)
     if MODEL_MODE == "binder":
         # Binder's defaults: no real model in the kit's cache (only the built tokenizers, to save time).
-        from toolkit.models import cache_dir
+        from toolkit.paths import cache_dir
 
         cache = home / "toolkit-cache"
         cache.mkdir(exist_ok=True)

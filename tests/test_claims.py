@@ -4,7 +4,22 @@ import json
 
 import pytest
 
-from toolkit import claims, cost
+from toolkit import cost
+from toolkit.book import claims, claims_cost, claims_kit, claims_mcp, claims_render, ledger
+
+CLAIM_MODULES = (ledger, claims_cost, claims_render, claims_mcp, claims_kit, claims)
+from toolkit.book.claims import (
+    INVENTORY,
+    check_all,
+    coverage,
+    inventory,
+    to_markdown,
+    write_markdown,
+)
+from toolkit.book.claims_cost import cost_claims, decay_claims
+from toolkit.book.ledger import CAVEAT, FAILS, HOLDS, VERDICTS, Claim, _verdict
+from toolkit.commands import claims as claims_command
+from toolkit.commands.claims import cli
 
 # What issues 5 and 17 require the ledger to cover, by claim id.
 REQUIRED = {
@@ -22,7 +37,7 @@ REQUIRED = {
 
 @pytest.fixture(scope="module")
 def ledger():
-    return claims.check_all()
+    return check_all()
 
 
 def test_ledger_covers_the_issue_and_every_entry_is_complete(ledger):
@@ -30,15 +45,15 @@ def test_ledger_covers_the_issue_and_every_entry_is_complete(ledger):
     assert len(ids) == len(set(ids))
     assert REQUIRED <= set(ids), REQUIRED - set(ids)
     for c in ledger:
-        assert c.verdict in claims.VERDICTS and c.claim and c.evidence and c.section
-        if c.verdict != claims.HOLDS:
+        assert c.verdict in VERDICTS and c.claim and c.evidence and c.section
+        if c.verdict != HOLDS:
             assert len(c.why) > 20, c.id
 
 
 def test_every_inventory_line_is_mapped_or_says_why_not(ledger):
-    statements = claims.inventory()
+    statements = inventory()
     assert len(statements) >= 120  # the issue's reading found ~125 checkable claims
-    cov = claims.coverage(ledger, statements)
+    cov = coverage(ledger, statements)
     assert cov["unmapped"] == [] and cov["unknown_ids"] == [] and cov["bad_kind"] == []
     assert cov["unused_claims"] == []  # every ledger entry answers some line of the chapters
     assert cov["mapped"] + cov["not_checkable"] == cov["statements"] == len(statements)
@@ -47,16 +62,16 @@ def test_every_inventory_line_is_mapped_or_says_why_not(ledger):
 
 
 def test_inventory_rejects_a_line_with_neither(tmp_path, ledger):
-    src = claims.INVENTORY.read_text(encoding="utf-8")
+    src = INVENTORY.read_text(encoding="utf-8")
     bad = tmp_path / "inv.tsv"
     bad.write_text(src + "§14.5.3\tsome new number\tnumber\t-\t\n§14.5.3\tx\tnumber\tno-such-claim\t\n",
                    encoding="utf-8")
-    cov = claims.coverage(ledger, claims.inventory(bad))
+    cov = coverage(ledger, inventory(bad))
     assert cov["unmapped"] == ["§14.5.3: some new number"] and cov["unknown_ids"] == ["no-such-claim"]
 
 
 def _calls(fn_name: str):
-    tree = ast.parse(inspect.getsource(claims))
+    tree = ast.parse("\n".join(inspect.getsource(m) for m in CLAIM_MODULES))
     return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == fn_name]
 
 
@@ -78,73 +93,73 @@ def test_no_verdict_or_caveat_is_typed():
     for c in _calls("Claim"):
         for arg in list(c.args[4:]) + [k.value for k in c.keywords if k.arg in ("verdict", "why")]:
             assert not (isinstance(arg, ast.Name) and arg.id in verdict_names), ast.unparse(c)
-            assert not (isinstance(arg, ast.Constant) and arg.value in claims.VERDICTS), ast.unparse(c)
+            assert not (isinstance(arg, ast.Constant) and arg.value in VERDICTS), ast.unparse(c)
 
 
 def test_caveats_follow_the_evidence():
-    assert claims._verdict(True, "x", [(False, "hidden")]) == (claims.HOLDS, "")
-    assert claims._verdict(True, "x", [(True, "shown"), (False, "hidden")]) == (claims.CAVEAT, "shown")
-    assert claims._verdict(False, "because") == (claims.FAILS, "because")
+    assert _verdict(True, "x", [(False, "hidden")]) == (HOLDS, "")
+    assert _verdict(True, "x", [(True, "shown"), (False, "hidden")]) == (CAVEAT, "shown")
+    assert _verdict(False, "because") == (FAILS, "because")
 
 
 def test_known_verdicts(ledger):
     by = {c.id: c for c in ledger}
-    assert by["prefill-no-cache"].verdict == claims.HOLDS and "1,252,320" in by["prefill-no-cache"].evidence
-    assert all(by[f"table-{p:.2f}-{k}"].verdict == claims.HOLDS for p in cost.BOOK_PS for k in cost.BOOK_KS)
+    assert by["prefill-no-cache"].verdict == HOLDS and "1,252,320" in by["prefill-no-cache"].evidence
+    assert all(by[f"table-{p:.2f}-{k}"].verdict == HOLDS for p in cost.BOOK_PS for k in cost.BOOK_KS)
     role = by["tool-role-turn"]
-    assert role.verdict == claims.FAILS and "user turn" in role.why and "tool turn False" in role.evidence
-    assert by["tool-call-token"].verdict == claims.HOLDS and "151657" in by["tool-call-token"].evidence
-    assert by["initialize-era"].verdict == claims.CAVEAT and "server/discover" in by["initialize-era"].why
+    assert role.verdict == FAILS and "user turn" in role.why and "tool turn False" in role.evidence
+    assert by["tool-call-token"].verdict == HOLDS and "151657" in by["tool-call-token"].evidence
+    assert by["initialize-era"].verdict == CAVEAT and "server/discover" in by["initialize-era"].why
     assert "clientInfo" in by["initialize-era"].evidence and "protocolVersion" in by["initialize-era"].evidence
     assert "2.0" in by["jsonrpc"].evidence
     # issue 17's fixes: no pedantic caveats; the book is right about isError, the SDK deviates
-    assert by["special-set"].verdict == by["constant"].verdict == claims.HOLDS
-    assert by["is-error"].verdict == claims.HOLDS and "-32601" in by["is-error"].evidence
+    assert by["special-set"].verdict == by["constant"].verdict == HOLDS
+    assert by["is-error"].verdict == HOLDS and "-32601" in by["is-error"].evidence
     assert "deviation of the SDK" in by["is-error"].evidence
     assert "BFCL" in by["tokens-per-tool"].evidence and all("BFCL" in by[f"tools-{n}"].evidence for n in (10, 50, 100))
     assert "KV cache" in by["decode-wall-clock"].evidence and "attention" in by["decode-wall-clock"].evidence
-    assert by["apply-chat-template"].verdict == claims.FAILS and "input_ids" in by["apply-chat-template"].why
-    assert by["im-start-colon"].verdict == claims.FAILS
-    assert by["loss-mask"].verdict == claims.HOLDS and "trained 0 of" in by["loss-mask"].evidence
+    assert by["apply-chat-template"].verdict == FAILS and "input_ids" in by["apply-chat-template"].why
+    assert by["im-start-colon"].verdict == FAILS
+    assert by["loss-mask"].verdict == HOLDS and "trained 0 of" in by["loss-mask"].evidence
     # the final <|im_end|> is sampled, never fed: the cache holds one token less than prompt + output
     assert "cached tokens reused" in by["prefix-extends"].evidence
 
 
 def test_verdicts_are_computed_not_typed(monkeypatch):
     """Break the arithmetic and the same claims stop holding, with a reason."""
-    monkeypatch.setattr(claims.cost, "success", lambda p, k: p ** (k + 3))
-    broken = claims.decay_claims()
-    assert all(c.verdict == claims.FAILS and c.why.startswith("rounds to") for c in broken if c.id.startswith("table"))
+    monkeypatch.setattr(cost, "success", lambda p, k: p ** (k + 3))
+    broken = decay_claims()
+    assert all(c.verdict == FAILS and c.why.startswith("rounds to") for c in broken if c.id.startswith("table"))
     monkeypatch.undo()
-    assert all(c.verdict == claims.HOLDS for c in claims.decay_claims() if c.id.startswith("table"))
-    real_growth = cost.growth  # claims.cost is this module: keep the original before patching
-    monkeypatch.setattr(claims.cost, "growth", lambda *a, **k: real_growth(10_000, 2000, 30, *a[3:], **k))
-    by = {c.id: c for c in claims.cost_claims()}
-    assert by["prefill-no-cache"].verdict == claims.FAILS and by["ratio-30"].verdict == claims.FAILS
+    assert all(c.verdict == HOLDS for c in decay_claims() if c.id.startswith("table"))
+    real_growth = cost.growth  # cost is this module: keep the original before patching
+    monkeypatch.setattr(cost, "growth", lambda *a, **k: real_growth(10_000, 2000, 30, *a[3:], **k))
+    by = {c.id: c for c in cost_claims()}
+    assert by["prefill-no-cache"].verdict == FAILS and by["ratio-30"].verdict == FAILS
 
 
 def test_claim_rejects_missing_reason_and_bad_verdict():
     with pytest.raises(ValueError, match="needs a reason"):
-        claims.Claim("x", "§1", "c", "e", claims.FAILS)
+        Claim("x", "§1", "c", "e", FAILS)
     with pytest.raises(ValueError, match="unknown verdict"):
-        claims.Claim("x", "§1", "c", "e", "maybe")
+        Claim("x", "§1", "c", "e", "maybe")
 
 
 def test_markdown_and_cli(tmp_path, capsys, ledger):
-    md = claims.to_markdown(ledger)
+    md = to_markdown(ledger)
     assert md.count("\n| ") == len(ledger) + 1  # header + one row per claim
     assert "Coverage — inventory:" in md
-    path = claims.write_markdown(tmp_path / "claims.md", ledger)
+    path = write_markdown(tmp_path / "claims.md", ledger)
     assert path.read_text(encoding="utf-8") == md
-    monkey = claims.check_all
+    monkey = claims_command.check_all
     try:
-        claims.check_all = lambda: ledger  # the CLI formats; the checks already ran in the fixture
-        assert claims.cli(["--json"]) == 0
+        claims_command.check_all = lambda: ledger  # the CLI formats; the checks already ran in the fixture
+        assert cli(["--json"]) == 0
         out = json.loads(capsys.readouterr().out)
         assert {r["id"] for r in out["claims"]} == {c.id for c in ledger}
         assert out["coverage"]["unmapped"] == [] and out["coverage"]["statements"] >= 120
-        assert claims.cli([]) == 0
+        assert cli([]) == 0
         out = capsys.readouterr().out
         assert "does not hold" in out and "why:" in out and "not checkable here" in out
     finally:
-        claims.check_all = monkey
+        claims_command.check_all = monkey

@@ -6,8 +6,21 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from toolkit import constrain as C
-from toolkit.models import VOCAB_WIDTH
+from toolkit.commands.constrain import cli
+from toolkit.grammar.check import chat_prompt, check, check_output
+from toolkit.grammar.compile import (
+    SchemaError,
+    bounded,
+    call_schema,
+    compile_schema,
+    compile_tools,
+)
+from toolkit.grammar.distortion import distortion
+from toolkit.grammar.hf import generate, sample
+from toolkit.grammar.inspect import score, trace
+from toolkit.grammar.mask import GrammarMask, replay
+from toolkit.grammar.precheck import precheck
+from toolkit.qwen import IM_END_ID, TOOL_CALL_END_ID, TOOL_CALL_ID, VOCAB_WIDTH
 
 WEATHER_ARGS = {"type": "object", "properties": {
     "city": {"type": "string", "maxLength": 16},
@@ -39,7 +52,7 @@ def real():
 
 
 def _bits(g, ids_so_far=()):
-    m = C.GrammarMask(g)
+    m = GrammarMask(g)
     for i in ids_so_far:
         assert m.accept(i)
     bm = m.allocate()
@@ -52,7 +65,7 @@ def test_bitmask_is_sized_from_the_model_vocab_not_the_tokenizer(qwen3_tok):
     import xgrammar as xgr
     from xgrammar.testing import bitmask_to_bool_mask
 
-    g = C.compile_schema(WEATHER_ARGS, qwen3_tok)
+    g = compile_schema(WEATHER_ARGS, qwen3_tok)
     assert len(qwen3_tok) < VOCAB_WIDTH == g.vocab_width
     m, bm = _bits(g, qwen3_tok.encode('{"city": "'))
     assert tuple(bm.shape) == (1, math.ceil(VOCAB_WIDTH / 32)) and bm.dtype == xgr.bitmask_dtype
@@ -70,13 +83,13 @@ def test_bitmask_is_sized_from_the_model_vocab_not_the_tokenizer(qwen3_tok):
 
 
 def test_schema_grammar_text_and_compact_json(qwen3_tok):
-    g = C.compile_schema(WEATHER_ARGS, qwen3_tok)
+    g = compile_schema(WEATHER_ARGS, qwen3_tok)
     assert g.kind == "schema" and "root ::=" in g.text and str(g) == g.text
     assert 'celsius' in g.text and "{0, 16}" in g.text  # the enum and the maxLength are in the grammar
     text = '{"city": "Paris", "unit": "celsius", "days": 3}'
-    ok, done = C.replay(g, qwen3_tok.encode(text) + [C.IM_END_ID])
+    ok, done = replay(g, qwen3_tok.encode(text) + [IM_END_ID])
     assert ok and done
-    ok, _ = C.replay(g, qwen3_tok.encode('{"city":"Paris"'))  # no space after ':' is not compact-Qwen JSON
+    ok, _ = replay(g, qwen3_tok.encode('{"city":"Paris"'))  # no space after ':' is not compact-Qwen JSON
     assert not ok
 
 
@@ -84,8 +97,8 @@ def test_schema_grammar_text_and_compact_json(qwen3_tok):
                                  {"type": "string", "maxLength": "x"}, {"type": "string", "pattern": "(["},
                                  {"$ref": "#/defs/nope"}, "{not json", 5])
 def test_malformed_schema_is_one_clear_line(qwen3_tok, bad):
-    with pytest.raises(C.SchemaError) as e:
-        C.compile_schema(bad, qwen3_tok)
+    with pytest.raises(SchemaError) as e:
+        compile_schema(bad, qwen3_tok)
     msg = str(e.value)
     assert msg and "\n" not in msg and len(msg) < 320
     assert ".cc:" not in msg and "Traceback" not in msg and "Check failed" not in msg
@@ -95,57 +108,57 @@ def test_malformed_schema_is_one_clear_line(qwen3_tok, bad):
 
 def test_bad_tool_list(qwen3_tok):
     for tools in ([], [{"function": {"description": "no name"}}], ["get_weather"]):
-        with pytest.raises(C.SchemaError):
-            C.compile_tools(tools, qwen3_tok)
-    with pytest.raises(C.SchemaError):
-        C.compile_tools(TOOLS, qwen3_tok, mode="xml")
+        with pytest.raises(SchemaError):
+            compile_tools(tools, qwen3_tok)
+    with pytest.raises(SchemaError):
+        compile_tools(TOOLS, qwen3_tok, mode="xml")
 
 
 def test_structural_tag_binds_single_tool_call_tokens(qwen3_tok):
-    g = C.compile_tools(TOOLS, qwen3_tok, mode="tag")
+    g = compile_tools(TOOLS, qwen3_tok, mode="tag")
     assert "Token(151657)" in g.text and "Token(151658)" in g.text
     m, bm = _bits(g)
-    assert np.flatnonzero(m.allowed(bm)).tolist() == [C.TOOL_CALL_ID]  # only the single <tool_call> token
+    assert np.flatnonzero(m.allowed(bm)).tolist() == [TOOL_CALL_ID]  # only the single <tool_call> token
     # Spelling the marker from ordinary pieces is refused.
     pieces = [qwen3_tok.convert_tokens_to_ids(t) for t in ("<", "tool", "_call", ">")]
-    assert not C.GrammarMask(g).accept(pieces[0])
+    assert not GrammarMask(g).accept(pieces[0])
     body = '\n{"name": "calculator", "arguments": {"expression": "2+2"}}\n'
-    m, bm = _bits(g, [C.TOOL_CALL_ID] + qwen3_tok.encode(body))
-    assert np.flatnonzero(m.allowed(bm)).tolist() == [C.TOOL_CALL_END_ID]
-    assert m.accept(C.TOOL_CALL_END_ID) and m.accept(C.IM_END_ID) and m.is_terminated()
+    m, bm = _bits(g, [TOOL_CALL_ID] + qwen3_tok.encode(body))
+    assert np.flatnonzero(m.allowed(bm)).tolist() == [TOOL_CALL_END_ID]
+    assert m.accept(TOOL_CALL_END_ID) and m.accept(IM_END_ID) and m.is_terminated()
     # A call to an unknown tool, or arguments of the wrong tool, are not in the grammar.
-    ok, _ = C.replay(g, [C.TOOL_CALL_ID] + qwen3_tok.encode('\n{"name": "delete_all"'))
+    ok, _ = replay(g, [TOOL_CALL_ID] + qwen3_tok.encode('\n{"name": "delete_all"'))
     assert not ok
 
 
 def test_parallel_calls_only_when_asked(qwen3_tok):
     one = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "1+1"}}\n</tool_call>'
     two = one + "\n" + one.replace("1+1", "2*3")
-    ids2 = qwen3_tok.encode(two) + [C.IM_END_ID]
-    assert ids2.count(C.TOOL_CALL_ID) == 2
-    assert C.replay(C.compile_tools(TOOLS, qwen3_tok, parallel=True), ids2) == (True, True)
-    assert C.replay(C.compile_tools(TOOLS, qwen3_tok, parallel=False), ids2)[0] is False
-    assert C.check(two, C.call_schema(TOOLS), tool_tags=True).valid
+    ids2 = qwen3_tok.encode(two) + [IM_END_ID]
+    assert ids2.count(TOOL_CALL_ID) == 2
+    assert replay(compile_tools(TOOLS, qwen3_tok, parallel=True), ids2) == (True, True)
+    assert replay(compile_tools(TOOLS, qwen3_tok, parallel=False), ids2)[0] is False
+    assert check(two, call_schema(TOOLS), tool_tags=True).valid
 
 
 def test_optional_calls_allow_free_text_first(qwen3_tok):
-    g = C.compile_tools(TOOLS, qwen3_tok, required=False)
+    g = compile_tools(TOOLS, qwen3_tok, required=False)
     call = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "1+1"}}\n</tool_call>'
-    assert C.replay(g, qwen3_tok.encode("Let me compute.\n" + call) + [C.IM_END_ID]) == (True, True)
-    assert C.replay(g, qwen3_tok.encode("No tool is needed.") + [C.IM_END_ID]) == (True, True)
-    ok, _ = C.replay(g, qwen3_tok.encode('<tool_call>\n{"name": "rm"'))  # once triggered, the call is checked
+    assert replay(g, qwen3_tok.encode("Let me compute.\n" + call) + [IM_END_ID]) == (True, True)
+    assert replay(g, qwen3_tok.encode("No tool is needed.") + [IM_END_ID]) == (True, True)
+    ok, _ = replay(g, qwen3_tok.encode('<tool_call>\n{"name": "rm"'))  # once triggered, the call is checked
     assert not ok
 
 
 def test_one_of_mode_is_plain_json(qwen3_tok):
-    g = C.compile_tools(TOOLS, qwen3_tok, mode="one_of")
+    g = compile_tools(TOOLS, qwen3_tok, mode="one_of")
     assert g.kind == "one_of" and "Token(" not in g.text
-    assert C.replay(g, qwen3_tok.encode('{"name": "calculator", "arguments": {"expression": "7"}}')
-                    + [C.IM_END_ID]) == (True, True)
+    assert replay(g, qwen3_tok.encode('{"name": "calculator", "arguments": {"expression": "7"}}')
+                    + [IM_END_ID]) == (True, True)
 
 
 def test_bounded_adds_limits_but_keeps_enums():
-    s = C.bounded({"type": "object", "properties": {
+    s = bounded({"type": "object", "properties": {
         "a": {"type": "string"}, "b": {"type": "string", "enum": ["x"]}, "c": {"type": "array", "items": {
             "type": "string"}}, "d": {"type": "string", "maxLength": 3}, "e": {"type": "string", "maxLength": 99}}},
         max_length=9)
@@ -156,23 +169,23 @@ def test_bounded_adds_limits_but_keeps_enums():
 
 
 def test_check_reports_parse_and_schema_failures():
-    assert not C.check('```json\n{"city": "Paris"}\n```', WEATHER_ARGS).parses
-    bad = C.check('{"city": "Paris", "unit": "kelvin", "days": 3}', WEATHER_ARGS)
+    assert not check('```json\n{"city": "Paris"}\n```', WEATHER_ARGS).parses
+    bad = check('{"city": "Paris", "unit": "kelvin", "days": 3}', WEATHER_ARGS)
     assert bad.parses and not bad.valid and "kelvin" in bad.error
-    assert not C.check('{"name": "x"}', WEATHER_ARGS, tool_tags=True).parses  # no <tool_call> block
+    assert not check('{"name": "x"}', WEATHER_ARGS, tool_tags=True).parses  # no <tool_call> block
 
 
 # ---------------------------------------------------------------- decoding with the stand-in
 @pytest.mark.slow
 def test_fifty_constrained_samples_all_validate_unconstrained_mostly_not(stand_in):
     tok = stand_in.tokenizer
-    g = C.compile_schema(WEATHER_ARGS, tok)
-    prompt = C.chat_prompt(tok, "Weather in Paris for 3 days, as JSON.", system=json.dumps(WEATHER_ARGS))
+    g = compile_schema(WEATHER_ARGS, tok)
+    prompt = chat_prompt(tok, "Weather in Paris for 3 days, as JSON.", system=json.dumps(WEATHER_ARGS))
     # 64 tokens is enough: the longest valid output is ~20 structure tokens + a 16-character city.
-    con = C.sample(stand_in.model, tok, prompt, g, n=50, temperature=1.0, seed=0, max_new_tokens=64)
-    unc = C.sample(stand_in.model, tok, prompt, None, n=50, temperature=1.0, seed=0, max_new_tokens=64)
-    n_con = sum(C.check(x.text, WEATHER_ARGS).valid for x in con)
-    n_unc = sum(C.check(x.text, WEATHER_ARGS).valid for x in unc)
+    con = sample(stand_in.model, tok, prompt, g, n=50, temperature=1.0, seed=0, max_new_tokens=64)
+    unc = sample(stand_in.model, tok, prompt, None, n=50, temperature=1.0, seed=0, max_new_tokens=64)
+    n_con = sum(check(x.text, WEATHER_ARGS).valid for x in con)
+    n_unc = sum(check(x.text, WEATHER_ARGS).valid for x in unc)
     print(f"\n{stand_in.description}\nconstrained: {n_con}/50 parse+validate; unconstrained: {n_unc}/50 "
           f"({len(set(x.text for x in con))} distinct constrained outputs)")
     assert all(x.terminated for x in con)
@@ -182,23 +195,23 @@ def test_fifty_constrained_samples_all_validate_unconstrained_mostly_not(stand_i
 
 def test_trace_equals_xgrammar_generate_under_greedy(stand_in):
     tok = stand_in.tokenizer
-    g = C.compile_tools(TOOLS, tok, mode="tag")
-    prompt = C.chat_prompt(tok, "What is 2+2?", tools=TOOLS)
-    tr = C.trace(stand_in.model, tok, prompt, g, max_new_tokens=60)
-    gen = C.generate(stand_in.model, tok, prompt, g, max_new_tokens=60)
+    g = compile_tools(TOOLS, tok, mode="tag")
+    prompt = chat_prompt(tok, "What is 2+2?", tools=TOOLS)
+    tr = trace(stand_in.model, tok, prompt, g, max_new_tokens=60)
+    gen = generate(stand_in.model, tok, prompt, g, max_new_tokens=60)
     assert tr.ids == gen.ids and tr.terminated and gen.terminated
-    assert tr.ids[0] == C.TOOL_CALL_ID and tr.ids[-1] == C.IM_END_ID
-    assert C.check_output(gen.text, g).valid
+    assert tr.ids[0] == TOOL_CALL_ID and tr.ids[-1] == IM_END_ID
+    assert check_output(gen.text, g).valid
 
 
 def test_trace_records_each_step_consistently(stand_in):
     tok = stand_in.tokenizer
-    g = C.compile_schema(WEATHER_ARGS, tok)
-    prompt = C.chat_prompt(tok, "Weather?")
-    a = C.trace(stand_in.model, tok, prompt, g, max_new_tokens=40, temperature=1.0, seed=7, top_k=5)
-    b = C.trace(stand_in.model, tok, prompt, g, max_new_tokens=40, temperature=1.0, seed=7, top_k=5)
+    g = compile_schema(WEATHER_ARGS, tok)
+    prompt = chat_prompt(tok, "Weather?")
+    a = trace(stand_in.model, tok, prompt, g, max_new_tokens=40, temperature=1.0, seed=7, top_k=5)
+    b = trace(stand_in.model, tok, prompt, g, max_new_tokens=40, temperature=1.0, seed=7, top_k=5)
     assert a.ids == b.ids  # seeded sampling is reproducible
-    replay_mask = C.GrammarMask(g)
+    replay_mask = GrammarMask(g)
     bm = replay_mask.allocate()
     for s in a.steps:
         replay_mask.fill(bm)
@@ -211,21 +224,21 @@ def test_trace_records_each_step_consistently(stand_in):
         assert s.removed_mass >= sum(t[2] for t in s.top_before if not allowed[t[0]]) - 1e-5
         replay_mask.accept(s.chosen)
     assert replay_mask.is_terminated() == a.terminated
-    unc = C.trace(stand_in.model, tok, prompt, None, max_new_tokens=5)
+    unc = trace(stand_in.model, tok, prompt, None, max_new_tokens=5)
     assert all(s.allowed == VOCAB_WIDTH and s.removed_mass == 0.0 for s in unc.steps)
 
 
 def test_distortion_is_exact_and_matches_sampling(stand_in):
     tok = stand_in.tokenizer
-    g = C.compile_schema(CITIES, tok)
-    prompt = C.chat_prompt(tok, "Which city?")
-    d = C.distortion(stand_in.model, tok, prompt, g, eps=1e-6, max_nodes=1000)
+    g = compile_schema(CITIES, tok)
+    prompt = chat_prompt(tok, "Which city?")
+    d = distortion(stand_in.model, tok, prompt, g, eps=1e-6, max_nodes=1000)
     print("\n" + d.table(), f"\nchanged={d.changed} pruned={d.pruned:.2g}")
     assert {r[0] for r in d.rows} <= {json.dumps(c) for c in CITIES["enum"]}
     assert abs(sum(r[1] for r in d.rows) - 1) < 1e-9
     assert abs(sum(r[2] for r in d.rows) + d.pruned - 1) < 1e-6
     # One path checked independently: greedy decoding's path has masked probability = product of its steps.
-    tr = C.trace(stand_in.model, tok, prompt, g, max_new_tokens=12)
+    tr = trace(stand_in.model, tok, prompt, g, max_new_tokens=12)
     path = [p for p in d.paths if p[0] == tr.ids[:-1]]
     assert len(path) == 1 and math.isclose(path[0][2], math.prod(s.p_after for s in tr.steps), rel_tol=1e-3)
     assert d.greedy == tr.text
@@ -233,14 +246,14 @@ def test_distortion_is_exact_and_matches_sampling(stand_in):
     for text in ('"Paris"', '"Lyon"'):
         ids = tok.encode(text)
         (leaf,) = [p for p in d.paths if p[0] == ids]
-        sc = C.score(stand_in.model, tok, prompt, g, text)
+        sc = score(stand_in.model, tok, prompt, g, text)
         assert sc.accepted and sc.terminated
         assert math.isclose(sc.logp_model, math.log(leaf[1]), rel_tol=1e-4, abs_tol=1e-3)
         assert math.isclose(sc.logp_masked, math.log(leaf[2]), rel_tol=1e-4, abs_tol=1e-3)
-    assert not C.score(stand_in.model, tok, prompt, g, '"Rome"').accepted
+    assert not score(stand_in.model, tok, prompt, g, '"Rome"').accepted
     # Step-wise masking + renormalisation is what sampling under the mask actually draws from.
     n = 300
-    got = Counter(x.text for x in C.sample(stand_in.model, tok, prompt, g, n=n, temperature=1.0, seed=3,
+    got = Counter(x.text for x in sample(stand_in.model, tok, prompt, g, n=n, temperature=1.0, seed=3,
                                            max_new_tokens=12))
     for text, _, p_masked, _ in d.rows:
         sd = math.sqrt(max(p_masked * (1 - p_masked), 1e-4) / n)
@@ -250,14 +263,14 @@ def test_distortion_is_exact_and_matches_sampling(stand_in):
 def test_cli_prints_samples_and_model(tmp_path, capsys):
     f = tmp_path / "s.json"
     f.write_text(json.dumps({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}))
-    rc = C.cli(["--schema", str(f), "--samples", "3", "--temperature", "1.0", "--json", "--model", "stand-in",
+    rc = cli(["--schema", str(f), "--samples", "3", "--temperature", "1.0", "--json", "--model", "stand-in",
                 "--max-new-tokens", "40"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and "STAND-IN" in out["model"] and not out["semantic"]
     assert len(out["samples"]) == 3 and out["valid"] == 3 and all(s["valid"] for s in out["samples"])
     bad = tmp_path / "bad.json"
     bad.write_text('{"type": "strin"}')
-    assert C.cli(["--schema", str(bad), "--model", "stand-in"]) == 2
+    assert cli(["--schema", str(bad), "--model", "stand-in"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and "\n" not in err and "strin" in err
 
@@ -268,14 +281,14 @@ def test_real_model_tag_emits_single_token_and_valid_call(real):
     from toolkit import models
 
     tok = real.tokenizer
-    g = C.compile_tools(TOOLS, tok, mode="tag", vocab_width=models.vocab_width(real.model))
-    prompt = C.chat_prompt(tok, "What is the weather in Paris in fahrenheit for the next 2 days?", tools=TOOLS)
-    tr = C.trace(real.model, tok, prompt, g, max_new_tokens=48)
-    gen = C.generate(real.model, tok, prompt, g, max_new_tokens=48)
+    g = compile_tools(TOOLS, tok, mode="tag", vocab_width=models.vocab_width(real.model))
+    prompt = chat_prompt(tok, "What is the weather in Paris in fahrenheit for the next 2 days?", tools=TOOLS)
+    tr = trace(real.model, tok, prompt, g, max_new_tokens=48)
+    gen = generate(real.model, tok, prompt, g, max_new_tokens=48)
     print(f"\n{real.description}\n{gen.text}")
-    assert tr.ids[0] == C.TOOL_CALL_ID == gen.ids[0]
+    assert tr.ids[0] == TOOL_CALL_ID == gen.ids[0]
     assert gen.ids == tr.ids and gen.terminated
-    chk = C.check_output(gen.text, g)
+    chk = check_output(gen.text, g)
     assert chk.valid, chk.error
     assert chk.values[0]["name"] == "get_weather"
 
@@ -308,10 +321,10 @@ UNENFORCED = [  # (schema, the keyword named in the one-line error)
 
 @pytest.mark.parametrize("schema,named", UNENFORCED, ids=[n for _, n in UNENFORCED])
 def test_unenforced_keywords_are_named_in_one_line(schema, named):
-    with pytest.raises(C.SchemaError) as e:
-        C.precheck(schema)
+    with pytest.raises(SchemaError) as e:
+        precheck(schema)
     assert named in str(e.value) and "\n" not in str(e.value) and "--allow-unenforced" in str(e.value)
-    assert any(named.split(": ")[-1].split(" ")[0] in w for w in C.precheck(schema, allow_unenforced=True))
+    assert any(named.split(": ")[-1].split(" ")[0] in w for w in precheck(schema, allow_unenforced=True))
 
 
 def test_what_xgrammar_enforces_passes_and_is_really_enforced(qwen3_tok):
@@ -327,7 +340,7 @@ def test_what_xgrammar_enforces_passes_and_is_really_enforced(qwen3_tok):
                 ({"$defs": {"x": {"type": "integer"}}, "type": "object", "properties": {"a": {"$ref": "#/$defs/x"}},
                   "required": ["a"]}, '{"a": "s"}')]
     for schema, invalid in enforced:
-        assert C.precheck(schema) == []
+        assert precheck(schema) == []
         assert not accepts(xgr.Grammar.from_json_schema(schema, any_whitespace=False), invalid), schema
     ignored = [({"type": "object", "properties": {"a": {"type": "integer", "not": {"const": 3}}}}, '{"a": 3}'),
                ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
@@ -339,14 +352,14 @@ def test_what_xgrammar_enforces_passes_and_is_really_enforced(qwen3_tok):
                ({"type": "string", "format": "regex"}, '"("'),
                ({"type": "string", "pattern": "^(?!abc)[a-z]+$"}, '"abc"')]
     for schema, invalid in ignored:  # and the listed ones really are not: xgrammar accepts what they forbid
-        assert C.precheck(schema, allow_unenforced=True)
+        assert precheck(schema, allow_unenforced=True)
         assert accepts(xgr.Grammar.from_json_schema(schema, any_whitespace=False), invalid), schema
 
 
 def test_xgrammar_warnings_are_caught_and_named():
-    with pytest.raises(C.SchemaError, match="multipleOf is not supported for type:number"):
-        C.precheck({"type": "number", "multipleOf": 0.5})
-    assert C.precheck({"type": "string", "pattern": "^a+$", "minLength": 3}, allow_unenforced=True)
+    with pytest.raises(SchemaError, match="multipleOf is not supported for type:number"):
+        precheck({"type": "number", "multipleOf": 0.5})
+    assert precheck({"type": "string", "pattern": "^a+$", "minLength": 3}, allow_unenforced=True)
 
 
 @pytest.mark.parametrize("schema,named", [
@@ -357,8 +370,8 @@ def test_xgrammar_warnings_are_caught_and_named():
     ({"type": "object", "properties": {"a": {"$ref": 5}}}, "is not of type 'string'"),
 ])
 def test_unresolvable_references_are_one_line_errors(schema, named):
-    with pytest.raises(C.SchemaError) as e:
-        C.precheck(schema, allow_unenforced=True)
+    with pytest.raises(SchemaError) as e:
+        precheck(schema, allow_unenforced=True)
     assert named in str(e.value) and "\n" not in str(e.value)
 
 

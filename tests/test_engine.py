@@ -4,7 +4,8 @@ import math
 import pytest
 import torch
 
-from toolkit.engine import Engine, EngineError, allowed_tokens
+from toolkit.backends.engine import Engine
+from toolkit.backends.engine_math import EngineError, allowed_tokens
 
 torch.set_num_threads(1)
 
@@ -264,7 +265,7 @@ class _XgrMask:
 def number_grammar():
     import xgrammar as xgr
 
-    from toolkit.models import qwen_tokenizer
+    from toolkit.tokenizer import qwen_tokenizer
 
     tok = qwen_tokenizer("qwen3")
     info = xgr.TokenizerInfo.from_huggingface(tok, vocab_size=151_936, stop_token_ids=[151645])
@@ -295,7 +296,7 @@ def test_mask_is_respected(lm3, number_grammar, temperature):
 
 def test_masked_greedy_equals_host_backend(lm3, number_grammar):
     """The same mask through toolkit.host.HFBackend (xgrammar applies it on logits) gives the same tokens."""
-    from toolkit.host import HFBackend
+    from toolkit.backends.hf import HFBackend
 
     _, compiled = number_grammar
     prompt = _prompt(25, seed=6)
@@ -306,23 +307,26 @@ def test_masked_greedy_equals_host_backend(lm3, number_grammar):
 
 def test_host_loop_runs_on_engine_like_hf_backend(lm3):
     """The host loop (toolkit.host) with the engine as backend: same tokens per turn as its HFBackend."""
-    from toolkit import host
-    from toolkit.models import qwen_tokenizer
+    from toolkit.backends.hf import HFBackend
+    from toolkit.loop.examples import example
+    from toolkit.loop.loop import run
+    from toolkit.loop.steps import Generated
+    from toolkit.tokenizer import qwen_tokenizer
 
     tok = qwen_tokenizer("qwen3")
     runs = []
-    for backend in (Engine(lm3, name="random-weight qwen3 stand-in (mechanics only)"), host.HFBackend(lm3)):
-        ex = host.example("weather")
-        trace = host.run(backend, tok, ex["messages"], ex["tools"], template="qwen3", constrain="tag",
+    for backend in (Engine(lm3, name="random-weight qwen3 stand-in (mechanics only)"), HFBackend(lm3)):
+        ex = example("weather")
+        trace = run(backend, tok, ex["messages"], ex["tools"], template="qwen3", constrain="tag",
                          max_turns=2, max_new_tokens=40, parallel=False)
-        runs.append([s.ids for s in trace.of(host.Generated)])
+        runs.append([s.ids for s in trace.of(Generated)])
     assert runs[0] == runs[1] and runs[0]
 
 
 # ---------------------------------------------------------------- compile (CPU: slow) and CUDA graphs
 def test_gemv_formulation_matches_linear():
     """compile="gemv" writes the decode step's matmuls as multiply + sum: same function as F.linear."""
-    from toolkit.engine import _post_fast, _pre_fast
+    from toolkit.backends.engine_math import _post_fast, _pre_fast
 
     g = torch.Generator().manual_seed(0)
     r = lambda *shape: torch.randn(*shape, generator=g)  # noqa: E731

@@ -119,7 +119,7 @@ def test_intent_gate_forces_a_call_or_text_by_the_structured_mass():
     import torch
 
     from toolkit.eval.bfcl import IntentGate, _structured_ids
-    from toolkit.models import qwen_tokenizer
+    from toolkit.tokenizer import qwen_tokenizer
 
     tok = qwen_tokenizer("qwen2.5")
     fence = tok.convert_tokens_to_ids(tok.tokenize("```")[0])

@@ -7,7 +7,7 @@ from toolkit.eval.run import Cache, generate_batch, prompt_ids, run_cases
 
 @pytest.fixture(scope="module")
 def tok():
-    from toolkit.models import qwen_tokenizer
+    from toolkit.tokenizer import qwen_tokenizer
 
     return qwen_tokenizer("qwen2.5")
 
@@ -26,7 +26,7 @@ class _Record:
 def test_shared_prefix_batch_gives_the_same_logits_as_one_prompt_at_a_time(tok):
     import torch
 
-    from toolkit.host import HFBackend
+    from toolkit.backends.hf import HFBackend
     from toolkit.models import stand_in
 
     backend = HFBackend(stand_in("qwen2.5"), "stand-in")
@@ -43,7 +43,7 @@ def test_shared_prefix_batch_gives_the_same_logits_as_one_prompt_at_a_time(tok):
 
 
 def test_runner_scores_caches_and_resumes(tok, tmp_path):
-    from toolkit.host import ScriptedBackend
+    from toolkit.backends.scripted import ScriptedBackend
 
     cases = bfcl.load("simple_python")[:2] + bfcl.load("irrelevance")[:1]
     texts = ['<tool_call>\n{"name": "calculate_triangle_area", "arguments": {"base": 10, "height": 5}}\n</tool_call>',
@@ -70,7 +70,7 @@ def test_runner_scores_caches_and_resumes(tok, tmp_path):
 
 
 def test_prompt_mode_runs_through_the_same_runner(tok, tmp_path):
-    from toolkit.host import ScriptedBackend
+    from toolkit.backends.scripted import ScriptedBackend
 
     case = bfcl.load("parallel")[0]
     text = "[spotify.play(artist='Maroon 5', duration=15), spotify.play(artist='Taylor Swift', duration=20)]"
@@ -80,9 +80,9 @@ def test_prompt_mode_runs_through_the_same_runner(tok, tmp_path):
 
 
 def test_a_schema_xgrammar_rejects_is_counted_not_raised(tok, monkeypatch):
-    from toolkit.constrain import SchemaError
+    from toolkit.backends.scripted import ScriptedBackend
     from toolkit.eval import run
-    from toolkit.host import ScriptedBackend
+    from toolkit.grammar.compile import SchemaError
 
     def reject(*a, **k):
         raise SchemaError("xgrammar rejected the schema: test")
@@ -94,9 +94,9 @@ def test_a_schema_xgrammar_rejects_is_counted_not_raised(tok, monkeypatch):
 
 
 def test_constrained_batch_on_the_stand_in_is_well_formed(tok):
-    from toolkit.constrain import replay
+    from toolkit.backends.hf import HFBackend
     from toolkit.eval.bfcl import constrained_grammar
-    from toolkit.host import HFBackend
+    from toolkit.grammar.mask import replay
     from toolkit.models import stand_in
 
     backend = HFBackend(stand_in("qwen2.5"), "stand-in")

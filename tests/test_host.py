@@ -8,11 +8,24 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolkit import host, tools
-from toolkit.host import (Answered, Executed, Generated, HFBackend, Parsed, Rendered, ScriptedBackend, Stopped,
-                          parse_tool_calls, run)
-from toolkit.models import qwen_tokenizer
-from toolkit.tools import TOOLS, Tool, ToolError
+from toolkit import tools
+from toolkit.backends.hf import HFBackend
+from toolkit.backends.scripted import ScriptedBackend
+from toolkit.commands.loop import cli
+from toolkit.loop.examples import run_example
+from toolkit.loop.loop import CALL_OPENERS, RULE, _peek, loop, run, timestamp_prefix
+from toolkit.loop.steps import (
+    STOP_REASONS,
+    Executed,
+    Generated,
+    Parsed,
+    Rendered,
+)
+from toolkit.parse import parse_tool_calls
+from toolkit.prefix import prefix_stability
+from toolkit.qwen import IM_END_ID, TOOL_CALL_ID
+from toolkit.tokenizer import qwen_tokenizer
+from toolkit.tools import TOOLS, Tool
 
 
 @pytest.fixture(scope="module")
@@ -294,9 +307,9 @@ class _Recorder(ScriptedBackend):
 
 
 def _fits(mask, tok, text):
-    from toolkit.constrain import replay
+    from toolkit.grammar.mask import replay
 
-    return replay(mask.grammar, tok.encode(text, add_special_tokens=False) + [host.IM_END_ID])
+    return replay(mask.grammar, tok.encode(text, add_special_tokens=False) + [IM_END_ID])
 
 
 WEATHER = call("get_weather", city="Paris")
@@ -331,14 +344,14 @@ def test_auto_gate_counts_other_spellings_of_a_call_as_a_call(tok):
     for opener in ['```json\n{"name": "calculator"}\n```', '{"name": "calculator", "arguments": {}}',
                    '<tool_call>{"name"']:
         backend = ScriptedBackend(tok, [opener, "x"])
-        gen = host._peek(backend, [1, 2, 3], 0.0, 0)
+        gen = _peek(backend, [1, 2, 3], 0.0, 0)
         text0 = tok.decode(gen.new_ids[:1]).lstrip()
-        assert gen.new_ids[0] == host.TOOL_CALL_TOKEN_ID or text0.startswith(host.CALL_OPENERS), opener
+        assert gen.new_ids[0] == TOOL_CALL_ID or text0.startswith(CALL_OPENERS), opener
 
 
 def test_bad_tool_choice_is_a_one_line_error(tok):
     with pytest.raises(ValueError, match="tool_choice must be one of"):
-        list(host.loop(ScriptedBackend(tok, ["x"]), tok, [{"role": "user", "content": "hi"}], TOOLS,
+        list(loop(ScriptedBackend(tok, ["x"]), tok, [{"role": "user", "content": "hi"}], TOOLS,
                        tool_choice="search_web"))
 
 
@@ -406,25 +419,25 @@ def test_greedy_tokens_identical_with_and_without_reuse(stand_in):
 
 def test_timestamp_at_start_of_system_prompt_collapses_reuse(stand_in):
     stable = _two_turns(stand_in, True)
-    stamped = _two_turns(stand_in, True, system_prefix=host.timestamp_prefix)
+    stamped = _two_turns(stand_in, True, system_prefix=timestamp_prefix)
     # only '<|im_start|>system\nCurrent time: 2026-..' up to the first digit that changed survives
-    line = stand_in.tokenizer.encode("<|im_start|>system\n" + host.timestamp_prefix(0))
+    line = stand_in.tokenizer.encode("<|im_start|>system\n" + timestamp_prefix(0))
     assert stable[1].reused > 200 and stamped[1].reused < len(line)
 
 
 def test_cache_is_cropped_when_history_is_rewritten(stand_in):
     backend = HFBackend.from_loaded(stand_in)
     ids = stand_in.tokenizer.encode("one two three four five six seven eight nine ten")
-    backend.generate(ids, max_new_tokens=3, stop_ids={host.IM_END_ID})
-    g = backend.generate(ids[:5] + [11, 12, 13], max_new_tokens=3, stop_ids={host.IM_END_ID})
+    backend.generate(ids, max_new_tokens=3, stop_ids={IM_END_ID})
+    g = backend.generate(ids[:5] + [11, 12, 13], max_new_tokens=3, stop_ids={IM_END_ID})
     assert (g.reused, g.prefilled) == (5, 3)
     fresh = HFBackend.from_loaded(stand_in, reuse=False).generate(ids[:5] + [11, 12, 13], max_new_tokens=3,
-                                                                   stop_ids={host.IM_END_ID})
+                                                                   stop_ids={IM_END_ID})
     assert fresh.new_ids == g.new_ids
 
 
 def test_constrained_turn_on_the_stand_in_is_a_well_formed_call(stand_in):
-    from toolkit.constrain import bounded, compile_tools
+    from toolkit.grammar.compile import bounded, compile_tools
 
     schemas = [bounded(s, max_length=6) for s in tools.schemas(["get_weather"])]
     grammar = compile_tools(schemas, stand_in.tokenizer, mode="tag", vocab_width=151_936)
@@ -437,21 +450,21 @@ def test_constrained_turn_on_the_stand_in_is_a_well_formed_call(stand_in):
 
 
 def test_cli_json_on_the_stand_in_says_so(capsys):
-    assert host.cli(["--example", "weather", "--model", "stand-in", "--max-turns", "1", "--max-new-tokens", "40",
+    assert cli(["--example", "weather", "--model", "stand-in", "--max-turns", "1", "--max-new-tokens", "40",
                      "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["semantic"] is False and "STAND-IN" in out["model"]
-    assert out["steps"][0]["step"] == "Rendered" and out["stop_reason"] in host.STOP_REASONS
+    assert out["steps"][0]["step"] == "Rendered" and out["stop_reason"] in STOP_REASONS
 
 
 def test_cli_own_question_on_the_stand_in(capsys):
-    assert host.cli(["What is 2+2?", "--tools", "calculator", "--tool-choice", "calculator", "--model", "stand-in",
+    assert cli(["What is 2+2?", "--tools", "calculator", "--tool-choice", "calculator", "--model", "stand-in",
                      "--max-turns", "1", "--max-new-tokens", "40", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["tools"] == ["calculator"] and out["settings"]["tool_choice"] == "calculator"
     assert out["steps"][0]["mode"] == "call" and "calculator" in out["steps"][0]["rule"]
     parsed = next(s for s in out["steps"] if s["step"] == "Parsed")
-    assert [c["name"] for c in parsed["calls"]] == ["calculator"] and out["rule"] == host.RULE
+    assert [c["name"] for c in parsed["calls"]] == ["calculator"] and out["rule"] == RULE
 
 
 @pytest.mark.parametrize("argv,needle", [
@@ -467,7 +480,7 @@ def test_cli_bad_input_is_one_line_exit_2_before_any_model_loads(argv, needle, m
 
     monkeypatch.setattr(toolkit.models, "load", lambda *a, **k: pytest.fail("a model was loaded"))
     with pytest.raises(SystemExit) as e:
-        host.cli(argv)
+        cli(argv)
     err = capsys.readouterr().err
     assert e.value.code == 2 and needle in err and err.count("\n") == 1 and "Traceback" not in err
 
@@ -493,7 +506,7 @@ def real():
 
 @pytest.mark.real_model
 def test_real_calculator_round_trip(real):
-    trace = host.run_example("calculator", real)
+    trace = run_example("calculator", real)
     executed = trace.of(Executed)
     assert len(executed) == 1 and executed[0].results[0].result["result"] == 37.5
     assert trace.stop.reason == "answered" and "37.5" in trace.answer
@@ -501,7 +514,7 @@ def test_real_calculator_round_trip(real):
 
 @pytest.mark.real_model
 def test_real_weather_answer_comes_from_the_table(real):
-    trace = host.run_example("weather", real)
+    trace = run_example("weather", real)
     (ex,) = trace.of(Executed)
     assert ex.results[0].name == "get_weather" and ex.results[0].result["city"] == "北京"
     assert str(tools.WEATHER_TABLE["北京"][0]) in trace.answer
@@ -509,7 +522,7 @@ def test_real_weather_answer_comes_from_the_table(real):
 
 @pytest.mark.real_model
 def test_real_two_cities_two_calls_one_round(real):
-    trace = host.run_example("two_cities", real)
+    trace = run_example("two_cities", real)
     ex = trace.of(Executed)
     assert len(ex) == 1 and sorted(r.result["city"] for r in ex[0].results) == ["Paris", "Tokyo"]
     assert trace.stop.reason == "answered"
@@ -517,8 +530,8 @@ def test_real_two_cities_two_calls_one_round(real):
 
 @pytest.mark.real_model
 def test_real_greedy_identical_with_and_without_reuse(real):
-    a = host.run_example("calculator", real, reuse=True)
-    b = host.run_example("calculator", real, reuse=False)
+    a = run_example("calculator", real, reuse=True)
+    b = run_example("calculator", real, reuse=False)
     assert [g.ids for g in a.of(Generated)] == [g.ids for g in b.of(Generated)]
     assert a.turns()[1]["reused"] > 0 and b.turns()[1]["reused"] == 0
 
@@ -544,7 +557,7 @@ def test_trace_view_plots_the_trace_numbers(tok):
 
 
 def test_prefix_stability_qwen3_rewrites_qwen25_keeps():
-    q3, q25 = host.prefix_stability("qwen3"), host.prefix_stability("qwen2.5")
+    q3, q25 = prefix_stability("qwen3"), prefix_stability("qwen2.5")
     assert all(r["prompt_was_prefix"] for r in q3 + q25)
     assert all(r["kept"] == 1.0 for r in q25)
     after_user = [r for r in q3 if r["after"] == "user"]

@@ -5,11 +5,14 @@ import json
 import httpx2
 import mcp_types as types
 import pytest
+from mcp.shared.exceptions import MCPError
 
-from toolkit.mcp.client import Connection, MCPError, MCPTool
+from toolkit.errors import ToolError
+from toolkit.mcp.client import Connection
 from toolkit.mcp.process import HTTPServer, pid_alive, stdio_server
+from toolkit.mcp.tool import MCPTool
 from toolkit.mcp.wire import WireLog
-from toolkit.tools import TOOLS, ToolError, schemas
+from toolkit.tools import TOOLS, schemas
 
 KIT = ["calculator", "get_weather", "convert_units", "write_note"]
 
@@ -232,7 +235,7 @@ def test_wire_log_records_both_directions_in_order():
 
 
 def test_cli_prints_a_stdio_wire_log(capsys):
-    from toolkit.mcp.cli import cli
+    from toolkit.commands.mcp import cli
 
     assert cli(["wirelog", "--stdio", "--hide-meta"]) == 0
     out = capsys.readouterr().out
@@ -247,7 +250,7 @@ def test_cli_prints_a_stdio_wire_log(capsys):
 def test_cli_serve_reports_a_taken_port(capsys):
     import socket
 
-    from toolkit.mcp.cli import cli
+    from toolkit.commands.mcp import cli
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

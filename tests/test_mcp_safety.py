@@ -6,10 +6,10 @@ import mcp_types as types
 import pytest
 
 from toolkit.mcp.client import Connection
-from toolkit.mcp.process import pid_alive, stdio_server
 from toolkit.mcp.demo import INJECTION
-from toolkit.mcp.safety import (Allowlist, ConfirmGate, NOTICE, call_parts, is_marked, tool_digest, untrusted,
-                                untrusted_text)
+from toolkit.mcp.marking import NOTICE, is_marked, untrusted, untrusted_text
+from toolkit.mcp.process import pid_alive, stdio_server
+from toolkit.mcp.safety import Allowlist, ConfirmGate, call_parts, tool_digest
 
 CALL_FETCH = '<tool_call>\n{"name": "fetch_page", "arguments": {"url": "https://example.com/blog/tidy-desk"}}\n</tool_call>'
 CALL_DELETE = '<tool_call>\n{"name": "delete_notes", "arguments": {}}\n</tool_call>'
@@ -88,7 +88,8 @@ def _obeying_model(prompt_text: str) -> str:
 
 
 def _run_injection(conn, tok, gate):
-    from toolkit.host import ScriptedBackend, run
+    from toolkit.backends.scripted import ScriptedBackend
+    from toolkit.loop.loop import run
 
     allow = Allowlist().pin(conn, conn.list_tools(), names=["fetch_page", "delete_notes", "calculator"],
                             confirm=["delete_notes"])
@@ -99,7 +100,7 @@ def _run_injection(conn, tok, gate):
 
 
 def test_injected_tool_result_cannot_trigger_the_risky_tool(demo, qwen3_tok):
-    from toolkit.host import Executed
+    from toolkit.loop.steps import Executed
 
     conn, notes = demo
     (notes / "groceries.txt").write_text("eggs, flour")
@@ -124,7 +125,7 @@ def test_injected_tool_result_cannot_trigger_the_risky_tool(demo, qwen3_tok):
 
 def test_the_same_call_runs_once_a_person_approves_it(demo, qwen3_tok):
     """The positive control: the gate, not a broken tool, is what stopped the deletion above."""
-    from toolkit.host import Executed
+    from toolkit.loop.steps import Executed
 
     conn, notes = demo
     (notes / "old.txt").write_text("x")
@@ -137,7 +138,9 @@ def test_the_same_call_runs_once_a_person_approves_it(demo, qwen3_tok):
 
 
 def test_mcp_tool_error_reaches_the_model_as_an_error_result(demo, qwen3_tok):
-    from toolkit.host import Executed, ScriptedBackend, run
+    from toolkit.backends.scripted import ScriptedBackend
+    from toolkit.loop.loop import run
+    from toolkit.loop.steps import Executed
 
     conn, _ = demo
     tools = conn.tools()

@@ -1,8 +1,8 @@
 """The MCP views (toolkit/widgets/mcp.py) checked as plain data and widget state, without a browser."""
 import html
 
-from toolkit.mcp.wire import WireLog
 from toolkit.mcp.safety import ConfirmGate
+from toolkit.mcp.wire import WireLog
 from toolkit.widgets.mcp import ConfirmPanel, WireLogView, wire_html, wire_rows
 
 

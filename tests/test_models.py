@@ -1,10 +1,12 @@
-import os
 
 import pytest
 import torch
 
-from toolkit import models
-from toolkit.models import ADDED_TOKENS, VOCAB_WIDTH, load, qwen_tokenizer, stand_in
+from toolkit import models, paths
+from toolkit.models import load, stand_in
+from toolkit.paths import hub_reachable
+from toolkit.qwen import ADDED_TOKENS, VOCAB_WIDTH
+from toolkit.tokenizer import qwen_tokenizer
 
 
 def test_official_added_token_ids_and_flags(qwen3_tok, qwen25_tok):
@@ -73,8 +75,8 @@ def test_offline_detection_does_not_hang(monkeypatch):
     def no_network(*a, **k):
         raise AssertionError("HF_HUB_OFFLINE=1 must answer without opening a connection")
 
-    monkeypatch.setattr(models.socket, "create_connection", no_network)
-    assert models.hub_reachable() is False  # how fast (target < 0.1 s) is measured by benchmarks/latency.py
+    monkeypatch.setattr(paths.socket, "create_connection", no_network)
+    assert hub_reachable() is False  # how fast (target < 0.1 s) is measured by benchmarks/latency.py
     with pytest.raises(ConnectionError, match="cannot reach the hub"):
         load("Qwen/Qwen3-0.6B", quiet=True)
 
@@ -85,8 +87,8 @@ def test_unreachable_hub_times_out_quickly(monkeypatch):
     def refuse(*a, **k):
         raise OSError("no route")
 
-    monkeypatch.setattr(models.socket, "create_connection", refuse)
-    assert models.hub_reachable(timeout=0.5) is False
+    monkeypatch.setattr(paths.socket, "create_connection", refuse)
+    assert hub_reachable(timeout=0.5) is False
 
 
 def test_auto_falls_back_and_says_so(monkeypatch, capsys):

@@ -24,8 +24,8 @@ SKIP = re.compile(r"\d+(?:\.\d+)?B\b|\d{4}-\d{2}-\d{2}|\d+\.\d+\.\d+(?:\.\d+)?|`
 
 def _facts() -> dict[str, object]:
     """Numbers a notebook may state as facts, each recomputed from the kit."""
-    from toolkit.models import VOCAB_WIDTH
-    from toolkit.render import tokenizer_for
+    from toolkit.qwen import VOCAB_WIDTH
+    from toolkit.tokenizer import tokenizer_for
 
     tok = tokenizer_for("qwen3")
     ids = {t: tok.convert_tokens_to_ids(t) for t in ("<tool_call>", "</tool_call>", "<|im_end|>")}

@@ -4,8 +4,10 @@ import sys
 
 import pytest
 
-from toolkit.examples import parallel_round_trip, round_trip
-from toolkit.render import (SEGMENTS, render, segment_spans, shared_prefix, template_text, tool_definition_cost)
+from toolkit.conversations import parallel_round_trip, round_trip
+from toolkit.prefix import shared_prefix
+from toolkit.render import SEGMENTS, render, segment_spans, tool_definition_cost
+from toolkit.tokenizer import template_text
 
 
 @pytest.mark.parametrize("template", ["qwen3", "qwen2.5"])

@@ -36,7 +36,7 @@ def test_prefill_flops_counts_matmuls_and_every_attention_pair():
 
 
 def test_decode_rates_on_the_stand_in():
-    from toolkit.engine import Engine
+    from toolkit.backends.engine import Engine
     from toolkit.models import stand_in
 
     model = stand_in()

@@ -5,7 +5,7 @@
   scratch folder outside the repo; the file says where that template came from. A ``hub`` test compares with
   the live ``Qwen/Qwen3-0.6B`` copy where the hub is reachable.
 - Qwen3's history rewrite: earlier ``<think>`` blocks are dropped, so turn N is not always a prefix of turn N+1;
-  we measure where the two part with ``render.shared_prefix``.
+  we measure where the two part with ``shared_prefix``.
 """
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from toolkit import render
+from toolkit.prefix import shared_prefix
+from toolkit.tokenizer import template_text
 
 GOLDEN = Path(__file__).parent / "fixtures" / "qwen3_golden.json"
 
@@ -148,7 +150,7 @@ def real_qwen25_template():
 def test_qwen25_kit_template_matches_real(name, real_qwen25_template, qwen25_tok):
     case = next(c for c in conversations() if c["name"] == name)
     want = _render(qwen25_tok, case, real_qwen25_template)
-    got = _render(qwen25_tok, case, render.template_text("qwen2.5"))
+    got = _render(qwen25_tok, case, template_text("qwen2.5"))
     assert got == want
     # The same string also gives the same ids through the model's own (GGUF-derived) tokenizer.
     assert qwen25_tok.encode(got, add_special_tokens=False) == _real_tokenizer().encode(want, add_special_tokens=False)
@@ -197,7 +199,7 @@ def test_qwen3_golden_file_says_where_it_came_from():
 @pytest.mark.parametrize("name", CASE_NAMES)
 def test_qwen3_kit_template_matches_golden(name, qwen3_tok):
     case = next(c for c in _golden()["cases"] if c["name"] == name)
-    got = _render(qwen3_tok, case, render.template_text("qwen3"))
+    got = _render(qwen3_tok, case, template_text("qwen3"))
     assert got == case["text"]
 
 
@@ -220,7 +222,7 @@ def test_qwen3_golden_shows_the_think_rules():
 def test_qwen3_kit_template_matches_golden_turns(qwen3_tok):
     """The turn-by-turn renderings (used for the prefix test below) also match the official template."""
     for turn in _golden()["turns"]:
-        got = qwen3_tok.apply_chat_template(turn["messages"], tools=TOOLS, chat_template=render.template_text("qwen3"),
+        got = qwen3_tok.apply_chat_template(turn["messages"], tools=TOOLS, chat_template=template_text("qwen3"),
                                             tokenize=False, add_generation_prompt=turn["add_generation_prompt"])
         assert got == turn["text"]
     assert [t["messages"] for t in _golden()["turns"]] == [m for m, _ in _turns()]
@@ -245,7 +247,7 @@ def test_qwen3_kit_template_matches_live_hub(name, qwen3_tok):
 
     hub = AutoTokenizer.from_pretrained("Qwen/Qwen3-0.6B")
     case = next(c for c in conversations() if c["name"] == name)
-    assert _render(qwen3_tok, case, render.template_text("qwen3")) == _render(hub, case, hub.chat_template)
+    assert _render(qwen3_tok, case, template_text("qwen3")) == _render(hub, case, hub.chat_template)
 
 
 # ------------------------------------------------------------------ prefix stability across turns
@@ -266,12 +268,12 @@ def test_qwen3_tool_loop_appends_only_until_the_next_user_query(qwen3_tok):
     r = [render.render(m, TOOLS, "qwen3", add_generation_prompt=g, tokenizer=qwen3_tok) for m, g in _turns()]
     # Each step of the tool loop (model output, tool result, final answer) extends the previous one.
     for a, b in zip(r[1:4], r[2:4]):
-        assert render.shared_prefix(a, b) == len(a)
+        assert shared_prefix(a, b) == len(a)
     # The prompt the model answered from (gen prompt) is a prefix of its own transcript...
-    assert render.shared_prefix(r[0], r[1]) == len(r[0])
+    assert shared_prefix(r[0], r[1]) == len(r[0])
     # ...but once u2 arrives, a1's and a2's <think> blocks are dropped: r[3] is NOT a prefix of r[4].
     before, after = r[3], r[4]
-    n = render.shared_prefix(before, after)
+    n = shared_prefix(before, after)
     assert n < len(before)
     # They part exactly where a1's think block began: right after the first "<|im_start|>assistant\n".
     cut = before.text.index("<|im_start|>assistant\n") + len("<|im_start|>assistant\n")
@@ -284,4 +286,4 @@ def test_qwen25_history_is_append_only(qwen25_tok):
     """Qwen2.5 has no think handling: every turn is a prefix of the next (a prefix cache reuses all of it)."""
     r = [render.render(m, TOOLS, "qwen2.5", add_generation_prompt=g, tokenizer=qwen25_tok) for m, g in _turns()]
     for a, b in zip(r, r[1:]):
-        assert render.shared_prefix(a, b) == len(a)
+        assert shared_prefix(a, b) == len(a)

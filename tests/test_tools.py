@@ -7,7 +7,10 @@ import jsonschema
 import pytest
 
 from toolkit import tools
-from toolkit.tools import TOOLS, Tool, ToolError, calculator, convert_units, get_weather, schemas, write_note
+from toolkit.calculator import _TOKEN, MAX_EXPR_CHARS, calculator
+from toolkit.errors import MAX_MESSAGE_CHARS, ToolError, bounded_message, describe
+from toolkit.fnschema import function_schema
+from toolkit.tools import TOOLS, Tool, convert_units, get_weather, schemas, write_note
 
 HOSTILE = [
     "__import__('os')", "__import__('os').system('ls')", "open('/etc/passwd').read()", "exec('1')", "eval('1')",
@@ -63,7 +66,7 @@ def test_schema_is_generated_from_the_function_not_written_by_hand():
     assert fn["parameters"]["properties"]["unit"]["enum"] == ["celsius", "fahrenheit"]
     assert fn["parameters"]["required"] == ["city"]
     assert "return" not in fn
-    assert TOOLS["calculator"].parameters["properties"]["expression"]["maxLength"] == tools.MAX_EXPR_CHARS
+    assert TOOLS["calculator"].parameters["properties"]["expression"]["maxLength"] == MAX_EXPR_CHARS
     for s in schemas():  # every schema is itself a valid JSON Schema
         jsonschema.Draft202012Validator.check_schema(s["function"]["parameters"])
 
@@ -190,13 +193,13 @@ def test_schemas_match_transformers_get_json_schema():
     for fn in [t.fn for t in TOOLS.values()] + [many]:
         want = get_json_schema(fn)
         want["function"].pop("return", None)
-        got = tools.function_schema(fn)
+        got = function_schema(fn)
         assert json.dumps(got) == json.dumps(want), fn.__name__  # key order too: it is rendered into prompts
     for t in TOOLS.values():  # the registry = generated schema + the declared bounds only
         bare = json.loads(json.dumps(t.schema))
         for prop in bare["function"]["parameters"]["properties"].values():
             prop.pop("maxLength", None)
-        assert bare == tools.function_schema(t.fn)
+        assert bare == function_schema(t.fn)
 
 
 def test_function_schema_refuses_what_it_cannot_write():
@@ -215,7 +218,7 @@ def test_function_schema_refuses_what_it_cannot_write():
 
     for fn, match in ((bad, "type hint"), (undocumented, "does not describe 'x'")):
         with pytest.raises(TypeError, match=match):
-            tools.function_schema(fn)
+            function_schema(fn)
 
 
 def test_building_the_tools_imports_neither_torch_nor_transformers():
@@ -259,25 +262,25 @@ def test_every_tool_error_is_bounded_and_says_how_long_the_input_was(case):
     with pytest.raises(ToolError) as e:
         TOOLS[name].call(args)
     msg = str(e.value)
-    assert msg.startswith(name) and len(msg) <= tools.MAX_MESSAGE_CHARS, msg[:500]
+    assert msg.startswith(name) and len(msg) <= MAX_MESSAGE_CHARS, msg[:500]
     if any(isinstance(v, str) and len(v) >= BIG for v in [*args, *args.values()]):
         assert "10,000,000" in msg  # the length is named, the value is not echoed
 
 
 def test_bounded_message_and_describe():
-    assert tools.bounded_message("short") == "short"
-    cut = tools.bounded_message("y" * 5000)
-    assert len(cut) <= tools.MAX_MESSAGE_CHARS and "5,000 characters" in cut
-    assert tools.describe("abc") == "'abc'"
-    assert "1,000 characters" in tools.describe("a" * 1000) and len(tools.describe("a" * 1000)) < 120
-    assert tools.describe(list(range(10 ** 4))) == "an array of 10,000 items (58,890 characters)"
+    assert bounded_message("short") == "short"
+    cut = bounded_message("y" * 5000)
+    assert len(cut) <= MAX_MESSAGE_CHARS and "5,000 characters" in cut
+    assert describe("abc") == "'abc'"
+    assert "1,000 characters" in describe("a" * 1000) and len(describe("a" * 1000)) < 120
+    assert describe(list(range(10 ** 4))) == "an array of 10,000 items (58,890 characters)"
 
 
 # ------------------------------------------------------------------ the calculator does what its description says
 def test_calculator_description_names_every_operator_it_accepts():
     desc = TOOLS["calculator"].description
     # the operator class of the calculator's own tokenizer: whatever it accepts, the description must name
-    op_class = re.search(r"\(\?P<op>\\\*\\\*\|\[(.*?)\]\)", tools._TOKEN.pattern).group(1)
+    op_class = re.search(r"\(\?P<op>\\\*\\\*\|\[(.*?)\]\)", _TOKEN.pattern).group(1)
     accepted = (set(op_class) - set("()")) | {"**", "of", "的"}
     assert {"^", "×", "÷", "%"} <= accepted
     for op in sorted(accepted):

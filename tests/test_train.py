@@ -3,10 +3,27 @@ import json
 
 import pytest
 
-from toolkit import train
 from toolkit.render import render
+from toolkit.sft.experiment import experiment
+from toolkit.sft.finetune import (
+    Run,
+    _batch,
+    _Head,
+    _model,
+    _shared_prefix_len,
+    data_vocab,
+    fine_tune,
+    loss_on,
+)
+from toolkit.sft.labels import IGNORE_INDEX, MaskError, label
+from toolkit.sft.probes import (
+    AFTER_CALL,
+    classify,
+    continue_batch,
+    continue_ids,
+    probes,
+)
 from toolkit.tools import schemas
-from toolkit.train import AFTER_CALL, IGNORE_INDEX, MaskError, label
 
 TEMPLATES = ["qwen3", "qwen2.5"]
 TOOLS = schemas(["calculator", "get_weather"])
@@ -85,8 +102,9 @@ def test_mask_equals_rendered_segments_token_for_token(template, which):
     if which == "multi":
         messages, tools = MULTI, TOOLS
     else:
-        from toolkit.trajectories import make
         import random
+
+        from toolkit.trajectories import make
 
         t = make(which, random.Random(3))
         messages, tools = t.messages, t.tools
@@ -129,7 +147,7 @@ def test_errors_are_structured():
         label([{"role": "user", "content": "hi"}], None, "qwen3")
     assert e.value.reason == "nothing-to-train"
     # A template that writes the message count into the system turn rewrites earlier text every turn.
-    from toolkit.models import qwen_tokenizer
+    from toolkit.tokenizer import qwen_tokenizer
 
     tok = qwen_tokenizer("qwen3", template="{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
                          "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
@@ -145,7 +163,7 @@ def test_probes_cut_after_the_call():
 
     ds = dataset(12, seed=5)
     exs = [label(t.messages, t.tools, "qwen3") for t in ds]
-    ps = train.probes(exs, [t.kind for t in ds])
+    ps = probes(exs, [t.kind for t in ds])
     assert len(ps) == sum(t.kind != "no_tool" for t in ds)
     for p in ps:
         assert p.prompt_text.endswith(AFTER_CALL)
@@ -155,10 +173,10 @@ def test_probes_cut_after_the_call():
 
 def test_classify():
     real = ['{"result": 3}']
-    c = train.classify("<|im_start|>user\n<tool_response>\n{\"result\": 7}\n</tool_response>", real)
+    c = classify("<|im_start|>user\n<tool_response>\n{\"result\": 7}\n</tool_response>", real)
     assert c["tool_response"] and c["user_turn"] and c["invented"] == '{"result": 7}' and not c["matches_real"]
-    assert train.classify("<tool_response>\n{\"result\": 3}\n</tool_response>", real)["matches_real"]
-    c = train.classify("The answer is 3.<|im_end|>", real)
+    assert classify("<tool_response>\n{\"result\": 3}\n</tool_response>", real)["matches_real"]
+    c = classify("The answer is 3.<|im_end|>", real)
     assert not c["tool_response"] and not c["user_turn"] and c["invented"] == ""
 
 
@@ -173,7 +191,7 @@ def test_fine_tune_smoke_loss_decreases(masked):
     import torch
 
     exs = _small_set()
-    run = train.fine_tune(exs, masked=masked, steps=25, batch_size=4, lr=5e-3, seed=0)
+    run = fine_tune(exs, masked=masked, steps=25, batch_size=4, lr=5e-3, seed=0)
     assert len(run.losses) == 25 and run.target_tokens > 0
     assert sum(run.losses[-3:]) / 3 < 0.7 * sum(run.losses[:3]) / 3
     # rows of the full embedding outside the data vocabulary are untouched by the compact training copy
@@ -192,15 +210,15 @@ def test_fine_tune_smoke_loss_decreases(masked):
 
 def test_fine_tune_is_seeded():
     exs = _small_set(n=8)
-    a = train.fine_tune(exs, masked=True, steps=3, batch_size=4, seed=1)
-    b = train.fine_tune(exs, masked=True, steps=3, batch_size=4, seed=1)
+    a = fine_tune(exs, masked=True, steps=3, batch_size=4, seed=1)
+    b = fine_tune(exs, masked=True, steps=3, batch_size=4, seed=1)
     assert a.losses == b.losses
 
 
 @pytest.mark.slow
 def test_unmasked_invents_tool_results_masked_does_not():
     """The chapter's prediction (§14.5.7), measured with the notebook's settings."""
-    res = train.experiment()
+    res = experiment()
     m, u = res["masked"]["measurement"], res["unmasked"]["measurement"]
     assert u.rate("greedy") > 0.5
     assert m.rate("greedy") < u.rate("greedy") - 0.4
@@ -235,16 +253,16 @@ def test_shared_prefix_gives_the_same_loss_and_gradients():
     import torch
 
     exs = _small_set(n=6)
-    model = train._model("qwen3", 0, None)
-    head = train._Head(model, train.data_vocab(exs))
+    model = _model("qwen3", 0, None)
+    head = _Head(model, data_vocab(exs))
     params = head.body_parameters() + [head.weight]
-    batch = train._batch(exs, range(6), False, 151643)
-    assert train._shared_prefix_len(batch[0], batch[2]) > 300  # system prompt + tool definitions
+    batch = _batch(exs, range(6), False, 151643)
+    assert _shared_prefix_len(batch[0], batch[2]) > 300  # system prompt + tool definitions
     got = {}
     for share in (False, True):
         for p in params:
             p.grad = None
-        loss, n = train.loss_on(head, *batch, share_prefix=share)
+        loss, n = loss_on(head, *batch, share_prefix=share)
         loss.backward()
         got[share] = (loss.item(), n, [p.grad.clone() for p in params])
     assert got[True][1] == got[False][1]
@@ -257,20 +275,20 @@ def test_batched_continuation_equals_one_by_one():
     from toolkit.models import stand_in
 
     exs = _small_set(n=6)
-    run = train.Run(True, stand_in("qwen3", seed=3), train.data_vocab(exs), [], 0.0, 0, 0, {"template": "qwen3"})
-    prompts = [p.prompt_ids for p in train.probes(exs)][:3]
+    run = Run(True, stand_in("qwen3", seed=3), data_vocab(exs), [], 0.0, 0, 0, {"template": "qwen3"})
+    prompts = [p.prompt_ids for p in probes(exs)][:3]
     assert len({len(p) for p in prompts}) > 1  # different lengths: left padding is exercised
-    batched = train.continue_batch(run, prompts, max_new_tokens=6)
-    assert batched == [train.continue_ids(run, p, max_new_tokens=6) for p in prompts]
+    batched = continue_batch(run, prompts, max_new_tokens=6)
+    assert batched == [continue_ids(run, p, max_new_tokens=6) for p in prompts]
     assert all(set(c) <= set(run.vocab) for c in batched)
 
 
 def test_full_vocabulary_option_runs():
-    from toolkit.models import VOCAB_WIDTH
+    from toolkit.qwen import VOCAB_WIDTH
 
     exs = _small_set(n=2)
-    run = train.fine_tune(exs, masked=True, steps=2, batch_size=1, vocab="full")
+    run = fine_tune(exs, masked=True, steps=2, batch_size=1, vocab="full")
     assert len(run.vocab) == VOCAB_WIDTH and run.settings["vocab"] == VOCAB_WIDTH
     assert all(loss == loss for loss in run.losses)  # finite, not NaN
-    out = train.continue_ids(run, train.probes(exs)[0].prompt_ids, max_new_tokens=3)
+    out = continue_ids(run, probes(exs)[0].prompt_ids, max_new_tokens=3)
     assert len(out) == 3 and all(0 <= i < VOCAB_WIDTH for i in out)

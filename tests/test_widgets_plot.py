@@ -39,7 +39,7 @@ def test_mime_bundle_is_plain_json():
 
 
 def _views():
-    from toolkit.catalog import realistic_tools
+    from toolkit.book.catalog import realistic_tools
     from toolkit.widgets.cost import DecayView, DecodeView, GrowthView
     from toolkit.widgets.toolcost import ToolCountCost
 

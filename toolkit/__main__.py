@@ -1,6 +1,7 @@
 """Command line: ``python -m toolkit <command> ...`` for people without Jupyter.
 
-Each command lives in the module of its idea and is imported lazily (``toolkit.<module>.cli(argv) -> int``).
+Each command is one small module, ``toolkit/commands/<name>.py`` with ``cli(argv) -> int``, imported by name when
+it is asked for (the one kit import that is not at the top of a file: a command loads only what it needs).
 """
 from __future__ import annotations
 
@@ -8,15 +9,15 @@ import importlib
 import sys
 
 COMMANDS = {
-    "render": ("toolkit.render", "render a conversation with tools into text and token ids"),
-    "models": ("toolkit.fetch", "install / inspect the optional real offline model"),
-    "constrain": ("toolkit.constrain", "sample outputs under a JSON-Schema grammar"),
-    "loop": ("toolkit.host", "run the host execute-and-feed-back loop on an example"),
-    "claims": ("toolkit.claims", "check the chapters' numbers and claims"),
-    "figures": ("toolkit.figures", "regenerate the book's figures and their data"),
-    "mcp": ("toolkit.mcp.cli", "serve the kit's tools over MCP / print wire logs"),
+    "render": ("toolkit.commands.render", "render a conversation with tools into text and token ids"),
+    "models": ("toolkit.commands.models", "install / inspect the optional real offline model"),
+    "constrain": ("toolkit.commands.constrain", "sample outputs under a JSON-Schema grammar"),
+    "loop": ("toolkit.commands.loop", "run the host execute-and-feed-back loop on an example"),
+    "claims": ("toolkit.commands.claims", "check the chapters' numbers and claims"),
+    "figures": ("toolkit.commands.figures", "regenerate the book's figures and their data"),
+    "mcp": ("toolkit.commands.mcp", "serve the kit's tools over MCP / print wire logs"),
     "lint-tools": ("toolkit.eval.lint", "check tool definitions against the description guidelines (exit 1 on errors)"),
-    "train": ("toolkit.train", "fine-tune the stand-in with and without the SFT loss mask; compare what each learned"),
+    "train": ("toolkit.commands.train", "fine-tune the stand-in with and without the SFT loss mask; compare what each learned"),
 }
 
 

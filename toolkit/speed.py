@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from . import cost
+from toolkit import cost
 
 # Qwen3-0.6B's published config values (facts), written here because the hub cannot be reached.
 QWEN3_06B = dict(vocab_size=151_936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,

@@ -18,6 +18,8 @@ import json
 import random
 from dataclasses import dataclass, field
 
+from toolkit.tools import TOOLS, WEATHER_TABLE, schemas
+
 KINDS = ("calc", "weather", "parallel", "chain", "multi_turn", "no_tool")
 TOOL_NAMES = ("calculator", "get_weather")
 SYSTEM = "You are a helpful assistant. Use a tool when it helps."
@@ -51,8 +53,6 @@ class _Builder:
     """Accumulates messages; ``call`` runs the real tools and appends the assistant call and tool results."""
 
     def __init__(self, kind: str):
-        from .tools import schemas
-
         self.t = Trajectory(kind, [{"role": "system", "content": SYSTEM}], schemas(TOOL_NAMES))
         self._n = 0
 
@@ -60,8 +60,6 @@ class _Builder:
         self.t.messages.append({"role": role, "content": content})
 
     def call(self, *calls: tuple[str, dict]) -> list[dict]:
-        from .tools import TOOLS
-
         msg = {"role": "assistant", "content": "", "tool_calls": []}
         results = []
         self.t.messages.append(msg)
@@ -83,8 +81,6 @@ def _weather_text(w: dict) -> str:
 
 def make(kind: str, rng: random.Random) -> Trajectory:
     """One trajectory of ``kind`` drawn with ``rng``."""
-    from .tools import WEATHER_TABLE
-
     cities = sorted(WEATHER_TABLE)
     b = _Builder(kind)
     if kind in ("calc", "multi_turn"):

@@ -33,7 +33,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ..host import parse_tool_calls
+from toolkit.grammar.compile import (
+    Grammar,
+    SchemaError,
+    _clean_error,
+    _compiler,
+    compile_tools,
+)
+from toolkit.parse import parse_tool_calls
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
 MODES = ("prompt", "native", "constrained")
@@ -179,8 +186,6 @@ def constrained_grammar(tools: list[dict], tokenizer, vocab_width: int | None = 
     (at most :data:`DECLINE_MAX_TOKENS` tokens) free of :data:`STRUCTURED_STARTS`, so a call cannot hide in
     prose as fenced JSON, XML or a Python list. Raises :class:`toolkit.constrain.SchemaError` for schemas
     xgrammar rejects (the caller counts that, it does not crash)."""
-    from ..constrain import Grammar, SchemaError, _clean_error, _compiler, compile_tools
-
     calls = compile_tools(tools, tokenizer, mode="tag", parallel=False, vocab_width=vocab_width)
     tag = calls.source["format"]
     # calls: tag ("\n" tag)* with an optional trailing "\n", so after a newline the model still chooses

@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 import re
 
-from .bfcl import Case, to_schema
+from toolkit.eval.bfcl import Case, to_schema
 
 VARIANTS = ("original", "vague", "lookalike", "improved")
 

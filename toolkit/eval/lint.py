@@ -33,6 +33,8 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from toolkit.mcp.client import Connection
+
 NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 MAX_DESCRIPTION = 1024
 MAX_PARAMS = 5
@@ -160,8 +162,6 @@ def lint(tools) -> list[Finding]:
 
 
 def _from_mcp(target: str, stdio: bool) -> list[dict]:
-    from toolkit.mcp.client import Connection
-
     if stdio:
         import shlex
 

@@ -14,9 +14,9 @@ What it leaves out
 """
 from __future__ import annotations
 
-from .bfcl import MODES
-from .report import PUBLISHED
-from .score import KINDS
+from toolkit.eval.bfcl import MODES
+from toolkit.eval.report import PUBLISHED
+from toolkit.eval.score import KINDS
 
 COLORS = {"prompt": "#4C78A8", "native": "#F58518", "constrained": "#54A24B"}
 

@@ -22,9 +22,9 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-from .bfcl import CATEGORIES, MODES
-from .score import KINDS
-from .stats import wilson
+from toolkit.eval.bfcl import CATEGORIES, MODES
+from toolkit.eval.score import KINDS
+from toolkit.eval.stats import wilson
 
 PUBLISHED = {
     "BFCL V3 Qwen2.5-0.5B-Instruct (Prompt)": {"simple_python": 58.25, "multiple": 68.0, "parallel": 53.5,

@@ -32,10 +32,20 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..host import IM_END_ID
-from ..render import render
-from .bfcl import Case, IntentGate, constrained_grammar, decode, messages_for
-from .score import score
+from toolkit.eval.bfcl import (
+    Case,
+    IntentGate,
+    constrained_grammar,
+    decode,
+    messages_for,
+)
+from toolkit.eval.score import score
+from toolkit.grammar.compile import SchemaError
+from toolkit.grammar.hf import generation_kwargs
+from toolkit.grammar.mask import GrammarMask
+from toolkit.prefix import shared_prefix as _shared
+from toolkit.qwen import IM_END_ID
+from toolkit.render import render
 
 
 def prompt_ids(case: Case, mode: str, tokenizer, template: str = "qwen2.5", tools=None) -> list[int]:
@@ -87,8 +97,6 @@ def generate_batch(backend, prompts: list[list[int]], *, grammars=None, max_new_
     if grammars is not None and all(g is None for g in grammars):
         grammars = None
     if not _is_hf(backend):
-        from ..constrain import GrammarMask
-
         out = []
         for i, p in enumerate(prompts):
             if hasattr(backend, "reset"):
@@ -99,8 +107,6 @@ def generate_batch(backend, prompts: list[list[int]], *, grammars=None, max_new_
             out.append((list(g.new_ids), g.stopped_by if g.stopped_by != "grammar" else "stop"))
         return out
     import torch
-
-    from ..constrain import generation_kwargs
 
     model = backend.model
     dev = next(model.parameters()).device
@@ -114,8 +120,6 @@ def generate_batch(backend, prompts: list[list[int]], *, grammars=None, max_new_
 
         procs.append(LogitsProcessor([g.compiled for g in grammars]))
     torch.manual_seed(seed)
-    from ..render import shared_prefix as _shared
-
     common = min(_shared(prompts[0], p) for p in prompts) if share_prefix else 0
     common = min(common, min(map(len, prompts)) - 1)
     n = max(map(len, prompts))
@@ -177,8 +181,6 @@ class Cache:
 
 
 def _grammar(case: Case, tokenizer, vocab_width, tools=None):
-    from ..constrain import SchemaError
-
     try:
         return constrained_grammar(tools if tools is not None else case.tools, tokenizer, vocab_width), ""
     except SchemaError as e:

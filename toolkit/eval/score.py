@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .bfcl import Case, Decoded
+from toolkit.eval.bfcl import Case, Decoded
 
 KINDS = {
     "ok": "correct",

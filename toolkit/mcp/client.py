@@ -19,33 +19,14 @@ from __future__ import annotations
 import atexit
 import sys
 import tempfile
-from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
 from mcp import Client, StdioServerParameters
-from mcp.shared.exceptions import MCPError
 
 from toolkit.mcp.process import READY_MARK
+from toolkit.mcp.tool import MCPTool
 from toolkit.mcp.wire import WireLog, logged_transport, read_shared
-
-__all__ = ["Connection", "MCPTool", "MCPError", "function_schema", "result_text"]
-
-
-def function_schema(tool: types.Tool) -> dict:
-    """The OpenAI-style function schema a chat template expects, built from an MCP tool as received."""
-    fn: dict = {"name": tool.name}
-    if tool.description is not None:
-        fn["description"] = tool.description
-    fn["parameters"] = tool.input_schema
-    return {"type": "function", "function": fn}
-
-
-def result_text(result: types.CallToolResult) -> str:
-    """The text a model would read from a tool result (text blocks joined; other blocks named)."""
-    parts = [c.text if getattr(c, "type", None) == "text" else f"[{getattr(c, 'type', '?')} content]"
-             for c in result.content]
-    return "\n".join(parts)
 
 
 class Connection:
@@ -169,50 +150,3 @@ class Connection:
         if allowlist is not None:
             return allowlist.approve(self, listed)
         return {t.name: MCPTool.from_mcp(t, self) for t in listed}
-
-
-@dataclass
-class MCPTool:
-    """A remote tool that looks like a local ``toolkit.tools.Tool`` to the host loop."""
-
-    name: str
-    schema: dict
-    needs_confirmation: bool
-    connection: Connection
-    definition: types.Tool
-    server: str = ""
-
-    @classmethod
-    def from_mcp(cls, tool: types.Tool, connection: Connection, needs_confirmation: bool | None = None
-                 ) -> "MCPTool":
-        hinted = bool(tool.annotations and tool.annotations.destructive_hint)
-        return cls(tool.name, function_schema(tool), hinted if needs_confirmation is None else needs_confirmation,
-                   connection, tool, connection.label)
-
-    @property
-    def description(self) -> str:
-        return self.schema["function"].get("description", "")
-
-    @property
-    def parameters(self) -> dict:
-        return self.schema["function"]["parameters"]
-
-    def call(self, args: dict) -> dict:
-        """Run the tool on the server; return its output marked as untrusted data (``safety.untrusted``).
-
-        A tool failure (``isError``), a protocol error or a timeout raises ``toolkit.tools.ToolError``, which the
-        host loop turns into an error result the model reads."""
-        from toolkit.mcp.safety import untrusted
-        from toolkit.tools import ToolError, bounded_message
-
-        try:
-            result = self.connection.call_tool(self.name, args)
-        except MCPError as e:
-            kind = "timed out" if e.code == types.REQUEST_TIMEOUT else f"protocol error {e.code}"
-            raise ToolError(bounded_message(f"{self.name}: {kind}: {e.error.message}")) from None
-        if result.is_error:  # a third-party server may send any length: bounded like the kit's own errors
-            raise ToolError(bounded_message(f"{self.name} failed (untrusted text from MCP server {self.server}): "
-                                            f"{result_text(result)}"))
-        # structuredContent when the server sent it (no JSON inside a JSON string), else the text blocks
-        content = result.structured_content if result.structured_content is not None else result_text(result)
-        return untrusted(content, server=self.server, tool=self.name)

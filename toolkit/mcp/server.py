@@ -41,8 +41,12 @@ from mcp.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
+from toolkit import __version__
+from toolkit.errors import ToolError, bounded_message, describe
+from toolkit.mcp.demo import DEMO_TOOLS, TEST_TOOLS
 from toolkit.mcp.process import READY_MARK
-from toolkit.tools import TOOLS, Tool, ToolError, bounded_message, describe
+from toolkit.mcp.stdio import bounded_error, stdio_transport
+from toolkit.tools import TOOLS, Tool
 
 SERVER_NAME = "toolcall-kit"
 HOST = "127.0.0.1"  # never 0.0.0.0: these tools are for the person at this machine only
@@ -56,8 +60,6 @@ def kit_tools(demo: bool = False, test_tools: bool = False) -> dict[str, Tool]:
     """The tools a server offers: the kit's four, plus the teaching extras of ``toolkit.mcp.demo`` on request."""
     chosen = dict(TOOLS)
     if demo or test_tools:
-        from toolkit.mcp.demo import DEMO_TOOLS, TEST_TOOLS
-
         chosen.update(DEMO_TOOLS if demo else {})
         chosen.update(TEST_TOOLS if test_tools else {})
     return chosen
@@ -113,7 +115,6 @@ def _warm_up() -> None:
 def build_server(tools: Mapping[str, Tool] | None = None) -> Server:
     """A low-level SDK ``Server`` whose ``tools/list`` and ``tools/call`` are backed by ``tools``."""
     tools = dict(TOOLS if tools is None else tools)
-    from toolkit import __version__
     _warm_up()
 
     async def on_list_tools(ctx, params) -> types.ListToolsResult:
@@ -133,8 +134,6 @@ def serve_stdio(tools: Mapping[str, Tool] | None = None) -> None:
     """Serve over stdin/stdout until the client closes stdin. Only JSON-RPC may go to stdout; malformed or
     over-long lines are answered with JSON-RPC errors (``toolkit.mcp.stdio``)."""
     import anyio
-
-    from toolkit.mcp.stdio import stdio_transport
 
     server = build_server(tools)
 
@@ -220,8 +219,6 @@ class BoundedErrors:
 
 def _bound_json(data: bytes) -> bytes:
     """A JSON-RPC message (bytes) with its error bounded; anything else unchanged."""
-    from toolkit.mcp.stdio import bounded_error
-
     try:
         message = types.jsonrpc_message_adapter.validate_json(data, by_name=False)
     except Exception:

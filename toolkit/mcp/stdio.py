@@ -32,7 +32,7 @@ from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from toolkit.tools import bounded_message
+from toolkit.errors import bounded_message
 
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # the SDK's DEFAULT_MAX_REQUEST_BODY_SIZE for Streamable HTTP
 CHUNK = 1 << 16

@@ -21,9 +21,14 @@ import time
 import ipywidgets as W
 import plotly.graph_objects as go
 
-from .. import cost
-from ..figures import context_growth_figure, decay_figure, update_context_growth, update_decay
-from .plot import FigureView, wrap
+from toolkit import cost
+from toolkit.plots import (
+    context_growth_figure,
+    decay_figure,
+    update_context_growth,
+    update_decay,
+)
+from toolkit.widgets.plot import FigureView, wrap
 
 
 def _wrap() -> W.Layout:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 
-from ..train import CONVENTION, IGNORE_INDEX, Labelled
-from .tokens import COLOURS
+from toolkit.sft.labels import CONVENTION, IGNORE_INDEX, Labelled
+from toolkit.widgets.tokens import COLOURS
 
 TRAINED, MASKED = "#238b45", "#ececec"
 

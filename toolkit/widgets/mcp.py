@@ -19,13 +19,13 @@ from __future__ import annotations
 import html
 import json
 
+from toolkit.mcp.wire import without_meta
+
 KIND_FILTERS = {"all": None, "requests": ("request", "notification"), "replies": ("result", "error"),
                 "errors": ("error", "is_error")}
 
 
 def wire_rows(log, hide_meta: bool = True) -> list[dict]:
-    from toolkit.mcp.wire import without_meta
-
     rows, asked, t0 = [], {}, None
     for e in log:
         msg = without_meta(e.message) if hide_meta else e.message

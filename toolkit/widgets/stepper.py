@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from toolkit.widgets.plot import FigureView, wrap
+
 BEFORE, AFTER, CHOSEN = "#9ecae1", "#e6550d", "#31a354"
 
 
@@ -64,8 +66,6 @@ class Stepper:
         import ipywidgets as W
         import plotly.graph_objects as go
         from plotly.subplots import make_subplots
-
-        from .plot import FigureView, wrap
 
         self.state = StepperState(trace)
         sizes = self.state.allowed_sizes

@@ -13,8 +13,8 @@ from functools import lru_cache
 import ipywidgets as W
 import plotly.graph_objects as go
 
-from ..render import tool_definition_cost
-from .plot import FigureView
+from toolkit.render import tool_definition_cost
+from toolkit.widgets.plot import FigureView
 
 
 class ToolCountCost:

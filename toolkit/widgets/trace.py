@@ -19,7 +19,16 @@ import json
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
-from .plot import FigureView
+from toolkit.loop.steps import (
+    Answered,
+    Executed,
+    Generated,
+    Parsed,
+    Rendered,
+    Stopped,
+    Trace,
+)
+from toolkit.widgets.plot import FigureView
 
 # (panel, key, label, colour); panel 1 = prompt split, 2 = cache, 3 = time
 SERIES = [
@@ -53,8 +62,6 @@ def _figure(rows) -> go.Figure:
 
 
 def _step_line(step) -> str:
-    from ..host import Answered, Executed, Generated, Parsed, Rendered, Stopped
-
     e = html.escape
     if isinstance(step, Rendered):
         extra = f" · answer started with <code>{e(step.forced_prefix)}</code>" if step.forced_prefix else ""
@@ -103,8 +110,6 @@ class TraceView(widgets.VBox):
     def on_step(self, step) -> None:
         self.steps.append(step)
         self.steps_html.value += f"<div style='font-family:monospace;font-size:12px'>{_step_line(step)}</div>"
-        from ..host import Executed, Generated, Stopped
-
         if isinstance(step, (Generated, Executed, Stopped)):
             self._redraw()
 
@@ -116,8 +121,6 @@ class TraceView(widgets.VBox):
             self.on_step(s)
 
     def _redraw(self) -> None:
-        from ..host import Trace
-
         self.rows = Trace("", steps=self.steps).turns()
         data = panel_data(self.rows)
         with self.fig.batch_update():

@@ -19,6 +19,14 @@ import os
 import sys
 from pathlib import Path
 
+from mcp.shared.exceptions import MCPError
+
+from toolkit.mcp.client import Connection
+from toolkit.mcp.process import HTTPServer, stdio_server
+from toolkit.mcp.server import kit_tools, serve_http, serve_stdio
+from toolkit.mcp.wire import WireLog
+from toolkit.tools import set_notes_dir
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m toolkit mcp", description=__doc__.split("\n")[0])
@@ -46,8 +54,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def demo_session(conn) -> None:
     """The scripted session ``wirelog`` records; the notebook walks through the same steps one by one."""
-    from toolkit.mcp.client import MCPError
-
     conn.list_tools()
     conn.call_tool("calculator", {"expression": "250 * 15%"})
     conn.call_tool("calculator", {"expression": "1 / 0"})          # a tool failure: isError true
@@ -61,10 +67,6 @@ def demo_session(conn) -> None:
 
 def wirelog(transport: str, legacy: bool = False):
     """Run :func:`demo_session` against a fresh kit server; return (WireLog, protocol version)."""
-    from toolkit.mcp.client import Connection
-    from toolkit.mcp.process import HTTPServer, stdio_server
-    from toolkit.mcp.wire import WireLog
-
     log, mode = WireLog(), ("legacy" if legacy else "auto")
     if transport == "stdio":
         with Connection(stdio_server(), mode=mode, log=log) as conn:
@@ -82,9 +84,6 @@ def cli(argv: list[str]) -> int:
     if args.cmd == "serve":
         if args.pid_file:
             Path(args.pid_file).write_text(str(os.getpid()))
-        from toolkit.mcp.server import kit_tools, serve_http, serve_stdio
-        from toolkit.tools import set_notes_dir
-
         if args.notes_dir:
             set_notes_dir(args.notes_dir)
         tools = kit_tools(demo=args.demo, test_tools=args.test_tools)
@@ -108,7 +107,3 @@ def cli(argv: list[str]) -> int:
         print("\n# HTTP requests and responses carrying them")
         print(log.http_text())
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(cli(sys.argv[1:]))

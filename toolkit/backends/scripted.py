@@ -1,0 +1,63 @@
+"""A scripted fake model behind the backend protocol, for deterministic loop tests and figures.
+
+What it does
+- :class:`ScriptedBackend` replays fixed assistant texts (one per turn; a callable entry sees the prompt ids),
+  tokenized with a real tokenizer, and reports reuse as a perfect prefix cache would.
+
+What it leaves out
+- Any model: nothing is computed, which its name says in every trace.
+"""
+from __future__ import annotations
+
+import time
+
+from toolkit.backends.base import Generation
+from toolkit.prefix import shared_prefix
+from toolkit.qwen import IM_END_ID
+
+
+class ScriptedBackend:
+    """Replays scripted assistant texts (one per turn), smolagents ``FakeToolCallModel`` style.
+
+    It tokenizes each text with ``tokenizer``, appends ``<|im_end|>`` unless the text already ends in a stop, and
+    reports reuse as if it had a perfect prefix cache (shared prefix with its previous prompt + output). A
+    callable script entry receives the prompt ids and returns the text, so tests can react to what they see.
+    ``delay_s`` makes "generation" take time, for timing-related views.
+    """
+
+    def __init__(self, tokenizer, script, name: str = "scripted fake model (no weights)", delay_s: float = 0.0):
+        self.tokenizer, self.script, self.name, self.delay_s = tokenizer, list(script), name, delay_s
+        self.vocab_width = 151_936
+        self.prompts: list[list[int]] = []
+        self._seen: list[int] = []
+
+    def reset(self) -> None:
+        self._seen = []
+
+    def peek(self, prompt_ids, *, temperature=0.0, seed=0) -> Generation:
+        """The first token of the next scripted text, without using the entry up (the loop's call gate)."""
+        turn = len(self.prompts)
+        if turn >= len(self.script):
+            raise IndexError(f"scripted backend has only {len(self.script)} turn(s); turn {turn + 1} was asked")
+        entry = self.script[turn]
+        ids = self.tokenizer.encode(entry(list(prompt_ids)) if callable(entry) else entry, add_special_tokens=False)
+        reused = min(shared_prefix(self._seen, prompt_ids), len(prompt_ids) - 1)
+        return Generation(ids[:1] or [IM_END_ID], reused, len(prompt_ids) - reused, 0.0, 0.0, "length")
+
+    def generate(self, prompt_ids, *, max_new_tokens, stop_ids, mask=None, temperature=0.0, seed=0):
+        turn = len(self.prompts)
+        self.prompts.append(list(prompt_ids))
+        if turn >= len(self.script):
+            raise IndexError(f"scripted backend has only {len(self.script)} turn(s); turn {turn + 1} was asked")
+        entry = self.script[turn]
+        text = entry(list(prompt_ids)) if callable(entry) else entry
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        if not ids or ids[-1] not in stop_ids:
+            ids.append(min(stop_ids) if IM_END_ID not in stop_ids else IM_END_ID)
+        stopped_by = "stop"
+        if len(ids) > max_new_tokens:
+            ids, stopped_by = ids[:max_new_tokens], "length"
+        reused = min(shared_prefix(self._seen, prompt_ids), len(prompt_ids) - 1)
+        self._seen = list(prompt_ids) + ids[:-1]
+        time.sleep(self.delay_s)
+        return Generation(ids, reused, len(prompt_ids) - reused, 0.0, self.delay_s, stopped_by)

@@ -1,0 +1,114 @@
+"""The claims ledger: every number and checkable statement of the two chapters, checked by code.
+
+``python -m toolkit claims`` prints each claim (in our words, with its section), the computed value or the
+evidence, and a verdict — **holds**, **holds with a caveat** or **does not hold** — with the reason whenever it
+is not a plain "holds". ``--json`` prints the same as JSON; ``--write [PATH]`` writes Markdown (default
+``figures/claims.md``; ``python -m toolkit figures`` writes it too).
+
+Evidence comes from running things: ``toolkit.cost`` for the arithmetic, the offline Qwen tokenizers and the
+kit's templates (``toolkit.render``) for tokens and rendering, ``toolkit.catalog`` for realistic tool schemas,
+``toolkit.host`` for the message flow, and the installed ``mcp`` SDK (its types, its version registry and an
+in-process server) for the protocol. Sections: "§14.5.x" is the book, "Tool Use §3.x" the second chapter.
+
+What it leaves out
+- Claims that are advice or history rather than checkable facts (agent patterns, RL, RAG, who proposed MCP
+  beyond the date of the first revision), and the real Qwen tokenizer_config itself: flags are read from the
+  kit's offline tokenizer, whose added-token table was transcribed from Qwen's files (tests/test_models.py).
+- The MCP specification text: protocol facts are what the installed SDK encodes, which may lag or lead the spec.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from toolkit.book.claims_cost import (
+    cost_claims,
+    decay_claims,
+    flops_claims,
+    tool_cost_claims,
+)
+from toolkit.book.claims_kit import kit_claims
+from toolkit.book.claims_mcp import mcp_claims
+from toolkit.book.claims_render import token_claims, tool_use_claims
+from toolkit.book.ledger import VERDICTS, Claim
+
+# ================================================================ ledger
+GROUPS = (cost_claims, tool_cost_claims, flops_claims, decay_claims, token_claims, tool_use_claims, mcp_claims,
+          kit_claims)
+
+
+INVENTORY = Path(__file__).resolve().parents[1] / "data" / "claims_inventory.tsv"
+
+
+KINDS = ("number", "mechanism", "protocol", "api", "history", "advice", "definition", "figure", "judgement")
+
+
+@dataclass
+class Statement:
+    """One line of the inventory: a checkable-looking statement of a chapter and where the ledger checks it."""
+
+    section: str
+    quote: str  # a few words of the chapter, to find the place
+    kind: str
+    ledger: list[str]  # claim ids; empty when not checkable here
+    reason: str  # why not checkable here (required when ``ledger`` is empty)
+
+
+def inventory(path: str | Path = INVENTORY) -> list[Statement]:
+    """Read the inventory (tab-separated, '#' comments, one header row)."""
+    rows = [line.split("\t") for line in Path(path).read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith("#")]
+    out = []
+    for n, r in enumerate(rows[1:], 2):
+        r = (r + [""] * 5)[:5]
+        ids = [] if r[3].strip() in ("", "-") else [x.strip() for x in r[3].split(",") if x.strip()]
+        out.append(Statement(r[0].strip(), r[1].strip(), r[2].strip(), ids, r[4].strip()))
+    return out
+
+
+def coverage(claims: list[Claim], statements: list[Statement] | None = None) -> dict:
+    """Which inventory lines map to ledger entries, which are 'not checkable here', and which are broken."""
+    statements = inventory() if statements is None else statements
+    ids = {c.id for c in claims}
+    mapped = [s for s in statements if s.ledger]
+    unchecked = [s for s in statements if not s.ledger and s.reason]
+    unmapped = [s for s in statements if not s.ledger and not s.reason]
+    unknown = sorted({i for s in mapped for i in s.ledger if i not in ids})
+    bad_kind = [s for s in statements if s.kind not in KINDS]
+    unused = sorted(ids - {i for s in mapped for i in s.ledger})
+    return dict(statements=len(statements), mapped=len(mapped), not_checkable=len(unchecked),
+                unmapped=[f"{s.section}: {s.quote}" for s in unmapped], unknown_ids=unknown,
+                bad_kind=[f"{s.section}: {s.quote} ({s.kind})" for s in bad_kind], unused_claims=unused,
+                ledger=len(claims), ledger_verdicts={v: sum(c.verdict == v for c in claims) for v in VERDICTS})
+
+
+def coverage_line(cov: dict) -> str:
+    return (f"inventory: {cov['statements']} checkable-looking statements in the two chapters; {cov['mapped']} "
+            f"checked by the ledger's {cov['ledger']} entries, {cov['not_checkable']} not checkable here (each "
+            f"with its reason), {len(cov['unmapped'])} unmapped"
+            + (f"; unknown ids {cov['unknown_ids']}" if cov["unknown_ids"] else ""))
+
+
+def check_all() -> list[Claim]:
+    return [c for group in GROUPS for c in group()]
+
+
+def to_markdown(claims: list[Claim]) -> str:
+    counts = {v: sum(c.verdict == v for c in claims) for v in VERDICTS}
+    lines = ["# Claims ledger", "", "Generated by `python -m toolkit claims --write` (also by `python -m toolkit "
+             "figures`). Each claim is restated in our words with its section (§14.5.x: the book; Tool Use §3.x: "
+             "the second chapter), then checked by running code.", "",
+             "Summary: " + ", ".join(f"{n} {v}" for v, n in counts.items()), "",
+             "Coverage — " + coverage_line(coverage(claims)) + " (`toolkit/data/claims_inventory.tsv`).", "",
+             "| id | section | claim | evidence | verdict | why |", "|---|---|---|---|---|---|"]
+    esc = lambda s: s.replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    lines += [f"| {c.id} | {c.section} | {esc(c.claim)} | {esc(c.evidence)} | **{c.verdict}** | {esc(c.why)} |"
+              for c in claims]
+    return "\n".join(lines) + "\n"
+
+
+def write_markdown(path: str | Path = "figures/claims.md", claims: list[Claim] | None = None) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(to_markdown(claims if claims is not None else check_all()), encoding="utf-8")
+    return path

@@ -1,0 +1,79 @@
+"""Fonts for the book's figures: the CJK font embedded into SVGs so they read without the font installed.
+
+What it does
+- Finds Noto Sans CJK on the system (``FONT_DIRS``), and rewrites an SVG so its text uses an embedded
+  ``@font-face`` (``embed_font``); ``svg_text`` lists the text an SVG draws.
+
+What it leaves out
+- Subsetting the font and outlining text (the embedded font is the whole file).
+"""
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+# The SVGs carry their own font: the text's characters, subset from Noto Sans CJK SC (regular and bold), are
+# embedded as base64 OpenType in an @font-face rule, so the figures read the same where the font is not installed.
+FONT_DIRS = ("/usr/share/fonts/opentype/noto", "/usr/share/fonts/noto-cjk", "/usr/share/fonts/opentype/noto-cjk")
+
+
+FONT_FILES = {400: "NotoSansCJK-Regular.ttc", 700: "NotoSansCJK-Bold.ttc"}
+
+
+FONT_FACE = "Noto Sans CJK SC"
+
+
+EMBEDDED_FAMILY = "FigureText"
+
+
+def _font_file(weight: int) -> Path | None:
+    for d in FONT_DIRS:
+        p = Path(d) / FONT_FILES[weight]
+        if p.exists():
+            return p
+    return None
+
+
+def svg_text(svg: str) -> str:
+    """Every character drawn as text in a plotly SVG (tags stripped, entities decoded)."""
+    import html
+
+    bodies = re.findall(r"<text\b[^>]*>(.*?)</text>", svg, flags=re.S)
+    return html.unescape("".join(re.sub(r"<[^>]+>", "", b) for b in bodies))
+
+
+def embed_font(svg: str) -> str:
+    """Subset the CJK font to the characters ``svg`` draws and embed it; text then names the embedded family first.
+
+    Raises ``RuntimeError`` if the font files are missing (``make system`` installs fonts-noto-cjk)."""
+    import base64
+    import logging
+
+    from fontTools import subset
+    from fontTools.ttLib import TTCollection
+
+    logging.getLogger("fontTools").setLevel(logging.WARNING)  # it logs every table it subsets at INFO
+
+    chars = "".join(sorted(set(svg_text(svg)) - {"\n"}))
+    faces = []
+    for weight in FONT_FILES:
+        path = _font_file(weight)
+        if path is None:
+            raise RuntimeError(f"font {FONT_FILES[weight]} not found in {FONT_DIRS}: run `make system`")
+        font = next(f for f in TTCollection(str(path)).fonts if f["name"].getDebugName(1) == FONT_FACE)
+        opts = subset.Options()
+        opts.name_IDs, opts.notdef_outline, opts.layout_features = ["*"], True, ["kern", "liga", "locl"]
+        sub = subset.Subsetter(opts)
+        sub.populate(text=chars)
+        sub.subset(font)
+        buf = io.BytesIO()
+        font.save(buf)
+        data = base64.b64encode(buf.getvalue()).decode("ascii")
+        faces.append(f"@font-face{{font-family:'{EMBEDDED_FAMILY}';font-weight:{weight};"
+                     f"src:url(data:font/otf;base64,{data}) format('opentype');}}")
+    style = "<style>" + "".join(faces) + "</style>"
+    svg = svg.replace("font-family: 'Noto Sans CJK SC'", f"font-family: '{EMBEDDED_FAMILY}', 'Noto Sans CJK SC'")
+    svg = svg.replace('font-family="Noto Sans CJK SC', f'font-family="{EMBEDDED_FAMILY}, Noto Sans CJK SC')
+    head = re.search(r"<svg\b[^>]*>", svg)
+    return svg[:head.end()] + style + svg[head.end():]

@@ -1,0 +1,1 @@
+"""One module per ``python -m toolkit <command>``; each has ``cli(argv) -> int``. Nothing is imported here."""

@@ -1,0 +1,28 @@
+"""``python -m toolkit figures``: regenerate the book's figures and their data.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from toolkit.book.figures import write_all
+
+
+def cli(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m toolkit figures", description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default="figures", help="output folder (default: figures)")
+    ap.add_argument("--lang", choices=("zh", "en", "both"), default="both")
+    ap.add_argument("--formats", default="svg,png,pdf", help="comma-separated image formats; '' for data only")
+    ap.add_argument("--no-claims", action="store_true", help="do not write claims.md into --out")
+    args = ap.parse_args(argv)
+    langs = ("zh", "en") if args.lang == "both" else (args.lang,)
+    formats = tuple(f for f in args.formats.split(",") if f)
+    try:
+        r = write_all(Path(args.out), langs, formats, claims=not args.no_claims)
+    except RuntimeError as e:
+        print(f"figures: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {r['figures']} figures as {r['images']} images, with their data, into {args.out}/ "
+          f"in {r['seconds']:.1f} s")
+    return 0

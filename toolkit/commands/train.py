@@ -1,0 +1,25 @@
+"""``python -m toolkit train``: both fine-tunes (with / without the loss mask), one table.
+"""
+from __future__ import annotations
+
+from toolkit.sft.experiment import experiment
+
+
+def cli(argv: list[str]) -> int:
+    """``python -m toolkit train [--template qwen3] [--steps 220] [--lr 8e-3] [--seed 0]``: both runs, one table."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m toolkit train", description=cli.__doc__)
+    ap.add_argument("--template", default="qwen3", choices=["qwen3", "qwen2.5"])
+    ap.add_argument("--steps", type=int, default=220)
+    ap.add_argument("--lr", type=float, default=8e-3)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    print("model: random-weight Qwen-shaped stand-in (learns the format, never meaning), CPU")
+    res = experiment(args.template, steps=args.steps, lr=args.lr, seed=args.seed)
+    rows = res.table()
+    w = max(len(r[""]) for r in rows)
+    print(f"{'':<{w}}  {'masked':>10}  {'unmasked':>10}")
+    for r in rows:
+        print(f"{r['']:<{w}}  {r['masked']!s:>10}  {r['unmasked']!s:>10}")
+    return 0

