@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from toolkit.backends.engine import Engine
-from toolkit.backends.engine_math import EngineError, allowed_tokens
+from toolkit.backends.engine_math import EngineError
+from toolkit.backends.sampling import allowed_from_bitmask as allowed_tokens
 
 torch.set_num_threads(1)
 
@@ -206,14 +207,14 @@ def test_seeded_sampling_reproducible(lm3):
 
 
 def test_sampler_follows_softmax(lm3):
-    """The exponential race draws token i with probability softmax(logits / T)_i."""
+    """The sampler (argmax of p / q, q ~ Exp(1)) draws token i with probability softmax(logits / T)_i."""
     e = Engine(lm3, max_len=64)
     logits = torch.full((e.vocab_width,), float("-inf"))
     support = torch.tensor([5, 900, 77_000, 151_000])
     logits[support] = torch.tensor([0.0, 1.0, 2.0, -1.0])
     T, n = 0.7, 4000
     e._logits.copy_(logits)
-    e._inv_temp.fill_(1 / T)
+    e._temp.fill_(T)
     e._gen.manual_seed(0)
     counts = torch.zeros(4)
     for _ in range(n):

@@ -43,7 +43,9 @@ import time
 import torch
 import torch.nn.functional as F
 
+from toolkit.backends import sampling
 from toolkit.backends.base import Generation
+from toolkit.backends.decode import decode
 from toolkit.backends.engine_math import (
     EngineError,
     _check_supported,
@@ -53,8 +55,8 @@ from toolkit.backends.engine_math import (
     _pre,
     _pre_fast,
     _rms,
-    allowed_tokens,
 )
+from toolkit.backends.sampling import allowed_from_bitmask
 
 
 # ---------------------------------------------------------------- the engine
@@ -135,7 +137,8 @@ class Engine:
         self._bits = torch.zeros(self._words, dtype=torch.int32, device=dev)
         self._shifts = torch.arange(32, dtype=torch.int32, device=dev)
         self._noise = torch.ones(self.vocab_width, dtype=torch.float32, device=dev)
-        self._inv_temp = torch.ones(1, dtype=torch.float32, device=dev)
+        self._temp = torch.ones(1, dtype=torch.float32, device=dev)
+        self._top_p = torch.ones(1, dtype=torch.float32, device=dev)
         self._arange = torch.arange(L, device=dev)
         self._zero = torch.zeros((), dtype=dt, device=dev)
         self._ninf = torch.full((), float("-inf"), dtype=dt, device=dev)
@@ -161,7 +164,7 @@ class Engine:
             self._pre_dec = torch.compile(self._pre, fullgraph=True, dynamic=False)
             self._post_dec = torch.compile(self._post, fullgraph=True, dynamic=False)
         self._body_graphs: dict[int, torch.cuda.CUDAGraph] = {}
-        self._sample_graphs: dict[tuple[bool, bool], torch.cuda.CUDAGraph] = {}
+        self._sample_graphs: dict[tuple[bool, bool, bool], torch.cuda.CUDAGraph] = {}
         self._pool = torch.cuda.graph_pool_handle() if self.graphs else None
         self._ids: list[int] = []  # token ids whose keys/values are in self.kv[..., :len]
         self.captures_s = 0.0
@@ -321,14 +324,14 @@ class Engine:
         x = F.rms_norm(h, (h.shape[-1],), self.norm, self.eps) if self.fast else _rms(h, self.norm, self.eps)
         return F.linear(x, self.lm_head)
 
-    def _sample(self, greedy: bool, masked: bool) -> None:
-        """Mask (bit j of word i = token 32*i + j allowed), temperature + exponential race, argmax -> self._tok."""
-        logits = self._logits
-        if masked:
-            logits = logits.masked_fill(~allowed_tokens(self._bits, self.vocab_width, self._shifts), float("-inf"))
-        if not greedy:
-            logits = logits * self._inv_temp - self._noise.log()
-        self._tok.copy_(torch.argmax(logits, dim=-1, keepdim=True))
+    def _sample(self, greedy: bool, masked: bool, nucleus: bool = False) -> None:
+        """The one sampler (``toolkit.backends.sampling``) on the static buffers -> self._tok."""
+        allowed = allowed_from_bitmask(self._bits, self.vocab_width, self._shifts) if masked else None
+        if greedy:
+            tok = sampling.greedy(self._logits, allowed)
+        else:
+            tok = sampling.sample(self._logits, self._temp, self._noise, self._top_p if nucleus else None, allowed)
+        self._tok.copy_(tok.view(1))
 
     # ---------------------------------------------------------------- CUDA graphs
     def _capture(self, fn, body_pos: int | None = None):
@@ -367,14 +370,15 @@ class Engine:
             g = self._body_graphs[bucket] = self._capture(lambda: self._body(bucket), pos_host)
         g.replay()
 
-    def _run_sample(self, greedy: bool, masked: bool) -> None:
+    def _run_sample(self, greedy: bool, masked: bool, nucleus: bool = False) -> None:
+        key = (greedy, masked, nucleus and not greedy)
         if not self.graphs:
             with torch.no_grad():
-                self._sample(greedy, masked)
+                self._sample(*key)
             return
-        g = self._sample_graphs.get((greedy, masked))
+        g = self._sample_graphs.get(key)
         if g is None:
-            g = self._sample_graphs[(greedy, masked)] = self._capture(lambda: self._sample(greedy, masked))
+            g = self._sample_graphs[key] = self._capture(lambda: self._sample(*key))
         g.replay()
 
     def prepare(self, up_to: int | None = None) -> float:
@@ -383,7 +387,8 @@ class Engine:
         if not self.graphs:
             return 0.0
         before = self.captures_s
-        for key in [(True, False), (True, True), (False, False), (False, True)]:
+        for key in [(True, False, False), (True, True, False), (False, False, False), (False, True, False),
+                    (False, False, True), (False, True, True)]:
             if key not in self._sample_graphs:
                 self._sample_graphs[key] = self._capture(lambda key=key: self._sample(*key))
         top = self._bucket(min(int(up_to or self.max_len), self.max_len))
@@ -416,15 +421,14 @@ class Engine:
         return buf
 
     def generate(self, prompt_ids, *, max_new_tokens: int, stop_ids=frozenset(), mask=None,
-                 temperature: float = 0.0, seed: int = 0) -> Generation:
-        """Prefill what the cache lacks of ``prompt_ids``, then decode up to ``max_new_tokens`` (the host loop's
-        backend protocol). ``new_ids`` include the stop token when one is hit; ``reused + prefilled`` is the
-        prompt length; ``prefill_s``/``decode_s`` are wall-clock seconds (device synchronised at both ends).
-        Raises :class:`EngineError` for an empty prompt, ids outside the vocabulary, or a prompt longer than
-        the cache."""
+                 temperature: float = 0.0, top_p: float = 1.0, seed: int = 0) -> Generation:
+        """Prefill what the cache lacks of ``prompt_ids``, then decode up to ``max_new_tokens`` through the one
+        decode loop (``toolkit.backends.decode``). ``new_ids`` include the stop token when one is hit;
+        ``reused + prefilled`` is the prompt length; ``prefill_s``/``decode_s`` are wall-clock seconds (device
+        synchronised at both ends). Raises :class:`EngineError` for an empty prompt, ids outside the vocabulary,
+        or a prompt longer than the cache."""
         prompt = self._check_ids(prompt_ids)
         stop_ids = {int(s) for s in (stop_ids or ())}
-        greedy = temperature <= 0
         self._sync()
         t0 = time.perf_counter()
         keep = 0
@@ -440,60 +444,59 @@ class Engine:
 
         P = len(prompt)
         limit = max(0, min(int(max_new_tokens), self.max_len - P + 1))
-        new: list[int] = []
-        stopped = "length"
-        host_bits = self._mask_bits(mask) if mask is not None else None
-        if mask is not None:
-            self._bits.zero_()  # words past the mask's own width stay 0: forbidden
-        if not greedy:
-            self._gen.manual_seed(int(seed))
-            self._inv_temp.fill_(1.0 / float(temperature))
-        self._pos.fill_(P)
-        # Constrained: the host must accept token i before the mask for i+1 exists, so one step in flight.
-        depth = self.lookahead if (mask is None and self._events is not None) else 1
-        R = len(self._ring)
-        launched = bodies = 0
-
-        def launch(i: int) -> None:
-            nonlocal bodies
-            if not greedy:
-                self._noise.exponential_(generator=self._gen)
-            self._run_sample(greedy, mask is not None)
-            if self._events is not None:
-                self._ring[i % R:i % R + 1].copy_(self._tok, non_blocking=True)
-                self._events[i % R].record()
-            else:
-                self._ring[i % R] = self._tok[0]
-            if i + 1 < limit:  # queue the next body step before the host looks at this token
-                self._run_body(self._bucket(P + i + 1), P + i)
-                bodies += 1
-
-        while len(new) < limit:
-            if mask is not None and mask.is_terminated():
-                stopped = "grammar"
-                break
-            while launched < limit and launched - len(new) < depth:
-                if mask is not None:
-                    mask.fill(host_bits)
-                    w = min(host_bits.shape[-1], self._words)
-                    self._bits[:w].copy_(host_bits.view(-1)[:w], non_blocking=True)
-                launched += 1
-                launch(launched - 1)
-            slot = len(new) % R
-            if self._events is not None:
-                self._events[slot].synchronize()
-            tok = int(self._ring[slot])
-            new.append(tok)
-            if mask is not None and not mask.accept(tok):
-                stopped = "grammar"  # the mask allowed a token its matcher refuses: should not happen
-                break
-            if tok in stop_ids:
-                stopped = "stop"
-                break
-            if mask is not None and mask.is_terminated():
-                stopped = "grammar"
-                break
+        run = _Run(self, P, limit, temperature, top_p, seed, mask)
+        new, stopped = decode(run, max_new_tokens=limit, stop_ids=stop_ids, mask=mask)
         self._sync()
         t2 = time.perf_counter()
-        self._ids = prompt + new[:min(bodies, len(new))]  # tokens whose keys/values the body steps wrote
+        self._ids = prompt + new[:min(run.bodies, len(new))]  # tokens whose keys/values the body steps wrote
         return Generation(new, keep, P - keep, t1 - t0, t2 - t1, stopped)
+
+
+class _Run:
+    """One ``generate`` call as a stepper of the decode loop: ``launch`` samples token i on the device (graph
+    replay) and queues the body step that computes the logits after it before the host looks at the token, so
+    checking stop ids and filling the next mask overlap GPU work; ``token`` waits for token i only."""
+
+    def __init__(self, engine: Engine, P: int, limit: int, temperature: float, top_p: float, seed: int, mask):
+        e = self.engine = engine
+        self.P, self.limit, self.mask = P, limit, mask
+        self.greedy, self.nucleus = temperature <= 0, top_p < 1.0
+        self.bodies = 0
+        self.host_bits = e._mask_bits(mask) if mask is not None else None
+        if mask is not None:
+            e._bits.zero_()  # words past the mask's own width stay 0: forbidden
+        if not self.greedy:
+            e._gen.manual_seed(int(seed))
+            e._temp.fill_(float(temperature))
+            e._top_p.fill_(float(top_p))
+        e._pos.fill_(P)
+        # Constrained: the host must accept token i before the mask for i+1 exists, so one step in flight.
+        self.depth = e.lookahead if (mask is None and e._events is not None) else 1
+
+    def launch(self, i: int, bitmask) -> None:
+        e = self.engine
+        if bitmask is not None:  # bitmask is self.host_bits (allocate below), filled by the mask
+            w = min(bitmask.shape[-1], e._words)
+            e._bits[:w].copy_(bitmask.view(-1)[:w], non_blocking=True)
+        if not self.greedy:
+            sampling.draw_noise(e._noise, e._gen, out=e._noise)
+        e._run_sample(self.greedy, self.mask is not None, self.nucleus)
+        R = len(e._ring)
+        if e._events is not None:
+            e._ring[i % R:i % R + 1].copy_(e._tok, non_blocking=True)
+            e._events[i % R].record()
+        else:
+            e._ring[i % R] = e._tok[0]
+        if i + 1 < self.limit:  # queue the next body step before the host looks at this token
+            e._run_body(e._bucket(self.P + i + 1), self.P + i)
+            self.bodies += 1
+
+    def allocate(self, mask):
+        return self.host_bits
+
+    def token(self, i: int) -> int:
+        e = self.engine
+        slot = i % len(e._ring)
+        if e._events is not None:
+            e._events[slot].synchronize()
+        return int(e._ring[slot])

@@ -2,7 +2,7 @@
 
 What it does
 - RMSNorm, RoPE, the per-layer pre/post functions (plain and the fused "fast" variants), weight gathering into
-  :class:`_Layer` records, the bitmask unpacking the sampler uses inside a graph, and the check that a model is
+  :class:`_Layer` records, the check that a model is
   one the engine supports (``EngineError`` otherwise).
 
 What it leaves out
@@ -91,14 +91,6 @@ def _post_fast(h, o, wo, bo, ln, wgu, wd, eps, gemv=False):
     h = h + _lin(o, wo, bo, gemv)
     g, u = _lin(F.rms_norm(h, (h.shape[-1],), ln, eps), wgu, None, gemv).chunk(2, dim=-1)
     return h, _lin(F.silu(g) * u, wd, None, gemv)
-
-
-def allowed_tokens(words: torch.Tensor, vocab_width: int, shifts: torch.Tensor | None = None) -> torch.Tensor:
-    """Unpack an xgrammar int32 bitmask (bit j of word i = token 32*i + j) into a bool vector of length V,
-    with tensor ops only, so it runs inside a CUDA graph on the mask's device."""
-    if shifts is None:
-        shifts = torch.arange(32, dtype=torch.int32, device=words.device)
-    return (((words.reshape(-1, 1) >> shifts) & 1) != 0).reshape(-1)[:vocab_width]
 
 
 @dataclass

@@ -10,19 +10,16 @@ What it leaves out
 """
 from __future__ import annotations
 
+import inspect
 import time
 
+import torch
+from transformers import DynamicCache
+
 from toolkit.backends.base import Generation
+from toolkit.backends.decode import decode
+from toolkit.backends.sampling import allowed_from_bitmask, choose, generator
 from toolkit.prefix import shared_prefix
-
-
-def _pick(logits, temperature: float, generator) -> int:
-    import torch
-
-    if temperature <= 0:
-        return int(torch.argmax(logits))
-    probs = torch.softmax(logits.float() / temperature, dim=-1)
-    return int(torch.multinomial(probs, 1, generator=generator))
 
 
 class HFBackend:
@@ -38,8 +35,6 @@ class HFBackend:
         self.name = name or type(model).__name__
         self.device = next(model.parameters()).device
         self.vocab_width = int(model.get_output_embeddings().weight.shape[0])
-        import inspect
-
         # transformers renamed forward's `past_key_values` to `cache` (5.2x); accept either version.
         self._cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
         self.reset()
@@ -53,14 +48,10 @@ class HFBackend:
         self._ids: list[int] = []  # the token ids whose keys/values are in self._cache
 
     def _sync(self) -> None:
-        import torch
-
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
     def _forward(self, ids: list[int]):
-        import torch
-
         x = torch.tensor([ids], device=self.device)
         # logits_to_keep=1: only the last position's logits are needed (a 151,936-wide row per token is costly)
         out = self.model(input_ids=x, use_cache=True, logits_to_keep=1, **{self._cache_kw: self._cache})
@@ -68,10 +59,7 @@ class HFBackend:
         self._ids.extend(ids)
         return out.logits[0, -1].float()
 
-    def generate(self, prompt_ids, *, max_new_tokens, stop_ids, mask=None, temperature=0.0, seed=0):
-        import torch
-        from transformers import DynamicCache
-
+    def generate(self, prompt_ids, *, max_new_tokens, stop_ids, mask=None, temperature=0.0, top_p=1.0, seed=0):
         prompt_ids = list(prompt_ids)
         keep = shared_prefix(self._ids, prompt_ids) if (self.reuse and self._cache is not None) else 0
         keep = min(keep, len(prompt_ids) - 1)  # at least one token must run to produce the next logits
@@ -80,34 +68,38 @@ class HFBackend:
         elif keep < len(self._ids):
             self._cache.crop(keep - len(self._ids))  # negative: number of positions to drop
             self._ids = self._ids[:keep]
-        gen = torch.Generator(device="cpu").manual_seed(seed)
-        bitmask = mask.allocate() if mask is not None else None
-        new: list[int] = []
-        stopped_by = "length"
         with torch.inference_mode():
             self._sync()
             t0 = time.perf_counter()
-            logits = self._forward(prompt_ids[keep:])
+            stepper = _Stepper(self, self._forward(prompt_ids[keep:]), temperature, top_p, generator(seed))
             self._sync()
             t1 = time.perf_counter()
-            while len(new) < max_new_tokens:
-                if mask is not None:
-                    mask.fill(bitmask)
-                    import xgrammar as xgr
-
-                    xgr.apply_token_bitmask_inplace(logits.unsqueeze(0), bitmask.to(logits.device))
-                tok = _pick(logits.cpu() if temperature > 0 else logits, temperature, gen)
-                new.append(tok)
-                if mask is not None:
-                    mask.accept(tok)
-                if tok in stop_ids:
-                    stopped_by = "stop"
-                    break
-                if mask is not None and mask.is_terminated():
-                    stopped_by = "grammar"
-                    break
-                if len(new) < max_new_tokens:
-                    logits = self._forward([tok])
+            new, stopped_by = decode(stepper, max_new_tokens=max_new_tokens, stop_ids=stop_ids, mask=mask)
             self._sync()
             t2 = time.perf_counter()
         return Generation(new, keep, len(prompt_ids) - keep, t1 - t0, t2 - t1, stopped_by)
+
+
+class _Stepper:
+    """The HF backend under the one decode loop: token i is picked from the logits after token i-1, whose forward
+    runs only when token i is asked for (so nothing is computed past the last token, as before)."""
+
+    depth = 1
+
+    def __init__(self, backend: HFBackend, logits, temperature: float, top_p: float, gen):
+        self.backend, self.logits, self.temperature, self.top_p, self.gen = backend, logits, temperature, top_p, gen
+        self.tokens: list[int] = []
+
+    def launch(self, i: int, bitmask) -> None:
+        if i > 0:
+            self.logits = self.backend._forward([self.tokens[i - 1]])
+        allowed = None
+        if bitmask is not None:
+            allowed = allowed_from_bitmask(bitmask.to(self.logits.device), self.logits.shape[-1])
+        # sampling reads a CPU generator: the same seed draws the same tokens on every device
+        logits = self.logits.cpu() if self.temperature > 0 else self.logits
+        allowed = allowed.cpu() if (allowed is not None and self.temperature > 0) else allowed
+        self.tokens.append(int(choose(logits, self.temperature, self.top_p, allowed, self.gen)))
+
+    def token(self, i: int) -> int:
+        return self.tokens[i]

@@ -1,0 +1,80 @@
+"""One sampler, one decode loop: the same seed, temperature, top-p and grammar give the same tokens on every backend
+(the transformers backend and the kit's engine, on the CPU), and the sampler draws exactly as torch.multinomial."""
+import pytest
+import torch
+
+from toolkit.backends.engine import Engine
+from toolkit.backends.hf import HFBackend
+from toolkit.backends.sampling import choose, draw_noise, generator, nucleus
+from toolkit.grammar.compile import bounded, compile_tools
+from toolkit.grammar.mask import GrammarMask
+from toolkit.models import stand_in
+from toolkit.schema import openai_schema
+from toolkit.tokenizer import qwen_tokenizer
+from toolkit.tools import TOOLS
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return stand_in("qwen3", seed=3)
+
+
+@pytest.fixture(scope="module")
+def tag_grammar():
+    tok = qwen_tokenizer("qwen3")
+    schemas = [bounded(openai_schema(TOOLS[n]), max_length=6) for n in ("get_weather", "calculator")]
+    return compile_tools(schemas, tok, mode="tag")
+
+
+def _prompt(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, 151_643, (n,), generator=g).tolist()
+
+
+@pytest.mark.parametrize("temperature,top_p", [(0.0, 1.0), (0.8, 1.0), (1.3, 0.9), (0.7, 0.5)])
+@pytest.mark.parametrize("constrained", [False, True])
+def test_hf_backend_and_engine_give_the_same_tokens(lm, tag_grammar, temperature, top_p, constrained):
+    engine = Engine(lm, graphs=False)
+    for seed in range(3):
+        prompt = _prompt(40, seed=seed)
+        out = []
+        for backend in (HFBackend(lm), engine):
+            backend.reset()
+            mask = GrammarMask(tag_grammar) if constrained else None
+            g = backend.generate(prompt, max_new_tokens=24, stop_ids={151645}, mask=mask,
+                                 temperature=temperature, top_p=top_p, seed=seed)
+            out.append((g.new_ids, g.stopped_by))
+        assert out[0] == out[1], (seed, out)
+        assert len(out[0][0]) > 1
+
+
+def test_sampler_draws_as_multinomial():
+    logits = torch.randn(151_936) * 3
+    for seed in range(50):
+        p = torch.softmax(logits / 0.7, -1)
+        want = int(torch.multinomial(p, 1, generator=generator(seed)))
+        assert int(choose(logits, 0.7, gen=generator(seed))) == want
+    batch = torch.randn(4, 1000)
+    want = torch.multinomial(torch.softmax(batch, -1), 1, generator=generator(5))[:, 0]
+    assert torch.equal(choose(batch, 1.0, gen=generator(5)), want)
+
+
+def test_nucleus_keeps_the_smallest_set_reaching_top_p():
+    p = torch.tensor([0.05, 0.5, 0.3, 0.15])
+    assert torch.equal(nucleus(p, 0.7) > 0, torch.tensor([False, True, True, False]))
+    assert torch.equal(nucleus(p, 0.8) > 0, torch.tensor([False, True, True, False]))
+    assert torch.equal(nucleus(p, 0.81) > 0, torch.tensor([False, True, True, True]))
+    noise = draw_noise(p, generator(0))
+    for _ in range(20):  # a token outside the nucleus is never drawn
+        assert int(choose(torch.log(p), 1.0, 0.7, gen=generator(_))) in (1, 2)
+    assert noise.shape == p.shape
+
+
+def test_greedy_ignores_the_seed_and_respects_the_mask(lm):
+    logits = torch.tensor([1.0, 3.0, 3.0, 2.0])
+    assert int(choose(logits)) == 1  # first index on ties
+    allowed = torch.tensor([True, False, False, True])
+    assert int(choose(logits, allowed=allowed)) == 3
+    assert int(choose(logits, 5.0, allowed=allowed, gen=generator(1))) in (0, 3)
