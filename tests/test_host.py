@@ -563,3 +563,31 @@ def test_prefix_stability_qwen3_rewrites_qwen25_keeps():
     after_user = [r for r in q3 if r["after"] == "user"]
     assert after_user and all(r["kept"] < 1.0 for r in after_user)
     assert all(r["kept"] == 1.0 for r in q3 if r["after"] == "tool")
+
+
+def test_a_new_step_type_needs_no_change_elsewhere(tok):
+    """Steps serialise themselves: a step type defined here (not in the kit) goes through the trace's JSON, its
+    per-turn rows, the CLI's lines and the widget's log without any other module knowing it."""
+    from dataclasses import dataclass
+
+    from toolkit.loop.steps import Step, turn_rows
+    from toolkit.widgets.trace import TraceView
+
+    @dataclass
+    class Thought(Step):
+        turn: int
+        note: str
+
+        def lines(self) -> str:
+            return f"   thought: {self.note}"
+
+    trace, _ = loop_once(tok, [call("calculator", expression="2+2"), "4"])
+    plain = trace.turns()
+    trace.steps.insert(1, Thought(1, "use the calculator <b>"))
+    out = trace.to_json()
+    assert out["steps"][1] == {"step": "Thought", "turn": 1, "note": "use the calculator <b>"}
+    assert trace.turns() == plain == turn_rows([s for s in trace.steps if not isinstance(s, Thought)])
+    assert "   thought: use the calculator <b>" in [s.lines() for s in trace.steps]
+    view = TraceView("scripted")
+    view.show(trace)
+    assert "thought: use the calculator &lt;b&gt;" in view.steps_html.value and view.rows == plain

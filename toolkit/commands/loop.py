@@ -16,7 +16,6 @@ from toolkit.loop.examples import (
     settings_for,
 )
 from toolkit.loop.loop import ANSWER_PREFIXES, DEFAULTS, RULE, check_tool_choice
-from toolkit.loop.steps import Executed, Generated, Rendered, Stopped
 from toolkit.models import REAL_OFFLINE, STAND_IN, load
 from toolkit.tools import TOOLS
 
@@ -96,18 +95,7 @@ def cli(argv: list[str]) -> int:
         print("NOTE: random weights — the calls below are well-formed but meaningless (mechanics only).")
     print(f"tools: {', '.join(mounted)} | settings: {settings}\nrule: {RULE}")
     for s in trace.steps:
-        if isinstance(s, Rendered):
-            print(f"\n-- turn {s.turn} [{s.mode}]: prompt {len(s.prompt_ids)} tokens {s.split}\n   why: {s.rule}")
-        elif isinstance(s, Generated):
-            g = s.generation
-            print(f"   generated {len(g.new_ids)} tokens ({'constrained' if s.constrained else 'free'}), "
-                  f"reused {g.reused}, prefilled {g.prefilled}, prefill {g.prefill_s * 1e3:.0f} ms, "
-                  f"decode {g.decode_s * 1e3:.0f} ms: {s.text!r}")
-        elif isinstance(s, Executed):
-            for r in s.results:
-                print(f"   {r.status:>8} {r.name}({json.dumps(r.arguments, ensure_ascii=False)}) -> "
-                      f"{json.dumps(r.result, ensure_ascii=False)[:300]}")
-        elif isinstance(s, Stopped):
-            print(f"\nstopped: {s.reason} {s.detail}".rstrip())
+        if s.lines():
+            print(s.lines())
     print(f"answer: {trace.answer}")
     return 0

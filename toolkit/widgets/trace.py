@@ -5,7 +5,7 @@ how long prefill and decode took (book §14.5.3's second account, measured on on
 random-weight stand-in), a plotly figure (a ``go.Figure`` redrawn through ``toolkit.widgets.plot.FigureView``)
 with three panels per turn — prompt split (tool definitions /
 history / new tokens), cache (reused / prefilled / generated) and wall time (prefill / decode / tools) — and a
-step log. Feed it with ``host.run(..., on_step=view.on_step)`` or ``view.show(trace)``. The plotted numbers are
+step log. Feed it with ``toolkit.loop.loop.run(..., on_step=view.on_step)`` or ``view.show(trace)``. The plotted numbers are
 plain data (``view.rows``, ``panel_data(rows)``) so tests check them without a browser.
 
 Leaves out: token-level detail (``widgets.tokens`` shows a rendering token by token) and comparing two runs in one
@@ -14,20 +14,11 @@ figure (the notebook puts two views side by side).
 from __future__ import annotations
 
 import html
-import json
 
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
-from toolkit.loop.steps import (
-    Answered,
-    Executed,
-    Generated,
-    Parsed,
-    Rendered,
-    Stopped,
-    Trace,
-)
+from toolkit.loop.steps import turn_rows
 from toolkit.widgets.plot import FigureView
 
 # (panel, key, label, colour); panel 1 = prompt split, 2 = cache, 3 = time
@@ -61,29 +52,6 @@ def _figure(rows) -> go.Figure:
     return go.Figure(data=traces, layout=layout)
 
 
-def _step_line(step) -> str:
-    e = html.escape
-    if isinstance(step, Rendered):
-        extra = f" · answer started with <code>{e(step.forced_prefix)}</code>" if step.forced_prefix else ""
-        return f"<b>turn {step.turn}</b> · prompt {len(step.prompt_ids)} tokens {e(json.dumps(step.split))}{extra}"
-    if isinstance(step, Generated):
-        g = step.generation
-        kind = "constrained (tool-call tag)" if step.constrained else "free"
-        return (f"&nbsp;&nbsp;generated {len(g.new_ids)} tokens, {kind}, stopped by {g.stopped_by}: "
-                f"<code>{e(step.text)}</code>")
-    if isinstance(step, Parsed):
-        return "&nbsp;&nbsp;parsed: " + (", ".join(e(c.name or "?") if c.ok else f"<i>{e(c.error['type'])}</i>"
-                                                  for c in step.calls) or "no tool call → answer")
-    if isinstance(step, Executed):
-        return "<br>".join(f"&nbsp;&nbsp;{e(r.status)}: {e(str(r.name))}({e(json.dumps(r.arguments, ensure_ascii=False))})"
-                           f" → <code>{e(json.dumps(r.result, ensure_ascii=False))}</code>" for r in step.results)
-    if isinstance(step, Answered):
-        return f"<b>answer</b>: {e(step.text)}"
-    if isinstance(step, Stopped):
-        return f"<b>stopped</b>: {e(step.reason)} {e(step.detail)}"
-    return e(repr(step))
-
-
 class TraceView(widgets.VBox):
     """Live view of one host-loop run. ``on_step`` is the ``run(..., on_step=...)`` callback."""
 
@@ -109,19 +77,19 @@ class TraceView(widgets.VBox):
 
     def on_step(self, step) -> None:
         self.steps.append(step)
-        self.steps_html.value += f"<div style='font-family:monospace;font-size:12px'>{_step_line(step)}</div>"
-        if isinstance(step, (Generated, Executed, Stopped)):
+        self.steps_html.value += f"<div style='font-family:monospace;font-size:12px'>{step.html()}</div>"
+        if step.row():  # the step changes its turn's numbers (each step says what it adds: Step.row)
             self._redraw()
 
     def show(self, trace) -> None:
-        """Replace the view with a finished :class:`toolkit.host.Trace`."""
+        """Replace the view with a finished :class:`toolkit.loop.steps.Trace`."""
         self.clear()
         self.set_model(trace.model, "STAND-IN" not in trace.model)
         for s in trace.steps:
             self.on_step(s)
 
     def _redraw(self) -> None:
-        self.rows = Trace("", steps=self.steps).turns()
+        self.rows = turn_rows(self.steps)
         data = panel_data(self.rows)
         with self.fig.batch_update():
             for trace, (_, key, _, _) in zip(self.fig.data, SERIES):
