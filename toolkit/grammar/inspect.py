@@ -13,9 +13,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import torch
+
+from toolkit.backends.decode import decode
+from toolkit.backends.sampling import choose, generator
 from toolkit.grammar.compile import Grammar, _stop_ids
 from toolkit.grammar.hf import _decode_text
-from toolkit.grammar.mask import GrammarMask
+from toolkit.grammar.mask import GrammarMask, allowed_count
 from toolkit.models import vocab_width
 
 
@@ -71,59 +75,68 @@ def trace(model, tokenizer, prompt_ids, grammar: Grammar | None, max_new_tokens:
     ``temperature=0`` is greedy (the shown probabilities are then at temperature 1); otherwise sampling from the
     masked distribution at ``temperature`` with a seeded generator. ``grammar=None`` decodes unconstrained.
     """
-    import torch
-
     width = vocab_width(model)
     if grammar is not None and grammar.vocab_width != width:
         raise ValueError(f"grammar was compiled for vocab width {grammar.vocab_width}, model has {width}")
     stops = set(grammar.stop_token_ids if grammar else _stop_ids(tokenizer))
-    mask = GrammarMask(grammar) if grammar else None
-    bitmask = mask.allocate() if mask else None
-    gen = torch.Generator().manual_seed(seed)
-    dev = next(model.parameters()).device
-    ids = torch.tensor([list(prompt_ids)], device=dev)
-    steps, out_ids, past, terminated = [], [], None, False
+    rec = _Recorder(model, tokenizer, list(prompt_ids), temperature, seed, top_k, width, grammar is not None)
     t0 = time.perf_counter()
     with torch.no_grad():
-        for i in range(max_new_tokens):
-            # Same call shape as transformers' generate (attention mask over everything so far): keeps greedy
-            # decoding bit-identical between the two paths.
-            attn = torch.ones(1, len(prompt_ids) + len(out_ids), dtype=torch.long, device=dev)
-            out = model(input_ids=ids, attention_mask=attn, cache=past, use_cache=True, logits_to_keep=1)
-            past = out.past_key_values
-            logits = out.logits[:, -1, :].float()
-            before = torch.softmax(logits / (temperature or 1.0), -1)[0].cpu()
-            if mask is not None:
-                mask.fill(bitmask)
-                allowed = mask.allowed_count(bitmask)
-                masked = logits.clone()
-                mask.apply(masked, bitmask)
-            else:
-                allowed, masked = width, logits
-            after = torch.softmax(masked / (temperature or 1.0), -1)[0].cpu()
-            if temperature > 0:
-                tok = int(torch.multinomial(after, 1, generator=gen))
-            else:
-                tok = int(masked[0].argmax())
-            removed = float(1.0 - before[after > 0].sum()) if mask is not None else 0.0
-            steps.append(TokenStep(i, allowed, _top(tokenizer, before, before, after, top_k),
-                              _top(tokenizer, after, before, after, top_k),
-                              max(removed, 0.0), tok, token_text(tokenizer, tok), float(before[tok]),
-                              float(after[tok])))
-            out_ids.append(tok)
-            if mask is not None:
-                if not mask.accept(tok):
-                    raise RuntimeError(f"matcher refused token {tok} it had allowed (step {i})")
-                if mask.is_terminated():
-                    terminated = True
-                    break
-            elif tok in stops:
-                terminated = True
-                break
-            ids = torch.tensor([[tok]], device=dev)
+        out_ids, stopped = decode(rec, max_new_tokens=max_new_tokens, stop_ids=stops,
+                                  mask=_Strict(grammar) if grammar else None)
     secs = time.perf_counter() - t0
-    return StepTrace(len(prompt_ids), out_ids, steps, _decode_text(tokenizer, out_ids, stops), terminated,
-                     temperature, seed, width, grammar is not None, secs)
+    return StepTrace(len(prompt_ids), out_ids, rec.steps, _decode_text(tokenizer, out_ids, stops),
+                     stopped != "length", temperature, seed, width, grammar is not None, secs)
+
+
+class _Strict(GrammarMask):
+    def accept(self, token_id: int) -> bool:
+        if not super().accept(token_id):
+            raise RuntimeError(f"matcher refused token {token_id} it had allowed")
+        return True
+
+
+class _Recorder:
+    """A stepper of the one decode loop that runs the model itself and records each step's distributions.
+
+    Same call shape as transformers' generate (attention mask over everything so far): keeps greedy decoding
+    bit-identical between ``trace`` and ``toolkit.grammar.hf.generate``; the token is picked by the one sampler."""
+
+    depth = 1
+
+    def __init__(self, model, tokenizer, prompt_ids, temperature, seed, top_k, width, constrained):
+        self.model, self.tokenizer, self.prompt = model, tokenizer, prompt_ids
+        self.temperature, self.top_k, self.width, self.constrained = temperature, top_k, width, constrained
+        self.gen = generator(seed)
+        self.dev = next(model.parameters()).device
+        self.past, self.tokens, self.steps = None, [], []
+
+    def launch(self, i: int, bitmask) -> None:
+        ids = self.prompt if i == 0 else [self.tokens[-1]]
+        attn = torch.ones(1, len(self.prompt) + i, dtype=torch.long, device=self.dev)
+        out = self.model(input_ids=torch.tensor([ids], device=self.dev), attention_mask=attn, cache=self.past,
+                         use_cache=True, logits_to_keep=1)
+        self.past = out.past_key_values
+        logits = out.logits[:, -1, :].float()
+        t = self.temperature or 1.0
+        before = torch.softmax(logits / t, -1)[0].cpu()
+        if bitmask is not None:
+            allowed = allowed_count(bitmask, self.width)
+            masked = logits.clone()
+            GrammarMask.apply(masked, bitmask)
+        else:
+            allowed, masked = self.width, logits
+        after = torch.softmax(masked / t, -1)[0].cpu()
+        tok = int(choose(masked.cpu() if self.temperature > 0 else masked, self.temperature, gen=self.gen)[0])
+        removed = float(1.0 - before[after > 0].sum()) if bitmask is not None else 0.0
+        tk = self.tokenizer
+        self.steps.append(TokenStep(i, allowed, _top(tk, before, before, after, self.top_k),
+                                    _top(tk, after, before, after, self.top_k), max(removed, 0.0), tok,
+                                    token_text(tk, tok), float(before[tok]), float(after[tok])))
+        self.tokens.append(tok)
+
+    def token(self, i: int) -> int:
+        return self.tokens[i]
 
 
 @dataclass
@@ -138,8 +151,6 @@ class Score:
 
 def score(model, tokenizer, prompt_ids, grammar: Grammar, text: str) -> Score:
     """Score ``text`` (plus the stop token) in one forward: how likely is it with and without the mask?"""
-    import torch
-
     ids = tokenizer.encode(text, add_special_tokens=False) + [grammar.stop_token_ids[0]]
     dev = next(model.parameters()).device
     with torch.no_grad():
