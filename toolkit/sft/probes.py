@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from toolkit.backends.sampling import choose
 from toolkit.sft.finetune import Run, _batch, _Head, threads
 from toolkit.sft.labels import EOT, Labelled, MaskError
 from toolkit.tokenizer import tokenizer_for
@@ -71,10 +72,8 @@ def continue_batch(run: Run, prompts: list[list[int]], max_new_tokens: int = 40,
         res = head.hidden(ids, attn, position_ids=pos, use_cache=True)
         for _ in range(max_new_tokens):
             logits = head.logits(res.last_hidden_state[:, -1])
-            if generator is None:
-                cols = logits.argmax(-1)
-            else:
-                cols = torch.multinomial(torch.softmax(logits, -1), 1, generator=generator)[:, 0]
+            # the one sampler (toolkit.backends.sampling): greedy, or temperature 1 from ``generator``
+            cols = choose(logits) if generator is None else choose(logits, 1.0, gen=generator)
             nxt = head.vocab[cols]
             out.append(nxt)
             attn = torch.cat([attn, torch.ones((len(prompts), 1), dtype=torch.long)], 1)
