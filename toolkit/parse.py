@@ -47,6 +47,11 @@ def _as_arguments(value):
     return value
 
 
+def blocks(text: str) -> list[str]:
+    """The text inside each closed ``<tool_call>…</tool_call>`` block, stripped (what a schema check validates)."""
+    return [m.group(1).strip() for m in TAG.finditer(text) if m.group(2)]
+
+
 def parse_tool_calls(text: str) -> tuple[str, list[ToolCall]]:
     """Split a generation into its free text and its ``<tool_call>`` blocks. Never raises on any input string.
 

@@ -10,10 +10,10 @@ What it leaves out
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 
 from toolkit.grammar.compile import Grammar
+from toolkit.parse import blocks
 from toolkit.render import render
 
 
@@ -34,14 +34,11 @@ class Check:
     error: str = ""
 
 
-_CALL_RE = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
-
-
 def check(text: str, schema: dict, tool_tags: bool = False) -> Check:
     """Parse ``text`` (bare JSON, or every ``<tool_call>`` block if ``tool_tags``) and validate with jsonschema."""
     import jsonschema
 
-    pieces = _CALL_RE.findall(text) if tool_tags else [text.strip()]
+    pieces = blocks(text) if tool_tags else [text.strip()]
     if not pieces:
         return Check(False, False, [], "no <tool_call>…</tool_call> block")
     values = []
