@@ -34,7 +34,7 @@ class ScriptedBackend:
     def reset(self) -> None:
         self._seen = []
 
-    def peek(self, prompt_ids, *, temperature=0.0, seed=0) -> Generation:
+    def peek(self, prompt_ids, *, temperature=0.0, top_p=1.0, seed=0) -> Generation:
         """The first token of the next scripted text, without using the entry up (the loop's call gate)."""
         turn = len(self.prompts)
         if turn >= len(self.script):
@@ -44,7 +44,7 @@ class ScriptedBackend:
         reused = min(shared_prefix(self._seen, prompt_ids), len(prompt_ids) - 1)
         return Generation(ids[:1] or [IM_END_ID], reused, len(prompt_ids) - reused, 0.0, 0.0, "length")
 
-    def generate(self, prompt_ids, *, max_new_tokens, stop_ids, mask=None, temperature=0.0, seed=0):
+    def generate(self, prompt_ids, *, max_new_tokens, stop_ids, mask=None, temperature=0.0, top_p=1.0, seed=0):
         turn = len(self.prompts)
         self.prompts.append(list(prompt_ids))
         if turn >= len(self.script):

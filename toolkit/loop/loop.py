@@ -12,23 +12,19 @@ What it does
   exception: malformed JSON, an unclosed tag, an unknown tool, invalid arguments, a tool that raises or times
   out, a call the person did not approve (tools with ``needs_confirmation`` run only if ``confirm(call)`` says
   yes; the default denies). Guards: ``max_turns``, a token budget, calls per turn, repeated calls.
-- The **backend protocol** (below) and two backends: :class:`HFBackend` (a transformers model that keeps one
-  ``DynamicCache`` across turns and prefills only the tokens after the longest shared prefix; when the new
-  rendering does not extend the old one it crops the cache to the shared prefix) and :class:`ScriptedBackend`
-  (replays fixed texts, for deterministic loop tests). ``toolkit.engine`` implements the same protocol.
+- It drives any backend of ``toolkit.backends`` (``HFBackend`` keeps one cache across turns and prefills only
+  the tokens after the longest shared prefix; ``ScriptedBackend`` replays fixed texts for tests; ``Engine``).
 - Per turn it records tokens reused vs prefilled and prefill/decode wall time, and splits the prompt into tool
   definitions / history / new tokens (``Rendered.split``).
 - ``tool_choice`` as the chat APIs name it: ``"auto"`` (default: text or calls), ``"required"``, ``"none"``, or
   a tool's name; it binds the turn that answers the user, later turns are ``"auto"`` (:data:`RULE`, printed in
   every ``Rendered.rule``). With ``constrain="tag"`` (default) each turn decodes under
-  ``toolkit.constrain.compile_tool_choice``'s grammar; under ``"auto"`` the model's own first token decides
+  ``toolkit.grammar.compile.compile_tool_choice``'s grammar; under ``"auto"`` the model's own first token decides
   call or text (a call spelled any way starts a grammar-checked ``<tool_call>``). Parallel calls: any number up
   to ``max_calls``, no slots. The repeat guard is per call, within and across turns: a repeated call is not run
   and gets a ``repeated_call`` note with the first call's result. The answer is started for the model (``answer_prefix``, ``"auto"``: in the
   question's language) only after tool results on a turn after only-repeated calls or on the last turn allowed.
-- ``ask(question, loaded, tools=..., tool_choice=...)`` runs any question with :data:`DEFAULTS`;
-  ``python -m toolkit loop "question" [--tools a,b] [--tool-choice auto|required|none|NAME] [--json]`` checks
-  its input before a model loads (one-line error, exit 2).
+- :data:`DEFAULTS` are what ``toolkit.loop.examples.ask``/``run_example`` and ``python -m toolkit loop`` use.
 
 What it leaves out
 - Killing a timed-out tool: Python threads cannot be stopped, so a timed-out call is abandoned (its daemon
@@ -44,28 +40,14 @@ What it leaves out
   prompt token per gated turn (the peek's prefill is cached; its numbers are added to the turn's).
 - Streaming, batching several conversations, history compression (§14.5.8).
 
-Backend protocol (stable; ``toolkit.engine`` implements it too)::
-
-    backend.generate(prompt_ids: list[int], *, max_new_tokens: int, stop_ids: set[int], mask=None,
-                     temperature: float = 0.0, seed: int = 0) -> Generation
-    backend.name: str            # what ran, e.g. Loaded.description; says "STAND-IN" for random weights
-    backend.reset() -> None      # forget any cached prefix (optional)
-    backend.peek(prompt_ids, *, temperature, seed) -> Generation   # next token, no mask (optional; default:
-                                 # a one-token generate) — the call gate of tool_choice="auto"
-    backend.vocab_width: int     # logit width, for grammar bitmasks (optional; default 151,936)
-
-``Generation(new_ids, reused, prefilled, prefill_s, decode_s, stopped_by)``: ``new_ids`` are the generated ids
-including the stop token if one was hit; ``reused`` prompt tokens came from a cache, ``prefilled`` were computed
-(``reused + prefilled == len(prompt_ids)``); ``stopped_by`` is ``"stop"`` (a stop id), ``"grammar"`` (the mask
-terminated), or ``"length"`` (``max_new_tokens``). ``mask`` is a ``toolkit.constrain.GrammarMask``-like object:
-``allocate()`` a bitmask, ``fill(bitmask)`` before each step, apply it with
-``xgrammar.apply_token_bitmask_inplace(logits, bitmask)``, ``accept(token_id)`` after, ``is_terminated()``.
+The backend protocol and ``Generation`` are in ``toolkit.backends.base``; the options in :class:`LoopConfig`.
 """
 from __future__ import annotations
 
 import json
 import re
 import time
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Mapping
 
 from toolkit.backends.base import Generation
@@ -143,50 +125,75 @@ def check_tool_choice(tool_choice, names) -> str:
                      f"{sorted(names)}, got {tool_choice!r}")
 
 
-def _peek(backend, prompt, temperature, seed) -> Generation:
+def _peek(backend, prompt, temperature, top_p, seed) -> Generation:
     """The model's own next token (no mask). Backends may offer ``peek``; otherwise a one-token generate."""
     fn = getattr(backend, "peek", None)
     if fn is not None:
-        return fn(prompt, temperature=temperature, seed=seed)
-    return backend.generate(prompt, max_new_tokens=1, stop_ids=set(), temperature=temperature, seed=seed)
+        return fn(prompt, temperature=temperature, top_p=top_p, seed=seed)
+    return backend.generate(prompt, max_new_tokens=1, stop_ids=set(), temperature=temperature, top_p=top_p,
+                            seed=seed)
 
 
-def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], *, template: str = "qwen2.5",
-         tool_choice="auto", constrain: str = "tag", max_turns: int = 4, max_new_tokens: int = 96,
-         token_budget: int = 50_000, repeat_limit: int = 1, confirm: Callable | None = None,
-         tool_timeout_s: float = 5.0, parallel: bool = True, grammar=None, max_calls: int = 8,
-         answer_prefix: str | None = "auto", bound_strings: int | None = None,
-         system_prefix: Callable[[int], str] | None = None, temperature: float = 0.0,
-         seed: int = 0) -> Iterator[Step]:
+@dataclass(frozen=True)
+class LoopConfig:
+    """Every option of :func:`loop` with its default, in one place (``loop(..., config, **overrides)``).
+
+    ``tool_choice``: see :data:`RULE`. ``constrain="tag"`` decodes under the tool-choice grammars
+    (``toolkit.grammar``); ``"none"`` decodes freely. ``template``: ``"qwen2.5"``, ``"qwen3"`` (the kit's) or
+    ``"native"`` (the tokenizer's own). ``grammar`` overrides the grammar of call turns; ``bound_strings`` caps
+    every string in the grammars (a random-weight stand-in needs it to finish). ``max_calls`` caps the calls one
+    turn may run; ``repeat_limit`` how often the same call may run in the whole conversation.
+    ``system_prefix(turn)`` is prepended to the system prompt at render time only (e.g. :func:`timestamp_prefix`).
+    ``temperature``/``top_p``/``seed`` go to the backend's one sampler (turn ``t`` draws with ``seed + t``).
+    """
+
+    template: str = "qwen2.5"
+    tool_choice: Any = "auto"
+    constrain: str = "tag"
+    max_turns: int = 4
+    max_new_tokens: int = 96
+    token_budget: int = 50_000
+    repeat_limit: int = 1
+    confirm: Callable | None = None
+    tool_timeout_s: float = 5.0
+    parallel: bool = True
+    grammar: Any = None
+    max_calls: int = 8
+    answer_prefix: str | None = "auto"
+    bound_strings: int | None = None
+    system_prefix: Callable[[int], str] | None = None
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int = 0
+
+
+def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], config: LoopConfig | None = None,
+         **overrides) -> Iterator[Step]:
     """Run the host loop; yield steps. ``messages`` is extended in place with the assistant and tool messages.
 
     ``tools`` maps name -> any object with ``name``, ``schema``, ``needs_confirmation`` and ``call(args)``
-    (``toolkit.tools.Tool``, or an MCP adapter's tools). ``tool_choice``: see :data:`RULE` (printed in each
-    ``Rendered.rule``). ``constrain="tag"`` decodes under the tool-choice grammars (``toolkit.constrain``);
-    ``"none"`` decodes freely (the model's raw habits). ``template``: ``"qwen2.5"``, ``"qwen3"`` (the kit's) or
-    ``"native"`` (the tokenizer's own). ``system_prefix(turn)`` is prepended to the system prompt at render time
-    only (e.g. :func:`timestamp_prefix`). ``grammar`` overrides the grammar of call turns; ``bound_strings``
-    caps every string in the grammars (a random-weight stand-in needs it to finish). ``max_calls`` caps the
-    calls one turn may run (the rest get an error result); ``repeat_limit`` how often the same call may run in
-    the whole conversation (later ones are not run; they get a ``repeated_call`` note and the first one's result).
+    (``toolkit.tools.Tool``, or an MCP adapter's tools). The options are a :class:`LoopConfig` (``config``) and/or
+    keyword arguments that override its fields (``loop(b, tok, msgs, tools, max_turns=2)`` works as before).
+    Unknown option names raise ``TypeError``.
     """
-    if constrain not in ("none", "tag"):
-        raise ValueError(f"constrain must be 'none' or 'tag', got {constrain!r}")
-    choice = check_tool_choice(tool_choice, tools)
+    c = replace(config or LoopConfig(), **overrides)
+    if c.constrain not in ("none", "tag"):
+        raise ValueError(f"constrain must be 'none' or 'tag', got {c.constrain!r}")
+    choice = check_tool_choice(c.tool_choice, tools)
     schemas = [openai_schema(t) for t in tools.values()]
     stop_ids = {IM_END_ID}
     grammars: dict = {}
 
     def grammar_for(kind: str):  # "auto" | "required" | "none" | a tool's name; compiled once per run
-        if constrain != "tag" or (not tools and kind != "none"):
+        if c.constrain != "tag" or (not tools and kind != "none"):
             return None
         if kind not in grammars:
-            if grammar is not None and kind not in ("auto", "none"):
-                grammars[kind] = grammar
+            if c.grammar is not None and kind not in ("auto", "none"):
+                grammars[kind] = c.grammar
             else:
                 chosen = [s for s in schemas if kind in ("auto", "required") or s["function"]["name"] == kind]
-                if bound_strings:
-                    chosen = [bounded(s, max_length=bound_strings) for s in chosen]
+                if c.bound_strings:
+                    chosen = [bounded(s, max_length=c.bound_strings) for s in chosen]
                 grammars[kind] = compile_tool_choice(chosen, tokenizer, kind if kind in TOOL_CHOICES else "required",
                                                      vocab_width=getattr(backend, "vocab_width", None))
         return grammars[kind]
@@ -195,32 +202,32 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], *, 
     earlier: dict[str, Any] = {}  # id of a call that ran -> its result
     seen: dict[str, int] = {}
     spent, prev_len, n_calls, nothing_new = 0, None, 0, False
-    for turn in range(1, max_turns + 1):
-        if spent >= token_budget:
-            yield Stopped("token_budget", turn, f"{spent} tokens computed >= budget {token_budget}")
+    for turn in range(1, c.max_turns + 1):
+        if spent >= c.token_budget:
+            yield Stopped("token_budget", turn, f"{spent} tokens computed >= budget {c.token_budget}")
             return
         view = [dict(m) for m in messages]
-        if system_prefix is not None:
+        if c.system_prefix is not None:
             if view and view[0]["role"] == "system":
-                view[0]["content"] = system_prefix(turn) + (view[0].get("content") or "")
+                view[0]["content"] = c.system_prefix(turn) + (view[0].get("content") or "")
             else:
-                view.insert(0, {"role": "system", "content": system_prefix(turn).rstrip("\n")})
-        rendering = render(view, schemas or None, template=template, tokenizer=tokenizer)
+                view.insert(0, {"role": "system", "content": c.system_prefix(turn).rstrip("\n")})
+        rendering = render(view, schemas or None, template=c.template, tokenizer=tokenizer)
         after_tools = bool(messages) and messages[-1]["role"] == "tool"
         forced, peeked = "", None
-        if after_tools and (nothing_new or turn == max_turns):
+        if after_tools and (nothing_new or turn == c.max_turns):
             kind, mode = "none", "answer"
-            forced = _answer_prefix(answer_prefix, messages)
-            why = ("the previous turn only repeated calls" if nothing_new else f"last turn allowed ({max_turns})") + \
+            forced = _answer_prefix(c.answer_prefix, messages)
+            why = ("the previous turn only repeated calls" if nothing_new else f"last turn allowed ({c.max_turns})") + \
                   (f": tools off, answer started with {forced!r}" if forced else ": tools off")
         elif choice == "none" or not tools:
             kind, mode, why = "none", "text", "tool_choice 'none': the <tool_call> token is masked out"
         elif choice != "auto" and not after_tools:
             kind, mode, why = choice, "call", f"tool_choice {choice!r}: the turn must start with a call"
-        elif constrain != "tag":
+        elif c.constrain != "tag":
             kind, mode, why = "auto", "free", "unconstrained: the model writes whatever it writes"
         else:
-            peeked = _peek(backend, list(rendering.ids), temperature, seed + turn)
+            peeked = _peek(backend, list(rendering.ids), c.temperature, c.top_p, c.seed + turn)
             first = peeked.new_ids[0] if peeked.new_ids else IM_END_ID
             text0 = tokenizer.decode([first], skip_special_tokens=False).lstrip()
             opens = first == TOOL_CALL_ID or text0.startswith(CALL_OPENERS)
@@ -239,9 +246,9 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], *, 
         mask = None
         if g_used is not None:
             mask = GrammarMask(g_used)
-        budget_left = max(1, token_budget - spent - len(prompt))
-        g = backend.generate(prompt, max_new_tokens=min(max_new_tokens, budget_left), stop_ids=stop_ids,
-                             mask=mask, temperature=temperature, seed=seed + turn)
+        budget_left = max(1, c.token_budget - spent - len(prompt))
+        g = backend.generate(prompt, max_new_tokens=min(c.max_new_tokens, budget_left), stop_ids=stop_ids,
+                             mask=mask, temperature=c.temperature, top_p=c.top_p, seed=c.seed + turn)
         if peeked is not None:  # the peek prefilled the prompt; account for it in this turn's numbers
             g = Generation(g.new_ids, peeked.reused, peeked.prefilled, peeked.prefill_s + g.prefill_s,
                            peeked.decode_s + g.decode_s, g.stopped_by)
@@ -266,13 +273,13 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], *, 
         # The repeat guard, per call, within the turn and across turns; and the per-turn cap.
         held: dict[int, CallResult] = {}
         for i, c in enumerate(calls):
-            if i >= max_calls:
+            if i >= c.max_calls:
                 held[i] = CallResult(c.id, c.name, c.arguments, "skipped", _error(
-                    "too_many_calls", f"only {max_calls} calls run per turn; this one (#{i + 1}) was not run"))
+                    "too_many_calls", f"only {c.max_calls} calls run per turn; this one (#{i + 1}) was not run"))
             elif c.ok:
                 key = _call_key(c)
                 seen[key] = seen.get(key, 0) + 1
-                if seen[key] > repeat_limit:
+                if seen[key] > c.repeat_limit:
                     held[i] = CallResult(c.id, c.name, c.arguments, "repeated", key)  # filled in below
                 else:
                     counts.setdefault(key, c.id)
@@ -286,7 +293,7 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], *, 
             messages.append({"role": "assistant", "content": text})
         t0 = time.perf_counter()
         fresh = [c for i, c in enumerate(calls) if i not in held]
-        ran = iter(execute(fresh, tools, confirm=confirm, timeout_s=tool_timeout_s, parallel=parallel))
+        ran = iter(execute(fresh, tools, confirm=c.confirm, timeout_s=c.tool_timeout_s, parallel=c.parallel))
         results = [held[i] if i in held else next(ran) for i in range(len(calls))]
         for r in results:
             if r.status == "ok" and r.call_id in counts.values():
@@ -299,7 +306,7 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], *, 
         nothing_new = all(r.status in ("repeated", "skipped") for r in results)
         yield Executed(turn, results, time.perf_counter() - t0)
         messages.extend(r.message() for r in results)
-    yield Stopped("max_turns", max_turns, f"no answer after {max_turns} turn(s)")
+    yield Stopped("max_turns", c.max_turns, f"no answer after {c.max_turns} turn(s)")
 
 
 def run(backend, tokenizer, messages, tools, on_step: Callable | None = None, **kw) -> Trace:
