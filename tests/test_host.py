@@ -13,7 +13,7 @@ from toolkit.backends.hf import HFBackend
 from toolkit.backends.scripted import ScriptedBackend
 from toolkit.commands.loop import cli
 from toolkit.loop.examples import run_example
-from toolkit.loop.loop import CALL_OPENERS, RULE, _peek, loop, run, timestamp_prefix
+from toolkit.loop.loop import CALL_OPENERS, RULE, LoopConfig, _peek, loop, run, timestamp_prefix
 from toolkit.loop.steps import (
     STOP_REASONS,
     Executed,
@@ -591,3 +591,39 @@ def test_a_new_step_type_needs_no_change_elsewhere(tok):
     view = TraceView("scripted")
     view.show(trace)
     assert "thought: use the calculator &lt;b&gt;" in view.steps_html.value and view.rows == plain
+
+
+def _steps_json(trace):
+    def scrub(x):  # timings differ run to run
+        if isinstance(x, dict):
+            return {k: scrub(v) for k, v in x.items() if k not in ("prefill_s", "decode_s", "wall_s", "seconds")}
+        return [scrub(v) for v in x] if isinstance(x, list) else x
+    return [scrub(s.to_json()) for s in trace.steps]
+
+
+def test_loop_config_and_keyword_options_are_the_same_run(tok):
+    """The options live in one LoopConfig; keyword arguments override its fields; a misspelt option fails loudly."""
+    script = [call("calculator", expression="2+2"), "4"]
+    by_kw, _ = loop_once(tok, script, template="qwen3", max_turns=3, repeat_limit=2)
+    cfg = LoopConfig(template="qwen3", max_turns=3, repeat_limit=2)
+    by_cfg, _ = loop_once(tok, script, config=cfg)
+    mixed, _ = loop_once(tok, script, config=LoopConfig(template="qwen2.5", max_turns=3), template="qwen3",
+                         repeat_limit=2)
+    assert _steps_json(by_kw) == _steps_json(by_cfg) == _steps_json(mixed)
+    assert by_kw.answer == "4" and by_kw.of(Rendered)[0].prompt_ids != loop_once(tok, script)[0].of(Rendered)[0].prompt_ids
+    with pytest.raises(TypeError):
+        loop_once(tok, script, max_turn=3)
+
+
+def test_loop_hands_temperature_top_p_and_seed_to_the_backend(tok):
+    seen = []
+
+    class Sampling(ScriptedBackend):
+        def generate(self, prompt_ids, **kw):
+            seen.append({k: kw[k] for k in ("temperature", "top_p", "seed")})
+            return super().generate(prompt_ids, **kw)
+
+    backend = Sampling(tok, [call("calculator", expression="2+2"), "4"])
+    run(backend, tok, [{"role": "user", "content": "2+2?"}], TOOLS, temperature=0.7, top_p=0.9, seed=5,
+        tool_choice="required")
+    assert seen == [dict(temperature=0.7, top_p=0.9, seed=6), dict(temperature=0.7, top_p=0.9, seed=7)]

@@ -176,24 +176,24 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], con
     keyword arguments that override its fields (``loop(b, tok, msgs, tools, max_turns=2)`` works as before).
     Unknown option names raise ``TypeError``.
     """
-    c = replace(config or LoopConfig(), **overrides)
-    if c.constrain not in ("none", "tag"):
-        raise ValueError(f"constrain must be 'none' or 'tag', got {c.constrain!r}")
-    choice = check_tool_choice(c.tool_choice, tools)
+    cfg = replace(config or LoopConfig(), **overrides)
+    if cfg.constrain not in ("none", "tag"):
+        raise ValueError(f"constrain must be 'none' or 'tag', got {cfg.constrain!r}")
+    choice = check_tool_choice(cfg.tool_choice, tools)
     schemas = [openai_schema(t) for t in tools.values()]
     stop_ids = {IM_END_ID}
     grammars: dict = {}
 
     def grammar_for(kind: str):  # "auto" | "required" | "none" | a tool's name; compiled once per run
-        if c.constrain != "tag" or (not tools and kind != "none"):
+        if cfg.constrain != "tag" or (not tools and kind != "none"):
             return None
         if kind not in grammars:
-            if c.grammar is not None and kind not in ("auto", "none"):
-                grammars[kind] = c.grammar
+            if cfg.grammar is not None and kind not in ("auto", "none"):
+                grammars[kind] = cfg.grammar
             else:
                 chosen = [s for s in schemas if kind in ("auto", "required") or s["function"]["name"] == kind]
-                if c.bound_strings:
-                    chosen = [bounded(s, max_length=c.bound_strings) for s in chosen]
+                if cfg.bound_strings:
+                    chosen = [bounded(s, max_length=cfg.bound_strings) for s in chosen]
                 grammars[kind] = compile_tool_choice(chosen, tokenizer, kind if kind in TOOL_CHOICES else "required",
                                                      vocab_width=getattr(backend, "vocab_width", None))
         return grammars[kind]
@@ -202,32 +202,32 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], con
     earlier: dict[str, Any] = {}  # id of a call that ran -> its result
     seen: dict[str, int] = {}
     spent, prev_len, n_calls, nothing_new = 0, None, 0, False
-    for turn in range(1, c.max_turns + 1):
-        if spent >= c.token_budget:
-            yield Stopped("token_budget", turn, f"{spent} tokens computed >= budget {c.token_budget}")
+    for turn in range(1, cfg.max_turns + 1):
+        if spent >= cfg.token_budget:
+            yield Stopped("token_budget", turn, f"{spent} tokens computed >= budget {cfg.token_budget}")
             return
         view = [dict(m) for m in messages]
-        if c.system_prefix is not None:
+        if cfg.system_prefix is not None:
             if view and view[0]["role"] == "system":
-                view[0]["content"] = c.system_prefix(turn) + (view[0].get("content") or "")
+                view[0]["content"] = cfg.system_prefix(turn) + (view[0].get("content") or "")
             else:
-                view.insert(0, {"role": "system", "content": c.system_prefix(turn).rstrip("\n")})
-        rendering = render(view, schemas or None, template=c.template, tokenizer=tokenizer)
+                view.insert(0, {"role": "system", "content": cfg.system_prefix(turn).rstrip("\n")})
+        rendering = render(view, schemas or None, template=cfg.template, tokenizer=tokenizer)
         after_tools = bool(messages) and messages[-1]["role"] == "tool"
         forced, peeked = "", None
-        if after_tools and (nothing_new or turn == c.max_turns):
+        if after_tools and (nothing_new or turn == cfg.max_turns):
             kind, mode = "none", "answer"
-            forced = _answer_prefix(c.answer_prefix, messages)
-            why = ("the previous turn only repeated calls" if nothing_new else f"last turn allowed ({c.max_turns})") + \
+            forced = _answer_prefix(cfg.answer_prefix, messages)
+            why = ("the previous turn only repeated calls" if nothing_new else f"last turn allowed ({cfg.max_turns})") + \
                   (f": tools off, answer started with {forced!r}" if forced else ": tools off")
         elif choice == "none" or not tools:
             kind, mode, why = "none", "text", "tool_choice 'none': the <tool_call> token is masked out"
         elif choice != "auto" and not after_tools:
             kind, mode, why = choice, "call", f"tool_choice {choice!r}: the turn must start with a call"
-        elif c.constrain != "tag":
+        elif cfg.constrain != "tag":
             kind, mode, why = "auto", "free", "unconstrained: the model writes whatever it writes"
         else:
-            peeked = _peek(backend, list(rendering.ids), c.temperature, c.top_p, c.seed + turn)
+            peeked = _peek(backend, list(rendering.ids), cfg.temperature, cfg.top_p, cfg.seed + turn)
             first = peeked.new_ids[0] if peeked.new_ids else IM_END_ID
             text0 = tokenizer.decode([first], skip_special_tokens=False).lstrip()
             opens = first == TOOL_CALL_ID or text0.startswith(CALL_OPENERS)
@@ -246,9 +246,9 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], con
         mask = None
         if g_used is not None:
             mask = GrammarMask(g_used)
-        budget_left = max(1, c.token_budget - spent - len(prompt))
-        g = backend.generate(prompt, max_new_tokens=min(c.max_new_tokens, budget_left), stop_ids=stop_ids,
-                             mask=mask, temperature=c.temperature, top_p=c.top_p, seed=c.seed + turn)
+        budget_left = max(1, cfg.token_budget - spent - len(prompt))
+        g = backend.generate(prompt, max_new_tokens=min(cfg.max_new_tokens, budget_left), stop_ids=stop_ids,
+                             mask=mask, temperature=cfg.temperature, top_p=cfg.top_p, seed=cfg.seed + turn)
         if peeked is not None:  # the peek prefilled the prompt; account for it in this turn's numbers
             g = Generation(g.new_ids, peeked.reused, peeked.prefilled, peeked.prefill_s + g.prefill_s,
                            peeked.decode_s + g.decode_s, g.stopped_by)
@@ -273,13 +273,13 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], con
         # The repeat guard, per call, within the turn and across turns; and the per-turn cap.
         held: dict[int, CallResult] = {}
         for i, c in enumerate(calls):
-            if i >= c.max_calls:
+            if i >= cfg.max_calls:
                 held[i] = CallResult(c.id, c.name, c.arguments, "skipped", _error(
-                    "too_many_calls", f"only {c.max_calls} calls run per turn; this one (#{i + 1}) was not run"))
+                    "too_many_calls", f"only {cfg.max_calls} calls run per turn; this one (#{i + 1}) was not run"))
             elif c.ok:
                 key = _call_key(c)
                 seen[key] = seen.get(key, 0) + 1
-                if seen[key] > c.repeat_limit:
+                if seen[key] > cfg.repeat_limit:
                     held[i] = CallResult(c.id, c.name, c.arguments, "repeated", key)  # filled in below
                 else:
                     counts.setdefault(key, c.id)
@@ -293,7 +293,7 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], con
             messages.append({"role": "assistant", "content": text})
         t0 = time.perf_counter()
         fresh = [c for i, c in enumerate(calls) if i not in held]
-        ran = iter(execute(fresh, tools, confirm=c.confirm, timeout_s=c.tool_timeout_s, parallel=c.parallel))
+        ran = iter(execute(fresh, tools, confirm=cfg.confirm, timeout_s=cfg.tool_timeout_s, parallel=cfg.parallel))
         results = [held[i] if i in held else next(ran) for i in range(len(calls))]
         for r in results:
             if r.status == "ok" and r.call_id in counts.values():
@@ -306,7 +306,7 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], con
         nothing_new = all(r.status in ("repeated", "skipped") for r in results)
         yield Executed(turn, results, time.perf_counter() - t0)
         messages.extend(r.message() for r in results)
-    yield Stopped("max_turns", c.max_turns, f"no answer after {c.max_turns} turn(s)")
+    yield Stopped("max_turns", cfg.max_turns, f"no answer after {cfg.max_turns} turn(s)")
 
 
 def run(backend, tokenizer, messages, tools, on_step: Callable | None = None, **kw) -> Trace:
