@@ -16,6 +16,8 @@ import contextlib
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention.bias import causal_lower_right
 
 from toolkit.backends import sampling
 from toolkit.backends.engine_math import _rms
@@ -28,8 +30,6 @@ class EngineSteps:
     # ---------------------------------------------------------------- prefill (eager, host-known positions)
     @torch.no_grad()
     def _prefill(self, ids: list[int], start: int) -> None:
-        from torch.nn.attention.bias import causal_lower_right
-
         n_rep = self.heads // self.kv_heads
         for c0 in range(0, len(ids), self.prefill_chunk):
             chunk = ids[c0:c0 + self.prefill_chunk]
@@ -79,7 +79,6 @@ class EngineSteps:
         # graph runs on the same kernel). The CPU picks its own.
         if self.device.type != "cuda" or self.attention != "sdpa":
             return contextlib.nullcontext()
-        from torch.nn.attention import SDPBackend, sdpa_kernel
 
         return sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
 

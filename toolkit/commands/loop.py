@@ -70,7 +70,7 @@ def cli(argv: list[str]) -> int:
     if not (a.model in ("auto", REAL_OFFLINE) or a.model.startswith(STAND_IN) or os.path.exists(a.model)
             or re.fullmatch(r"[\w.-]+/[\w.-]+", a.model)):
         p.error(f"--model {a.model!r}: not auto, {STAND_IN}, {REAL_OFFLINE}, an existing folder/.gguf or a hub id")
-    import torch
+    import torch  # torch loads only after the arguments are checked
 
     torch.manual_seed(0)
     try:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+import jsonschema
+
 from toolkit.grammar.compile import Grammar
 from toolkit.parse import blocks
 from toolkit.render import render
@@ -36,8 +38,6 @@ class Check:
 
 def check(text: str, schema: dict, tool_tags: bool = False) -> Check:
     """Parse ``text`` (bare JSON, or every ``<tool_call>`` block if ``tool_tags``) and validate with jsonschema."""
-    import jsonschema
-
     pieces = blocks(text) if tool_tags else [text.strip()]
     if not pieces:
         return Check(False, False, [], "no <tool_call>…</tool_call> block")

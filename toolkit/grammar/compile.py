@@ -19,6 +19,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import jsonschema
+import xgrammar as xgr
+
 from toolkit.qwen import IM_END_ID, TOOL_CALL_END_ID, TOOL_CALL_ID, VOCAB_WIDTH
 
 
@@ -43,8 +46,6 @@ def _stop_ids(tokenizer) -> list[int]:
 
 def tokenizer_info(tokenizer, vocab_width: int | None = None):
     """xgrammar's view of the vocabulary (cached: building it takes ~0.5–1 s for Qwen's 151k tokens)."""
-    import xgrammar as xgr
-
     width = int(vocab_width or VOCAB_WIDTH)
     stops = tuple(_stop_ids(tokenizer))
     key = (getattr(tokenizer, "name_or_path", ""), len(tokenizer), width, stops)
@@ -54,8 +55,6 @@ def tokenizer_info(tokenizer, vocab_width: int | None = None):
 
 
 def _compiler(tokenizer, vocab_width):
-    import xgrammar as xgr
-
     info = tokenizer_info(tokenizer, vocab_width)
     key = id(info)
     if key not in _COMPILERS:
@@ -101,7 +100,6 @@ def _as_schema(schema) -> dict | bool:
 
 def _check_schema(schema) -> None:
     # jsonschema knows the meta-schema; xgrammar silently ignores some mistakes (e.g. "maxLength": "x").
-    import jsonschema
 
     try:
         jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
@@ -111,8 +109,6 @@ def _check_schema(schema) -> None:
 
 
 def _ebnf(schema, any_whitespace: bool) -> str:
-    import xgrammar as xgr
-
     try:
         return str(xgr.Grammar.from_json_schema(schema, any_whitespace=any_whitespace))
     except Exception as e:  # xgrammar raises RuntimeError from C++ with a multi-line trace

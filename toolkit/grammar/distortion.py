@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
 from toolkit.grammar.compile import Grammar
 from toolkit.grammar.inspect import trace
@@ -60,8 +61,6 @@ def distortion(model, tokenizer, prompt_ids, grammar: Grammar, eps: float = 1e-4
     or its masked probability is above ``eps``, likeliest child first, for at most ``max_nodes`` forwards; the
     masked probability of what is cut is reported in ``pruned``, so "exact" means exact up to that number.
     """
-    import torch
-
     stops = set(grammar.stop_token_ids)
     dev = next(model.parameters()).device
     root = GrammarMask(grammar)

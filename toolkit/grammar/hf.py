@@ -12,6 +12,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import torch
+from xgrammar.contrib.hf import LogitsProcessor
+
 from toolkit.grammar.compile import Grammar, _stop_ids
 from toolkit.grammar.mask import replay
 
@@ -50,13 +53,9 @@ def generation_kwargs(tokenizer, max_new_tokens: int, temperature: float, stops)
 def generate(model, tokenizer, prompt_ids, grammar: Grammar | None = None, max_new_tokens: int = 48,
              temperature: float = 0.0, seed: int = 0) -> Sampled:
     """``model.generate`` with xgrammar's own LogitsProcessor (a fresh one per call: it cannot be reset)."""
-    import torch
-
     stops = list(grammar.stop_token_ids if grammar else _stop_ids(tokenizer))
     procs = []
     if grammar is not None:
-        from xgrammar.contrib.hf import LogitsProcessor
-
         procs = [LogitsProcessor(grammar.compiled)]
     dev = next(model.parameters()).device
     ids = torch.tensor([list(prompt_ids)], device=dev)
@@ -79,13 +78,9 @@ def generate(model, tokenizer, prompt_ids, grammar: Grammar | None = None, max_n
 def sample(model, tokenizer, prompt_ids, grammar: Grammar | None, n: int, temperature: float = 1.0,
            seed: int = 0, max_new_tokens: int = 48) -> list[Sampled]:
     """``n`` samples in one batched ``model.generate`` (one matcher per row inside xgrammar's processor)."""
-    import torch
-
     stops = list(grammar.stop_token_ids if grammar else _stop_ids(tokenizer))
     procs = []
     if grammar is not None:
-        from xgrammar.contrib.hf import LogitsProcessor
-
         procs = [LogitsProcessor(grammar.compiled)]
     dev = next(model.parameters()).device
     ids = torch.tensor([list(prompt_ids)] * n, device=dev)

@@ -11,6 +11,7 @@ What it leaves out
 from __future__ import annotations
 
 import numpy as np
+import xgrammar as xgr
 
 from toolkit.grammar.compile import Grammar
 
@@ -23,15 +24,11 @@ class GrammarMask:
     """
 
     def __init__(self, grammar: Grammar):
-        import xgrammar as xgr
-
         self.grammar = grammar
         self.vocab_width = grammar.vocab_width
         self.matcher = xgr.GrammarMatcher(grammar.compiled)
 
     def allocate(self):
-        import xgrammar as xgr
-
         return xgr.allocate_token_bitmask(1, self.vocab_width)
 
     def fill(self, bitmask) -> None:
@@ -49,8 +46,6 @@ class GrammarMask:
     @staticmethod
     def apply(logits, bitmask) -> None:
         """Set forbidden logits to -inf in place (``logits``: [1, V] or [V], any device)."""
-        import xgrammar as xgr
-
         xgr.apply_token_bitmask_inplace(logits, bitmask.to(logits.device))
 
     def allowed(self, bitmask) -> np.ndarray:

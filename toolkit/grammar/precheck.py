@@ -11,8 +11,14 @@ What it leaves out
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
+import tempfile
+
+import referencing.exceptions
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012, specification_with
 
 from toolkit.grammar.compile import SchemaError, _as_schema, _check_schema, _ebnf
 
@@ -98,10 +104,6 @@ def unenforced(schema) -> list[str]:
 
 def check_refs(schema) -> None:
     """Raise :class:`SchemaError` (one line) for the first ``$ref`` / ``$dynamicRef`` that cannot be resolved."""
-    import referencing.exceptions
-    from referencing import Registry
-    from referencing.jsonschema import DRAFT202012, specification_with
-
     dialect = schema.get("$schema") if isinstance(schema.get("$schema"), str) else ""
     resource = specification_with(dialect, default=DRAFT202012).create_resource(schema)
     base = resource.id() or "urn:toolkit:schema"
@@ -123,8 +125,6 @@ def check_refs(schema) -> None:
 
 def _xgrammar_warnings(schema) -> list[str]:
     """Convert with xgrammar and return the warnings it prints (from C++, to file descriptor 2) on the way."""
-    import os
-    import tempfile
 
     sys.stderr.flush()
     saved = os.dup(2)
@@ -148,8 +148,6 @@ def _xgrammar_warnings(schema) -> list[str]:
 
 def read_schema_file(path: str) -> dict | bool:
     """A schema from a file the user names; every problem is a one-line :class:`SchemaError`."""
-    import os
-
     try:
         size = os.stat(path).st_size
         if os.path.isdir(path):

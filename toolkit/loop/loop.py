@@ -44,6 +44,7 @@ The backend protocol and ``Generation`` are in ``toolkit.backends.base``; the op
 """
 from __future__ import annotations
 
+import datetime
 import json
 import re
 import time
@@ -107,8 +108,6 @@ def _answer_prefix(option: str | None, messages: list[dict]) -> str:
 
 def timestamp_prefix(turn: int) -> str:
     """A wall-clock line for the start of the system prompt: what breaks prefix caching (§14.5.8)."""
-    import datetime
-
     return f"Current time: {datetime.datetime.now().isoformat(timespec='microseconds')}\n"
 
 

@@ -14,6 +14,9 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import torch
+import torch.nn.functional as F
+
 from toolkit.models import stand_in, stand_in_config
 from toolkit.sft.labels import IGNORE_INDEX, Labelled
 from toolkit.tokenizer import tokenizer_for
@@ -45,8 +48,6 @@ def threads(n: int | None):
 
     The kit's tensors here are tiny; on a shared machine a second thread made an elementwise multiply ~20x
     slower (threads spinning against other processes), so the functions below default to one."""
-    import torch
-
     before = torch.get_num_threads()
     if n:
         torch.set_num_threads(n)
@@ -66,8 +67,7 @@ def data_vocab(examples: list[Labelled]) -> list[int]:
 
 
 def _model(flavor: str, seed: int, model_kw: dict | None):
-    import torch
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM  # lazy: needed by real models only
 
     if not model_kw:
         return stand_in(flavor, seed=seed)
@@ -79,8 +79,6 @@ def _model(flavor: str, seed: int, model_kw: dict | None):
 
 
 def _batch(examples: list[Labelled], idx, masked: bool, pad_id: int):
-    import torch
-
     rows = [examples[i] for i in idx]
     width = max(len(r.ids) for r in rows)
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
@@ -103,8 +101,6 @@ class _Head:
     """
 
     def __init__(self, model, vocab: list[int]):
-        import torch
-
         self.model, self.vocab = model, torch.tensor(vocab, dtype=torch.long)
         self.column = torch.full((model.config.vocab_size,), -1, dtype=torch.long)
         self.column[self.vocab] = torch.arange(len(vocab))
@@ -123,8 +119,6 @@ class _Head:
         return [p for p in self.model.parameters() if id(p) not in skip]
 
     def write_back(self) -> None:
-        import torch
-
         with torch.no_grad():
             self.model.get_input_embeddings().weight[self.vocab] = self.weight
 
@@ -142,8 +136,6 @@ def loss_on(head: _Head, ids, labels, attn, share_prefix: bool = True):
     that common prefix is run once and its keys/values repeated for the batch; the hidden states are the same
     numbers as running every row in full (a test checks loss and gradients), at about 40% of the cost.
     """
-    import torch
-    import torch.nn.functional as F
 
     n = _shared_prefix_len(ids, attn) if share_prefix and len(ids) > 1 else 0
     if n >= 2:
@@ -167,8 +159,6 @@ def fine_tune(examples: list[Labelled], masked: bool, steps: int = 120, batch_si
     ``vocab="data"`` restricts the softmax to :func:`data_vocab` (see the module docstring); a list gives the
     ids explicitly; ``"full"`` uses all 151,936. ``progress(step, loss)`` is called every step if given.
     """
-    import torch
-
     template = examples[0].template
     model = _model(flavor_of(template), seed, model_kw)
     ids_vocab = (list(range(model.config.vocab_size)) if vocab == "full"

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
+import torch.nn.functional as F
+
 from toolkit.backends.sampling import choose
 from toolkit.sft.finetune import Run, _batch, _Head, threads
 from toolkit.sft.labels import EOT, Labelled, MaskError
@@ -57,8 +60,6 @@ def probes(examples: list[Labelled], kinds: list[str] | None = None) -> list[Pro
 def continue_batch(run: Run, prompts: list[list[int]], max_new_tokens: int = 40, generator=None) -> list[list[int]]:
     """Let the trained model continue each prompt with no stop token: greedy, or sampled (temperature 1) with
     ``generator``. Prompts are left-padded into one batch. Decoding covers the run's output vocabulary."""
-    import torch
-
     head = _Head(run.model, run.vocab)
     width = max(len(p) for p in prompts)
     ids = torch.full((len(prompts), width), int(head.vocab[0]), dtype=torch.long)
@@ -116,8 +117,6 @@ class Measurement:
 def measure(run: Run, probe_list: list[Probe], max_new_tokens: int = 40, samples: int = 1,
             seed: int = 0, n_threads: int | None = 1) -> Measurement:
     """Continue every probe greedily and ``samples`` times sampled; classify each continuation."""
-    import torch
-
     tok = tokenizer_for(run.settings["template"])
     g = torch.Generator().manual_seed(seed)
     rows = []
@@ -136,8 +135,6 @@ def nll_by_part(run: Run, examples: list[Labelled], batch_size: int = 8, n_threa
     """Teacher-forced mean negative log-likelihood (nats/token) of held-out text, split by who wrote it:
     ``model_output`` (trained positions), ``tool_results`` (tool_response segment) and ``prompt`` (the rest).
     Ids outside the run's vocabulary are skipped (build the vocabulary from train + held-out data to avoid)."""
-    import torch
-    import torch.nn.functional as F
 
     head = _Head(run.model, run.vocab)
     pad = tokenizer_for(run.settings["template"]).pad_token_id

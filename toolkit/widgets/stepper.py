@@ -13,7 +13,13 @@ Leaves out: comparing two traces in one view (show two steppers), and tokens out
 """
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
+
+import ipywidgets as W
+import plotly.graph_objects as go
+from IPython.display import display
+from plotly.subplots import make_subplots
 
 from toolkit.widgets.plot import FigureView, wrap
 
@@ -63,9 +69,6 @@ class Stepper:
     """Slider + caption + figure over a :class:`StepperState`. ``.widget`` is what a notebook displays."""
 
     def __init__(self, trace, title: str = "constrained decoding, step by step"):
-        import ipywidgets as W
-        import plotly.graph_objects as go
-        from plotly.subplots import make_subplots
 
         self.state = StepperState(trace)
         sizes = self.state.allowed_sizes
@@ -101,8 +104,6 @@ class Stepper:
         return [CHOSEN if c else AFTER for c in bars["chosen"]]
 
     def _caption_html(self) -> str:
-        import html
-
         return f"<code>{html.escape(self.state.caption())}</code>"
 
     def _on_step(self, change) -> None:
@@ -123,6 +124,4 @@ class Stepper:
             self.slider.value = step
 
     def _ipython_display_(self):
-        from IPython.display import display
-
         display(self.widget)
