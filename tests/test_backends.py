@@ -78,3 +78,22 @@ def test_greedy_ignores_the_seed_and_respects_the_mask(lm):
     allowed = torch.tensor([True, False, False, True])
     assert int(choose(logits, allowed=allowed)) == 3
     assert int(choose(logits, 5.0, allowed=allowed, gen=generator(1))) in (0, 3)
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.9])
+@pytest.mark.parametrize("constrained", [False, True])
+def test_grammar_trace_draws_what_the_backend_draws(lm, tag_grammar, temperature, constrained):
+    """``toolkit.grammar.inspect.trace`` (the notebooks' step-by-step view) decodes through the same loop and
+    sampler: for the same seed, temperature and grammar it picks the tokens ``HFBackend.generate`` picks."""
+    from toolkit.grammar.compile import _stop_ids
+    from toolkit.grammar.inspect import trace
+
+    tok = qwen_tokenizer("qwen3")
+    grammar = tag_grammar if constrained else None
+    stops = set(grammar.stop_token_ids if grammar else _stop_ids(tok))
+    for seed in range(2):
+        prompt = _prompt(30, seed=seed + 10)
+        g = HFBackend(lm).generate(prompt, max_new_tokens=16, stop_ids=stops,
+                                   mask=GrammarMask(grammar) if grammar else None, temperature=temperature, seed=seed)
+        t = trace(lm, tok, prompt, grammar, max_new_tokens=16, temperature=temperature, seed=seed)
+        assert t.ids == g.new_ids and len(t.ids) > 1, (seed, t.ids, g.new_ids)

@@ -17,7 +17,6 @@ import plotly.graph_objects as go
 
 from toolkit.backends.scripted import ScriptedBackend
 from toolkit.loop.loop import run
-from toolkit.loop.steps import Answered, Executed, Generated, Parsed, Rendered
 from toolkit.plots import C_LANES, L, _base_layout
 from toolkit.tokenizer import tokenizer_for
 from toolkit.tools import TOOLS
@@ -50,20 +49,22 @@ def round_trip_trace() -> dict:
                      template="qwen3", parallel=False)
     steps = [dict(kind="user", text=QUESTION_ZH)]
     for s in trace.steps:
-        if isinstance(s, Rendered):
-            steps.append(dict(kind="request", turn=s.turn, prompt_tokens=len(s.prompt_ids), split=s.split,
+        d = s.to_json()  # steps serialise themselves; a step type the figure does not draw is skipped
+        if d["step"] == "Rendered":
+            steps.append(dict(kind="request", turn=d["turn"], prompt_tokens=d["prompt_tokens"], split=d["split"],
                               tool_response_tokens=s.rendering.counts["tool_response"]))
-        elif isinstance(s, Generated):
-            g = s.generation
-            steps[-1]["reused"] = g.reused  # what the (perfect) prefix cache served for this request
-            steps.append(dict(kind="model_output", turn=s.turn, text=s.text, tokens=len(g.new_ids),
-                              stop="<|im_end|>" if g.stopped_by == "stop" else g.stopped_by))
-        elif isinstance(s, Parsed) and s.calls:
-            steps += [dict(kind="parse", name=c.name, arguments=c.arguments, error=c.error) for c in s.calls]
-        elif isinstance(s, Executed):
-            steps += [dict(kind="tool_result", name=r.name, status=r.status, result=r.result) for r in s.results]
-        elif isinstance(s, Answered):
-            steps.append(dict(kind="answer", text=s.text))
+        elif d["step"] == "Generated":
+            steps[-1]["reused"] = d["reused"]  # what the (perfect) prefix cache served for this request
+            steps.append(dict(kind="model_output", turn=d["turn"], text=d["text"], tokens=d["new_tokens"],
+                              stop="<|im_end|>" if d["stopped_by"] == "stop" else d["stopped_by"]))
+        elif d["step"] == "Parsed":
+            steps += [dict(kind="parse", name=c["name"], arguments=c["arguments"], error=c["error"])
+                      for c in d["calls"]]
+        elif d["step"] == "Executed":
+            steps += [dict(kind="tool_result", name=r["name"], status=r["status"], result=r["result"])
+                      for r in d["results"]]
+        elif d["step"] == "Answered":
+            steps.append(dict(kind="answer", text=d["text"]))
     return dict(producer="toolkit.host.run (the kit's host loop), template qwen3, offline Qwen3 tokenizer; "
                          "get_weather executed by toolkit.tools (a fixed local table, not live data)",
                 example="§14.5.2: get_weather, city 北京", model=f"{trace.model}: replays fixed texts, no neural "
