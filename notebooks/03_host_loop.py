@@ -87,7 +87,64 @@ for expr in ["250 * 15%", "15% of 250", "__import__('os')", "9**9**9", "1e308*1e
     print(f"{expr[:24]!r:<28} {(time.perf_counter() - t0) * 1e3:6.2f} ms  {out}")
 
 # %% [markdown]
-# ## 2 · The loop, live
+# ## 2 · The loop, written out
+# Here is the whole host loop in plain code, from the kit's pieces, before the library's version hides it:
+# **render** the messages and the tools' schemas into token ids, **generate** until `<|im_end|>`, **parse** the
+# `<tool_call>` blocks out of the text, **execute** them, **append** the call and one `role="tool"` message per
+# result, and go again until a turn has no call. The first turn decodes under the tools' grammar (it must start
+# with a call, like `tool_choice="required"`); later turns decode freely. Errors (bad JSON, an unknown tool, wrong
+# arguments, a tool that raises) come back from `parse_tool_calls` and `execute` as data, never as exceptions.
+
+# %%
+from toolkit.grammar.compile import bounded, compile_tool_choice
+from toolkit.grammar.mask import GrammarMask
+from toolkit.loop.execute import execute
+from toolkit.parse import parse_tool_calls
+from toolkit.render import render
+from toolkit.schema import openai_schema
+
+
+def host_loop(backend, tokenizer, messages, tools, template, max_turns=4, max_new_tokens=96, bound=None):
+    schemas = [openai_schema(t) for t in tools.values()]
+    call_first = compile_tool_choice([bounded(s, max_length=bound) if bound else s for s in schemas], tokenizer,
+                                     "required", vocab_width=backend.vocab_width)
+    for turn in range(1, max_turns + 1):
+        prompt = render(messages, schemas, template=template, tokenizer=tokenizer).ids  # 1 render
+        mask = GrammarMask(call_first) if turn == 1 else None
+        g = backend.generate(prompt, max_new_tokens=max_new_tokens, stop_ids={IM_END_ID}, mask=mask)  # 2 generate
+        text = tokenizer.decode([t for t in g.new_ids if t != IM_END_ID])
+        content, calls = parse_tool_calls(text)  # 3 parse
+        print(f"turn {turn}: prompt {len(prompt)} tokens, reused {g.reused}; the model wrote {text!r}")
+        if not calls:  # no call: this is the answer
+            messages.append({"role": "assistant", "content": text})
+            return text
+        for i, c in enumerate(calls):  # ids unique over the conversation, as an API's would be
+            c.id = f"call_{turn}_{i}"
+        messages.append({"role": "assistant", "content": content, "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in calls]} if all(c.ok for c in calls) else {"role": "assistant", "content": text})
+        for r in execute(calls, tools):  # 4 execute
+            print(f"   {r.status}: {r.name}({r.arguments}) -> {r.result}")
+            messages.append(r.message())  # 5 append
+    return None
+
+
+ex_by_hand = example("calculator")
+stand_in_settings = {} if loaded.semantic else dict(max_new_tokens=48, bound=8)  # random weights: see below
+answer_by_hand = host_loop(HFBackend.from_loaded(loaded), loaded.tokenizer, ex_by_hand["messages"],
+                           ex_by_hand["tools"], template_for(loaded), **stand_in_settings)
+print("answer:", repr(answer_by_hand))
+
+# %% [markdown]
+# That is the mechanism. The library's `toolkit.loop.loop.loop` is the same five steps, plus what a host needs
+# around them: the `tool_choice` rule (under `auto` the model's first token decides call or text), a repeat guard,
+# a cap on calls per turn, a token budget, an answer prefix when the model keeps calling, and per-turn
+# accounting of the cache (which is what the trace view below draws). It yields one typed step per stage.
+# `run_example` calls it with the defaults printed below; for a random-weight stand-in it bounds every string to
+# 8 characters (a model that writes noise never closes a string) and shortens the turns, as the cell above did.
+
+# %% [markdown]
+# ## 3 · The library's loop, live
 # The trace view below updates as the loop runs. Per turn it shows what the prompt is made of — the tool
 # definitions (the same every turn), the history, and the tokens that are new since the previous request — then
 # the cache split (reused vs prefilled, plus generated) and the wall time of prefill, decode and the tools.
@@ -101,8 +158,6 @@ for expr in ["250 * 15%", "15% of 250", "__import__('os')", "9**9**9", "1e308*1e
 # the call is well-formed; any other first token starts a free-text answer.
 
 # %%
-from toolkit.render import render
-
 ex0 = example("calculator")
 ids0 = render(ex0["messages"], tools.schemas(list(ex0["tools"])), template=template_for(loaded),
               tokenizer=loaded.tokenizer).ids
@@ -234,7 +289,7 @@ else:
     print("no saved results: run `python benchmarks/loop_questions.py --pass after`")
 
 # %% [markdown]
-# ## 3 · What the model gets wrong becomes a message, not a crash
+# ## 4 · What the model gets wrong becomes a message, not a crash
 # A host must survive bad output: JSON that does not parse, a tool that does not exist, arguments that fail the
 # schema, a tool that raises or hangs, a call that changes something and was not approved (§14.5.9 lists these
 # failure modes). Each becomes a structured error result that the model reads on its next turn. To show every
@@ -265,7 +320,7 @@ print("stopped:", scripted.stop.reason, "| answer:", scripted.answer)
 # after a turn of nothing but repeats the host starts the answer (tools off). The other guards are a maximum
 # number of turns and a token budget; each run records why it stopped.
 #
-# ## 4 · A timestamp at the top of the system prompt
+# ## 5 · A timestamp at the top of the system prompt
 # §14.5.8 warns that anything which changes the *start* of the prompt — such as the current time written into
 # the system prompt — makes every request's prefix different, so the cache can keep almost nothing. The switch
 # below puts a clock line at the very start of the system prompt, re-rendered on every turn.
@@ -302,7 +357,7 @@ stamp_view.show(stamp_traces[stamp_box.value])  # the run above; ticking the box
 # With the clock line, turn 2 reuses only the tokens before the first digit that changed, and prefills the
 # whole rest again — tool definitions included. Put volatile facts at the end of the prompt, not the start.
 #
-# ## 5 · Does the template itself keep the prefix? Qwen3 vs Qwen2.5
+# ## 6 · Does the template itself keep the prefix? Qwen3 vs Qwen2.5
 # A cache helps only if each new prompt *extends* what the previous request left behind. Qwen3's template drops
 # the `<think>` part of assistant turns that came before the latest user question. Within one question (a
 # tool call and its result) the history is unchanged; but when the user asks something new, the earlier
@@ -320,7 +375,7 @@ for _, r in worst.iterrows():
           f"are still a prefix; {r.recompute} tokens must be prefilled")
 
 # %% [markdown]
-# ## 6 · The bill over many turns
+# ## 7 · The bill over many turns
 # §14.5.3 sizes this for an agent with 10,000 tokens of tool definitions that adds 2,048 tokens per turn over
 # 30 turns: prefilling everything every turn costs T/Δ + (R+1)/2 ≈ 20.4 times the tokens of prefilling only
 # what is new. `benchmarks/prefix_reuse.py` runs that workload (scaled down on a CPU) on this backend, with and
