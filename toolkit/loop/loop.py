@@ -124,7 +124,7 @@ def check_tool_choice(tool_choice, names) -> str:
                      f"{sorted(names)}, got {tool_choice!r}")
 
 
-def _peek(backend, prompt, temperature, top_p, seed) -> Generation:
+def _peek(backend, prompt, temperature, seed, top_p=1.0) -> Generation:
     """The model's own next token (no mask). Backends may offer ``peek``; otherwise a one-token generate."""
     fn = getattr(backend, "peek", None)
     if fn is not None:
@@ -226,7 +226,7 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], con
         elif cfg.constrain != "tag":
             kind, mode, why = "auto", "free", "unconstrained: the model writes whatever it writes"
         else:
-            peeked = _peek(backend, list(rendering.ids), cfg.temperature, cfg.top_p, cfg.seed + turn)
+            peeked = _peek(backend, list(rendering.ids), cfg.temperature, cfg.seed + turn, cfg.top_p)
             first = peeked.new_ids[0] if peeked.new_ids else IM_END_ID
             text0 = tokenizer.decode([first], skip_special_tokens=False).lstrip()
             opens = first == TOOL_CALL_ID or text0.startswith(CALL_OPENERS)
