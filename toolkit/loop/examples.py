@@ -2,8 +2,11 @@
 
 What it does
 - ``example(name)``: a fresh copy of one of ``toolkit.conversations.LOOP_EXAMPLES`` with its tools resolved.
-- ``run_example(name, loaded)``: a real model gets the tool-call tag constraint and the answer prefix by default;
-  a random-weight stand-in gets the constraint with bounded strings and no answer prefix.
+- ``settings_for(loaded)``: the options a run on ``loaded`` uses (``toolkit.loop.loop.DEFAULTS``, the model's
+  template; a random-weight stand-in also gets 48 new tokens per turn, strings bounded to 8 characters and a call
+  required on the first turn). Notebook 03 prints them before it calls the library's loop.
+- ``ask(question, loaded)`` / ``run_example(name, loaded)``: the loop on an ``HFBackend`` with those settings
+  (keyword arguments override them); ``pick_tools`` narrows the demo tools by name.
 
 What it leaves out
 - Free-form questions (call ``toolkit.loop.loop.run`` with your own messages).
