@@ -19,6 +19,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from toolkit.schema import function_of
 from toolkit.tokenizer import TEMPLATES, template_text, tokenizer_for
 
 SEGMENTS = ("control", "system", "tools", "user", "assistant", "think", "tool_call", "tool_response",
@@ -176,7 +177,7 @@ def tool_definition_cost(tools, template: str = "qwen3", tokenizer=None, per_too
     if per_tool:
         # each tool's JSON line on its own; the preamble is what is left (BPE may merge a token across a line
         # boundary, so per-tool numbers are approximate to a token; the total is exact)
-        out["per_tool"] = {t.get("function", t).get("name", f"tool{i}"):
+        out["per_tool"] = {function_of(t).get("name", f"tool{i}"):
                            len(tok.encode("\n" + json.dumps(t, ensure_ascii=False), add_special_tokens=False))
                            for i, t in enumerate(tools)}
         out["preamble"] = out["total"] - sum(out["per_tool"].values()) if tools else 0

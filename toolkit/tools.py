@@ -33,9 +33,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from toolkit.calculator import MAX_EXPR_CHARS, calculator
-from toolkit.errors import ToolError, bounded_message, describe
+from toolkit.errors import ToolError, bounded_message
 from toolkit.fnschema import function_schema
 from toolkit.paths import cache_dir
+from toolkit.schema import check_arguments
 
 
 @dataclass
@@ -56,29 +57,12 @@ class Tool:
         return self.schema["function"].get("parameters", {"type": "object", "properties": {}})
 
     def validate(self, args: Any) -> None:
-        """Raise :class:`ToolError` unless ``args`` is an object the schema accepts (no unknown keys).
-
-        Every message is bounded (:func:`bounded_message`): an over-long value is named by its type and length,
+        """Raise :class:`ToolError` unless ``args`` is an object the schema accepts: ``toolkit.schema``'s check,
+        the one the host loop uses. Every message is bounded: an over-long value is named by its type and length,
         never echoed whole, so a 10 MB argument cannot come back as a 10 MB error."""
-        import jsonschema
-
-        if not isinstance(args, dict):
-            raise ToolError(f"{self.name}: arguments must be a JSON object, got {describe(args)}")
-        allowed = sorted(self.parameters.get("properties", {}))
-        unknown = sorted(set(args) - set(allowed))
-        if unknown:
-            names = ", ".join(describe(k, 40) for k in unknown[:5]) + (f" and {len(unknown) - 5:,} more"
-                                                                        if len(unknown) > 5 else "")
-            raise ToolError(bounded_message(f"{self.name}: unexpected argument(s) {names}; allowed: {allowed}"))
-        try:
-            jsonschema.validate(args, self.parameters)
-        except jsonschema.ValidationError as e:
-            where = "/".join(describe(p, 40) if isinstance(p, str) and len(p) > 40 else str(p)
-                             for p in e.absolute_path)
-            # jsonschema's messages quote the whole offending value ("'xxxx…' is too long"); name it instead
-            text = e.message.replace(repr(e.instance), describe(e.instance)) if len(repr(e.instance)) > 80 \
-                else e.message
-            raise ToolError(bounded_message(f"{self.name}: invalid {where or 'arguments'}: {text}")) from None
+        why = check_arguments(self, args)
+        if why is not None:
+            raise ToolError(bounded_message(f"{self.name}: {why}"))
 
     def call(self, args: dict) -> Any:
         """Validate ``args`` and run the function. Bad input -> :class:`ToolError` (bounded message); other errors

@@ -18,15 +18,12 @@ from mcp.shared.exceptions import MCPError
 
 from toolkit.errors import ToolError, bounded_message
 from toolkit.mcp.marking import untrusted
+from toolkit.schema import wrap_function
 
 
 def function_schema(tool: types.Tool) -> dict:
     """The OpenAI-style function schema a chat template expects, built from an MCP tool as received."""
-    fn: dict = {"name": tool.name}
-    if tool.description is not None:
-        fn["description"] = tool.description
-    fn["parameters"] = tool.input_schema
-    return {"type": "function", "function": fn}
+    return wrap_function(tool.name, tool.input_schema, tool.description)
 
 
 def result_text(result: types.CallToolResult) -> str:
