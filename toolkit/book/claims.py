@@ -31,13 +31,14 @@ from toolkit.book.claims_kit import kit_claims
 from toolkit.book.claims_mcp import mcp_claims
 from toolkit.book.claims_render import token_claims, tool_use_claims
 from toolkit.book.ledger import VERDICTS, Claim
+from toolkit.paths import data_file
 
 # ================================================================ ledger
 GROUPS = (cost_claims, tool_cost_claims, flops_claims, decay_claims, token_claims, tool_use_claims, mcp_claims,
           kit_claims)
 
 
-INVENTORY = Path(__file__).resolve().parents[1] / "data" / "claims_inventory.tsv"
+INVENTORY = data_file("claims_inventory.tsv")  # package data: found from a wheel as from a checkout
 
 
 KINDS = ("number", "mechanism", "protocol", "api", "history", "advice", "definition", "figure", "judgement")
@@ -54,9 +55,10 @@ class Statement:
     reason: str  # why not checkable here (required when ``ledger`` is empty)
 
 
-def inventory(path: str | Path = INVENTORY) -> list[Statement]:
-    """Read the inventory (tab-separated, '#' comments, one header row)."""
-    rows = [line.split("\t") for line in Path(path).read_text(encoding="utf-8").splitlines()
+def inventory(path=INVENTORY) -> list[Statement]:
+    """Read the inventory (tab-separated, '#' comments, one header row); ``path``: a file path or a traversable."""
+    src = path if hasattr(path, "read_text") else Path(path)
+    rows = [line.split("\t") for line in src.read_text(encoding="utf-8").splitlines()
             if line.strip() and not line.startswith("#")]
     out = []
     for n, r in enumerate(rows[1:], 2):
