@@ -182,8 +182,8 @@ def convert(gguf: Path, out: Path, verbose: bool = True) -> dict:
     it came from a GGUF and will not ``save_pretrained``. So: build a fresh model from the same config,
     load the dequantised state dict into it and save that one.
     """
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    import torch  # lazy: only for the conversion
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: only for the conversion
 
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     _say("dequantising the GGUF (this takes about a minute)", verbose)

@@ -65,7 +65,7 @@ class Loaded:
 
 
 def pick_device(device: str | None = None) -> str:
-    import torch
+    import torch  # lazy: only when a model is built
 
     if device:
         return device
@@ -73,7 +73,7 @@ def pick_device(device: str | None = None) -> str:
 
 
 def _pick_dtype(device: str, dtype):
-    import torch
+    import torch  # lazy: only when a model is built
 
     if dtype is not None:
         return getattr(torch, dtype) if isinstance(dtype, str) else dtype
@@ -91,7 +91,7 @@ def _pick_dtype(device: str, dtype):
 
 def stand_in_config(flavor: str = "qwen3", **overrides):
     """A tiny Qwen-shaped config with the real vocab width (151,936)."""
-    from transformers import Qwen2Config, Qwen3Config
+    from transformers import Qwen2Config, Qwen3Config  # lazy: only when a model is built
 
     kw = dict(vocab_size=VOCAB_WIDTH, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32_768,
@@ -104,8 +104,8 @@ def stand_in_config(flavor: str = "qwen3", **overrides):
 
 def stand_in(flavor: str = "qwen3", seed: int = 0, dtype=None, device: str = "cpu"):
     """Random-weight Qwen-shaped causal LM (~9.8M params), built in well under a second. Seeded."""
-    import torch
-    from transformers import AutoModelForCausalLM
+    import torch  # lazy: only when a model is built
+    from transformers import AutoModelForCausalLM  # lazy: only when a model is built
 
     torch.manual_seed(seed)
     cfg = stand_in_config(flavor)
@@ -118,7 +118,7 @@ def stand_in(flavor: str = "qwen3", seed: int = 0, dtype=None, device: str = "cp
 
 def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet: bool = False) -> Loaded:
     """Load a model + tokenizer by hub id, local folder, GGUF file or short name; report what ran."""
-    import torch
+    import torch  # lazy: only when a model is built
 
     say = (lambda m: None) if quiet else _say
     dev = pick_device(device)
@@ -149,7 +149,7 @@ def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet
                                     " (or `make real-model`)")
         out = _from_folder(folder, dev, dt, "real-offline", fetch.DISPLAY_NAME, notes)
     elif name.endswith(".gguf"):
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: only when a model is built
 
         p = Path(name)
         tok = AutoTokenizer.from_pretrained(str(p.parent), gguf_file=p.name)
@@ -167,7 +167,7 @@ def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet
 
 
 def _from_folder(src, dev, dt, kind, label, notes) -> Loaded:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: only when a model is built
 
     tok = AutoTokenizer.from_pretrained(str(src))
     model = AutoModelForCausalLM.from_pretrained(str(src), dtype=dt).to(dev).eval()

@@ -11,6 +11,7 @@ What it leaves out
 from __future__ import annotations
 
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from toolkit import cost
 
@@ -69,7 +70,6 @@ def context_growth_figure(g: cost.Growth, lang: str = "en", width: int = 1100, h
     the bars. Trace order (0 cached, 1 computed, 2 no-cache total, 3 cached total, 4 tool line) is what
     ``update_context_growth`` relies on."""
     t = L[lang]
-    from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=1, cols=2, column_widths=[0.56, 0.44], horizontal_spacing=0.1,
                         subplot_titles=(t["per_turn"], t["cumulative"]))

@@ -15,6 +15,7 @@ What it leaves out
 """
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -167,8 +168,6 @@ def count_tokens(messages, tools=None, template: str = "qwen3", add_generation_p
 
 def tool_definition_cost(tools, template: str = "qwen3", tokenizer=None, per_tool: bool = True) -> dict:
     """Tokens the tool block adds to a request: the total, the fixed preamble, and each tool's own line."""
-    import json
-
     probe = [{"role": "user", "content": "hi"}]
     tok = tokenizer if tokenizer is not None else tokenizer_for(template)
     base = count_tokens(probe, None, template, tokenizer=tok)

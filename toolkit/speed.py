@@ -42,7 +42,7 @@ def sync(device) -> None:
 
 def qwen3_06b_shape(device="cuda", dtype=torch.bfloat16, seed: int = 0):
     """(model, description): random weights in Qwen3-0.6B's shape, initialised directly on ``device``."""
-    from transformers import AutoModelForCausalLM, Qwen3Config
+    from transformers import AutoModelForCausalLM, Qwen3Config  # lazy: only for the shaped model
 
     torch.manual_seed(seed)
     with torch.device(device):  # 0.6B random numbers drawn on the CPU first would take a while

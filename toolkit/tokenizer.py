@@ -32,8 +32,8 @@ def _bpe_ranks() -> dict[bytes, int]:
 
 def _build_backend():
     """A `tokenizers.Tokenizer` with the 151,643 byte-level BPE ranks and Qwen's normalizer/pre-tokenizer."""
-    from tokenizers import normalizers
-    from transformers.convert_slow_tokenizer import TikTokenConverter
+    from tokenizers import normalizers  # lazy: only when one is built
+    from transformers.convert_slow_tokenizer import TikTokenConverter  # lazy: only when one is built
 
     class _Converter(TikTokenConverter):
         @staticmethod
@@ -51,7 +51,7 @@ def qwen_tokenizer(flavor: str = "qwen3", template: str | None = "kit"):
     ``flavor`` is ``"qwen3"`` or ``"qwen2.5"`` (which added tokens exist). ``template="kit"`` attaches the kit's
     own chat template for that flavor; ``None`` leaves none.
     """
-    from transformers import AddedToken, PreTrainedTokenizerFast
+    from transformers import AddedToken, PreTrainedTokenizerFast  # lazy: only when one is built
 
     if flavor not in ADDED_TOKENS:
         raise ValueError(f"unknown tokenizer flavor {flavor!r}; choose one of {sorted(ADDED_TOKENS)}")

@@ -4,8 +4,12 @@ Leaves out: measured wall-clock timings (benchmarks do those).
 """
 from __future__ import annotations
 
+import importlib.util
 import json
+import math
+import random
 from pathlib import Path
+from statistics import median
 
 from toolkit import cost
 from toolkit.book.catalog import realistic_tools
@@ -62,8 +66,6 @@ def bfcl_tools() -> dict[str, list[dict]]:
     BFCL's Python-flavoured types (dict, float, tuple, any) are mapped to JSON Schema; response schemas dropped.
     Raises ``FileNotFoundError`` when bfcl_eval's data is not installed (``make setup`` installs it).
     """
-    import importlib.util
-
     spec = importlib.util.find_spec("bfcl_eval")  # found, not imported: its runtime deps are not installed
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError("bfcl_eval is not installed (requirements-nodeps.txt; make setup)")
@@ -99,8 +101,6 @@ def bfcl_tools() -> dict[str, list[dict]]:
 
 
 def tool_cost_claims() -> list[Claim]:
-    from statistics import median
-
     out = []
     tok = tokenizer_for("qwen3")
     sets = bfcl_tools()
@@ -168,7 +168,6 @@ def flops_claims() -> list[Claim]:
                      *_verdict(_rounds_to(p8, 0.24, 2) and _rounds_to(p37, 1.11, 2), "a total does not round")))
     g = cost.growth()
     fold = g.total_no_cache / t
-    import math
 
     out.append(Claim("decode-vs-prefill-tokens", "§14.5.3", "Decoded tokens are two orders of magnitude fewer "
                      "than the 1.25M prefilled ones.", f"{g.total_no_cache:,} / {t:,} = {fold:.0f}× "
@@ -237,8 +236,6 @@ def decay_claims() -> list[Claim]:
 
 def _upper_bound_claim(p: float = 0.95, k: int = 20, trials: int = 20_000, seed: int = 0) -> Claim:
     """§14.5.4 calls p^k an upper-bound model. Simulate the two departures it names, seeded, and compare."""
-    import random
-
     rng = random.Random(seed)
     base = cost.success(p, k)
     # (a) failures are recoverable: a failed step is noticed and retried once

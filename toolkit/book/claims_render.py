@@ -6,6 +6,7 @@ Leaves out: the real Qwen tokenizer_config itself (flags are read from the kit's
 from __future__ import annotations
 
 import json
+from importlib.metadata import version
 
 from toolkit.book.ledger import Claim, _verdict
 from toolkit.conversations import tool_use_conversation
@@ -189,7 +190,6 @@ def tool_use_claims() -> list[Claim]:
     kind = type(got).__name__
     ids = got["input_ids"] if hasattr(got, "keys") else got
     as_text = tok25.apply_chat_template(msgs[:2], tools=tools, tokenize=False)
-    from importlib.metadata import version
 
     out.append(Claim("apply-chat-template", "Tool Use §3.1", "tokenizer.apply_chat_template(messages, tools=tools) "
                      "does the template conversion, giving the text shown.", f"transformers {version('transformers')}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from importlib.metadata import version
 
 import plotly.graph_objects as go
 
@@ -184,9 +185,7 @@ def mcp_architecture() -> dict:
 
     The SDK version and protocol revisions are recorded here for provenance only; the figure does not print them
     (§14.5.6 advises against memorising revision numbers)."""
-    from importlib.metadata import version
-
-    import mcp.types as mt
+    import mcp.types as mt  # lazy: the SDK loads only for fig 14-11
 
     tool = mt.Tool(name="x", description="", input_schema={"type": "object"}).model_dump(by_alias=True)
     result = mt.CallToolResult(content=[], is_error=False).model_dump(by_alias=True)

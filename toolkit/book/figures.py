@@ -20,14 +20,17 @@ What it leaves out
 """
 from __future__ import annotations
 
+import concurrent.futures as cf
 import csv
 import io
 import json
 import os
 import time
+import warnings
 from pathlib import Path
 
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from toolkit import cost
 from toolkit.book.claims import write_markdown
@@ -97,16 +100,12 @@ def _find_chromium() -> str | None:
 
 def render_images(todo, formats=("svg", "png", "pdf")) -> int:
     """Render figures to image files through kaleido and the system chromium (never downloads a browser)."""
-    import plotly.io as pio
-
     figs, files, scales = [], [], []
     for fig, stem in todo:
         for fmt in formats:
             figs.append(fig), files.append(stem.with_suffix(stem.suffix + "." + fmt))
             scales.append(2 if fmt == "png" else 1)
     if figs:
-        import warnings
-
         with warnings.catch_warnings():  # plotly always passes kopts; the running server ignores them, as meant
             warnings.filterwarnings("ignore", message="The kopts argument is ignored")
             pio.write_images(figs, files, width=[f.layout.width for f in figs],
@@ -119,14 +118,12 @@ def render_images(todo, formats=("svg", "png", "pdf")) -> int:
 
 def write_all(out: Path, langs=("zh", "en"), formats=("svg", "png", "pdf"), claims: bool = True) -> dict:
     """Everything ``make figures`` does. One browser session renders while Python records the trace."""
-    import concurrent.futures as cf
-
     t0 = time.perf_counter()
     browser = _find_chromium()
     if formats and browser is None:
         raise RuntimeError("no chromium found: run `make system` (apt-get install chromium fonts-noto-cjk)")
     if formats:
-        import kaleido
+        import kaleido  # lazy: only when images are written
 
         os.environ.setdefault("BROWSER_PATH", browser)
         kaleido.start_sync_server(silence_warnings=True)

@@ -9,7 +9,10 @@ What it leaves out
 """
 from __future__ import annotations
 
+import base64
+import html
 import io
+import logging
 import re
 from pathlib import Path
 
@@ -37,8 +40,6 @@ def _font_file(weight: int) -> Path | None:
 
 def svg_text(svg: str) -> str:
     """Every character drawn as text in a plotly SVG (tags stripped, entities decoded)."""
-    import html
-
     bodies = re.findall(r"<text\b[^>]*>(.*?)</text>", svg, flags=re.S)
     return html.unescape("".join(re.sub(r"<[^>]+>", "", b) for b in bodies))
 
@@ -47,11 +48,9 @@ def embed_font(svg: str) -> str:
     """Subset the CJK font to the characters ``svg`` draws and embed it; text then names the embedded family first.
 
     Raises ``RuntimeError`` if the font files are missing (``make system`` installs fonts-noto-cjk)."""
-    import base64
-    import logging
 
-    from fontTools import subset
-    from fontTools.ttLib import TTCollection
+    from fontTools import subset  # lazy: only when an SVG is written
+    from fontTools.ttLib import TTCollection  # lazy: only when an SVG is written
 
     logging.getLogger("fontTools").setLevel(logging.WARNING)  # it logs every table it subsets at INFO
 

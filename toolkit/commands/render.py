@@ -2,6 +2,9 @@
 """
 from __future__ import annotations
 
+import argparse
+import json
+
 from toolkit.conversations import ROUND_TRIPS, round_trip
 from toolkit.prefix import shared_prefix
 from toolkit.render import render
@@ -11,8 +14,6 @@ from toolkit.tokenizer import TEMPLATES, tokenizer_for
 # ------------------------------------------------------------------ command line
 def cli(argv: list[str]) -> int:
     """``python -m toolkit render --example calculator --template qwen3 [--stage ...] [--json]``."""
-    import argparse
-    import json
 
     ap = argparse.ArgumentParser(prog="python -m toolkit render",
                                  description="Render a worked tool-call example and show its tokens.")

@@ -2,13 +2,13 @@
 """
 from __future__ import annotations
 
+import argparse
+
 from toolkit.sft.experiment import experiment
 
 
 def cli(argv: list[str]) -> int:
     """``python -m toolkit train [--template qwen3] [--steps 220] [--lr 8e-3] [--seed 0]``: both runs, one table."""
-    import argparse
-
     ap = argparse.ArgumentParser(prog="python -m toolkit train", description=cli.__doc__)
     ap.add_argument("--template", default="qwen3", choices=["qwen3", "qwen2.5"])
     ap.add_argument("--steps", type=int, default=220)

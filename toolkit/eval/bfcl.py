@@ -52,7 +52,7 @@ _DROP = ("optional",)
 def data_dir() -> Path:
     """``bfcl_eval/data`` of the installed package (``pip install --no-deps bfcl-eval``)."""
     try:
-        import bfcl_eval
+        import bfcl_eval  # lazy: only when BFCL runs
     except ImportError:
         raise ImportError("bfcl-eval is not installed: `pip install --no-deps -r requirements-nodeps.txt` "
                           "(or `make setup`)") from None
@@ -150,7 +150,7 @@ def prompt_system(functions: list[dict]) -> str:
         PARAM_TYPE_MAPPING,
         PROMPT_STYLE_TEMPLATES,
         PROMPT_TEMPLATE_MAPPING,
-    )
+    )  # lazy: only when BFCL runs
 
     style = PROMPT_STYLE_TEMPLATES["classic"]
     fmt = style["tool_call_no_tag"].format(output_format=OUTPUT_FORMAT_MAPPING["python"],
@@ -233,7 +233,7 @@ class IntentGate:
     """
 
     def __init__(self, tokenizer, threshold: float | None = GATE_THRESHOLD, tool_call_id: int = 151657):
-        import torch
+        import torch  # lazy: only when BFCL runs
 
         self.tool_call_id, self.threshold = tool_call_id, threshold
         self.ids = torch.tensor(sorted(set(_structured_ids(tokenizer)) | {tool_call_id}))
@@ -241,7 +241,7 @@ class IntentGate:
         self.done = False
 
     def __call__(self, input_ids, scores):
-        import torch
+        import torch  # lazy: only when BFCL runs
 
         if self.done:
             return scores

@@ -29,9 +29,12 @@ import argparse
 import difflib
 import json
 import re
+import shlex
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+import jsonschema
 
 from toolkit.mcp.client import Connection
 
@@ -92,8 +95,6 @@ def _verb_first(desc: str) -> bool:
 
 def lint(tools) -> list[Finding]:
     """All findings for a list of tools (see the module docstring for the rules)."""
-    import jsonschema
-
     out: list[Finding] = []
     if isinstance(tools, dict) and "tools" in tools:
         tools = tools["tools"]  # a tools/list result
@@ -163,9 +164,7 @@ def lint(tools) -> list[Finding]:
 
 def _from_mcp(target: str, stdio: bool) -> list[dict]:
     if stdio:
-        import shlex
-
-        from mcp import StdioServerParameters
+        from mcp import StdioServerParameters  # lazy: only when a server is linted
 
         parts = shlex.split(target)
         target = StdioServerParameters(command=parts[0], args=parts[1:])

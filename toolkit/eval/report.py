@@ -64,7 +64,7 @@ def machine() -> dict:
                     if ln.startswith("model name")), "")
     except OSError:
         pass
-    import torch
+    import torch  # lazy: only when a model ran
 
     return {"host": platform.node(), "platform": platform.platform(), "cpu": cpu, "cores": os.cpu_count(),
             "torch_threads": torch.get_num_threads(),

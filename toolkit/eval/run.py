@@ -106,7 +106,7 @@ def generate_batch(backend, prompts: list[list[int]], *, grammars=None, max_new_
                                  temperature=temperature, seed=seed + i)
             out.append((list(g.new_ids), g.stopped_by if g.stopped_by != "grammar" else "stop"))
         return out
-    import torch
+    import torch  # lazy: only when a model runs
 
     model = backend.model
     dev = next(model.parameters()).device
@@ -116,7 +116,7 @@ def generate_batch(backend, prompts: list[list[int]], *, grammars=None, max_new_
     kw["pad_token_id"] = pad
     procs = list(processors)  # extra transformers LogitsProcessors (tests record scores with one)
     if grammars:
-        from xgrammar.contrib.hf import LogitsProcessor
+        from xgrammar.contrib.hf import LogitsProcessor  # lazy: only when a model runs
 
         procs.append(LogitsProcessor([g.compiled for g in grammars]))
     torch.manual_seed(seed)
@@ -126,7 +126,7 @@ def generate_batch(backend, prompts: list[list[int]], *, grammars=None, max_new_
     with torch.inference_mode():
         cache = None
         if common >= 16:  # prefill the shared part once, copy its cache to every row
-            from transformers import DynamicCache
+            from transformers import DynamicCache  # lazy: only when a model runs
 
             cache = DynamicCache(config=model.config)
             model(input_ids=torch.tensor([prompts[0][:common]], device=dev), use_cache=True, logits_to_keep=1,

@@ -54,7 +54,7 @@ class Connection:
 
     # lifecycle -------------------------------------------------------
     def open(self) -> "Connection":
-        from anyio.from_thread import start_blocking_portal
+        from anyio.from_thread import start_blocking_portal  # lazy: only when a session runs
 
         self._portal_cm = start_blocking_portal()
         self._portal = self._portal_cm.__enter__()
@@ -134,7 +134,7 @@ class Connection:
     def request(self, method: str, params: dict | None = None, timeout: float | None = None) -> dict:
         """Send any JSON-RPC request through the session (same envelope and ``_meta`` as the SDK's own calls);
         returns the raw result, raises :class:`MCPError` for a JSON-RPC error."""
-        from pydantic import TypeAdapter
+        from pydantic import TypeAdapter  # lazy: only when a session runs
 
         async def send():
             # a Request whose params stay a plain dict: the SDK's typed params would drop unknown keys

@@ -33,6 +33,7 @@ import json
 import os
 import socket
 import sys
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -107,8 +108,6 @@ def _warm_up() -> None:
     done in the foreground it would delay the ready line past clients' connect timeouts. A ``tools/call`` that
     arrives before it finishes simply waits on Python's import lock.
     """
-    import threading
-
     threading.Thread(target=__import__, args=("jsonschema",), name="warm-jsonschema", daemon=True).start()
 
 
@@ -133,7 +132,7 @@ def build_server(tools: Mapping[str, Tool] | None = None) -> Server:
 def serve_stdio(tools: Mapping[str, Tool] | None = None) -> None:
     """Serve over stdin/stdout until the client closes stdin. Only JSON-RPC may go to stdout; malformed or
     over-long lines are answered with JSON-RPC errors (``toolkit.mcp.stdio``)."""
-    import anyio
+    import anyio  # lazy: only the transport that runs is loaded (fast start)
 
     server = build_server(tools)
 
@@ -235,7 +234,7 @@ def serve_http(port: int = 0, tools: Mapping[str, Tool] | None = None, announce=
     Legacy-era sessions (the 2025 initialize handshake keeps one per client) expire after ``session_idle_s``
     seconds without a request, and at most ``max_sessions`` are open at once; request bodies are limited to the
     SDK's 4 MiB, as stdio lines are."""
-    import uvicorn
+    import uvicorn  # lazy: only the transport that runs is loaded (fast start)
 
     sock = bind(port, tcp_nodelay)
     port = sock.getsockname()[1]

@@ -23,6 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp import StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.message import SessionMessage
 
 TO_SERVER, TO_HOST = "->", "<-"
@@ -142,7 +145,7 @@ class _TapRead:
         return self
 
     async def __anext__(self):
-        import anyio
+        import anyio  # lazy: only the transport in use is loaded
 
         try:
             return await self.receive()
@@ -194,7 +197,7 @@ def read_shared(f) -> str:
 
 async def _wait_ready(errlog, marker: str, timeout: float) -> int | None:
     """Wait until the server's stderr shows ``marker``; return the PID it announces (if any)."""
-    import anyio
+    import anyio  # lazy: only the transport in use is loaded
 
     with anyio.fail_after(timeout):
         while marker not in (text := read_shared(errlog)):
@@ -212,8 +215,6 @@ async def logged_transport(target: StdioServerParameters | str, log: WireLog, er
     ``ready``: for stdio, first wait until the server's stderr (``errlog``, a real file) shows this text, then
     call ``on_ready(pid)``; the kit's server prints ``toolkit.mcp.server.READY``."""
     if isinstance(target, StdioServerParameters):
-        from mcp.client.stdio import stdio_client
-
         async with stdio_client(target, errlog=errlog or sys.stderr) as (read, write):
             if ready:
                 pid = await _wait_ready(errlog, ready, ready_timeout)
@@ -221,8 +222,6 @@ async def logged_transport(target: StdioServerParameters | str, log: WireLog, er
                     on_ready(pid)
             yield _TapRead(read, log, "stdio"), _TapWrite(write, log, "stdio")
         return
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
     t0 = log.t0
 

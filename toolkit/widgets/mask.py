@@ -13,6 +13,9 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 
+import ipywidgets as w
+from IPython.display import display
+
 from toolkit.sft.labels import CONVENTION, IGNORE_INDEX, Labelled
 from toolkit.widgets.tokens import COLOURS
 
@@ -80,8 +83,6 @@ class MaskView:
     """Pick a trajectory and a mode; the HTML below redraws. ``widget`` is the box to display."""
 
     def __init__(self, examples: dict[str, Labelled]):
-        import ipywidgets as w
-
         self.examples = examples
         self.picker = w.Dropdown(options=list(examples), description="trajectory")
         self.mode = w.ToggleButtons(options=["with mask", "without mask"], value="with mask")
@@ -99,6 +100,4 @@ class MaskView:
         self.html.value = mask_html(self.data)
 
     def _ipython_display_(self):
-        from IPython.display import display
-
         display(self.widget)

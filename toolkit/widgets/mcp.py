@@ -19,6 +19,9 @@ from __future__ import annotations
 import html
 import json
 
+import ipywidgets as w
+from IPython.display import display
+
 from toolkit.mcp.wire import without_meta
 
 KIND_FILTERS = {"all": None, "requests": ("request", "notification"), "replies": ("result", "error"),
@@ -72,8 +75,6 @@ class WireLogView:
     """A filterable table of one session's JSON-RPC messages."""
 
     def __init__(self, log, title: str = "", width: int = 400):
-        import ipywidgets as w
-
         self.log, self.width = log, width
         self.filter = w.ToggleButtons(options=list(KIND_FILTERS), value="all", description="show")
         self.hide_meta = w.Checkbox(value=True, description="hide _meta", indent=False)
@@ -94,8 +95,6 @@ class WireLogView:
         self.html.value = wire_html(self.rows(), self.width)
 
     def _ipython_display_(self):
-        from IPython.display import display
-
         display(self.widget)
 
 
@@ -103,8 +102,6 @@ class ConfirmPanel:
     """Approve buttons for the calls a ConfirmGate refused; nothing runs until a person clicks."""
 
     def __init__(self, gate, on_approve=None):
-        import ipywidgets as w
-
         self.gate, self.on_approve = gate, on_approve
         self.buttons: list = []
         self.status = w.HTML()
@@ -113,8 +110,6 @@ class ConfirmPanel:
         self.refresh()
 
     def refresh(self) -> None:
-        import ipywidgets as w
-
         rows, self.buttons = [], []
         for name, args in self.gate.pending:
             b = w.Button(description=f"Approve {name}", button_style="danger", icon="check")
@@ -132,6 +127,4 @@ class ConfirmPanel:
         self.refresh()
 
     def _ipython_display_(self):
-        from IPython.display import display
-
         display(self.widget)

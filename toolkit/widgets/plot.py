@@ -23,6 +23,7 @@ import weakref
 
 import ipywidgets as W
 import plotly.graph_objects as go
+from IPython.display import display
 from plotly.io import to_json
 
 MIME = "application/vnd.plotly.v1+json"
@@ -76,6 +77,4 @@ class FigureView:
         self.last_ms = (time.perf_counter() - t0) * 1e3
 
     def _ipython_display_(self):
-        from IPython.display import display
-
         display(self.widget)
