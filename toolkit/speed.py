@@ -1,5 +1,5 @@
 """Measuring batch-1 decode speed honestly: copy bandwidth, the bandwidth floor, tokens/s of ``model.generate``
-and of ``toolkit.engine``, prefill FLOPs with attention, and the last saved GPU result (book §14.5.3, §14.5.8).
+and of ``toolkit.backends.engine``, prefill FLOPs with attention, and the last saved GPU result (book §14.5.3, §14.5.8).
 
 What it does
 - ``qwen3_06b_shape(device, dtype)``: a model built from Qwen3-0.6B's published config with random weights

@@ -6,8 +6,8 @@ is not a plain "holds". ``--json`` prints the same as JSON; ``--write [PATH]`` w
 ``figures/claims.md``; ``python -m toolkit figures`` writes it too).
 
 Evidence comes from running things: ``toolkit.cost`` for the arithmetic, the offline Qwen tokenizers and the
-kit's templates (``toolkit.render``) for tokens and rendering, ``toolkit.catalog`` for realistic tool schemas,
-``toolkit.host`` for the message flow, and the installed ``mcp`` SDK (its types, its version registry and an
+kit's templates (``toolkit.render``) for tokens and rendering, ``toolkit.book.catalog`` for realistic tool schemas,
+``toolkit.loop`` for the message flow, and the installed ``mcp`` SDK (its types, its version registry and an
 in-process server) for the protocol. Sections: "§14.5.x" is the book, "Tool Use §3.x" the second chapter.
 
 What it leaves out

@@ -6,10 +6,9 @@ What it does
   synchronously; every message lands in a ``toolkit.mcp.wire.WireLog``. ``mode="auto"`` (the SDK default) probes
   ``server/discover`` (protocol 2026-07-28) and falls back to the ``initialize`` handshake; ``mode="legacy"``
   forces the handshake (it negotiates 2025-11-25 with this SDK).
-- :meth:`Connection.tools` turns the server's ``tools/list`` into :class:`MCPTool` objects (``name``, ``schema``,
-  ``needs_confirmation``, ``call(args)``) that ``toolkit.host`` drives like ``toolkit.tools.Tool``. The schema is
-  built from ``inputSchema`` as received, so rendering it shows exactly what the server sent; results come back
-  marked as untrusted data (``toolkit.mcp.safety``).
+- :meth:`Connection.tools` turns the server's ``tools/list`` into ``toolkit.mcp.tool.MCPTool`` objects that the host
+  loop (``toolkit.loop``) drives like ``toolkit.tools.Tool``; their schema is ``inputSchema`` as received, and
+  results come back marked as untrusted data (``toolkit.mcp.marking``).
 
 What it leaves out
 - Resources, prompts, sampling, roots, elicitation and subscriptions; OAuth; resuming a broken HTTP stream.

@@ -10,15 +10,13 @@ What it does
   reason kept in ``rejected``.
 - Which tools need confirmation is the host's decision (``confirm=`` names); a server's ``destructiveHint`` can
   add a confirmation, never remove one.
-- :func:`untrusted` wraps a tool's output in an object that names its source and says it is data; the host loop
-  serialises it as JSON, so the output sits inside a JSON string and cannot close the wrapper early.
-  :func:`untrusted_text` is the same marking for hosts that paste plain text (the closing marker is defused).
+- Marking output as untrusted data is ``toolkit.mcp.marking`` (the tool adapter applies it to every result).
 - :class:`ConfirmGate` is the ``confirm(call) -> bool`` callback for the host loop: no by default; yes only for
   the exact call (name and arguments) a person approved, once. Every ask is kept, so a notebook button can show
   what is waiting (``toolkit.widgets.mcp``).
 
 What it leaves out
-- Detecting injections. Marking output lowers the chance a model obeys it; it prevents nothing. The gate is
+- Detecting injections: marking output lowers the chance a model obeys it; it prevents nothing. The gate is
   what prevents a risky call.
 - Credential scoping, file-system sandboxing, per-session isolation, audit and rollback (also in §14.5.6).
 """

@@ -4,7 +4,7 @@
 (``figure``, a ``go.Figure`` redrawn through ``toolkit.widgets.plot.FigureView``): the measured curve of tool-definition tokens against N with the current N highlighted. Each value is measured by
 rendering N tool definitions with the real tokenizer (cached per N), not extrapolated.
 
-Leaves out: which tools a real agent would mount; the catalogue in ``toolkit.catalog`` stands in for them.
+Leaves out: which tools a real agent would mount; the catalogue in ``toolkit.book.catalog`` stands in for them.
 """
 from __future__ import annotations
 
