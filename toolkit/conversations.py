@@ -18,13 +18,31 @@ from dataclasses import dataclass, field
 
 from toolkit.tools import TOOLS, schemas
 
-ROUND_TRIPS = {
-    "calculator": dict(system="你是一个计算助手。你可以调用外部工具。", question="250的15%是多少？",
-                       tool="calculator", arguments={"expression": "250 * 15%"},
-                       answer="250的15%是{result}。"),
-    "weather": dict(system=None, question="今天北京天气怎么样？", tool="get_weather",
-                    arguments={"city": "北京"}, answer="北京今天{condition}，气温{temperature}°C。"),
-}
+# The worked questions, each written once: the system prompt (if any), the user's question, the call a
+# well-behaved model makes, and how it answers (filled in from the real tool result).
+CALCULATOR = dict(system="你是一个计算助手。你可以调用外部工具。", question="250的15%是多少？", tool="calculator",
+                  arguments={"expression": "250 * 15%"}, answer="250的15%是{result}。")
+WEATHER = dict(system=None, question="今天北京天气怎么样？", tool="get_weather", arguments={"city": "北京"},
+               answer="北京今天{condition}，气温{temperature}°C。")
+ROUND_TRIPS = {"calculator": CALCULATOR, "weather": WEATHER}
+
+
+def first_messages(ex: dict) -> list[dict]:
+    """The first request's messages of a worked question: its system prompt (if any) and the question."""
+    return ([{"role": "system", "content": ex["system"]}] if ex["system"] else []) + \
+        [{"role": "user", "content": ex["question"]}]
+
+
+def call_text(ex: dict) -> str:
+    """The assistant turn a well-behaved model writes for ``ex``: one ``<tool_call>`` block, as Qwen's template
+    formats it (what scripted backends replay)."""
+    return "<tool_call>\n" + json.dumps({"name": ex["tool"], "arguments": ex["arguments"]}, ensure_ascii=False) + \
+        "\n</tool_call>"
+
+
+def answer_text(ex: dict, result: dict) -> str:
+    """The final answer of ``ex`` given its tool's result."""
+    return ex["answer"].format(**result)
 
 
 @dataclass
@@ -57,12 +75,11 @@ def round_trip(name: str = "calculator") -> RoundTrip:
     if name not in ROUND_TRIPS:
         raise ValueError(f"unknown example {name!r}; choose one of {sorted(ROUND_TRIPS)}")
     ex = ROUND_TRIPS[name]
-    first = ([{"role": "system", "content": ex["system"]}] if ex["system"] else [])
-    first.append({"role": "user", "content": ex["question"]})
+    first = first_messages(ex)
     out = TOOLS[ex["tool"]].call(ex["arguments"])
     result = {"role": "tool", "tool_call_id": "call_1", "name": ex["tool"],
               "content": json.dumps(out, ensure_ascii=False)}
-    answer = {"role": "assistant", "content": ex["answer"].format(**out)}
+    answer = {"role": "assistant", "content": answer_text(ex, out)}
     return RoundTrip(name, schemas(), first, _call_message(ex["tool"], ex["arguments"], "call_1"), [result], answer,
                      [out])
 
@@ -84,16 +101,16 @@ def parallel_round_trip(cities=("北京", "Paris")) -> RoundTrip:
 # ================================================================ prefix stability of a template
 def stability_conversation() -> list[dict]:
     """Two user queries, each answered after one tool call; assistant turns carry reasoning (Qwen3 shows it)."""
-    calc = {"id": "call_1", "type": "function", "function": {"name": "calculator",
-                                                             "arguments": {"expression": "250 * 15%"}}}
+    c = CALCULATOR
+    calc = {"id": "call_1", "type": "function", "function": {"name": c["tool"], "arguments": c["arguments"]}}
     weather = {"id": "call_2", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "北京"}}}
+    result = TOOLS[c["tool"]].call(c["arguments"])
     return [
-        {"role": "user", "content": "250的15%是多少？"},
+        {"role": "user", "content": c["question"]},
         {"role": "assistant", "content": "", "reasoning_content": "The user wants 15% of 250: use the calculator.",
          "tool_calls": [calc]},
-        {"role": "tool", "tool_call_id": "call_1", "name": "calculator",
-         "content": '{"expression": "250 * 15%", "result": 37.5}'},
-        {"role": "assistant", "content": "250的15%是37.5。", "reasoning_content": "The tool returned 37.5."},
+        {"role": "tool", "tool_call_id": "call_1", "name": c["tool"], "content": json.dumps(result, ensure_ascii=False)},
+        {"role": "assistant", "content": answer_text(c, result), "reasoning_content": "The tool returned 37.5."},
         {"role": "user", "content": "北京今天天气怎么样？"},
         {"role": "assistant", "content": "", "reasoning_content": "A weather question: call get_weather.",
          "tool_calls": [weather]},
@@ -103,12 +120,10 @@ def stability_conversation() -> list[dict]:
     ]
 
 
-# ================================================================ examples + CLI
+# ================================================================ the host loop's examples (a real model answers)
 LOOP_EXAMPLES = {
-    "calculator": dict(messages=[{"role": "system", "content": "你是一个计算助手。你可以调用外部工具。"},
-                                 {"role": "user", "content": "250的15%是多少？"}],
-                       tools=["calculator"]),
-    "weather": dict(messages=[{"role": "user", "content": "今天北京天气怎么样？"}], tools=["get_weather", "calculator"]),
+    "calculator": dict(messages=first_messages(CALCULATOR), tools=["calculator"]),
+    "weather": dict(messages=first_messages(WEATHER), tools=["get_weather", "calculator"]),
     "two_cities": dict(messages=[{"role": "user", "content": "What is the weather in Paris and in Tokyo today?"}],
                        tools=["get_weather"]),
 }
@@ -116,12 +131,13 @@ LOOP_EXAMPLES = {
 
 # ================================================================ "Tool Use" §3.1 (Qwen2.5 printout)
 def tool_use_conversation():
-    sys_msg = {"role": "system", "content": "你是一个计算助手。你可以调用外部工具。"}
-    user = {"role": "user", "content": "250的15%是多少？"}
+    """The calculator round trip as the chapter prints it: the call's arguments as a JSON string (OpenAI style),
+    its own call id and tool description, the result as bare text."""
+    sys_msg, user = first_messages(CALCULATOR)
     call = {"role": "assistant", "content": None, "tool_calls": [{"id": "call_abc123xyz", "type": "function",
             "function": {"name": "calculator", "arguments": '{"expression": "250 * 0.15"}'}}]}
     result = {"role": "tool", "tool_call_id": "call_abc123xyz", "name": "calculator", "content": "37.5"}
-    answer = {"role": "assistant", "content": "250的15%是37.5。"}
+    answer = {"role": "assistant", "content": answer_text(CALCULATOR, {"result": 37.5})}
     tools = [{"type": "function", "function": {"name": "calculator", "description": "计算数学表达式", "parameters": {
         "type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}}}]
     return [sys_msg, user, call, result, answer], tools

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from toolkit.backends.scripted import ScriptedBackend
 from toolkit.book.ledger import Claim, _verdict
+from toolkit.conversations import CALCULATOR, answer_text, call_text
 from toolkit.grammar.compile import compile_tools
 from toolkit.grammar.mask import replay
 from toolkit.loop.examples import example
@@ -46,8 +47,9 @@ def kit_claims() -> list[Claim]:
     ex = example("calculator")
     traj = ex["messages"] + [
         {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {
-            "name": "calculator", "arguments": {"expression": "250 * 15%"}}}]},
-        {"role": "tool", "content": '{"result": 37.5}'}, {"role": "assistant", "content": "250的15%是37.5。"}]
+            "name": CALCULATOR["tool"], "arguments": CALCULATOR["arguments"]}}]},
+        {"role": "tool", "content": '{"result": 37.5}'},
+        {"role": "assistant", "content": answer_text(CALCULATOR, {"result": 37.5})}]
     lab = label(traj, [t.schema for t in ex["tools"].values()], "qwen3")
     parts = {}
     for t, y in zip(lab.rendering.tokens, lab.labels):
@@ -61,8 +63,7 @@ def kit_claims() -> list[Claim]:
                                                                           calls[1] == sum(calls) > 0,
                                                                           "tool results are trained or calls are not")))
     # engines end the request at <|im_end|>; the next turn is a new request with a longer prefix (§14.5.8)
-    backend = ScriptedBackend(tok, ['<tool_call>\n{"name": "calculator", "arguments": {"expression": '
-                                         '"250 * 15%"}}\n</tool_call>', "250的15%是37.5。"])
+    backend = ScriptedBackend(tok, [call_text(CALCULATOR), answer_text(CALCULATOR, {"result": 37.5})])
     trace = run(backend, tok, ex["messages"], ex["tools"], template="qwen3", parallel=False)
     gens = [s.generation for s in trace.steps if isinstance(s, Generated)]
     p1, p2 = backend.prompts[0], backend.prompts[1]

@@ -9,7 +9,7 @@ import json
 from importlib.metadata import version
 
 from toolkit.book.ledger import Claim, _verdict
-from toolkit.conversations import tool_use_conversation
+from toolkit.conversations import CALCULATOR, call_text, tool_use_conversation
 from toolkit.parse import parse_tool_calls
 from toolkit.prefix import shared_prefix
 from toolkit.render import render, tokenize
@@ -109,8 +109,8 @@ def _prefix_extends_claim(render, shared_prefix, tokenizer_for) -> Claim:
     the generated tokens that were fed back in, i.e. all but the last sampled token (<|im_end|> is sampled and
     ends the request; it never runs through the model), exactly as ``toolkit.host`` counts reuse."""
     tools = schemas(["calculator"])
-    user = [{"role": "user", "content": "250的15%是多少？"}]
-    call = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "250 * 15%"}}\n</tool_call>'
+    user = [{"role": "user", "content": CALCULATOR["question"]}]
+    call = call_text(CALCULATOR)
     rows = []
     for tpl in ("qwen2.5", "qwen3"):
         tok = tokenizer_for(tpl)
@@ -122,7 +122,7 @@ def _prefix_extends_claim(render, shared_prefix, tokenizer_for) -> Claim:
                 continue
             cached = first.ids + tok.encode(written, add_special_tokens=False)  # <|im_end|> sampled, not fed
             msg = {"role": "assistant", "content": "", "tool_calls": [
-                {"type": "function", "function": {"name": "calculator", "arguments": {"expression": "250 * 15%"}}}]}
+                {"type": "function", "function": {"name": CALCULATOR["tool"], "arguments": CALCULATOR["arguments"]}}]}
             if reasoning:
                 msg["reasoning_content"] = reasoning
             nxt = render(user + [msg, {"role": "tool", "content": '{"result": 37.5}'}], tools, tpl)
