@@ -7,7 +7,7 @@ mask for the same number of tokens, the overhead in percent, and per-step timing
 own time as a share of a constrained step (robust when a busy machine makes tokens/s noisy).
 
 Both runs use the same hand-written greedy loop (one forward per token with the KV cache, as
-``toolkit.constrain.trace`` does, minus the bookkeeping); the unconstrained run decodes exactly as many tokens
+``toolkit.grammar.inspect.trace`` does, minus the bookkeeping); the unconstrained run decodes exactly as many tokens
 as the constrained one produced, ignoring stop tokens, so the only difference is the mask.
 
 Leaves out: batching (one sequence), transformers' ``generate`` overhead, and jump-forward decoding.

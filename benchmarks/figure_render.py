@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from test_browser import CHROMIUM, CHROMIUM_ARGS, burn_cpu, start_lab
 
-SETUP = ("from toolkit.figures import decay_figure, context_growth_figure\nfrom toolkit import cost\n"
+SETUP = ("from toolkit.plots import decay_figure, context_growth_figure\nfrom toolkit import cost\n"
          "import plotly.graph_objects as go\nfrom toolkit.widgets.plot import FigureView\n")
 CELLS = {
     "figurewidget": "display(go.FigureWidget(decay_figure(0.9{i}, 20)))",

@@ -201,7 +201,7 @@ def main(argv=None) -> int:
     if not loaded.semantic:
         print("the real offline model is not installed: this benchmark needs it (make real-model)")
         return 2
-    settings = BEFORE if a.which == "before" else __import__("toolkit.host", fromlist=["DEFAULTS"]).DEFAULTS
+    settings = BEFORE if a.which == "before" else __import__("toolkit.loop.loop", fromlist=["DEFAULTS"]).DEFAULTS
     print(f"model: {loaded.description}\ncommit: {_commit()}\npass: {a.which} settings: {settings}")
     path = a.out or os.path.join(os.path.dirname(__file__), "results", f"loop_questions_{a.which}.json")
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

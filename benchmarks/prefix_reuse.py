@@ -7,7 +7,7 @@ the measured prefill tokens and wall clock side by side, next to the book's toke
 Run:  python benchmarks/prefix_reuse.py                      # stand-in on CPU, T=2000 Δ=512 R=30
       python benchmarks/prefix_reuse.py --model qwen2.5-coder-0.5b --T 10000 --delta 2048 --R 30   # on a GPU
       python benchmarks/prefix_reuse.py --model path/to/config.json   # random weights in that model's shape
-Flags: --backend hf|engine (engine = toolkit.engine, CUDA), --every N (print every N-th turn), --json.
+Flags: --backend hf|engine (engine = toolkit.backends.engine, CUDA), --every N (print every N-th turn), --json.
 
 Leaves out: decoding (each turn generates one token: the account here is prefill, §14.5.3's second account),
 and the content of the tokens — ids are real rendered conversation tokens cycled to length; cost depends on

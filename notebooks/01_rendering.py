@@ -184,7 +184,7 @@ display(W.HBox([W.VBox([W.HTML("<b>Qwen3</b>"), W.HTML(f"<pre>{tail(q3)}</pre>")
 # %% [markdown]
 # ## What the tool definitions cost, every turn
 # Each request re-renders every mounted tool (§14.5.3, first cost). Move the slider: the count is measured by
-# rendering that many realistic tool definitions (`toolkit.catalog`) with the real tokenizer.
+# rendering that many realistic tool definitions (`toolkit.book.catalog`) with the real tokenizer.
 
 # %%
 cost_view = ToolCountCost(tools=realistic_tools(100), template="qwen3", n=10)

@@ -286,7 +286,7 @@ print("still alive:", conn.call_tool("calculator", {"expression": "2 + 2"}).stru
 
 # %% [markdown]
 # ## 7 · The host loop drives MCP tools
-# `toolkit.host.run` (notebook 03) takes any mapping of tool-like objects. `Connection.tools()` returns the
+# `toolkit.loop.loop.run` (notebook 03) takes any mapping of tool-like objects. `Connection.tools()` returns the
 # server's tools as such objects: `schema` from `inputSchema`, `call(args)` sends `tools/call`. First a
 # **scripted fake model** (fixed texts, no weights — it shows the plumbing, not a model's judgement); then,
 # below, whatever `models.load("auto")` finds.
