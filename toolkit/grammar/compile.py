@@ -23,6 +23,7 @@ import jsonschema
 import xgrammar as xgr
 
 from toolkit.qwen import IM_END_ID, TOOL_CALL_END_ID, TOOL_CALL_ID, VOCAB_WIDTH
+from toolkit.schema import function_of
 
 
 class SchemaError(ValueError):
@@ -134,7 +135,7 @@ def compile_schema(schema, tokenizer, vocab_width: int | None = None, any_whites
 def _tool_function(tool) -> dict:
     if not isinstance(tool, dict):
         raise SchemaError(f"a tool must be a dict, got {type(tool).__name__}")
-    fn = tool.get("function", tool)  # accept OpenAI-style {"type":"function","function":{...}} or bare
+    fn = function_of(tool)  # accept OpenAI-style {"type":"function","function":{...}} or bare
     if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
         raise SchemaError("each tool needs a non-empty string 'name' (or 'function': {'name': ...})")
     return fn
