@@ -96,7 +96,8 @@ RULE = ("tool_choice applies to the turn that answers the user; after tool resul
         "one that opens a call (<tool_call>, or '<', '{', '```' — a call in another spelling) makes the turn a "
         "call under the tools' grammar; any other starts free text, in which a <tool_call> token still starts a "
         "well-formed call. The answer is started for the model (tools off) only after a tool result AND when its "
-        "previous turn's calls were all repeats, or this is the last turn allowed.")
+        "previous turn's calls were all repeats (that turn stays in the trace, out of the history: its results "
+        "are already there), or this is the last turn allowed.")
 
 
 def _answer_prefix(option: str | None, messages: list[dict]) -> str:
@@ -304,7 +305,12 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], con
                                             "was", "result": earlier.get(first, "(that call failed)")}
         nothing_new = all(r.status in ("repeated", "skipped") for r in results)
         yield Executed(turn, results, time.perf_counter() - t0)
-        messages.extend(r.message() for r in results)
+        if nothing_new:
+            # Only repeats: their results are already in the conversation. The turn stays in the trace but not in
+            # the history, so the answer turn reads the question and the real results, not a repeat note.
+            messages.pop()
+        else:
+            messages.extend(r.message() for r in results)
     yield Stopped("max_turns", cfg.max_turns, f"no answer after {cfg.max_turns} turn(s)")
 
 
