@@ -860,7 +860,13 @@ def check_voila_app(context, server: Server, relpath: str, shots: Path, app: dic
     try:
         page.goto(f"{server.url}/voila/render/{relpath}?token={server.token}", timeout=600_000)
         slider = page.locator(".widget-slider", has=page.locator(f"label:text-is('{app['slider']}')"))
-        slider.wait_for(timeout=600_000)
+        deadline = time.monotonic() + 600
+        while not slider.count():  # the slider, or Voila's widget race (below), whichever shows first
+            if page.get_by_text("Error displaying widget").count():
+                raise RuntimeError("'Error displaying widget' in the app before its slider was drawn")
+            if time.monotonic() > deadline:
+                raise TimeoutError("the app's slider was not drawn within 600 s")
+            time.sleep(0.5)
         page.wait_for_load_state("load", timeout=600_000)
         shown = page.locator(".jp-CodeCell .jp-InputArea, .jp-CodeMirrorEditor, .cm-editor").filter(visible=True).count()
         if shown or "from toolkit" in page.inner_text("body"):
@@ -1045,11 +1051,27 @@ def voila(workdir):
     assert server.proc.poll() is not None
 
 
+VOILA_LOADS = 3  # page loads per app check (see check_voila_app_reloading)
+
+
+def check_voila_app_reloading(context, server: Server, relpath: str, shots: Path, app: dict) -> Report:
+    """``check_voila_app``, reloading the page (at most ``VOILA_LOADS`` loads) when it shows Voila 0.5.13's widget
+    race: on some loads of a page with several widgets, every widget after the first reads "Error displaying
+    widget: model not found" (seen at any load, in a browser by hand too; not fixed here). Every such load is
+    printed; a page that never loads cleanly fails with the last load's errors."""
+    for n in range(1, VOILA_LOADS + 1):
+        report = check_voila_app(context, server, relpath, shots, app)
+        race = [e for e in report.errors if "Error displaying widget" in e]
+        if not race or n == VOILA_LOADS:
+            return report
+        print(f"\nvoila:{relpath} load {n}/{VOILA_LOADS}: Voila widget race ({race[0][:120]}): reloading the page")
+
+
 @pytest.mark.parametrize("app", APPS, ids=lambda a: a["notebook"])
 def test_app_mode_in_voila(app, workdir, voila, context):
     if not (ROOT / "notebooks" / app["notebook"]).exists():
         pytest.fail(f"app-mode notebook {app['notebook']} is missing")
-    report = check_voila_app(context, voila, app["notebook"], workdir[0] / "shots", app)
+    report = check_voila_app_reloading(context, voila, app["notebook"], workdir[0] / "shots", app)
     failures = report.failures()
     _record(workdir, report, failures)
     assert not failures, "\n".join(failures) + f"\n(screenshots and logs in {workdir[0]})"
@@ -1059,6 +1081,6 @@ def test_app_check_catches_lost_initial_state(workdir, voila, context):
     """In Voila the page draws each figure as its view last drew it: the fixture's title, set after the draw and
     never redrawn, is missing. The app check must say so."""
     late = {"slider": "late-title", "initial": 1, "title": lambda n: "late-title: k = 1", "others": False}
-    report = check_voila_app(context, voila, "_fixture_broken_widget.ipynb", workdir[0] / "shots", late)
+    report = check_voila_app_reloading(context, voila, "_fixture_broken_widget.ipynb", workdir[0] / "shots", late)
     _record(workdir, report, [])
     assert "initial figure title '', expected 'late-title: k = 1'" in report.errors, report.summary()
