@@ -15,6 +15,7 @@ Leaves out: BFCL's live/multi-turn/agentic categories; timed asserts (this print
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -115,13 +116,14 @@ def cmd_passk(a) -> int:
         bar = _progress(len(cs) * a.samples, f"pass^k {a.mode} {cat}")
         for r in run_cases(backend, loaded.tokenizer, cs, a.mode, cache=cache, batch_size=a.samples,
                            max_new_tokens=MAX_NEW.get(cat, 128), temperature=a.temperature, seed=a.seed,
-                           samples=a.samples):
+                           samples=a.samples, cached_only=a.cached_only):
             results.append(r)
             bar.update(1)
         bar.close()
     per_task: dict[str, list] = {}
     for r in results:
         per_task.setdefault(r.id, []).append(r.ok)
+    per_task = {k: v for k, v in per_task.items() if len(v) == a.samples}  # --cached-only: complete tasks only
     counts = [(len(v), sum(v)) for v in per_task.values()]
     table = pass_k_table(counts, range(1, a.samples + 1))
     print(f"\nmodel: {loaded.description}; mode {a.mode}; T={a.temperature}; {len(counts)} tasks × {a.samples} samples")
@@ -133,6 +135,95 @@ def cmd_passk(a) -> int:
         report.save_results(out, "pass_k", {"table": table, "tasks": {k: v for k, v in per_task.items()},
                                             "mode": a.mode, "temperature": a.temperature, "samples": a.samples,
                                             "categories": a.categories},
+                            report.meta(loaded.description, semantic=loaded.semantic))
+        print(f"wrote {out}")
+    return 0
+
+
+LEVERS = {"plain": {"constrain": "none", "answer_prefix": None},
+          "constrained": {}}  # {}: the kit loop's defaults (tool_choice auto, call gate, grammar, answer prefix)
+
+
+def cmd_chains(a) -> int:
+    from toolkit.eval import chains
+
+    loaded, backend = _load(a.model)
+    marks = chains.LANDMARKS[:a.landmarks]
+    rows, step_rates, t0 = [], {}, time.perf_counter()
+    for lever in a.levers:
+        kw = LEVERS[lever]
+        oks: dict[str, list] = {}
+        bar = _progress(len(marks) * (chains.MAX_K + len(a.ks)), f"chains {lever}")
+        for lm in marks:
+            for step, q, prev in chains.step_tasks(lm):
+                oks.setdefault(step, []).append(chains.run_step(backend, loaded.tokenizer, lm, step, q, prev, **kw))
+                bar.update(1)
+            for k in a.ks:
+                trace, sc = chains.run_chain(backend, loaded.tokenizer, chains.task(lm, k), **kw)
+                rows.append({"lever": lever, "landmark": lm, "k": k, "strict": sc.strict, "retry": sc.retry,
+                             "strict_steps_ok": sc.strict_steps_ok, "retry_steps_ok": sc.retry_steps_ok,
+                             "calls": sc.calls, "retried": sc.retried,
+                             "stop": trace.stop.reason if trace.stop else None, "answer": (trace.answer or "")[:200]})
+                bar.update(1)
+        bar.close()
+        step_rates[lever] = {s: sum(v) / len(v) for s, v in oks.items()}
+        step_rates[f"{lever} + retry"] = step_rates[lever]
+    table = chains.table(rows, step_rates)
+    print(f"\nmodel: {loaded.description}; {len(marks)} landmark(s); {time.perf_counter() - t0:.0f} s")
+    print("isolated step rates:", json.dumps(step_rates))
+    print("| lever | k | n | chain success | Π step rates | steps ok |")
+    for r in table:
+        prod = "—" if r["product"] is None else f"{r['product']:.2f}"
+        print(f"| {r['lever']} | {r['k']} | {r['n']} | {r['success']:.2f} | {prod} | {r['steps_ok']}/{r['steps']} |")
+    if not a.no_save:
+        out = os.path.join(a.out, f"bfcl_{_slug(a.model)}.json")
+        report.save_results(out, "chains", {"rows": table, "chains": rows, "step_rates": step_rates,
+                                            "landmarks": list(marks), "levers": {k: LEVERS[k] for k in a.levers}},
+                            report.meta(loaded.description, semantic=loaded.semantic))
+        print(f"wrote {out}")
+    return 0
+
+
+def cmd_descriptions(a) -> int:
+    from toolkit.eval.descriptions import VARIANTS, renamed_answer, selected, variants
+    from toolkit.eval.stats import wilson
+    from toolkit.render import tool_definition_cost
+
+    loaded, backend = _load(a.model)
+    cases = bfcl.subset(["multiple"], a.limit, a.seed + 2)
+    rows, per_case = [], []
+    for v in a.variants:
+        tools_of = {c.id: variants(c)[v] for c in cases}
+        scored = {c.id: renamed_answer(c, tools_of[c.id]) for c in cases}
+        cache = Cache(a.cache, loaded.name, template="qwen2.5", max_new_tokens=64, temperature=0.0, seed=0,
+                      version=VERSION, variant=v)
+        bar = _progress(len(cases), f"descriptions {v}")
+        res = []
+        for r in run_cases(backend, loaded.tokenizer, list(scored.values()), a.mode, cache=cache, batch_size=8,
+                           max_new_tokens=64, tools_for=lambda c, t=tools_of: t[c.id], cached_only=a.cached_only):
+            res.append(r)
+            bar.update(1)
+        bar.close()
+        if not res:
+            continue
+        n, sel = len(res), sum(selected(r.calls, scored[r.id]) for r in res)
+        ok = sum(r.ok for r in res)
+        lo, hi = wilson(sel, n)
+        done = [c for c in cases if c.id in {r.id for r in res}]
+        cost = sum(tool_definition_cost(tools_of[c.id], "qwen2.5", loaded.tokenizer, per_tool=False)["total"]
+                   for c in done) / len(done)
+        rows.append({"variant": v, "mode": a.mode, "n": n, "accuracy": sel / n, "low": lo, "high": hi,
+                     "ast_accuracy": ok / n, "tool_tokens": cost})
+        per_case += [{"variant": v, "id": r.id, "selected": selected(r.calls, scored[r.id]), "ok": r.ok,
+                      "kind": r.kind, "text": r.text} for r in res]
+    print(f"\nmodel: {loaded.description}; up to {len(cases)} BFCL 'multiple' cases, {a.mode} mode")
+    print("| variant | n | selection % | AST % | tool tokens |")
+    for r in rows:
+        print(f"| {r['variant']} | {r['n']} | {100 * r['accuracy']:.1f} [{100 * r['low']:.1f}–{100 * r['high']:.1f}] | "
+              f"{100 * r['ast_accuracy']:.1f} | {r['tool_tokens']:.0f} |")
+    if not a.no_save:
+        out = os.path.join(a.out, f"bfcl_{_slug(a.model)}.json")
+        report.save_results(out, "descriptions", {"rows": rows, "cases": per_case, "variants": list(VARIANTS)},
                             report.meta(loaded.description, semantic=loaded.semantic))
         print(f"wrote {out}")
     return 0
@@ -172,9 +263,20 @@ def main(argv=None) -> int:
     pk.add_argument("--samples", type=int, default=8)
     pk.add_argument("--temperature", type=float, default=0.7)
     pk.add_argument("--mode", default="constrained", choices=bfcl.MODES)
+    pk.add_argument("--cached-only", action="store_true", help="generate nothing: tasks whose samples are all cached")
+    ch = sub.add_parser("chains", parents=[common])
+    ch.add_argument("--landmarks", type=int, default=3)
+    ch.add_argument("--ks", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6])
+    ch.add_argument("--levers", nargs="+", default=list(LEVERS), choices=list(LEVERS))
+    de = sub.add_parser("descriptions", parents=[common])
+    de.add_argument("--limit", type=int, default=20)
+    de.add_argument("--mode", default="constrained", choices=bfcl.MODES)
+    de.add_argument("--variants", nargs="+", default=["original", "vague", "lookalike", "improved"])
+    de.add_argument("--cached-only", action="store_true", help="generate nothing: report what is cached")
     sub.add_parser("report", parents=[common])
     a = p.parse_args(argv)
-    return {"accuracy": cmd_accuracy, "passk": cmd_passk, "report": cmd_report}[a.cmd](a)
+    return {"accuracy": cmd_accuracy, "passk": cmd_passk, "chains": cmd_chains, "descriptions": cmd_descriptions,
+            "report": cmd_report}[a.cmd](a)
 
 
 if __name__ == "__main__":

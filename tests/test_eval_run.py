@@ -104,6 +104,6 @@ def test_constrained_batch_on_the_stand_in_is_well_formed(tok):
     grammars = [constrained_grammar(c.tools, tok, backend.vocab_width) for c in cases]
     outs = generate_batch(backend, [prompt_ids(c, "constrained", tok) for c in cases], grammars=grammars,
                           max_new_tokens=12, tokenizer=tok)
-    for (ids, stopped), g in zip(outs, grammars):
+    for (ids, _stopped), g in zip(outs, grammars):
         ok, _ = replay(g, ids)
         assert ok  # every generated token was allowed by the row's own grammar

@@ -116,6 +116,15 @@ def test_targeted_mutations_score_wrong_with_their_kind(cases):
                          "wrong_value", "wrong_count", "no_call"}, seen
 
 
+def test_list_items_are_typed_one_level_deep(cases):
+    # found by comparing with bfcl-eval on the kit's saved outputs: [1, 3] for an array of floats is a type error
+    c = next(c for c in cases["simple_python"] if c.id == "simple_python_13")
+    good = {"function": "x**2", "interval": [1.0, 3.0]}
+    assert score(c, Decoded([{"calculate_area_under_curve": good}])).ok
+    s = score(c, Decoded([{"calculate_area_under_curve": {**good, "interval": [1, 3]}}]))
+    assert not s.ok and s.kind == "wrong_type"
+
+
 def test_irrelevance_passes_only_without_a_call(cases):
     c = cases["irrelevance"][0]
     fn = c.functions[0]["name"]

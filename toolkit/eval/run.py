@@ -264,3 +264,22 @@ def run_cases(backend, tokenizer, cases: list[Case], mode: str, *, cache: Cache 
 
 def as_rows(results) -> list[dict]:
     return [asdict(r) for r in results]
+
+
+def first_tokens(backend, tokenizer, case: Case, mode: str = "native", k: int = 6) -> dict:
+    """The model's own distribution over the first answer token of one case (one forward, no mask): the top
+    ``k`` tokens, p(<tool_call>), and the structured mass the :class:`IntentGate` acts on."""
+    import torch
+
+    from toolkit.eval.bfcl import _structured_ids
+
+    ids = prompt_ids(case, mode, tokenizer)
+    with torch.inference_mode():
+        x = torch.tensor([ids], device=next(backend.model.parameters()).device)
+        logits = backend.model(input_ids=x, logits_to_keep=1).logits[0, -1].float().cpu()
+    p = torch.softmax(logits, -1)
+    top = torch.topk(p, k)
+    struct = torch.tensor(sorted(set(_structured_ids(tokenizer)) | {151657}))
+    return {"id": case.id, "prompt_tokens": len(ids), "p_tool_call": float(p[151657]),
+            "structured_mass": float(p[struct].sum()),
+            "top": [(tokenizer.decode([int(i)]), float(v)) for v, i in zip(top.values, top.indices)]}

@@ -68,6 +68,7 @@ def _type_ok(value, allowed: list, want, inner) -> tuple[bool, bool]:
         for a in allowed:
             if not isinstance(a, list) or all(_type_ok(v, a, inner, None)[0] for v in value):
                 return True, variable
+        return False, variable  # BFCL: a failed item check is final (no "variable" escape for the list)
     if ans_t is not None and type(value) is ans_t:
         return True, True
     return False, variable
