@@ -63,3 +63,27 @@ def test_step_tasks_and_table(tok):
             {"lever": "x", "k": 2, "strict": False, "retry": True, "strict_steps_ok": 1, "retry_steps_ok": 2}]
     t = chains.table(rows, {"x": {"landmark_city": 0.9, "get_weather": 0.5}})
     assert t[0]["success"] == 0.5 and t[0]["product"] == pytest.approx(0.45) and t[1]["success"] == 1.0
+
+
+def test_chain_claims_follow_the_saved_numbers(tmp_path):
+    from toolkit.book import claims_chains as claims
+    from toolkit.book.ledger import CAVEAT, FAILS, HOLDS
+    from toolkit.eval import report
+
+    path = tmp_path / "bfcl_x.json"
+    missing = claims.chain_claims(path)
+    assert [c.verdict for c in missing] == [CAVEAT, CAVEAT]
+
+    def save(rows):
+        report.save_results(path, "chains", {"rows": rows}, report.meta("m", repo=tmp_path))
+        return {c.id: c for c in claims.chain_claims(path)}
+
+    above = save([{"lever": "c", "k": k, "n": 40, "success": 0.8, "product": 0.5, "steps_ok": 0, "steps": 0}
+                  for k in (1, 2, 3)])
+    assert above["pk-upper-bound-measured"].verdict == FAILS
+    below = save([{"lever": "c", "k": k, "n": 40, "success": 0.4, "product": 0.5, "steps_ok": 0, "steps": 0}
+                  for k in (1, 2, 3)])
+    assert below["pk-upper-bound-measured"].verdict == HOLDS
+    assert below["pk-measured-chains"].verdict == HOLDS
+    few = save([{"lever": "c", "k": 1, "n": 2, "success": 0.0, "product": 0.9, "steps_ok": 0, "steps": 0}])
+    assert few["pk-measured-chains"].verdict == FAILS

@@ -27,6 +27,7 @@ from toolkit.book.claims_cost import (
     flops_claims,
     tool_cost_claims,
 )
+from toolkit.book.claims_chains import chain_claims
 from toolkit.book.claims_kit import kit_claims
 from toolkit.book.claims_mcp import mcp_claims
 from toolkit.book.claims_render import token_claims, tool_use_claims
@@ -35,7 +36,7 @@ from toolkit.paths import data_file
 
 # ================================================================ ledger
 GROUPS = (cost_claims, tool_cost_claims, flops_claims, decay_claims, token_claims, tool_use_claims, mcp_claims,
-          kit_claims)
+          kit_claims, chain_claims)
 
 
 INVENTORY = data_file("claims_inventory.tsv")  # package data: found from a wheel as from a checkout
