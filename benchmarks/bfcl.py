@@ -12,6 +12,7 @@ cases/s per mode. Counts in every table are the cases that actually ran; nothing
 
 Leaves out: BFCL's live/multi-turn/agentic categories; timed asserts (this prints, it does not judge).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,7 +33,9 @@ RESULTS = os.path.join(os.path.dirname(__file__), "results")
 
 
 def _slug(model: str) -> str:
-    return {"qwen2.5-coder-0.5b": "qwen2.5-coder-0.5b", "stand-in": "stand-in"}.get(model, os.path.basename(model.rstrip("/")))
+    return {"qwen2.5-coder-0.5b": "qwen2.5-coder-0.5b", "stand-in": "stand-in"}.get(
+        model, os.path.basename(model.rstrip("/"))
+    )
 
 
 def _load(name: str, cached_only: bool = False):
@@ -56,13 +59,28 @@ def run_accuracy(a, loaded, backend) -> list:
         fresh_s, fresh_n = 0.0, 0
         for cat in a.categories:
             cs = [c for c in cases if c.category == cat]
-            cache = Cache(a.cache, loaded.name, template="qwen2.5", max_new_tokens=MAX_NEW.get(cat, 128),
-                          temperature=0.0, seed=0, version=VERSION)
+            cache = Cache(
+                a.cache,
+                loaded.name,
+                template="qwen2.5",
+                max_new_tokens=MAX_NEW.get(cat, 128),
+                temperature=0.0,
+                seed=0,
+                version=VERSION,
+            )
             bar = _progress(len(cs), f"{mode:>11} {cat}")
             t0 = time.perf_counter()
             n0 = 0
-            for r in run_cases(backend, loaded.tokenizer, cs, mode, cache=cache, batch_size=a.batch,
-                               max_new_tokens=MAX_NEW.get(cat, 128), cached_only=a.cached_only):
+            for r in run_cases(
+                backend,
+                loaded.tokenizer,
+                cs,
+                mode,
+                cache=cache,
+                batch_size=a.batch,
+                max_new_tokens=MAX_NEW.get(cat, 128),
+                cached_only=a.cached_only,
+            ):
                 results.append(r)
                 n0 += not r.cached
                 bar.update(1)
@@ -70,8 +88,11 @@ def run_accuracy(a, loaded, backend) -> list:
             if n0:
                 fresh_s += time.perf_counter() - t0
                 fresh_n += n0
-        speed[mode] = {"fresh_cases": fresh_n, "seconds": round(fresh_s, 1),
-                       "cases_per_s": round(fresh_n / fresh_s, 4) if fresh_s else None}
+        speed[mode] = {
+            "fresh_cases": fresh_n,
+            "seconds": round(fresh_s, 1),
+            "cases_per_s": round(fresh_n / fresh_s, 4) if fresh_s else None,
+        }
     return results, speed
 
 
@@ -87,17 +108,44 @@ def cmd_accuracy(a) -> int:
     print(report.taxonomy_table(rows))
     print()
     print(report.cost_table(rows))
-    print("\nthis run (fresh generations only): " + ", ".join(
-        f"{m} {s['fresh_cases']} cases in {s['seconds']} s = {s['cases_per_s']} cases/s" for m, s in speed.items()))
+    print(
+        "\nthis run (fresh generations only): "
+        + ", ".join(
+            f"{m} {s['fresh_cases']} cases in {s['seconds']} s = {s['cases_per_s']} cases/s" for m, s in speed.items()
+        )
+    )
     if a.no_save:
         return 0
     out = os.path.join(a.out, f"bfcl_{_slug(a.model)}.json")
-    data = {"rows": rows, "speed_this_run": speed, "limit_per_category": a.limit, "seed": a.seed,
-            "categories": a.categories, "modes": a.modes, "max_new_tokens": MAX_NEW, "batch": a.batch,
-            "cases": [{"id": r.id, "mode": r.mode, "ok": r.ok, "kind": r.kind, "text": r.text, "calls": r.calls,
-                       "prompt_tokens": r.prompt_tokens, "new_tokens": r.new_tokens} for r in results]}
-    report.save_results(out, "accuracy", data, report.meta(loaded.description, semantic=loaded.semantic,
-                                                           template="qwen2.5", decoding="greedy"))
+    data = {
+        "rows": rows,
+        "speed_this_run": speed,
+        "limit_per_category": a.limit,
+        "seed": a.seed,
+        "categories": a.categories,
+        "modes": a.modes,
+        "max_new_tokens": MAX_NEW,
+        "batch": a.batch,
+        "cases": [
+            {
+                "id": r.id,
+                "mode": r.mode,
+                "ok": r.ok,
+                "kind": r.kind,
+                "text": r.text,
+                "calls": r.calls,
+                "prompt_tokens": r.prompt_tokens,
+                "new_tokens": r.new_tokens,
+            }
+            for r in results
+        ],
+    }
+    report.save_results(
+        out,
+        "accuracy",
+        data,
+        report.meta(loaded.description, semantic=loaded.semantic, template="qwen2.5", decoding="greedy"),
+    )
     print(f"wrote {out} and .md")
     return 0
 
@@ -111,12 +159,30 @@ def cmd_passk(a) -> int:
     results = []
     for cat in a.categories:
         cs = [c for c in cases if c.category == cat]
-        cache = Cache(a.cache, loaded.name, template="qwen2.5", max_new_tokens=MAX_NEW.get(cat, 128),
-                      temperature=a.temperature, seed=a.seed, samples=a.samples, version=VERSION)
+        cache = Cache(
+            a.cache,
+            loaded.name,
+            template="qwen2.5",
+            max_new_tokens=MAX_NEW.get(cat, 128),
+            temperature=a.temperature,
+            seed=a.seed,
+            samples=a.samples,
+            version=VERSION,
+        )
         bar = _progress(len(cs) * a.samples, f"pass^k {a.mode} {cat}")
-        for r in run_cases(backend, loaded.tokenizer, cs, a.mode, cache=cache, batch_size=a.samples,
-                           max_new_tokens=MAX_NEW.get(cat, 128), temperature=a.temperature, seed=a.seed,
-                           samples=a.samples, cached_only=a.cached_only):
+        for r in run_cases(
+            backend,
+            loaded.tokenizer,
+            cs,
+            a.mode,
+            cache=cache,
+            batch_size=a.samples,
+            max_new_tokens=MAX_NEW.get(cat, 128),
+            temperature=a.temperature,
+            seed=a.seed,
+            samples=a.samples,
+            cached_only=a.cached_only,
+        ):
             results.append(r)
             bar.update(1)
         bar.close()
@@ -132,23 +198,34 @@ def cmd_passk(a) -> int:
         print(f"| {r['k']} | {r['pass_hat_k']:.3f} | {r['naive']:.3f} |")
     if not a.no_save:
         out = os.path.join(a.out, f"bfcl_{_slug(a.model)}.json")
-        report.save_results(out, "pass_k", {"table": table, "tasks": {k: v for k, v in per_task.items()},
-                                            "mode": a.mode, "temperature": a.temperature, "samples": a.samples,
-                                            "categories": a.categories},
-                            report.meta(loaded.description, semantic=loaded.semantic))
+        report.save_results(
+            out,
+            "pass_k",
+            {
+                "table": table,
+                "tasks": {k: v for k, v in per_task.items()},
+                "mode": a.mode,
+                "temperature": a.temperature,
+                "samples": a.samples,
+                "categories": a.categories,
+            },
+            report.meta(loaded.description, semantic=loaded.semantic),
+        )
         print(f"wrote {out}")
     return 0
 
 
-LEVERS = {"plain": {"constrain": "none", "answer_prefix": None},
-          "constrained": {}}  # {}: the kit loop's defaults (tool_choice auto, call gate, grammar, answer prefix)
+LEVERS = {
+    "plain": {"constrain": "none", "answer_prefix": None},
+    "constrained": {},
+}  # {}: the kit loop's defaults (tool_choice auto, call gate, grammar, answer prefix)
 
 
 def cmd_chains(a) -> int:
     from toolkit.eval import chains
 
     loaded, backend = _load(a.model)
-    marks = chains.LANDMARKS[:a.landmarks]
+    marks = chains.LANDMARKS[: a.landmarks]
     rows, step_rates, t0 = [], {}, time.perf_counter()
     for lever in a.levers:
         kw = LEVERS[lever]
@@ -160,10 +237,21 @@ def cmd_chains(a) -> int:
                 bar.update(1)
             for k in a.ks:
                 trace, sc = chains.run_chain(backend, loaded.tokenizer, chains.task(lm, k), **kw)
-                rows.append({"lever": lever, "landmark": lm, "k": k, "strict": sc.strict, "retry": sc.retry,
-                             "strict_steps_ok": sc.strict_steps_ok, "retry_steps_ok": sc.retry_steps_ok,
-                             "calls": sc.calls, "retried": sc.retried,
-                             "stop": trace.stop.reason if trace.stop else None, "answer": (trace.answer or "")[:200]})
+                rows.append(
+                    {
+                        "lever": lever,
+                        "landmark": lm,
+                        "k": k,
+                        "strict": sc.strict,
+                        "retry": sc.retry,
+                        "strict_steps_ok": sc.strict_steps_ok,
+                        "retry_steps_ok": sc.retry_steps_ok,
+                        "calls": sc.calls,
+                        "retried": sc.retried,
+                        "stop": trace.stop.reason if trace.stop else None,
+                        "answer": (trace.answer or "")[:200],
+                    }
+                )
                 bar.update(1)
         bar.close()
         step_rates[lever] = {s: sum(v) / len(v) for s, v in oks.items()}
@@ -177,9 +265,18 @@ def cmd_chains(a) -> int:
         print(f"| {r['lever']} | {r['k']} | {r['n']} | {r['success']:.2f} | {prod} | {r['steps_ok']}/{r['steps']} |")
     if not a.no_save:
         out = os.path.join(a.out, f"bfcl_{_slug(a.model)}.json")
-        report.save_results(out, "chains", {"rows": table, "chains": rows, "step_rates": step_rates,
-                                            "landmarks": list(marks), "levers": {k: LEVERS[k] for k in a.levers}},
-                            report.meta(loaded.description, semantic=loaded.semantic))
+        report.save_results(
+            out,
+            "chains",
+            {
+                "rows": table,
+                "chains": rows,
+                "step_rates": step_rates,
+                "landmarks": list(marks),
+                "levers": {k: LEVERS[k] for k in a.levers},
+            },
+            report.meta(loaded.description, semantic=loaded.semantic),
+        )
         print(f"wrote {out}")
     return 0
 
@@ -195,12 +292,29 @@ def cmd_descriptions(a) -> int:
     for v in a.variants:
         tools_of = {c.id: variants(c)[v] for c in cases}
         scored = {c.id: renamed_answer(c, tools_of[c.id]) for c in cases}
-        cache = Cache(a.cache, loaded.name, template="qwen2.5", max_new_tokens=64, temperature=0.0, seed=0,
-                      version=VERSION, variant=v)
+        cache = Cache(
+            a.cache,
+            loaded.name,
+            template="qwen2.5",
+            max_new_tokens=64,
+            temperature=0.0,
+            seed=0,
+            version=VERSION,
+            variant=v,
+        )
         bar = _progress(len(cases), f"descriptions {v}")
         res = []
-        for r in run_cases(backend, loaded.tokenizer, list(scored.values()), a.mode, cache=cache, batch_size=8,
-                           max_new_tokens=64, tools_for=lambda c, t=tools_of: t[c.id], cached_only=a.cached_only):
+        for r in run_cases(
+            backend,
+            loaded.tokenizer,
+            list(scored.values()),
+            a.mode,
+            cache=cache,
+            batch_size=8,
+            max_new_tokens=64,
+            tools_for=lambda c, t=tools_of: t[c.id],
+            cached_only=a.cached_only,
+        ):
             res.append(r)
             bar.update(1)
         bar.close()
@@ -210,21 +324,47 @@ def cmd_descriptions(a) -> int:
         ok = sum(r.ok for r in res)
         lo, hi = wilson(sel, n)
         done = [c for c in cases if c.id in {r.id for r in res}]
-        cost = sum(tool_definition_cost(tools_of[c.id], "qwen2.5", loaded.tokenizer, per_tool=False)["total"]
-                   for c in done) / len(done)
-        rows.append({"variant": v, "mode": a.mode, "n": n, "accuracy": sel / n, "low": lo, "high": hi,
-                     "ast_accuracy": ok / n, "tool_tokens": cost})
-        per_case += [{"variant": v, "id": r.id, "selected": selected(r.calls, scored[r.id]), "ok": r.ok,
-                      "kind": r.kind, "text": r.text} for r in res]
+        cost = sum(
+            tool_definition_cost(tools_of[c.id], "qwen2.5", loaded.tokenizer, per_tool=False)["total"] for c in done
+        ) / len(done)
+        rows.append(
+            {
+                "variant": v,
+                "mode": a.mode,
+                "n": n,
+                "accuracy": sel / n,
+                "low": lo,
+                "high": hi,
+                "ast_accuracy": ok / n,
+                "tool_tokens": cost,
+            }
+        )
+        per_case += [
+            {
+                "variant": v,
+                "id": r.id,
+                "selected": selected(r.calls, scored[r.id]),
+                "ok": r.ok,
+                "kind": r.kind,
+                "text": r.text,
+            }
+            for r in res
+        ]
     print(f"\nmodel: {loaded.description}; up to {len(cases)} BFCL 'multiple' cases, {a.mode} mode")
     print("| variant | n | selection % | AST % | tool tokens |")
     for r in rows:
-        print(f"| {r['variant']} | {r['n']} | {100 * r['accuracy']:.1f} [{100 * r['low']:.1f}–{100 * r['high']:.1f}] | "
-              f"{100 * r['ast_accuracy']:.1f} | {r['tool_tokens']:.0f} |")
+        print(
+            f"| {r['variant']} | {r['n']} | {100 * r['accuracy']:.1f} [{100 * r['low']:.1f}–{100 * r['high']:.1f}] | "
+            f"{100 * r['ast_accuracy']:.1f} | {r['tool_tokens']:.0f} |"
+        )
     if not a.no_save:
         out = os.path.join(a.out, f"bfcl_{_slug(a.model)}.json")
-        report.save_results(out, "descriptions", {"rows": rows, "cases": per_case, "variants": list(VARIANTS)},
-                            report.meta(loaded.description, semantic=loaded.semantic))
+        report.save_results(
+            out,
+            "descriptions",
+            {"rows": rows, "cases": per_case, "variants": list(VARIANTS)},
+            report.meta(loaded.description, semantic=loaded.semantic),
+        )
         print(f"wrote {out}")
     return 0
 
@@ -256,8 +396,11 @@ def main(argv=None) -> int:
     acc.add_argument("--modes", nargs="+", default=list(bfcl.MODES), choices=bfcl.MODES)
     acc.add_argument("--limit", type=int, default=None, help="seeded sample of N cases per category (default all)")
     acc.add_argument("--batch", type=int, default=8)
-    acc.add_argument("--cached-only", action="store_true",
-                     help="generate nothing: collect what earlier (resumed) runs cached into one table")
+    acc.add_argument(
+        "--cached-only",
+        action="store_true",
+        help="generate nothing: collect what earlier (resumed) runs cached into one table",
+    )
     pk = sub.add_parser("passk", parents=[common])
     pk.add_argument("--tasks", type=int, default=100)
     pk.add_argument("--samples", type=int, default=8)
@@ -275,8 +418,13 @@ def main(argv=None) -> int:
     de.add_argument("--cached-only", action="store_true", help="generate nothing: report what is cached")
     sub.add_parser("report", parents=[common])
     a = p.parse_args(argv)
-    return {"accuracy": cmd_accuracy, "passk": cmd_passk, "chains": cmd_chains, "descriptions": cmd_descriptions,
-            "report": cmd_report}[a.cmd](a)
+    return {
+        "accuracy": cmd_accuracy,
+        "passk": cmd_passk,
+        "chains": cmd_chains,
+        "descriptions": cmd_descriptions,
+        "report": cmd_report,
+    }[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ Leaves out: batching (one sequence), transformers' ``generate`` overhead, and ju
     python benchmarks/constrained_overhead.py [--models stand-in,qwen2.5-coder-0.5b] [--devices cpu,cuda]
                                               [--repeats 3] [--json-out FILE]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -87,10 +88,7 @@ def decode(model, prompt_ids, n_tokens, grammar=None, device="cpu"):
 
 
 def compile_ms(tools, tok, width, repeats=5):
-    from toolkit.grammar.compile import (
-        _compiler,
-        compile_tools,
-    )
+    from toolkit.grammar.compile import _compiler, compile_tools
 
     times = []
     for _ in range(repeats):
@@ -104,11 +102,7 @@ def run_one(name, device, repeats, max_new_tokens):
 
     from toolkit import models, tools
     from toolkit.grammar.check import chat_prompt
-    from toolkit.grammar.compile import (
-        bounded,
-        compile_tools,
-        tokenizer_info,
-    )
+    from toolkit.grammar.compile import bounded, compile_tools, tokenizer_info
 
     loaded = models.load(name, device=device, quiet=True)
     tok, model = loaded.tokenizer, loaded.model
@@ -134,16 +128,29 @@ def run_one(name, device, repeats, max_new_tokens):
         _, s2, *_ = decode(model, prompt, len(ids), None, device)
         unc.append(len(ids) / s2)
     tps_c, tps_u = statistics.median(con), statistics.median(unc)
-    return {"model": loaded.description, "short": name, "device": device, "dtype": loaded.dtype,
-            "semantic": loaded.semantic, "threads": torch.get_num_threads(), "tokens": len(ids),
-            "tokenizer_info_ms": info_ms, "compile_ms": cms, "tok_s_unconstrained": tps_u,
-            "tok_s_constrained": tps_c, "overhead_pct": 100 * (1 - tps_c / tps_u),
-            "fill_ms_median": statistics.median(fills), "fill_ms_p99": _p(fills, 0.99),
-            "apply_ms_median": statistics.median(applies), "apply_ms_p99": _p(applies, 0.99),
-            "allowed_median": statistics.median(allowed), "step_ms_median": statistics.median(steps),
-            # Contention-proof view of the same question: the mask's own time as a share of a constrained step.
-            "mask_share_pct": 100 * (statistics.median(fills) + statistics.median(applies))
-            / statistics.median(steps), "output": tok.decode(ids)}
+    return {
+        "model": loaded.description,
+        "short": name,
+        "device": device,
+        "dtype": loaded.dtype,
+        "semantic": loaded.semantic,
+        "threads": torch.get_num_threads(),
+        "tokens": len(ids),
+        "tokenizer_info_ms": info_ms,
+        "compile_ms": cms,
+        "tok_s_unconstrained": tps_u,
+        "tok_s_constrained": tps_c,
+        "overhead_pct": 100 * (1 - tps_c / tps_u),
+        "fill_ms_median": statistics.median(fills),
+        "fill_ms_p99": _p(fills, 0.99),
+        "apply_ms_median": statistics.median(applies),
+        "apply_ms_p99": _p(applies, 0.99),
+        "allowed_median": statistics.median(allowed),
+        "step_ms_median": statistics.median(steps),
+        # Contention-proof view of the same question: the mask's own time as a share of a constrained step.
+        "mask_share_pct": 100 * (statistics.median(fills) + statistics.median(applies)) / statistics.median(steps),
+        "output": tok.decode(ids),
+    }
 
 
 def main(argv=None) -> int:
@@ -160,8 +167,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json-out", default=None)
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
-    names = a.models.split(",") if a.models else ["stand-in"] + (["qwen2.5-coder-0.5b"] if fetch.is_installed()
-                                                                  else [])
+    names = a.models.split(",") if a.models else ["stand-in"] + (["qwen2.5-coder-0.5b"] if fetch.is_installed() else [])
     devices = a.devices.split(",") if a.devices else ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     if not a.models and "qwen2.5-coder-0.5b" not in names:
         print("note: real offline model not installed (make real-model): stand-in only", file=sys.stderr)
@@ -170,28 +176,39 @@ def main(argv=None) -> int:
         for name in names:
             rows.append(run_one(name, dev, a.repeats, a.max_new_tokens))
             print(f"done: {rows[-1]['model']}", file=sys.stderr, flush=True)
-    hdr = (f"{'model':<20} {'device':<6} {'dtype':<9} {'compile':>8} {'tokens':>6} {'tok/s free':>10} "
-           f"{'tok/s mask':>10} {'overhead':>8} {'fill med/p99 ms':>16} {'apply med/p99 ms':>17} {'allowed':>8} "
-           f"{'step ms':>8} {'mask share':>10}")
+    hdr = (
+        f"{'model':<20} {'device':<6} {'dtype':<9} {'compile':>8} {'tokens':>6} {'tok/s free':>10} "
+        f"{'tok/s mask':>10} {'overhead':>8} {'fill med/p99 ms':>16} {'apply med/p99 ms':>17} {'allowed':>8} "
+        f"{'step ms':>8} {'mask share':>10}"
+    )
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
-        print(f"{r['short'][:20]:<20} {r['device']:<6} {r['dtype']:<9} {r['compile_ms']:>6.1f}ms {r['tokens']:>6} "
-              f"{r['tok_s_unconstrained']:>10.1f} {r['tok_s_constrained']:>10.1f} {r['overhead_pct']:>7.1f}% "
-              f"{r['fill_ms_median']:>7.3f}/{r['fill_ms_p99']:<8.3f} {r['apply_ms_median']:>8.3f}/{r['apply_ms_p99']:<8.3f}"
-              f" {r['allowed_median']:>8.0f} {r['step_ms_median']:>8.1f} {r['mask_share_pct']:>9.2f}%")
-    print(f"\n(torch threads {rows[0]['threads'] if rows else '?'}; tokenizer info built once per vocab: "
-          + ", ".join(f"{r['short']} {r['tokenizer_info_ms']:.0f} ms" for r in rows) + ")")
+        print(
+            f"{r['short'][:20]:<20} {r['device']:<6} {r['dtype']:<9} {r['compile_ms']:>6.1f}ms {r['tokens']:>6} "
+            f"{r['tok_s_unconstrained']:>10.1f} {r['tok_s_constrained']:>10.1f} {r['overhead_pct']:>7.1f}% "
+            f"{r['fill_ms_median']:>7.3f}/{r['fill_ms_p99']:<8.3f} {r['apply_ms_median']:>8.3f}/{r['apply_ms_p99']:<8.3f}"
+            f" {r['allowed_median']:>8.0f} {r['step_ms_median']:>8.1f} {r['mask_share_pct']:>9.2f}%"
+        )
+    print(
+        f"\n(torch threads {rows[0]['threads'] if rows else '?'}; tokenizer info built once per vocab: "
+        + ", ".join(f"{r['short']} {r['tokenizer_info_ms']:.0f} ms" for r in rows)
+        + ")"
+    )
     for r in rows:
         if r["semantic"]:
             verdict = "met" if r["overhead_pct"] <= 5 else "NOT met"
-            print(f"target (real model loses <= 5% tokens/s to the mask) on {r['device']}: {verdict} by tokens/s "
-                  f"({r['overhead_pct']:.1f}%); the mask's own time is {r['mask_share_pct']:.2f}% of a step "
-                  f"(fill + apply medians / step median; tokens/s differences above that are run-to-run noise, "
-                  f"large on a shared CPU)")
+            print(
+                f"target (real model loses <= 5% tokens/s to the mask) on {r['device']}: {verdict} by tokens/s "
+                f"({r['overhead_pct']:.1f}%); the mask's own time is {r['mask_share_pct']:.2f}% of a step "
+                f"(fill + apply medians / step median; tokens/s differences above that are run-to-run noise, "
+                f"large on a shared CPU)"
+            )
         else:
-            print(f"{r['short']} on {r['device']}: RANDOM-WEIGHT STAND-IN — a tiny model, so the mask weighs more "
-                  f"per step than with a real one; output (meaningless): {r['output'][:60]!r}")
+            print(
+                f"{r['short']} on {r['device']}: RANDOM-WEIGHT STAND-IN — a tiny model, so the mask weighs more "
+                f"per step than with a real one; output (meaningless): {r['output'][:60]!r}"
+            )
     if a.json_out:
         with open(a.json_out, "w", encoding="utf-8") as f:
             json.dump(rows, f, indent=1, ensure_ascii=False)

@@ -10,6 +10,7 @@ and % of the bandwidth floor (copy bandwidth measured in this run / bytes of wei
 On a GPU the model is built from the Qwen3-0.6B config with random weights: weights cannot be carried to the
 lent machine, and the speed of a dense forward pass does not depend on the values of its weights.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,7 +45,9 @@ def build_model(kind: str, dev):
     if kind == "stand-in":
         from toolkit.models import stand_in
 
-        return stand_in(device=str(dev)), "RANDOM-WEIGHT STAND-IN (toolkit.models.stand_in, 9.8M params): mechanics only"
+        return stand_in(
+            device=str(dev)
+        ), "RANDOM-WEIGHT STAND-IN (toolkit.models.stand_in, 9.8M params): mechanics only"
     from toolkit.models import load
 
     loaded = load(kind, device=str(dev), quiet=True)
@@ -59,13 +62,18 @@ def same_prefix(a, b) -> int:
 
 
 # ---------------------------------------------------------------- sections
-DECODE_HEADER = ["| path | tokens/s | ms/token | % of floor | setup s | same tokens as engine eager |",
-                 "| --- | ---: | ---: | ---: | ---: | --- |"]
+DECODE_HEADER = [
+    "| path | tokens/s | ms/token | % of floor | setup s | same tokens as engine eager |",
+    "| --- | ---: | ---: | ---: | ---: | --- |",
+]
 
 
 def decode_row(name, rate, setup, toks, ref, floor):
-    match = "reference" if ref is None else (
-        "yes" if toks == ref[:len(toks)] else f"first {same_prefix(toks, ref)} of {len(toks)}")
+    match = (
+        "reference"
+        if ref is None
+        else ("yes" if toks == ref[: len(toks)] else f"first {same_prefix(toks, ref)} of {len(toks)}")
+    )
     say(f"| {name} | {rate:,.1f} | {1e3 / rate:.2f} | {100 * rate / floor:.1f}% | {setup:.1f} | {match} |")
 
 
@@ -99,8 +107,10 @@ def decode_table(model, dev, args, floor):
                 decode_row(f"engine CUDA graph, {e.mode}", rate, setup, toks[:n_eager], ref, floor)
                 fastest = max(fastest, (rate, e), key=lambda x: x[0])
             except Exception as exc:  # keep the rows above
-                say(f"| engine CUDA graph {label} | failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]} |"
-                    " | | | |")
+                say(
+                    f"| engine CUDA graph {label} | failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]} |"
+                    " | | | |"
+                )
     say()
     return rates, fastest, (prompt, ref, n_eager)
 
@@ -150,7 +160,7 @@ def agent_table(model, dev, args, fast_kw):
     # Warm-up: first-call costs (kernel selection for new shapes) stay out of the timed rounds.
     e.reset()
     e.generate(base[:D], max_new_tokens=1, stop_ids=set())
-    e.generate(base[:2 * D], max_new_tokens=1, stop_ids=set())
+    e.generate(base[: 2 * D], max_new_tokens=1, stop_ids=set())
     rounds = {}
     t_start = time.perf_counter()
     for reuse in (True, False):  # with reuse first: it is short; the other may hit the time budget
@@ -160,7 +170,7 @@ def agent_table(model, dev, args, fast_kw):
         e.reuse = reuse
         rounds[reuse] = []
         for r in range(1, R + 1):
-            p = base[:T + r * D]
+            p = base[: T + r * D]
             sync(dev)
             t0 = time.perf_counter()
             g = e.generate(p, max_new_tokens=args.decode_per_round, stop_ids=set())
@@ -172,12 +182,16 @@ def agent_table(model, dev, args, fast_kw):
     k = min(len(rounds[True]), len(rounds[False]))  # compare the same rounds
     (w1, f1, fl1), (w0, f0, fl0) = ([sum(x[i] for x in rounds[reuse][:k]) for i in range(3)] for reuse in (True, False))
     token_ratio = T / D + (R + 1) / 2
-    say(f"## Agent workload: T={T:,} prefix tokens, +Δ={D:,} per round, R={R} rounds "
-        f"({args.decode_per_round} token(s) decoded per round; context up to {T + R * D:,}; {e_mode})")
+    say(
+        f"## Agent workload: T={T:,} prefix tokens, +Δ={D:,} per round, R={R} rounds "
+        f"({args.decode_per_round} token(s) decoded per round; context up to {T + R * D:,}; {e_mode})"
+    )
     say()
     if k < R:
-        say(f"Only the first {k} of {R} rounds ran within the {args.agent_budget_s:.0f} s budget; ratios are over "
-            f"those rounds (token ratio for {k} rounds: {T / D + (k + 1) / 2:.1f}×).")
+        say(
+            f"Only the first {k} of {R} rounds ran within the {args.agent_budget_s:.0f} s budget; ratios are over "
+            f"those rounds (token ratio for {k} rounds: {T / D + (k + 1) / 2:.1f}×)."
+        )
         say()
     say("| | tokens prefilled | prefill FLOPs | wall s |")
     say("| --- | ---: | ---: | ---: |")
@@ -185,9 +199,11 @@ def agent_table(model, dev, args, fast_kw):
     say(f"| without reuse (prefill everything) | {f0:,} | {fl0:.3g} | {w0:.3f} |")
     say(f"| **ratio** without / with | **{f0 / f1:.1f}×** | **{fl0 / fl1:.1f}×** | **{w0 / w1:.1f}×** |")
     say()
-    say(f"Token ratio T/Δ + (R+1)/2 = {token_ratio:.1f}×. The FLOP ratio is lower because a full prefill's "
+    say(
+        f"Token ratio T/Δ + (R+1)/2 = {token_ratio:.1f}×. The FLOP ratio is lower because a full prefill's "
         "attention grows with the square of the context while a reused round's grows linearly: that ratio is "
-        "what a compute-bound prefill can reach.")
+        "what a compute-bound prefill can reach."
+    )
     say()
     return w0 / w1, T / D + (k + 1) / 2, fl0 / fl1
 
@@ -222,14 +238,18 @@ def constrained_table(e, args):
         g = e.generate(prompt, max_new_tokens=n, stop_ids=set(), mask=GrammarMask(grammar) if masked else None)
         rates.setdefault(masked, []).append(((len(g.new_ids) - 1) / g.decode_s, len(g.new_ids), g.stopped_by))
     best = {m: max(v) for m, v in rates.items()}
-    say(f"## Constrained vs unconstrained ({e.mode}; grammar: JSON string, minLength {16 * n}; tokenizer + "
-        f"grammar built in {compile_s:.1f} s)")
+    say(
+        f"## Constrained vs unconstrained ({e.mode}; grammar: JSON string, minLength {16 * n}; tokenizer + "
+        f"grammar built in {compile_s:.1f} s)"
+    )
     say()
     say("| decoding | tokens/s | tokens | stopped by |")
     say("| --- | ---: | ---: | --- |")
     say(f"| unconstrained | {best[False][0]:,.1f} | {best[False][1]} | {best[False][2]} |")
-    say(f"| constrained (xgrammar fills the mask on the host; applied on the device) | {best[True][0]:,.1f} | "
-        f"{best[True][1]} | {best[True][2]} |")
+    say(
+        f"| constrained (xgrammar fills the mask on the host; applied on the device) | {best[True][0]:,.1f} | "
+        f"{best[True][1]} | {best[True][2]} |"
+    )
     ratio = best[True][0] / best[False][0]
     say(f"| **constrained / unconstrained** | **{100 * ratio:.1f}%** | | |")
     say()
@@ -239,8 +259,9 @@ def constrained_table(e, args):
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default="auto", help="auto | cpu | cuda")
-    p.add_argument("--model", default=None,
-                   help="qwen3-0.6b-shape (GPU default) | stand-in (CPU default) | qwen2.5-coder-0.5b")
+    p.add_argument(
+        "--model", default=None, help="qwen3-0.6b-shape (GPU default) | stand-in (CPU default) | qwen2.5-coder-0.5b"
+    )
     p.add_argument("--prompt", type=int, default=None, help="prompt tokens for the decode table")
     p.add_argument("--new", type=int, default=None, help="new tokens per engine run")
     p.add_argument("--hf-new", type=int, default=None, help="new tokens for the model.generate row")
@@ -254,8 +275,11 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's; 1 is polite)")
     p.add_argument("--out", default=None, help="also write the printed tables to this markdown file")
     args = p.parse_args(argv)
-    dev = torch.device("cuda" if (args.device == "auto" and torch.cuda.is_available()) else
-                       (args.device if args.device != "auto" else "cpu"))
+    dev = torch.device(
+        "cuda"
+        if (args.device == "auto" and torch.cuda.is_available())
+        else (args.device if args.device != "auto" else "cpu")
+    )
     gpu = dev.type == "cuda"
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -263,28 +287,39 @@ def main(argv=None) -> int:
     args.prompt = args.prompt or (512 if gpu else 64)
     args.new = args.new or (256 if gpu else 32)
     args.hf_new = args.hf_new or (32 if gpu else 16)
-    args.T, args.delta, args.R = args.T or (10_000 if gpu else 512), args.delta or (2048 if gpu else 64), \
-        args.R or (30 if gpu else 6)
+    args.T, args.delta, args.R = (
+        args.T or (10_000 if gpu else 512),
+        args.delta or (2048 if gpu else 64),
+        args.R or (30 if gpu else 6),
+    )
     skip = set(filter(None, args.skip.split(",")))
 
     import transformers
 
-    machine = (f"{torch.cuda.get_device_name(dev)} ({torch.cuda.get_device_properties(dev).total_memory / 2**30:.0f} "
-               f"GiB), CUDA {torch.version.cuda}" if gpu else f"CPU {platform.processor() or platform.machine()}, "
-               f"{torch.get_num_threads()} thread(s)")
+    machine = (
+        f"{torch.cuda.get_device_name(dev)} ({torch.cuda.get_device_properties(dev).total_memory / 2**30:.0f} "
+        f"GiB), CUDA {torch.version.cuda}"
+        if gpu
+        else f"CPU {platform.processor() or platform.machine()}, {torch.get_num_threads()} thread(s)"
+    )
     model, what = build_model(args.model, dev)
     weight_bytes = speed.weight_bytes(model)
     say(f"# toolkit.engine benchmark — {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC")
     say()
     say(f"- machine: {machine}; host {platform.node()}, {os.cpu_count()} CPU cores")
-    say(f"- software: torch {torch.__version__}, transformers {transformers.__version__}, Python "
-        f"{platform.python_version()}")
+    say(
+        f"- software: torch {torch.__version__}, transformers {transformers.__version__}, Python "
+        f"{platform.python_version()}"
+    )
     say(f"- model: {what}")
     bw = speed.copy_bandwidth(dev)
     floor = speed.floor_tokens_per_s(model, bw)
-    say(f"- copy bandwidth (measured now, read + write): {bw / 1e9:,.0f} GB/s; weights read per token: "
-        f"{weight_bytes / 1e9:.3f} GB → bandwidth floor {floor:,.0f} tokens/s")
+    say(
+        f"- copy bandwidth (measured now, read + write): {bw / 1e9:,.0f} GB/s; weights read per token: "
+        f"{weight_bytes / 1e9:.3f} GB → bandwidth floor {floor:,.0f} tokens/s"
+    )
     say()
+
     def section(name, fn, *a):
         """Run one section; a failure is printed and the next section still runs."""
         if name in skip:
@@ -321,14 +356,20 @@ def main(argv=None) -> int:
         best = max(engine_rates) if engine_rates else float("nan")
         say("## Against the targets (issue 9)")
         say()
-        say(f"- decode ≥ 1,000 tokens/s: best engine row {best:,.0f} tokens/s ({100 * best / floor:.0f}% of floor) "
-            f"→ {'met' if best >= 1000 else 'NOT met'}")
+        say(
+            f"- decode ≥ 1,000 tokens/s: best engine row {best:,.0f} tokens/s ({100 * best / floor:.0f}% of floor) "
+            f"→ {'met' if best >= 1000 else 'NOT met'}"
+        )
         if agent:
-            say(f"- agent workload wall ratio ≥ 15×: {agent[0]:.1f}× (token ratio {agent[1]:.1f}×, FLOP ratio "
-                f"{agent[2]:.1f}×) → {'met' if agent[0] >= 15 else 'NOT met'}")
+            say(
+                f"- agent workload wall ratio ≥ 15×: {agent[0]:.1f}× (token ratio {agent[1]:.1f}×, FLOP ratio "
+                f"{agent[2]:.1f}×) → {'met' if agent[0] >= 15 else 'NOT met'}"
+            )
         if ratios:
-            say(f"- constrained ≥ 95% of unconstrained: {', '.join(f'{100 * r:.1f}%' for r in ratios)} → "
-                f"{'met' if min(ratios) >= 0.95 else 'NOT met'}")
+            say(
+                f"- constrained ≥ 95% of unconstrained: {', '.join(f'{100 * r:.1f}%' for r in ratios)} → "
+                f"{'met' if min(ratios) >= 0.95 else 'NOT met'}"
+            )
         say()
     if args.out:
         with open(args.out, "w") as f:

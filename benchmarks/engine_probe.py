@@ -5,6 +5,7 @@ alone (attention variants, the four matmuls, RMSNorm) inside CUDA graphs. Qwen3-
 
 What it leaves out: anything but batch 1; prefill.
 """
+
 from __future__ import annotations
 
 import os
@@ -65,15 +66,16 @@ def attention_variants(kv=8, rep=2, d=128, dt=torch.bfloat16):
         def sdpa(backends):
             def f():
                 with sdpa_kernel(backends):
-                    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=d ** -0.5)
+                    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=d**-0.5)
+
             return f
 
         def manual():
-            s = torch.matmul(q, k.transpose(-1, -2)) * d ** -0.5 + mask
+            s = torch.matmul(q, k.transpose(-1, -2)) * d**-0.5 + mask
             return torch.matmul(torch.softmax(s, dim=-1, dtype=torch.float32).to(dt), v)
 
         def manual_bmm():  # scores in fp32 via baddbmm-like: scale folded into q
-            s = torch.matmul(q * d ** -0.5, k.transpose(-1, -2)).float() + mask.float()
+            s = torch.matmul(q * d**-0.5, k.transpose(-1, -2)).float() + mask.float()
             return torch.matmul(torch.softmax(s, -1).to(dt), v)
 
         seqused = torch.tensor([b - 99], device="cuda", dtype=torch.int32)
@@ -83,28 +85,37 @@ def attention_variants(kv=8, rep=2, d=128, dt=torch.bfloat16):
         kt, vt = cache[0, :, :b].transpose(0, 1), cache[1, :, :b].transpose(0, 1)  # [b, kv, d] strided views
 
         def flash_varlen():
-            return torch.ops.aten._flash_attention_forward(q1, kt, vt, cu_q, cu_k, 1, b, 0.0, False, False,
-                                                           scale=d ** -0.5, seqused_k=seqused)[0]
+            return torch.ops.aten._flash_attention_forward(
+                q1, kt, vt, cu_q, cu_k, 1, b, 0.0, False, False, scale=d**-0.5, seqused_k=seqused
+            )[0]
 
         def flash_split(n):
             def f():
-                return torch.ops.aten._flash_attention_forward(q1, kt, vt, cu_q, cu_k, 1, b, 0.0, False, False,
-                                                               scale=d ** -0.5, seqused_k=seqused, num_splits=n)[0]
+                return torch.ops.aten._flash_attention_forward(
+                    q1, kt, vt, cu_q, cu_k, 1, b, 0.0, False, False, scale=d**-0.5, seqused_k=seqused, num_splits=n
+                )[0]
+
             return f
 
         qe = q.permute(0, 2, 1, 3)  # [1, rep, kv, d]: BMHK, the query-head groups as 2 query rows
         ke, ve = cache[0, :, :b].transpose(0, 1).unsqueeze(0), cache[1, :, :b].transpose(0, 1).unsqueeze(0)
 
         def eff_seqlen():
-            return torch.ops.aten._efficient_attention_forward(qe, ke, ve, None, None, None, None, None, 0.0, 0,
-                                                               False, scale=d ** -0.5, seqlen_k=seqused)[0]
+            return torch.ops.aten._efficient_attention_forward(
+                qe, ke, ve, None, None, None, None, None, 0.0, 0, False, scale=d**-0.5, seqlen_k=seqused
+            )[0]
 
-        variants = [("sdpa efficient + mask", sdpa([SDPBackend.EFFICIENT_ATTENTION])),
-                    ("sdpa math + mask", sdpa([SDPBackend.MATH])),
-                    ("sdpa cudnn + mask", sdpa([SDPBackend.CUDNN_ATTENTION])),
-                    ("matmul-softmax-matmul", manual), ("matmul fp32 scores", manual_bmm),
-                    ("flash varlen, seqused_k", flash_varlen), ("flash varlen, 4 splits", flash_split(4)),
-                    ("flash varlen, 16 splits", flash_split(16)), ("efficient, seqlen_k", eff_seqlen)]
+        variants = [
+            ("sdpa efficient + mask", sdpa([SDPBackend.EFFICIENT_ATTENTION])),
+            ("sdpa math + mask", sdpa([SDPBackend.MATH])),
+            ("sdpa cudnn + mask", sdpa([SDPBackend.CUDNN_ATTENTION])),
+            ("matmul-softmax-matmul", manual),
+            ("matmul fp32 scores", manual_bmm),
+            ("flash varlen, seqused_k", flash_varlen),
+            ("flash varlen, 4 splits", flash_split(4)),
+            ("flash varlen, 16 splits", flash_split(16)),
+            ("efficient, seqlen_k", eff_seqlen),
+        ]
         ref = manual().float()  # [1, kv, rep, d]
         for name, fn in variants:
             try:
@@ -125,14 +136,20 @@ def matmuls(dt=torch.bfloat16):
     print("\n## one-token matmuls (µs per call; GB/s of weight read)\n")
     print("| matmul | µs | GB/s |")
     print("| --- | ---: | ---: |")
-    for name, n, k in [("qkv 1024→4096", 4096, 1024), ("o 2048→1024", 1024, 2048), ("gate_up 1024→6144", 6144, 1024),
-                       ("down 3072→1024", 1024, 3072), ("lm_head 1024→151936", 151936, 1024)]:
+    for name, n, k in [
+        ("qkv 1024→4096", 4096, 1024),
+        ("o 2048→1024", 1024, 2048),
+        ("gate_up 1024→6144", 6144, 1024),
+        ("down 3072→1024", 1024, 3072),
+        ("lm_head 1024→151936", 151936, 1024),
+    ]:
         ws = [torch.randn(n, k, device="cuda", dtype=dt) for _ in range(4)]  # rotate: beyond L2 reuse
         x = torch.randn(1, k, device="cuda", dtype=dt)
         it = iter(range(10**9))
 
         def f():
             return F.linear(x, ws[next(it) % 4])
+
         us = graph_time_us(f, calls=28 if n < 100000 else 4)
         print(f"| {name} | {us:.1f} | {n * k * 2 / us / 1e3:,.0f} |")
     x = torch.randn(1, 1024, device="cuda", dtype=dt)
@@ -169,7 +186,9 @@ def main():
                 e = Engine(model, graphs=True, compile=compile_, attention=attention, max_len=1024)
                 t0 = time.perf_counter()
                 g = e.generate(prompt, max_new_tokens=64, stop_ids=set())
-                print(f"\n### attention={attention} compile={compile_}: first generate {time.perf_counter() - t0:.1f} s")
+                print(
+                    f"\n### attention={attention} compile={compile_}: first generate {time.perf_counter() - t0:.1f} s"
+                )
                 g = e.generate(prompt, max_new_tokens=256, stop_ids=set())
                 graph = e._body_graphs[1024]
                 t = []
@@ -181,8 +200,10 @@ def main():
                     b.record()
                     b.synchronize()
                     t.append(a.elapsed_time(b))
-                print(f"body graph replay (bucket 1024): {sorted(t)[15] * 1e3:.0f} µs; generate: "
-                      f"{(len(g.new_ids) - 1) / g.decode_s:.0f} tokens/s")
+                print(
+                    f"body graph replay (bucket 1024): {sorted(t)[15] * 1e3:.0f} µs; generate: "
+                    f"{(len(g.new_ids) - 1) / g.decode_s:.0f} tokens/s"
+                )
                 from torch.profiler import ProfilerActivity, profile
 
                 with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -192,8 +213,10 @@ def main():
                     torch.cuda.synchronize()
                 ka = [x for x in prof.key_averages() if x.device_time_total > 0]
                 ka.sort(key=lambda x: -x.device_time_total)
-                print(f"eager body: {sum(x.count for x in ka)} kernels, {sum(x.device_time_total for x in ka):.0f}"
-                      " µs kernel time; top:")
+                print(
+                    f"eager body: {sum(x.count for x in ka)} kernels, {sum(x.device_time_total for x in ka):.0f}"
+                    " µs kernel time; top:"
+                )
                 for x in ka[:7]:
                     print(f"  {x.device_time_total:8.0f} µs {x.count:5d}x  {x.key[:90]}")
                 del e

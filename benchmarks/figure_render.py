@@ -15,6 +15,7 @@ Leaves out: Voila and a real Binder node (the browser test opens both kinds of p
 
     python benchmarks/figure_render.py [--figures 3] [--wait 60] [--no-burn] [--only figureview]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,10 +34,12 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from test_browser import CHROMIUM, CHROMIUM_ARGS, burn_cpu, start_lab
+from test_browser import CHROMIUM, CHROMIUM_ARGS, burn_cpu, start_lab  # noqa: E402
 
-SETUP = ("from toolkit.plots import decay_figure, context_growth_figure\nfrom toolkit import cost\n"
-         "import plotly.graph_objects as go\nfrom toolkit.widgets.plot import FigureView\n")
+SETUP = (
+    "from toolkit.plots import decay_figure, context_growth_figure\nfrom toolkit import cost\n"
+    "import plotly.graph_objects as go\nfrom toolkit.widgets.plot import FigureView\n"
+)
 CELLS = {
     "figurewidget": "display(go.FigureWidget(decay_figure(0.9{i}, 20)))",
     "figureview": "display(FigureView(decay_figure(0.9{i}, 20)).widget)",
@@ -64,8 +67,9 @@ _POLL = r"""
 
 def notebook(kind: str, n: int, path: Path) -> None:
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(SETUP)] + [nbformat.v4.new_code_cell(CELLS[kind].format(i=i) + DONE)
-                                                     for i in range(n)]
+    nb.cells = [nbformat.v4.new_code_cell(SETUP)] + [
+        nbformat.v4.new_code_cell(CELLS[kind].format(i=i) + DONE) for i in range(n)
+    ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, path)
 
@@ -74,18 +78,21 @@ def measure(server, browser, name: str, n: int, wait: float) -> list[float | Non
     page = browser.new_page(viewport={"width": 1024, "height": 900})
     try:
         page.goto(f"{server.url}/lab/tree/{name}?reset&token={server.token}")
-        page.wait_for_function("p => { const a = window.jupyterapp; if (!a) return false; "
-                               "for (const w of a.shell.widgets('main')) if (w.context && w.context.path === p) "
-                               "return w.sessionContext.session && w.sessionContext.session.kernel && "
-                               "w.sessionContext.session.kernel.status === 'idle'; return false; }",
-                               arg=name, timeout=300_000, polling=500)
+        page.wait_for_function(
+            "p => { const a = window.jupyterapp; if (!a) return false; "
+            "for (const w of a.shell.widgets('main')) if (w.context && w.context.path === p) "
+            "return w.sessionContext.session && w.sessionContext.session.kernel && "
+            "w.sessionContext.session.kernel.status === 'idle'; return false; }",
+            arg=name,
+            timeout=300_000,
+            polling=500,
+        )
         page.evaluate(_POLL)
         page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
         deadline = time.monotonic() + 300 + wait
         while time.monotonic() < deadline:
             fr = page.evaluate("() => window.__fr")
-            if len(fr["done"]) == n and (len(fr["drawn"]) == n or
-                                         max(fr["done"].values()) / 1e3 + wait < time.time()):
+            if len(fr["done"]) == n and (len(fr["drawn"]) == n or max(fr["done"].values()) / 1e3 + wait < time.time()):
                 break
             time.sleep(1)
         fr = page.evaluate("() => window.__fr")
@@ -128,8 +135,9 @@ def main(argv=None) -> int:
     (work / "notebooks").mkdir()
     for k in kinds:
         notebook(k, a.figures, work / "notebooks" / f"{k}.ipynb")
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, check=False,
-                            text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, check=False, text=True
+    ).stdout.strip()
     results = {}
     server = start_lab(work)
     try:
@@ -144,20 +152,34 @@ def main(argv=None) -> int:
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
-    print(f"{time.strftime('%Y-%m-%d %H:%M')} · {platform.node()} · {os.cpu_count()} cores · commit {commit} · "
-          f"burner {'off' if a.no_burn else 'on (all cores)'} · figures drawn within {a.wait:.0f} s or blank")
+    print(
+        f"{time.strftime('%Y-%m-%d %H:%M')} · {platform.node()} · {os.cpu_count()} cores · commit {commit} · "
+        f"burner {'off' if a.no_burn else 'on (all cores)'} · figures drawn within {a.wait:.0f} s or blank"
+    )
     print(f"{'approach':<14} {'load before/after':>18}  seconds from cell finished to traces, per figure")
     for k, (secs, l0, l1) in results.items():
         cells = "  ".join("blank" if s is None else f"{s:5.1f}" for s in secs)
         print(f"{k:<14} {l0:8.1f} /{l1:6.1f}  {cells}")
     ms = kernel_redraw_ms()
-    print(f"FigureView kernel-side update+redraw over {len(ms)} changes: median {sorted(ms)[len(ms) // 2]:.1f} ms, "
-          f"max {max(ms):.1f} ms")
+    print(
+        f"FigureView kernel-side update+redraw over {len(ms)} changes: median {sorted(ms)[len(ms) // 2]:.1f} ms, "
+        f"max {max(ms):.1f} ms"
+    )
     out = ROOT / "benchmarks" / "results" / "figure_render.json"
-    out.write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.node(),
-                               "cores": os.cpu_count(), "commit": commit, "burn": not a.no_burn,
-                               "seconds_to_traces": {k: v[0] for k, v in results.items()},
-                               "redraw_ms": ms}, indent=1))
+    out.write_text(
+        json.dumps(
+            {
+                "date": time.strftime("%Y-%m-%d %H:%M"),
+                "machine": platform.node(),
+                "cores": os.cpu_count(),
+                "commit": commit,
+                "burn": not a.no_burn,
+                "seconds_to_traces": {k: v[0] for k, v in results.items()},
+                "redraw_ms": ms,
+            },
+            indent=1,
+        )
+    )
     return 0
 
 

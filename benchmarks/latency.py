@@ -16,6 +16,7 @@ weights.
 
     python benchmarks/latency.py [--repeats 3] [--json-out benchmarks/results/latency.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,9 +62,15 @@ def calculator_rows(repeats: int) -> list[dict]:
         per_input.append((max(runs), expr))
     per_input.sort(reverse=True)
     worst = [f"{e[:24]!r}{'…' if len(e) > 24 else ''} {t:.1f} ms" for t, e in per_input[:3]]
-    return [{"what": f"calculator rejects {len(HOSTILE)} hostile inputs (slowest input)", "target_ms": 100,
-             "worst_ms": per_input[0][0], "median_ms": statistics.median(t for t, _ in per_input),
-             "note": "slowest: " + "; ".join(worst)}]
+    return [
+        {
+            "what": f"calculator rejects {len(HOSTILE)} hostile inputs (slowest input)",
+            "target_ms": 100,
+            "worst_ms": per_input[0][0],
+            "median_ms": statistics.median(t for t, _ in per_input),
+            "note": "slowest: " + "; ".join(worst),
+        }
+    ]
 
 
 def cost_view_rows(repeats: int) -> list[dict]:
@@ -72,8 +79,15 @@ def cost_view_rows(repeats: int) -> list[dict]:
     moves = {
         "GrowthView": (GrowthView, [("sliders.T", 4000), ("sliders.delta", 1024), ("sliders.R", 45), ("warm", False)]),
         "DecayView": (DecayView, [("p", 0.97), ("k", 33), ("target", 0.8)]),
-        "DecodeView": (DecodeView, [("model", "DeepSeek-V3 (37B active)"), ("precision", "INT4 (0.5 byte)"),
-                                    ("hardware", "NVIDIA H200 (4.8 TB/s)"), ("tokens", 30_000)]),
+        "DecodeView": (
+            DecodeView,
+            [
+                ("model", "DeepSeek-V3 (37B active)"),
+                ("precision", "INT4 (0.5 byte)"),
+                ("hardware", "NVIDIA H200 (4.8 TB/s)"),
+                ("tokens", 30_000),
+            ],
+        ),
     }
     rows = []
     for name, (cls, steps) in moves.items():
@@ -88,9 +102,15 @@ def cost_view_rows(repeats: int) -> list[dict]:
             for attr, value in initial.items():  # and back, so every repeat moves every control
                 control = _control(view, attr)
                 times.append(_ms(lambda c=control, v=value: setattr(c, "value", v)))
-        rows.append({"what": f"{name}: one control moved, figure re-rendered (kernel side)", "target_ms": 100,
-                     "worst_ms": max(times), "median_ms": statistics.median(times),
-                     "note": f"{len(times)} moves of {', '.join(a for a, _ in steps)}"})
+        rows.append(
+            {
+                "what": f"{name}: one control moved, figure re-rendered (kernel side)",
+                "target_ms": 100,
+                "worst_ms": max(times),
+                "median_ms": statistics.median(times),
+                "note": f"{len(times)} moves of {', '.join(a for a, _ in steps)}",
+            }
+        )
     return rows
 
 
@@ -102,17 +122,30 @@ def _control(view, attr: str):
 
 
 def model_rows(repeats: int) -> list[dict]:
-    from toolkit import models
-    from toolkit import paths
+    from toolkit import models, paths
     from toolkit.paths import hub_reachable
 
     models.stand_in()  # the one-off transformers import is not the target
     builds = [_ms(models.stand_in) for _ in range(repeats)]
-    rows = [{"what": "stand-in model built (after the first)", "target_ms": 1000, "worst_ms": max(builds),
-             "median_ms": statistics.median(builds), "note": "toolkit.models.stand_in(), 9.8M params"}]
+    rows = [
+        {
+            "what": "stand-in model built (after the first)",
+            "target_ms": 1000,
+            "worst_ms": max(builds),
+            "median_ms": statistics.median(builds),
+            "note": "toolkit.models.stand_in(), 9.8M params",
+        }
+    ]
     offline = [_ms(hub_reachable) for _ in range(repeats)]
-    rows.append({"what": "hub_reachable() with HF_HUB_OFFLINE=1", "target_ms": 100, "worst_ms": max(offline),
-                 "median_ms": statistics.median(offline), "note": "answers without touching the network"})
+    rows.append(
+        {
+            "what": "hub_reachable() with HF_HUB_OFFLINE=1",
+            "target_ms": 100,
+            "worst_ms": max(offline),
+            "median_ms": statistics.median(offline),
+            "note": "answers without touching the network",
+        }
+    )
     saved, real = os.environ.pop("HF_HUB_OFFLINE", None), paths.socket.create_connection
 
     def refuse(*a, **k):
@@ -125,16 +158,23 @@ def model_rows(repeats: int) -> list[dict]:
         paths.socket.create_connection = real
         if saved is not None:
             os.environ["HF_HUB_OFFLINE"] = saved
-    rows.append({"what": "hub_reachable(timeout=0.5) when the network refuses", "target_ms": 500,
-                 "worst_ms": max(refused), "median_ms": statistics.median(refused),
-                 "note": "simulated refusing socket"})
+    rows.append(
+        {
+            "what": "hub_reachable(timeout=0.5) when the network refuses",
+            "target_ms": 500,
+            "worst_ms": max(refused),
+            "median_ms": statistics.median(refused),
+            "note": "simulated refusing socket",
+        }
+    )
     return rows
 
 
 def _commit() -> str:
     try:
-        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -151,18 +191,26 @@ def main(argv=None) -> int:
     print(head + "\n" + "-" * len(head))
     for r in rows:
         r["met"] = r["worst_ms"] <= r["target_ms"]
-        print(f"{r['what']:<66} {r['target_ms']:>6} ms {r['worst_ms']:>6.1f} ms {r['median_ms']:>6.1f} ms "
-              f"{'yes' if r['met'] else 'NO':>5}")
+        print(
+            f"{r['what']:<66} {r['target_ms']:>6} ms {r['worst_ms']:>6.1f} ms {r['median_ms']:>6.1f} ms "
+            f"{'yes' if r['met'] else 'NO':>5}"
+        )
     for r in rows:
         if r["note"]:
             print(f"  {r['what'].split(':')[0]}: {r['note']}")
-    print(f"(worst of {a.repeats} repeats; {os.cpu_count()} CPUs, 1-min load {load_before:.1f} → {load_after:.1f}; "
-          "no model weights involved)")
+    print(
+        f"(worst of {a.repeats} repeats; {os.cpu_count()} CPUs, 1-min load {load_before:.1f} → {load_after:.1f}; "
+        "no model weights involved)"
+    )
     if a.json_out:
-        meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} CPUs",
-                "model": "none (stand-in built for its own row)", "commit": _commit(),
-                "load_1min": [round(load_before, 2), round(load_after, 2)], "repeats": a.repeats}
+        meta = {
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} CPUs",
+            "model": "none (stand-in built for its own row)",
+            "commit": _commit(),
+            "load_1min": [round(load_before, 2), round(load_after, 2)],
+            "repeats": a.repeats,
+        }
         Path(a.json_out).write_text(json.dumps({**meta, "rows": rows}, indent=1, ensure_ascii=False) + "\n")
     return 0
 

@@ -14,6 +14,7 @@ that many seconds (checked between steps; the task counts as not met and the row
 
 Leaves out: sampling (greedy only: one run per question is the whole distribution) and any timing assert.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -78,8 +79,10 @@ def check_warmer(t):  # Paris 18 °C, Tokyo 21 °C
     a = _answer(t)
     says_tokyo = bool(re.search(r"Tokyo[^.]*\bwarmer\b|\bwarmer[^.]*\bTokyo\b|Tokyo[^.]*higher", a))
     says_paris = bool(re.search(r"Paris (is|was) (the )?warmer|warmer (city )?is Paris", a))
-    return both and says_tokyo and not says_paris, \
-        f"both cities looked up: {both}; answer says Tokyo is warmer: {says_tokyo}; says Paris is: {says_paris}"
+    return (
+        both and says_tokyo and not says_paris,
+        f"both cities looked up: {both}; answer says Tokyo is warmer: {says_tokyo}; says Paris is: {says_paris}",
+    )
 
 
 def check_difference(t):  # 北京 25 °C, London 14 °C: 11 degrees
@@ -99,8 +102,10 @@ def check_intro(t):
     calls = len(_results(t))
     a = _answer(t)
     prose = bool(re.search(r"[\u4e00-\u9fff]", a)) and "{" not in a and "<tool_call>" not in a
-    return calls == 0 and prose and t.stop.reason == "answered", \
-        f"tool calls: {calls}; Chinese prose without JSON: {prose}; stop: {t.stop.reason}"
+    return (
+        calls == 0 and prose and t.stop.reason == "answered",
+        f"tool calls: {calls}; Chinese prose without JSON: {prose}; stop: {t.stop.reason}",
+    )
 
 
 QUESTIONS = [
@@ -115,8 +120,15 @@ QUESTIONS = [
 ]
 
 # The loop's defaults before issue 13 (toolkit.host.run_example at commit 2b68bc0 with a real model).
-BEFORE = dict(constrain="tag", parallel=True, max_calls=4, answer_prefix="auto", max_new_tokens=160, max_turns=4,
-              template="qwen2.5")
+BEFORE = dict(
+    constrain="tag",
+    parallel=True,
+    max_calls=4,
+    answer_prefix="auto",
+    max_new_tokens=160,
+    max_turns=4,
+    template="qwen2.5",
+)
 
 
 class Capped(Exception):
@@ -128,10 +140,12 @@ def _commit(root: str | None = None) -> str:
 
     root = root or os.path.dirname(os.path.dirname(os.path.abspath(toolkit.__file__)))
     try:
-        sha = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                             check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "toolkit"], capture_output=True,
-                               text=True).stdout.strip()
+        sha = subprocess.run(
+            ["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", root, "status", "--porcelain", "toolkit"], capture_output=True, text=True
+        ).stdout.strip()
         return sha + ("+uncommitted toolkit changes" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -175,9 +189,18 @@ def run_one(qd: dict, loaded, which: str, cap_s: float | None):
     else:
         met, why = qd["check"](trace)
     calls = [f"{r.name}({json.dumps(r.arguments, ensure_ascii=False)})->{r.status}" for r in _results(trace)]
-    return dict(id=qd["id"], kind=qd["kind"], question=qd["q"], met=bool(met), why=why, seconds=round(secs, 1),
-                turns=len(trace.turns()), calls=calls, answer=trace.answer,
-                stop=trace.stop.reason if trace.stop else ("capped" if capped else None))
+    return dict(
+        id=qd["id"],
+        kind=qd["kind"],
+        question=qd["q"],
+        met=bool(met),
+        why=why,
+        seconds=round(secs, 1),
+        turns=len(trace.turns()),
+        calls=calls,
+        answer=trace.answer,
+        stop=trace.stop.reason if trace.stop else ("capped" if capped else None),
+    )
 
 
 def main(argv=None) -> int:
@@ -210,12 +233,23 @@ def main(argv=None) -> int:
     rows: list[dict] = []
 
     def save(complete: bool) -> dict:  # after every question, so an interrupted run keeps what it measured
-        out = dict(date=started, complete=complete, asked=[q["id"] for q in chosen],
-                   machine=dict(platform=platform.platform(), cpus=os.cpu_count(), threads=a.threads,
-                                load_avg_at_end=os.getloadavg()),
-                   model=loaded.description, commit=commit, script_commit=script_commit,
-                   which=a.which, settings=settings, cap_s=a.cap_s,
-                   met=sum(r["met"] for r in rows), total=len(rows), rows=rows)
+        out = dict(
+            date=started,
+            complete=complete,
+            asked=[q["id"] for q in chosen],
+            machine=dict(
+                platform=platform.platform(), cpus=os.cpu_count(), threads=a.threads, load_avg_at_end=os.getloadavg()
+            ),
+            model=loaded.description,
+            commit=commit,
+            script_commit=script_commit,
+            which=a.which,
+            settings=settings,
+            cap_s=a.cap_s,
+            met=sum(r["met"] for r in rows),
+            total=len(rows),
+            rows=rows,
+        )
         with open(path, "w", encoding="utf-8") as f:
             json.dump(out, f, ensure_ascii=False, indent=1, default=str)
         return out
@@ -224,8 +258,11 @@ def main(argv=None) -> int:
         row = run_one(qd, loaded, a.which, a.cap_s)
         rows.append(row)
         save(False)
-        print(f"{row['id']:<14} {'met' if row['met'] else 'NOT met':<8} {row['seconds']:7.1f} s  "
-              f"{row['why']}\n{'':14} calls: {row['calls']}\n{'':14} answer: {row['answer']!r}", flush=True)
+        print(
+            f"{row['id']:<14} {'met' if row['met'] else 'NOT met':<8} {row['seconds']:7.1f} s  "
+            f"{row['why']}\n{'':14} calls: {row['calls']}\n{'':14} answer: {row['answer']!r}",
+            flush=True,
+        )
     out = save(True)
     print(f"\n{out['met']}/{out['total']} met; saved {path}")
     return 0

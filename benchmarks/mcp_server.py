@@ -7,6 +7,7 @@ Prints one table and saves ``benchmarks/results/mcp_server-<date>.json`` with da
 asserts: the tests check behaviour, this reports numbers side by side from one run.
 Every server is started on 127.0.0.1 and stopped by PID.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,13 +25,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"}}
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
+}
 
 
 def http_server(nodelay: bool):
-    code = ("import sys; from toolkit.mcp.server import serve_http; "
-            f"serve_http(0, tcp_nodelay={nodelay})")
+    code = f"import sys; from toolkit.mcp.server import serve_http; serve_http(0, tcp_nodelay={nodelay})"
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
     line = proc.stdout.readline()
     return proc, line.split("on ", 1)[1].split()[0]
@@ -48,10 +51,18 @@ def stop(proc) -> None:
 def kept_alive_ms(url: str, calls: int) -> list[float]:
     import httpx
 
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "calculator", "arguments": {"expression": "2+2"}, "_meta": META}}
-    head = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
-            "Mcp-Method": "tools/call", "Mcp-Name": "calculator"}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "calculator", "arguments": {"expression": "2+2"}, "_meta": META},
+    }
+    head = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "calculator",
+    }
     out = []
     with httpx.Client(timeout=30) as c:  # one client: one kept-alive TCP connection
         for i in range(calls + 5):
@@ -72,8 +83,14 @@ def stdio_start_s(n: int) -> list[float]:
     out = []
     for _ in range(n):
         t0 = time.perf_counter()
-        p = subprocess.Popen([sys.executable, "-m", "toolkit", "mcp", "serve", "--stdio"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV, cwd=ROOT)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "toolkit", "mcp", "serve", "--stdio"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=ENV,
+            cwd=ROOT,
+        )
         p.stdin.write(req.encode())
         p.stdin.flush()
         line = p.stdout.readline()
@@ -93,8 +110,14 @@ def rss_mb(pid: int) -> float:
 
 def big_argument() -> dict:
     """A 10 MB expression over stdio: reply size and the server's RSS before and after."""
-    p = subprocess.Popen([sys.executable, "-m", "toolkit", "mcp", "serve", "--stdio"], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV, cwd=ROOT)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "toolkit", "mcp", "serve", "--stdio"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=ENV,
+        cwd=ROOT,
+    )
 
     def ask(msg: dict) -> bytes:
         p.stdin.write(json.dumps(msg).encode() + b"\n")
@@ -102,16 +125,31 @@ def big_argument() -> dict:
         return p.stdout.readline()
 
     ask({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": META}})
-    ask({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "calculator", "arguments": {"expression": "1+1"}, "_meta": META}})
+    ask(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "calculator", "arguments": {"expression": "1+1"}, "_meta": META},
+        }
+    )
     before = rss_mb(p.pid)
     out = {}
     for label, size in (("3 MB (under the 4 MiB limit)", 3_000_000), ("10 MB", 10_000_000)):
         t0 = time.perf_counter()
-        reply = ask({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "calculator", "arguments": {"expression": "9" * size}, "_meta": META}})
-        out[label] = {"reply_bytes": len(reply), "seconds": round(time.perf_counter() - t0, 3),
-                      "reply_start": reply[:160].decode("utf-8", "replace")}
+        reply = ask(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "calculator", "arguments": {"expression": "9" * size}, "_meta": META},
+            }
+        )
+        out[label] = {
+            "reply_bytes": len(reply),
+            "seconds": round(time.perf_counter() - t0, 3),
+            "reply_start": reply[:160].decode("utf-8", "replace"),
+        }
     time.sleep(0.5)
     after = rss_mb(p.pid)
     p.stdin.close()
@@ -132,13 +170,21 @@ def main() -> None:
         finally:
             stop(proc)
         res["latency_ms"]["TCP_NODELAY on" if nodelay else "TCP_NODELAY off"] = {
-            "median": round(statistics.median(ms), 2), "p90": round(sorted(ms)[int(0.9 * len(ms))], 2)}
+            "median": round(statistics.median(ms), 2),
+            "p90": round(sorted(ms)[int(0.9 * len(ms))], 2),
+        }
     starts = stdio_start_s(a.starts)
     res["stdio_start_s"] = {"median": round(statistics.median(starts), 3), "max": round(max(starts), 3)}
     res["big_argument"] = big_argument()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
-    res.update(date=datetime.now(timezone.utc).isoformat(timespec="seconds"), machine=platform.node(),
-               cpus=os.cpu_count(), load=os.getloadavg(), commit=commit.strip(), model="none (no model runs)")
+    res.update(
+        date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        machine=platform.node(),
+        cpus=os.cpu_count(),
+        load=os.getloadavg(),
+        commit=commit.strip(),
+        model="none (no model runs)",
+    )
 
     lat = res["latency_ms"]
     off, on = lat["TCP_NODELAY off"]["median"], lat["TCP_NODELAY on"]["median"]
@@ -146,12 +192,16 @@ def main() -> None:
     for k, v in lat.items():
         print(f"  {k:<16} {v['median']:8.2f} {v['p90']:8.2f}")
     print(f"  ratio off/on     {off / on:8.1f}x")
-    print(f"stdio start to first answer, {a.starts} starts: median {res['stdio_start_s']['median']} s, "
-          f"max {res['stdio_start_s']['max']} s (load {res['load'][0]:.2f} on {res['cpus']} CPUs)")
+    print(
+        f"stdio start to first answer, {a.starts} starts: median {res['stdio_start_s']['median']} s, "
+        f"max {res['stdio_start_s']['max']} s (load {res['load'][0]:.2f} on {res['cpus']} CPUs)"
+    )
     big = res["big_argument"]
     for label, v in big["calls"].items():
-        print(f"{label} argument over stdio: reply {v['reply_bytes']:,} bytes in {v['seconds']} s: "
-              f"{v['reply_start'][:120]}")
+        print(
+            f"{label} argument over stdio: reply {v['reply_bytes']:,} bytes in {v['seconds']} s: "
+            f"{v['reply_start'][:120]}"
+        )
     print(f"server RSS before {big['rss_before_mb']} MB, after {big['rss_after_mb']} MB")
     out = ROOT / "benchmarks" / "results" / f"mcp_server-{res['date'][:10]}.json"
     out.parent.mkdir(exist_ok=True)

@@ -15,6 +15,7 @@ Leaves out: browser rendering time (tests/test_browser.py) and GPU runs.
 
     python benchmarks/notebooks.py [--mode both|machine|binder] [--only 01,04]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,7 +35,9 @@ EACH_S, ALL_S, EACH_MB = 180, 600, 2048
 def model_line(nb) -> str:
     """Which model the notebook says it ran: every ``Loaded.description`` names it (stand-in or real weights)."""
     text = "\n".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
-    found = [label for label, mark in (("stand-in", "RANDOM-WEIGHT STAND-IN"), ("real", "real weights")) if mark in text]
+    found = [
+        label for label, mark in (("stand-in", "RANDOM-WEIGHT STAND-IN"), ("real", "real weights")) if mark in text
+    ]
     return "+".join(found) or "none"
 
 
@@ -58,35 +61,51 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     wanted = [p for p in NOTEBOOKS if not args.only or p.name[:2] in args.only.split(",")]
     modes = ["machine", "binder"] if args.mode == "both" else [args.mode]
-    print(f"{len(wanted)} notebooks, {os.cpu_count()} CPUs, targets: ≤ {EACH_S} s and ≤ {EACH_MB} MB each, "
-          f"≤ {ALL_S} s all", flush=True)
+    print(
+        f"{len(wanted)} notebooks, {os.cpu_count()} CPUs, targets: ≤ {EACH_S} s and ≤ {EACH_MB} MB each, "
+        f"≤ {ALL_S} s all",
+        flush=True,
+    )
     results = {m: {} for m in modes}
     for mode in modes:
         for path in wanted:
             r = results[mode][path.name] = run(path, mode)
-            print(f"  [{mode}] {path.name}: {r['seconds']:.0f} s, {r['mb']:.0f} MB, {r['model']}, {r['status']}, "
-                      f"load {r['load'][0]:.1f}→{r['load'][1]:.1f}", flush=True)
+            print(
+                f"  [{mode}] {path.name}: {r['seconds']:.0f} s, {r['mb']:.0f} MB, {r['model']}, {r['status']}, "
+                f"load {r['load'][0]:.1f}→{r['load'][1]:.1f}",
+                flush=True,
+            )
 
-    head = f"{'notebook':<32}" + "".join(f" | {m + ' s':>10} {'MB':>6} {'model':>8} {'load':>9} {'ok?':>4}"
-                                         for m in modes)
+    head = f"{'notebook':<32}" + "".join(
+        f" | {m + ' s':>10} {'MB':>6} {'model':>8} {'load':>9} {'ok?':>4}" for m in modes
+    )
     print("\n" + head + "\n" + "-" * len(head))
     for path in wanted:
         row = f"{path.name:<32}"
         for m in modes:
             r = results[m][path.name]
             ok = r["status"] == "ok" and r["seconds"] <= EACH_S and r["mb"] <= EACH_MB
-            row += (f" | {r['seconds']:>10.0f} {r['mb']:>6.0f} {r['model']:>8} "
-                    f"{r['load'][0]:>4.1f}→{r['load'][1]:<4.1f} {'yes' if ok else 'NO':>4}")
+            row += (
+                f" | {r['seconds']:>10.0f} {r['mb']:>6.0f} {r['model']:>8} "
+                f"{r['load'][0]:>4.1f}→{r['load'][1]:<4.1f} {'yes' if ok else 'NO':>4}"
+            )
         print(row)
     for m in modes:
         total = sum(r["seconds"] for r in results[m].values())
-        over = [f"{n} ({r['status']}, {r['seconds']:.0f} s, {r['mb']:.0f} MB)" for n, r in results[m].items()
-                if not (r["status"] == "ok" and r["seconds"] <= EACH_S and r["mb"] <= EACH_MB)]
-        print(f"{m}: all notebooks {total:.0f} s ({'within' if total <= ALL_S else 'OVER'} {ALL_S} s); "
-              f"outside targets: {', '.join(over) or 'none'}")
+        over = [
+            f"{n} ({r['status']}, {r['seconds']:.0f} s, {r['mb']:.0f} MB)"
+            for n, r in results[m].items()
+            if not (r["status"] == "ok" and r["seconds"] <= EACH_S and r["mb"] <= EACH_MB)
+        ]
+        print(
+            f"{m}: all notebooks {total:.0f} s ({'within' if total <= ALL_S else 'OVER'} {ALL_S} s); "
+            f"outside targets: {', '.join(over) or 'none'}"
+        )
     if "machine" in modes:
-        print("(the 2 GB budget is Binder's, where the stand-in runs; with the real model, about 1.3 GB of bf16 weights, "
-              "machine-mode peaks are for information)")
+        print(
+            "(the 2 GB budget is Binder's, where the stand-in runs; with the real model, about 1.3 GB of bf16 weights, "
+            "machine-mode peaks are for information)"
+        )
     return 0
 
 

@@ -14,6 +14,7 @@ and the content of the tokens — ids are real rendered conversation tokens cycl
 count, not content. The book counts "with reuse" as Δ·R (increments only); the measured run also prefills the
 first turn's T, so both are printed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,12 +33,17 @@ def token_stream(n: int, tokenizer) -> list[int]:
     from toolkit.render import render
     from toolkit.tools import schemas
 
-    call = {"id": "call_1", "type": "function",
-            "function": {"name": "calculator", "arguments": {"expression": "250 * 15%"}}}
-    msgs = [{"role": "user", "content": "250的15%是多少？"},
-            {"role": "assistant", "content": "", "tool_calls": [call]},
-            {"role": "tool", "tool_call_id": "call_1", "content": json.dumps(calculator("250 * 15%"))},
-            {"role": "assistant", "content": "250的15%是37.5。"}]
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "calculator", "arguments": {"expression": "250 * 15%"}},
+    }
+    msgs = [
+        {"role": "user", "content": "250的15%是多少？"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": json.dumps(calculator("250 * 15%"))},
+        {"role": "assistant", "content": "250的15%是37.5。"},
+    ]
     ids = render(msgs, schemas(), template="qwen2.5", tokenizer=tokenizer, add_generation_prompt=False).ids
     return (ids * (n // len(ids) + 1))[:n]
 
@@ -55,8 +61,15 @@ def random_shape(config_path: str):
     torch.manual_seed(0)
     cfg = AutoConfig.from_pretrained(config_path)
     model = AutoModelForCausalLM.from_config(cfg, dtype=dtype).to(dev).eval()
-    return Loaded(model, qwen_tokenizer("qwen2.5"), f"random weights in the shape of {os.path.basename(os.path.dirname(os.path.abspath(config_path)))}",
-                  "stand-in", dev, str(dtype).removeprefix("torch."), semantic=False)
+    return Loaded(
+        model,
+        qwen_tokenizer("qwen2.5"),
+        f"random weights in the shape of {os.path.basename(os.path.dirname(os.path.abspath(config_path)))}",
+        "stand-in",
+        dev,
+        str(dtype).removeprefix("torch."),
+        semantic=False,
+    )
 
 
 def book_ratio(T: int, delta: int, R: int) -> float:
@@ -102,9 +115,10 @@ def main(argv=None) -> int:
         rows = []
         t_start = time.perf_counter()
         for k in range(1, a.R + 1):
-            g = be.generate(stream[:a.T + a.delta * k], max_new_tokens=1, stop_ids=set())
-            rows.append(dict(turn=k, prompt=a.T + a.delta * k, reused=g.reused, prefilled=g.prefilled,
-                             prefill_s=g.prefill_s))
+            g = be.generate(stream[: a.T + a.delta * k], max_new_tokens=1, stop_ids=set())
+            rows.append(
+                dict(turn=k, prompt=a.T + a.delta * k, reused=g.reused, prefilled=g.prefilled, prefill_s=g.prefill_s)
+            )
         runs[reuse] = dict(rows=rows, wall_s=time.perf_counter() - t_start)
         del be
 
@@ -115,12 +129,26 @@ def main(argv=None) -> int:
     s_yes = sum(r["prefill_s"] for r in yes["rows"])
     book_no = sum(a.T + a.delta * k for k in range(1, a.R + 1))
     book_yes = a.delta * a.R
-    summary = dict(model=loaded.description, device=loaded.device, backend=a.backend, T=a.T, delta=a.delta, R=a.R,
-                   tokens_no_reuse=tok_no, tokens_reuse=tok_yes, token_ratio_measured=tok_no / tok_yes,
-                   book_tokens_no_reuse=book_no, book_tokens_reuse=book_yes,
-                   token_ratio_book=book_no / book_yes, formula=book_ratio(a.T, a.delta, a.R),
-                   prefill_s_no_reuse=s_no, prefill_s_reuse=s_yes, time_ratio=s_no / s_yes,
-                   wall_s_no_reuse=no["wall_s"], wall_s_reuse=yes["wall_s"])
+    summary = dict(
+        model=loaded.description,
+        device=loaded.device,
+        backend=a.backend,
+        T=a.T,
+        delta=a.delta,
+        R=a.R,
+        tokens_no_reuse=tok_no,
+        tokens_reuse=tok_yes,
+        token_ratio_measured=tok_no / tok_yes,
+        book_tokens_no_reuse=book_no,
+        book_tokens_reuse=book_yes,
+        token_ratio_book=book_no / book_yes,
+        formula=book_ratio(a.T, a.delta, a.R),
+        prefill_s_no_reuse=s_no,
+        prefill_s_reuse=s_yes,
+        time_ratio=s_no / s_yes,
+        wall_s_no_reuse=no["wall_s"],
+        wall_s_reuse=yes["wall_s"],
+    )
     full = dict(summary, turns={"no_reuse": no["rows"], "reuse": yes["rows"]})
     if a.json_out:
         with open(a.json_out, "w") as f:
@@ -129,16 +157,24 @@ def main(argv=None) -> int:
         print(json.dumps(full, indent=1))
         return 0
 
-    print(f"model: {loaded.description}" + ("" if loaded.semantic else
-                                            "  (random weights: timing is real, the tokens mean nothing)"))
-    print(f"workload: T={a.T} tool-definition tokens, Δ={a.delta} new tokens per turn, R={a.R} turns, "
-          f"backend={a.backend}\n")
-    print(f"{'turn':>4} {'prompt':>7} | {'no reuse: prefilled':>19} {'ms':>8} | {'reuse: reused':>13} "
-          f"{'prefilled':>9} {'ms':>8}")
+    print(
+        f"model: {loaded.description}"
+        + ("" if loaded.semantic else "  (random weights: timing is real, the tokens mean nothing)")
+    )
+    print(
+        f"workload: T={a.T} tool-definition tokens, Δ={a.delta} new tokens per turn, R={a.R} turns, "
+        f"backend={a.backend}\n"
+    )
+    print(
+        f"{'turn':>4} {'prompt':>7} | {'no reuse: prefilled':>19} {'ms':>8} | {'reuse: reused':>13} "
+        f"{'prefilled':>9} {'ms':>8}"
+    )
     for r0, r1 in zip(no["rows"], yes["rows"]):
         if r0["turn"] == 1 or r0["turn"] % a.every == 0 or r0["turn"] == a.R:
-            print(f"{r0['turn']:>4} {r0['prompt']:>7} | {r0['prefilled']:>19} {r0['prefill_s'] * 1e3:>8.1f} | "
-                  f"{r1['reused']:>13} {r1['prefilled']:>9} {r1['prefill_s'] * 1e3:>8.1f}")
+            print(
+                f"{r0['turn']:>4} {r0['prompt']:>7} | {r0['prefilled']:>19} {r0['prefill_s'] * 1e3:>8.1f} | "
+                f"{r1['reused']:>13} {r1['prefilled']:>9} {r1['prefill_s'] * 1e3:>8.1f}"
+            )
     print()
     print(f"{'':34}{'no reuse':>12}{'reuse':>12}{'ratio':>9}")
     print(f"{'prefill tokens, measured':34}{tok_no:>12,}{tok_yes:>12,}{tok_no / tok_yes:>9.1f}")

@@ -56,8 +56,7 @@ from toolkit.widgets.toolcost import ToolCountCost
 torch.manual_seed(0)
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 tok = tokenizer_for("qwen3")
-print("tokenizer:", tok.name_or_path, "| vocabulary with added tokens:", len(tok), "| model logit width:",
-      VOCAB_WIDTH)
+print("tokenizer:", tok.name_or_path, "| vocabulary with added tokens:", len(tok), "| model logit width:", VOCAB_WIDTH)
 
 # %% [markdown]
 # ## Step 1 — the tools become text in the system turn
@@ -99,8 +98,12 @@ print("\nthe call as tokens:", [(t.id, t.text) for t in call_tokens])
 loaded = models.load("auto")
 print("MODEL:", loaded.description)
 if not loaded.semantic:
-    display(Markdown("**This is a random-weight stand-in: the tokens below show the mechanics of a call, "
-                     "not a meaningful answer.**"))
+    display(
+        Markdown(
+            "**This is a random-weight stand-in: the tokens below show the mechanics of a call, "
+            "not a meaningful answer.**"
+        )
+    )
 trace = run_example("calculator", loaded, max_turns=2)
 generated = trace.of(Generated)[0]
 gen_tok = loaded.tokenizer
@@ -114,8 +117,15 @@ print("as text:", repr(gen_tok.decode(generated.ids)))
 # The request is over — nothing waits inside the engine while the tool runs (§14.5.8).
 
 # %%
-print("last generated id:", generated.ids[-1], "=", repr(gen_tok.decode(generated.ids[-1:])),
-      "| eos:", gen_tok.eos_token, gen_tok.convert_tokens_to_ids(gen_tok.eos_token))
+print(
+    "last generated id:",
+    generated.ids[-1],
+    "=",
+    repr(gen_tok.decode(generated.ids[-1:])),
+    "| eos:",
+    gen_tok.eos_token,
+    gen_tok.convert_tokens_to_ids(gen_tok.eos_token),
+)
 
 # %% [markdown]
 # ## Step 4 — the host parses, validates and executes
@@ -139,7 +149,7 @@ print("the scripted example's call:", calc.call["tool_calls"][0]["function"], "-
 
 # %%
 second = render(calc.second, calc.tools, "qwen3")
-print(second.text[len(first.text) - len("<|im_start|>assistant\n"):])
+print(second.text[len(first.text) - len("<|im_start|>assistant\n") :])
 view2 = TokenView(second)
 display(view2)
 
@@ -150,9 +160,11 @@ display(view2)
 
 # %%
 n_shared = shared_prefix(first, second)
-print(f"request 1: {len(first)} tokens; request 2: {len(second)} tokens; shared prefix: {n_shared} "
-      f"({n_shared / len(second):.0%} of request 2); new tokens: {len(second) - n_shared}")
-assert second.ids[:len(first)] == first.ids
+print(
+    f"request 1: {len(first)} tokens; request 2: {len(second)} tokens; shared prefix: {n_shared} "
+    f"({n_shared / len(second):.0%} of request 2); new tokens: {len(second) - n_shared}"
+)
+assert second.ids[: len(first)] == first.ids
 
 # %% [markdown]
 # ## The same six steps for the weather in 北京
@@ -175,11 +187,21 @@ rows = [dict(segment=s, qwen3=q3.counts[s], qwen2_5=q25.counts[s]) for s in q3.c
 rows.append(dict(segment="TOTAL", qwen3=len(q3), qwen2_5=len(q25)))
 display(pd.DataFrame(rows).set_index("segment"))
 t25 = tokenizer_for("qwen2.5")
-print("<tool_response> in Qwen3:", tok.encode("<tool_response>", add_special_tokens=False),
-      "| in Qwen2.5:", t25.encode("<tool_response>", add_special_tokens=False))
+print(
+    "<tool_response> in Qwen3:",
+    tok.encode("<tool_response>", add_special_tokens=False),
+    "| in Qwen2.5:",
+    t25.encode("<tool_response>", add_special_tokens=False),
+)
 tail = lambda r: r.text.split("</tools>")[-1]
-display(W.HBox([W.VBox([W.HTML("<b>Qwen3</b>"), W.HTML(f"<pre>{tail(q3)}</pre>")]),
-                W.VBox([W.HTML("<b>Qwen2.5</b>"), W.HTML(f"<pre>{tail(q25)}</pre>")])]))
+display(
+    W.HBox(
+        [
+            W.VBox([W.HTML("<b>Qwen3</b>"), W.HTML(f"<pre>{tail(q3)}</pre>")]),
+            W.VBox([W.HTML("<b>Qwen2.5</b>"), W.HTML(f"<pre>{tail(q25)}</pre>")]),
+        ]
+    )
+)
 
 # %% [markdown]
 # ## What the tool definitions cost, every turn

@@ -57,10 +57,14 @@ model, tok = loaded.model, loaded.tokenizer
 V = models.vocab_width(model)
 print("model:", loaded.description)
 if not loaded.semantic:
-    display(Markdown("**This run uses the random-weight stand-in** (the real offline model is not installed — "
-                     "`make real-model` — or `TOOLKIT_MODEL=stand-in` was set). Everything below shows the "
-                     "*mechanics* faithfully — real tokenizer, "
-                     "real grammar, real masks — but the model's choices mean nothing."))
+    display(
+        Markdown(
+            "**This run uses the random-weight stand-in** (the real offline model is not installed — "
+            "`make real-model` — or `TOOLKIT_MODEL=stand-in` was set). Everything below shows the "
+            "*mechanics* faithfully — real tokenizer, "
+            "real grammar, real masks — but the model's choices mean nothing."
+        )
+    )
 print(f"tokenizer entries: {len(tok):,} | model logit width (bitmask width): {V:,}")
 
 # %% [markdown]
@@ -105,8 +109,10 @@ print(call_grammar.text)
 question = "What is the weather in Paris right now? Please answer in fahrenheit."
 prompt = chat_prompt(tok, question, tools=weather)
 tr = trace(model, tok, prompt, call_grammar, max_new_tokens=48, temperature=0.0)
-print(f"{loaded.name}: {len(prompt)} prompt tokens, {len(tr.ids)} generated in {tr.seconds:.1f} s; "
-      f"grammar finished: {tr.terminated}")
+print(
+    f"{loaded.name}: {len(prompt)} prompt tokens, {len(tr.ids)} generated in {tr.seconds:.1f} s; "
+    f"grammar finished: {tr.terminated}"
+)
 print(tr.text)
 stepper = Stepper(tr, title=f"constrained decoding, step by step — {loaded.name}")
 stepper.widget
@@ -115,9 +121,20 @@ stepper.widget
 # The same trace as a table (for readers without widgets). `removed` is the probability the mask took away.
 
 # %%
-pd.DataFrame([{"step": s.index + 1, "token": s.chosen_text, "id": s.chosen, "allowed": s.allowed,
-               "p before": round(s.p_before, 4), "p after": round(s.p_after, 4),
-               "removed": round(s.removed_mass, 4)} for s in tr.steps])
+pd.DataFrame(
+    [
+        {
+            "step": s.index + 1,
+            "token": s.chosen_text,
+            "id": s.chosen,
+            "allowed": s.allowed,
+            "p before": round(s.p_before, 4),
+            "p after": round(s.p_after, 4),
+            "removed": round(s.removed_mass, 4),
+        }
+        for s in tr.steps
+    ]
+)
 
 # %% [markdown]
 # Where did the grammar overrule the model? The steps where the mask removed more than half of the model's
@@ -127,8 +144,10 @@ pd.DataFrame([{"step": s.index + 1, "token": s.chosen_text, "id": s.chosen, "all
 for s in tr.steps:
     if s.removed_mass > 0.5:
         wanted = s.top_before[0]
-        print(f"step {s.index + 1}: model wanted {wanted[1]!r} (p={wanted[2]:.3f}); the grammar allowed "
-              f"{s.allowed:,} token(s) and it wrote {s.chosen_text!r}")
+        print(
+            f"step {s.index + 1}: model wanted {wanted[1]!r} (p={wanted[2]:.3f}); the grammar allowed "
+            f"{s.allowed:,} token(s) and it wrote {s.chosen_text!r}"
+        )
 
 # %% [markdown]
 # ## 3 · The same model and prompt, with and without the grammar
@@ -143,12 +162,21 @@ masked = generate(model, tok, prompt, call_grammar, max_new_tokens=48)  # xgramm
 assert masked.ids == tr.ids  # the hand-driven trace and xgrammar's LogitsProcessor agree under greedy decoding
 samples = sample(model, tok, prompt, call_grammar, n=4, temperature=1.0, seed=0, max_new_tokens=48)
 rows = [("unconstrained, greedy", plain), ("constrained, greedy", masked)] + [
-    (f"constrained, T=1.0 sample {i}", g) for i, g in enumerate(samples)]
+    (f"constrained, T=1.0 sample {i}", g) for i, g in enumerate(samples)
+]
 table = []
 for label, g in rows:
     chk = check_output(g.text, call_grammar)
-    table.append({"decoding": label, "output": g.text, "parses": chk.parses, "validates": chk.valid,
-                  "why not": chk.error, "tokens": len(g.ids)})
+    table.append(
+        {
+            "decoding": label,
+            "output": g.text,
+            "parses": chk.parses,
+            "validates": chk.valid,
+            "why not": chk.error,
+            "tokens": len(g.ids),
+        }
+    )
 print("model:", loaded.description)
 with pd.option_context("display.max_colwidth", 120):
     display(pd.DataFrame(table))
@@ -184,8 +212,10 @@ elif call["name"] == "calculator":
         result = {"error": str(e)}
     kept, tax_amount = 250 * (1 - 0.15), 250 * 0.15
     got = result.get("result")
-    print(f"tool result: {result} | the question asks for 250 * (1 - 0.15) = {kept} | meaning right: "
-          f"{got == kept} | computed the tax (250 * 0.15 = {tax_amount}) instead: {got == tax_amount}")
+    print(
+        f"tool result: {result} | the question asks for 250 * (1 - 0.15) = {kept} | meaning right: "
+        f"{got == kept} | computed the tax (250 * 0.15 = {tax_amount}) instead: {got == tax_amount}"
+    )
 else:
     print(f"the model called {call['name']!r}: a valid call to the wrong tool for this question")
 if not loaded.semantic:
@@ -198,6 +228,7 @@ if not loaded.semantic:
 # that a city is the one the user meant or a unit the one they asked for is the host's job after parsing,
 # together with permissions, audit and confirmation for risky tools (§14.5.2).
 
+
 # %%
 def calc_call(expression):
     body = json.dumps({"name": "calculator", "arguments": {"expression": expression}})
@@ -207,8 +238,10 @@ def calc_call(expression):
 candidates = [("the model's call", tax.text), ("the right call", calc_call("250 * (1 - 0.15)"))]
 for label, text in candidates:
     sc = score(model, tok, tax_prompt, calc_grammar, text)
-    print(f"{label:>16}: accepted by the grammar to the end: {sc.accepted and sc.terminated}; "
-          f"log P under the mask = {sc.logp_masked:.2f}\n{'':>18}{text.splitlines()[1]}")
+    print(
+        f"{label:>16}: accepted by the grammar to the end: {sc.accepted and sc.terminated}; "
+        f"log P under the mask = {sc.logp_masked:.2f}\n{'':>18}{text.splitlines()[1]}"
+    )
 
 # %% [markdown]
 # ## 5 · Distortion: masking step by step is not the same as choosing among valid answers
@@ -232,22 +265,38 @@ else:
 enum_grammar = compile_schema({"enum": enum}, tok, V)
 print(enum_grammar.text)
 # The stand-in's forwards are cheap, the real model's are not: a looser cut-off for it (the cut mass is printed).
-d = distortion(model, tok, dprompt, enum_grammar, eps=1e-3 if loaded.semantic else 1e-4,
-                 max_nodes=150 if loaded.semantic else 400)
+d = distortion(
+    model, tok, dprompt, enum_grammar, eps=1e-3 if loaded.semantic else 1e-4, max_nodes=150 if loaded.semantic else 400
+)
 print(f"model: {loaded.name} | question: {dq!r}")
 print(d.table())
-print(f"\nthe model puts {d.valid_mass:.2e} of its probability on valid outputs at all; "
-      f"{d.nodes} forwards; probability cut as negligible: {d.pruned:.1e}")
-print(f"model's preferred valid answer: {d.argmax_model} | constrained decoding's: {d.argmax_masked} | "
-      f"greedy constrained output: {d.greedy} | argmax changed: {d.changed}")
+print(
+    f"\nthe model puts {d.valid_mass:.2e} of its probability on valid outputs at all; "
+    f"{d.nodes} forwards; probability cut as negligible: {d.pruned:.1e}"
+)
+print(
+    f"model's preferred valid answer: {d.argmax_model} | constrained decoding's: {d.argmax_masked} | "
+    f"greedy constrained output: {d.greedy} | argmax changed: {d.changed}"
+)
 
 # %%
-go.Figure(data=[go.Bar(x=[r[0] for r in d.rows], y=[r[1] for r in d.rows], name="model, renormalised over valid",
-                       marker_color="#3182bd"),
-                go.Bar(x=[r[0] for r in d.rows], y=[r[2] for r in d.rows], name="step-wise masked",
-                       marker_color="#e6550d")],
-          layout=dict(barmode="group", height=360, yaxis=dict(title="probability", range=[0, 1]),
-                      title=f"{dq} ({loaded.name})<br>enum {enum}"))
+go.Figure(
+    data=[
+        go.Bar(
+            x=[r[0] for r in d.rows],
+            y=[r[1] for r in d.rows],
+            name="model, renormalised over valid",
+            marker_color="#3182bd",
+        ),
+        go.Bar(x=[r[0] for r in d.rows], y=[r[2] for r in d.rows], name="step-wise masked", marker_color="#e6550d"),
+    ],
+    layout=dict(
+        barmode="group",
+        height=360,
+        yaxis=dict(title="probability", range=[0, 1]),
+        title=f"{dq} ({loaded.name})<br>enum {enum}",
+    ),
+)
 
 # %% [markdown]
 # ## What to remember

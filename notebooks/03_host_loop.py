@@ -58,9 +58,13 @@ MODEL = os.environ.get("TOOLKIT_MODEL", "auto")  # auto: the real offline model 
 loaded = load(MODEL, quiet=True)
 print("model that runs below:", loaded.description)
 if not loaded.semantic:
-    display(Markdown("**This is a random-weight stand-in.** Every number about tokens, cache and time below is "
-                     "real; the calls and the text it writes mean nothing. Install the real model with "
-                     "`python -m toolkit models install-real` to see meaningful answers."))
+    display(
+        Markdown(
+            "**This is a random-weight stand-in.** Every number about tokens, cache and time below is "
+            "real; the calls and the text it writes mean nothing. Install the real model with "
+            "`python -m toolkit models install-real` to see meaningful answers."
+        )
+    )
 
 # %% [markdown]
 # ## 1 · Tools are typed functions; the schema is generated from them
@@ -78,7 +82,14 @@ print("needs a person's approval:", {n: t.needs_confirmation for n, t in tools.T
 # arithmetic, and anything too long, too deep or too large, with a message meant for the model.
 
 # %%
-for expr in ["250 * 15%", "15% of 250", "__import__('os')", "9**9**9", "1e308*1e308", "(" * 10_000 + "1" + ")" * 10_000]:
+for expr in [
+    "250 * 15%",
+    "15% of 250",
+    "__import__('os')",
+    "9**9**9",
+    "1e308*1e308",
+    "(" * 10_000 + "1" + ")" * 10_000,
+]:
     t0 = time.perf_counter()
     try:
         out = calculator(expr)
@@ -106,8 +117,12 @@ from toolkit.schema import openai_schema
 
 def host_loop(backend, tokenizer, messages, tools, template, max_turns=4, max_new_tokens=96, bound=None):
     schemas = [openai_schema(t) for t in tools.values()]
-    call_first = compile_tool_choice([bounded(s, max_length=bound) if bound else s for s in schemas], tokenizer,
-                                     "required", vocab_width=backend.vocab_width)
+    call_first = compile_tool_choice(
+        [bounded(s, max_length=bound) if bound else s for s in schemas],
+        tokenizer,
+        "required",
+        vocab_width=backend.vocab_width,
+    )
     for turn in range(1, max_turns + 1):
         prompt = render(messages, schemas, template=template, tokenizer=tokenizer).ids  # 1 render
         mask = GrammarMask(call_first) if turn == 1 else None
@@ -120,9 +135,18 @@ def host_loop(backend, tokenizer, messages, tools, template, max_turns=4, max_ne
             return text
         for i, c in enumerate(calls):  # ids unique over the conversation, as an API's would be
             c.id = f"call_{turn}_{i}"
-        messages.append({"role": "assistant", "content": content, "tool_calls": [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in calls]} if all(c.ok for c in calls) else {"role": "assistant", "content": text})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": content,
+                "tool_calls": [
+                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                    for c in calls
+                ],
+            }
+            if all(c.ok for c in calls)
+            else {"role": "assistant", "content": text}
+        )
         for r in execute(calls, tools):  # 4 execute
             print(f"   {r.status}: {r.name}({r.arguments}) -> {r.result}")
             messages.append(r.message())  # 5 append
@@ -131,8 +155,14 @@ def host_loop(backend, tokenizer, messages, tools, template, max_turns=4, max_ne
 
 ex_by_hand = example("calculator")
 stand_in_settings = {} if loaded.semantic else dict(max_new_tokens=48, bound=8)  # random weights: see below
-answer_by_hand = host_loop(HFBackend.from_loaded(loaded), loaded.tokenizer, ex_by_hand["messages"],
-                           ex_by_hand["tools"], template_for(loaded), **stand_in_settings)
+answer_by_hand = host_loop(
+    HFBackend.from_loaded(loaded),
+    loaded.tokenizer,
+    ex_by_hand["messages"],
+    ex_by_hand["tools"],
+    template_for(loaded),
+    **stand_in_settings,
+)
 print("answer:", repr(answer_by_hand))
 
 # %% [markdown]
@@ -159,13 +189,16 @@ print("answer:", repr(answer_by_hand))
 
 # %%
 ex0 = example("calculator")
-ids0 = render(ex0["messages"], tools.schemas(list(ex0["tools"])), template=template_for(loaded),
-              tokenizer=loaded.tokenizer).ids
+ids0 = render(
+    ex0["messages"], tools.schemas(list(ex0["tools"])), template=template_for(loaded), tokenizer=loaded.tokenizer
+).ids
 with torch.inference_mode():
     p0 = torch.softmax(loaded.model(input_ids=torch.tensor([ids0]), logits_to_keep=1).logits[0, -1].float(), -1)
 top0 = torch.topk(p0, 6)
-print(f"p(<tool_call> as one token) = {p0[TOOL_CALL_ID].item():.2e}; top first tokens:",
-      [(loaded.tokenizer.decode([int(i)]), round(float(v), 3)) for v, i in zip(top0.values, top0.indices)])
+print(
+    f"p(<tool_call> as one token) = {p0[TOOL_CALL_ID].item():.2e}; top first tokens:",
+    [(loaded.tokenizer.decode([int(i)]), round(float(v), 3)) for v, i in zip(top0.values, top0.indices)],
+)
 
 # %%
 print("defaults:", settings_for(loaded))
@@ -187,8 +220,23 @@ for m in trace.messages:
 
 # %%
 turns = pd.DataFrame(trace.turns())
-turns[["turn", "mode", "prompt", "tools", "history", "new", "reused", "prefilled", "generated", "prefill_ms",
-       "decode_ms", "constrained", "forced_prefix"]]
+turns[
+    [
+        "turn",
+        "mode",
+        "prompt",
+        "tools",
+        "history",
+        "new",
+        "reused",
+        "prefilled",
+        "generated",
+        "prefill_ms",
+        "decode_ms",
+        "constrained",
+        "forced_prefix",
+    ]
+]
 
 # %% [markdown]
 # In turn 2 the prompt grew by the call and the result, yet only a few dozen tokens were prefilled: the rest was
@@ -203,7 +251,6 @@ turns[["turn", "mode", "prompt", "tools", "history", "new", "reused", "prefilled
 # must start with a call (then behave like `auto`); `none` masks out the `<tool_call>` token.
 
 # %%
-from toolkit.grammar.compile import compile_tool_choice
 from toolkit.grammar.mask import replay
 
 tok = loaded.tokenizer
@@ -213,18 +260,27 @@ def _call(name, **args):
     return "<tool_call>\n" + json.dumps({"name": name, "arguments": args}, ensure_ascii=False) + "\n</tool_call>"
 
 
-outputs = {"text": "Bonjour !", "get_weather(Paris)": _call("get_weather", city="Paris"),
-           "calculator(1+1)": _call("calculator", expression="1+1"),
-           "text, then a call": "Let me check. " + _call("get_weather", city="Paris"),
-           "get_weather(town=…) (bad argument)": _call("get_weather", town="Paris")}
+outputs = {
+    "text": "Bonjour !",
+    "get_weather(Paris)": _call("get_weather", city="Paris"),
+    "calculator(1+1)": _call("calculator", expression="1+1"),
+    "text, then a call": "Let me check. " + _call("get_weather", city="Paris"),
+    "get_weather(town=…) (bad argument)": _call("get_weather", town="Paris"),
+}
 all_schemas = tools.schemas()
-modes = {"auto": ("auto", all_schemas), "required": ("required", all_schemas), "none": ("none", []),
-         "get_weather (named)": ("required", tools.schemas(["get_weather"]))}
+modes = {
+    "auto": ("auto", all_schemas),
+    "required": ("required", all_schemas),
+    "none": ("none", []),
+    "get_weather (named)": ("required", tools.schemas(["get_weather"])),
+}
 grid = {}
 for label, (kind, sch) in modes.items():
     g = compile_tool_choice(sch, tok, kind, vocab_width=HFBackend.from_loaded(loaded).vocab_width)
-    grid[label] = {o: "accepted" if replay(g, tok.encode(t, add_special_tokens=False) + [IM_END_ID])[1]
-                   else "—" for o, t in outputs.items()}
+    grid[label] = {
+        o: "accepted" if replay(g, tok.encode(t, add_special_tokens=False) + [IM_END_ID])[1] else "—"
+        for o, t in outputs.items()
+    }
 pd.DataFrame(grid)
 
 # %% [markdown]
@@ -239,8 +295,9 @@ pd.DataFrame(grid)
 
 # %%
 pick = W.Dropdown(options=sorted(LOOP_EXAMPLES), value="two_cities", description="example")
-choice_ = W.Dropdown(options=["auto", "required", "none", "get_weather", "calculator"], value="auto",
-                     description="tool_choice")
+choice_ = W.Dropdown(
+    options=["auto", "required", "none", "get_weather", "calculator"], value="auto", description="tool_choice"
+)
 go_ = W.Button(description="run")
 
 
@@ -272,18 +329,31 @@ for which in ("before", "after"):
     if f.exists():
         saved[which] = json.loads(f.read_text(encoding="utf-8"))
 if saved:
-    bench = pd.DataFrame({(w, col): {r["id"]: (("met" if r["met"] else "not met" + (" (capped)" if r["why"].startswith("capped") else ""))
-                                              if col == "met" else r["seconds"])
-                                     for r in res["rows"]} for w, res in saved.items() for col in ("met", "s")})
+    bench = pd.DataFrame(
+        {
+            (w, col): {
+                r["id"]: (
+                    ("met" if r["met"] else "not met" + (" (capped)" if r["why"].startswith("capped") else ""))
+                    if col == "met"
+                    else r["seconds"]
+                )
+                for r in res["rows"]
+            }
+            for w, res in saved.items()
+            for col in ("met", "s")
+        }
+    )
     display(bench)
-    lines = [f"- **{w}** ({res['date']}, commit {res['commit']}, {res['model'].split(' [')[0]}, "
-             f"{res['machine']['cpus']} CPUs shared, load {res['machine']['load_avg_at_end'][0]:.1f} at the end"
-             f"{', each task capped at %g s' % res['cap_s'] if res.get('cap_s') else ''}): "
-             f"{res['met']}/{res['total']} met"
-             f"{'' if res.get('complete', True) else ' (INCOMPLETE: %d of %d questions ran)' % (res['total'], len(res['asked']))}"
-             f", median {pd.Series([r['seconds'] for r in res['rows']]).median():.0f} s "
-             f"per task (range {min(r['seconds'] for r in res['rows']):.0f}–{max(r['seconds'] for r in res['rows']):.0f} s)"
-             for w, res in saved.items()]
+    lines = [
+        f"- **{w}** ({res['date']}, commit {res['commit']}, {res['model'].split(' [')[0]}, "
+        f"{res['machine']['cpus']} CPUs shared, load {res['machine']['load_avg_at_end'][0]:.1f} at the end"
+        f"{', each task capped at %g s' % res['cap_s'] if res.get('cap_s') else ''}): "  # noqa: UP031
+        f"{res['met']}/{res['total']} met"
+        f"{'' if res.get('complete', True) else ' (INCOMPLETE: %d of %d questions ran)' % (res['total'], len(res['asked']))}"  # noqa: UP031
+        f", median {pd.Series([r['seconds'] for r in res['rows']]).median():.0f} s "
+        f"per task (range {min(r['seconds'] for r in res['rows']):.0f}–{max(r['seconds'] for r in res['rows']):.0f} s)"
+        for w, res in saved.items()
+    ]
     display(Markdown("\n".join(lines)))
 else:
     print("no saved results: run `python benchmarks/loop_questions.py --pass after`")
@@ -298,13 +368,15 @@ else:
 # %%
 tok25 = qwen_tokenizer("qwen2.5")
 paris = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
-script = ['<tool_call>\n{"name": "calculator", "arguments": {"expression": "1+"}\n</tool_call>',  # bad JSON
-          '<tool_call>\n{"name": "search_web", "arguments": {"q": "news"}}\n</tool_call>\n'
-          '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "kelvin"}}\n</tool_call>\n'
-          '<tool_call>\n{"name": "write_note", "arguments": {"title": "todo", "text": "milk"}}\n</tool_call>',
-          paris + "\n" + paris + "\n" + paris,  # the same call three times in one turn
-          paris,  # and again in the next turn
-          "Paris: 18 °C, partly cloudy."]
+script = [
+    '<tool_call>\n{"name": "calculator", "arguments": {"expression": "1+"}\n</tool_call>',  # bad JSON
+    '<tool_call>\n{"name": "search_web", "arguments": {"q": "news"}}\n</tool_call>\n'
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "kelvin"}}\n</tool_call>\n'
+    '<tool_call>\n{"name": "write_note", "arguments": {"title": "todo", "text": "milk"}}\n</tool_call>',
+    paris + "\n" + paris + "\n" + paris,  # the same call three times in one turn
+    paris,  # and again in the next turn
+    "Paris: 18 °C, partly cloudy.",
+]
 fake = ScriptedBackend(tok25, script)
 scripted = run(fake, tok25, [{"role": "user", "content": "hi"}], tools.TOOLS, template="qwen2.5", max_turns=6)
 for s in scripted.of(Executed):
@@ -325,6 +397,7 @@ print("stopped:", scripted.stop.reason, "| answer:", scripted.answer)
 # the system prompt — makes every request's prefix different, so the cache can keep almost nothing. The switch
 # below puts a clock line at the very start of the system prompt, re-rendered on every turn.
 
+
 # %%
 def reuse_run(stamp: bool):
     return run_example("calculator", loaded, system_prefix=timestamp_prefix if stamp else None)
@@ -334,8 +407,17 @@ stamp_traces = {stamp: reuse_run(stamp) for stamp in (False, True)}
 rows = []
 for stamp, t in stamp_traces.items():
     r = t.turns()[-1]
-    rows.append(dict(timestamp=stamp, turn=r["turn"], prompt=r["prompt"], reused=r["reused"],
-                     prefilled=r["prefilled"], prefill_ms=r["prefill_ms"], answer=t.answer))
+    rows.append(
+        dict(
+            timestamp=stamp,
+            turn=r["turn"],
+            prompt=r["prompt"],
+            reused=r["reused"],
+            prefilled=r["prefilled"],
+            prefill_ms=r["prefill_ms"],
+            answer=t.answer,
+        )
+    )
 pd.DataFrame(rows)
 
 # %%
@@ -345,8 +427,9 @@ stamp_view = TraceView(loaded.description, loaded.semantic)
 
 def _restamp(change):
     stamp_view.clear()
-    run_example("calculator", loaded, on_step=stamp_view.on_step,
-                     system_prefix=timestamp_prefix if change["new"] else None)
+    run_example(
+        "calculator", loaded, on_step=stamp_view.on_step, system_prefix=timestamp_prefix if change["new"] else None
+    )
 
 
 stamp_box.observe(_restamp, names="value")
@@ -371,8 +454,10 @@ stab
 # %%
 worst = stab.loc[stab.groupby("template")["kept"].idxmin()]
 for _, r in worst.iterrows():
-    print(f"{r.template:>8}: at request {r.request} (after a {r.after} message) {r.shared}/{r.cached} cached tokens "
-          f"are still a prefix; {r.recompute} tokens must be prefilled")
+    print(
+        f"{r.template:>8}: at request {r.request} (after a {r.after} message) {r.shared}/{r.cached} cached tokens "
+        f"are still a prefix; {r.recompute} tokens must be prefilled"
+    )
 
 # %% [markdown]
 # ## 7 · The bill over many turns
@@ -384,5 +469,7 @@ for _, r in worst.iterrows():
 # %%
 T, D, R = 10_000, 2048, 30
 without = sum(T + D * k for k in range(1, R + 1))
-print(f"prefill tokens without reuse {without:,}, with reuse {D * R:,}: ratio {without / (D * R):.1f}; "
-      f"formula T/Δ + (R+1)/2 = {T / D + (R + 1) / 2:.1f}")
+print(
+    f"prefill tokens without reuse {without:,}, with reuse {D * R:,}: ratio {without / (D * R):.1f}; "
+    f"formula T/Δ + (R+1)/2 = {T / D + (R + 1) / 2:.1f}"
+)

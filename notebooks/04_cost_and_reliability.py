@@ -82,9 +82,15 @@ growth_view.widget
 rows = []
 for n in (1, 10, 20, 50, 100):
     c = tool_definition_cost(realistic_tools(n), "qwen3")
-    rows.append(dict(tools=n, total_tokens=c["total"], preamble=c["preamble"],
-                     per_tool_mean=round((c["total"] - c["preamble"]) / n, 1),
-                     ratio_at_30_turns=round(cost.growth(c["total"], 2048, 30).ratio, 2)))
+    rows.append(
+        dict(
+            tools=n,
+            total_tokens=c["total"],
+            preamble=c["preamble"],
+            per_tool_mean=round((c["total"] - c["preamble"]) / n, 1),
+            ratio_at_30_turns=round(cost.growth(c["total"], 2048, 30).ratio, 2),
+        )
+    )
 pd.DataFrame(rows)
 
 # %% [markdown]
@@ -102,8 +108,10 @@ decay_view.widget
 
 # %%
 need = cost.required_p(0.9, 20)
-print(f"0.9 over 20 steps needs p = {need:.4f} per step: error rate {1 - need:.2%}, "
-      f"one error per {cost.steps_per_error(need):.0f} steps")
+print(
+    f"0.9 over 20 steps needs p = {need:.4f} per step: error rate {1 - need:.2%}, "
+    f"one error per {cost.steps_per_error(need):.0f} steps"
+)
 
 # %% [markdown]
 # ## 3 · Decode FLOPs and the memory-bandwidth floor
@@ -122,8 +130,10 @@ decode_view.widget
 llama = cost.MODELS["Llama 3 8B"]
 for ctx in (12_048, 40_720, 71_440):
     att = cost.attention_flops_per_token(llama.layers, llama.attn_width, ctx)
-    print(f"Llama 3 8B at {ctx:>6,} tokens of context: weights {2 * llama.active_params / 1e9:.1f} GFLOPs + "
-          f"attention {att / 1e9:.1f} GFLOPs per decoded token")
+    print(
+        f"Llama 3 8B at {ctx:>6,} tokens of context: weights {2 * llama.active_params / 1e9:.1f} GFLOPs + "
+        f"attention {att / 1e9:.1f} GFLOPs per decoded token"
+    )
 
 # %% [markdown]
 # The 2N rule leaves out attention over the context. In an agent loop the context reaches tens of thousands of
@@ -141,8 +151,9 @@ for ctx in (12_048, 40_720, 71_440):
 
 # %%
 ledger = check_all()
-table = pd.DataFrame([dict(section=c.section, claim=c.claim, evidence=c.evidence, verdict=c.verdict, why=c.why)
-                      for c in ledger])
+table = pd.DataFrame(
+    [dict(section=c.section, claim=c.claim, evidence=c.evidence, verdict=c.verdict, why=c.why) for c in ledger]
+)
 print(table["verdict"].value_counts().to_string())
 print(coverage_line(coverage(ledger)))
 with pd.option_context("display.max_colwidth", 400):

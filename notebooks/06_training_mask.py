@@ -60,11 +60,15 @@ torch.manual_seed(0)
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 T0 = time.perf_counter()
 start = stand_in("qwen3", seed=0)
-print("model for the training runs: random-weight Qwen3-shaped stand-in,",
-      f"{sum(p.numel() for p in start.parameters()) / 1e6:.1f}M parameters, vocabulary {start.config.vocab_size:,},",
-      "CPU (toolkit.models.stand_in).")
-print("It starts from random weights: whatever it learns below is the FORMAT of the conversations, never their "
-      "meaning; its numbers and city names are noise.")
+print(
+    "model for the training runs: random-weight Qwen3-shaped stand-in,",
+    f"{sum(p.numel() for p in start.parameters()) / 1e6:.1f}M parameters, vocabulary {start.config.vocab_size:,},",
+    "CPU (toolkit.models.stand_in).",
+)
+print(
+    "It starts from random weights: whatever it learns below is the FORMAT of the conversations, never their "
+    "meaning; its numbers and city names are noise."
+)
 del start
 
 # %% [markdown]
@@ -110,8 +114,7 @@ rows = []
 for name, t in picked.items():
     for template in ("qwen3", "qwen2.5"):
         ex = label(t.messages, t.tools, template)
-        row = {"trajectory": name, "template": template, "tokens": len(ex.ids),
-               "trained": sum(ex.trained)}
+        row = {"trajectory": name, "template": template, "tokens": len(ex.ids), "trained": sum(ex.trained)}
         for seg, c in ex.counts().items():
             row[seg] = f"{c['trained']}/{c['trained'] + c['masked']}"
         rows.append(row)
@@ -128,12 +131,15 @@ for name, t in picked.items():
     for template in ("qwen3", "qwen2.5"):
         ex = label(t.messages, t.tools, template)
         r = render(t.messages, t.tools, template, add_generation_prompt=False)
-        by_segment = [tok.segment in ("assistant", "think", "tool_call")
-                      or (tok.text == "<|im_end|>" and r.tokens[tok.index - 1].segment in ("assistant", "think",
-                                                                                             "tool_call"))
-                      for tok in r.tokens]
-        print(f"{name:<10} {template:<8} ids equal: {ex.ids == r.ids}  labels == ids length: "
-              f"{len(ex.labels) == len(ex.ids)}  mask == segments, token for token: {ex.trained == by_segment}")
+        by_segment = [
+            tok.segment in ("assistant", "think", "tool_call")
+            or (tok.text == "<|im_end|>" and r.tokens[tok.index - 1].segment in ("assistant", "think", "tool_call"))
+            for tok in r.tokens
+        ]
+        print(
+            f"{name:<10} {template:<8} ids equal: {ex.ids == r.ids}  labels == ids length: "
+            f"{len(ex.labels) == len(ex.ids)}  mask == segments, token for token: {ex.trained == by_segment}"
+        )
 
 # %% [markdown]
 # ## 3 · A small data set with real tool results
@@ -146,17 +152,31 @@ for name, t in picked.items():
 # another seed.)
 
 # %%
-SETTINGS = dict(template="qwen3", n_train=200, n_held_out=40, steps=220, batch_size=8, lr=8e-3, seed=0,
-                data_seed=1, held_out_seed=2, max_new_tokens=40, samples=1, n_probes=30)
+SETTINGS = dict(
+    template="qwen3",
+    n_train=200,
+    n_held_out=40,
+    steps=220,
+    batch_size=8,
+    lr=8e-3,
+    seed=0,
+    data_seed=1,
+    held_out_seed=2,
+    max_new_tokens=40,
+    samples=1,
+    n_probes=30,
+)
 data = trajectories.dataset(SETTINGS["n_train"], seed=SETTINGS["data_seed"])
 print(pd.Series([t.kind for t in data]).value_counts().to_string())
 recomputed = all(TOOLS[c["name"]].call(c["arguments"]) == c["result"] for t in data for c in t.calls)
-print(f"\n{sum(len(t.calls) for t in data)} tool calls, every stored result equals a fresh call of the real tool:",
-      recomputed)
+print(
+    f"\n{sum(len(t.calls) for t in data)} tool calls, every stored result equals a fresh call of the real tool:",
+    recomputed,
+)
 example = next(t for t in data if t.kind == "chain")
 print("\none 'chain' trajectory as it is trained (qwen3 template), from the first user turn on:\n")
 text = render(example.messages, example.tools, "qwen3", add_generation_prompt=False).text
-print(text[text.index("<|im_start|>user"):])
+print(text[text.index("<|im_start|>user") :])
 
 # %% [markdown]
 # ## 4 · Two fine-tunes: with the mask and without
@@ -173,6 +193,7 @@ print(text[text.index("<|im_start|>user"):])
 # budget; `fine_tune(..., vocab="full")` does it where a GPU is at hand. (One exact saving is also used: the system prompt and tool definitions every trajectory starts with
 # are run once per batch and shared, which gives the same numbers at less cost.)
 
+
 # %%
 def show_progress(name, step, loss):
     if step % 50 == 0 or step == SETTINGS["steps"] - 1:
@@ -183,15 +204,29 @@ res = experiment(**SETTINGS, progress=show_progress)
 print("settings:", res.settings)
 full = res.runs["unmasked"]  # scores every token the model could be trained on
 positions = full.target_tokens // full.steps
-print(f"a full softmax would need {VOCAB_WIDTH:,} float32 logits × ~{positions:,} scored positions per batch = "
-      f"{VOCAB_WIDTH * positions * 4 / 1e9:.2f} GB per step (the shortcut scores only the data's token ids)")
+print(
+    f"a full softmax would need {VOCAB_WIDTH:,} float32 logits × ~{positions:,} scored positions per batch = "
+    f"{VOCAB_WIDTH * positions * 4 / 1e9:.2f} GB per step (the shortcut scores only the data's token ids)"
+)
 
 # %%
 fig = go.Figure(
-    data=[go.Scatter(y=res.runs[k].losses, name=f"{k} ({res.runs[k].target_tokens // res.runs[k].steps} "
-                     "loss positions/step)", mode="lines") for k in ("masked", "unmasked")],
-    layout=dict(title="training loss<br>(each run averages over its own loss positions)", xaxis_title="step",
-                yaxis_title="cross-entropy (nats)", yaxis_type="log", height=360))
+    data=[
+        go.Scatter(
+            y=res.runs[k].losses,
+            name=f"{k} ({res.runs[k].target_tokens // res.runs[k].steps} loss positions/step)",
+            mode="lines",
+        )
+        for k in ("masked", "unmasked")
+    ],
+    layout=dict(
+        title="training loss<br>(each run averages over its own loss positions)",
+        xaxis_title="step",
+        yaxis_title="cross-entropy (nats)",
+        yaxis_type="log",
+        height=360,
+    ),
+)
 display(fig)
 
 # %% [markdown]
@@ -212,6 +247,7 @@ display(fig)
 table = pd.DataFrame(res.table()).set_index("")
 display(table)
 
+
 # %%
 def examples(name, mode="greedy", n=3):
     """A few continuations of one run, escaped so that tags such as <tool_response> stay visible."""
@@ -219,18 +255,27 @@ def examples(name, mode="greedy", n=3):
     out = []
     for r in rows:
         p = res.probes[r["probe"]]
-        made_up = (f" — its own 'tool result': <code>{html.escape(r['invented'][:80])}</code>"
-                   if r["tool_response"] else "")
-        out.append(f"<b>{name}, {mode}, held-out probe {r['probe']} ({p.kind})</b> — real tool result: "
-                   f"<code>{html.escape(p.real_results[0][:80])}</code>{made_up}"
-                   "<pre style='white-space:pre-wrap;background:#f6f6f6'>"
-                   f"{html.escape(repr(p.prompt_text[-60:]))}   ⟵ end of the prompt\n"
-                   f"{html.escape(repr(r['continuation']))}   ⟵ the model's continuation</pre>")
+        made_up = (
+            f" — its own 'tool result': <code>{html.escape(r['invented'][:80])}</code>" if r["tool_response"] else ""
+        )
+        out.append(
+            f"<b>{name}, {mode}, held-out probe {r['probe']} ({p.kind})</b> — real tool result: "
+            f"<code>{html.escape(p.real_results[0][:80])}</code>{made_up}"
+            "<pre style='white-space:pre-wrap;background:#f6f6f6'>"
+            f"{html.escape(repr(p.prompt_text[-60:]))}   ⟵ end of the prompt\n"
+            f"{html.escape(repr(r['continuation']))}   ⟵ the model's continuation</pre>"
+        )
     return "".join(out)
 
 
-display(HTML(examples("unmasked") + examples("masked") + examples("unmasked", "sampled", 2)
-             + examples("masked", "sampled", 2)))
+display(
+    HTML(
+        examples("unmasked")
+        + examples("masked")
+        + examples("unmasked", "sampled", 2)
+        + examples("masked", "sampled", 2)
+    )
+)
 
 # %% [markdown]
 # ## 6 · Verdict
@@ -240,19 +285,28 @@ mg, ug = res.measurements["masked"].rate("greedy"), res.measurements["unmasked"]
 ms, us = res.measurements["masked"].rate("sampled"), res.measurements["unmasked"].rate("sampled")
 matches = res.measurements["unmasked"].count("greedy", "matches_real")[0]
 if ug > mg and us > ms:
-    verdict = (f"**As §14.5.7 predicts.** Without the mask the model writes a `<tool_response>` of its own after "
-               f"its call in {ug:.0%} of greedy continuations ({us:.0%} sampled); with the mask, {mg:.0%} "
-               f"({ms:.0%} sampled). {matches} of the unmasked model's invented results equal what the tool really "
-               "returned — they are made up (and with a random-weight stand-in they are format, not content).")
+    verdict = (
+        f"**As §14.5.7 predicts.** Without the mask the model writes a `<tool_response>` of its own after "
+        f"its call in {ug:.0%} of greedy continuations ({us:.0%} sampled); with the mask, {mg:.0%} "
+        f"({ms:.0%} sampled). {matches} of the unmasked model's invented results equal what the tool really "
+        "returned — they are made up (and with a random-weight stand-in they are format, not content)."
+    )
 else:
-    verdict = (f"**Not the direction §14.5.7 predicts in this run:** unmasked {ug:.0%} greedy / {us:.0%} sampled, "
-               f"masked {mg:.0%} / {ms:.0%}. With so few steps the unmasked model may not yet have learned the "
-               "turn that follows a call; more steps (or a larger stand-in) would be the next thing to try.")
+    verdict = (
+        f"**Not the direction §14.5.7 predicts in this run:** unmasked {ug:.0%} greedy / {us:.0%} sampled, "
+        f"masked {mg:.0%} / {ms:.0%}. With so few steps the unmasked model may not yet have learned the "
+        "turn that follows a call; more steps (or a larger stand-in) would be the next thing to try."
+    )
 own_m, own_u = res.nll["masked"]["model_output"], res.nll["unmasked"]["model_output"]
-verdict += (f"\n\nOn the tokens the model *should* write (its calls and answers), held-out NLL is {own_m:.2f} "
-            f"nats/token with the mask and {own_u:.2f} without: " + (
-                "the masked run, whose every gradient step went to those tokens, learned them better."
-                if own_m < own_u else "here the masked run did not learn its own turns better."))
+verdict += (
+    f"\n\nOn the tokens the model *should* write (its calls and answers), held-out NLL is {own_m:.2f} "
+    f"nats/token with the mask and {own_u:.2f} without: "
+    + (
+        "the masked run, whose every gradient step went to those tokens, learned them better."
+        if own_m < own_u
+        else "here the masked run did not learn its own turns better."
+    )
+)
 display(Markdown(verdict))
 print(f"notebook time so far: {time.perf_counter() - T0:.0f} s")
 

@@ -51,12 +51,15 @@ saved = speed.saved_gpu_result()
 H200_BF16_FLOPS = 989e12  # dense BF16 peak of the H100/H200 spec sheet (same tensor cores), for the comparison only
 wb, bw_saved = saved["weight_GB"] * 1e9, saved["copy_bandwidth_GBps"] * 1e9
 flop_us = 2 * (wb / 2) / H200_BF16_FLOPS * 1e6  # bf16: weight bytes / 2 = parameters
-display(Markdown(
-    f"At batch 1 the model streams **{saved['weight_GB']:.2f} GB** of weights per token. The saved H200 run "
-    f"measured a copy bandwidth of **{saved['copy_bandwidth_GBps'] / 1000:.1f} TB/s**, so one token takes at "
-    f"least **{wb / bw_saved * 1e3:.2f} ms**: a floor of **{saved['floor_tokens_per_s']:,} tokens/s**. "
-    f"The arithmetic, {2 * wb / 2 / 1e9:.1f} GFLOP per token, takes {flop_us:.1f} µs at the chip's "
-    f"{H200_BF16_FLOPS / 1e12:.0f} TFLOPS bf16 peak."))
+display(
+    Markdown(
+        f"At batch 1 the model streams **{saved['weight_GB']:.2f} GB** of weights per token. The saved H200 run "
+        f"measured a copy bandwidth of **{saved['copy_bandwidth_GBps'] / 1000:.1f} TB/s**, so one token takes at "
+        f"least **{wb / bw_saved * 1e3:.2f} ms**: a floor of **{saved['floor_tokens_per_s']:,} tokens/s**. "
+        f"The arithmetic, {2 * wb / 2 / 1e9:.1f} GFLOP per token, takes {flop_us:.1f} µs at the chip's "
+        f"{H200_BF16_FLOPS / 1e12:.0f} TFLOPS bf16 peak."
+    )
+)
 
 # %% [markdown]
 # ## 1 · The last GPU measurement saved with the kit
@@ -66,10 +69,14 @@ display(Markdown(
 # same time whatever its weights are. The tokens it produced mean nothing; the timings are real.
 
 # %%
-display(Markdown(f"**Saved on {saved['date']}** · {saved['machine']} · {saved['software']}  \n"
-                 f"model: {saved['model']}  \ncopy bandwidth {saved['copy_bandwidth_GBps']:,} GB/s → floor "
-                 f"**{saved['floor_tokens_per_s']:,} tokens/s** ({saved['weight_GB']} GB of weights per token)  \n"
-                 f"provenance: {saved.get('provenance', 'not recorded')}"))
+display(
+    Markdown(
+        f"**Saved on {saved['date']}** · {saved['machine']} · {saved['software']}  \n"
+        f"model: {saved['model']}  \ncopy bandwidth {saved['copy_bandwidth_GBps']:,} GB/s → floor "
+        f"**{saved['floor_tokens_per_s']:,} tokens/s** ({saved['weight_GB']} GB of weights per token)  \n"
+        f"provenance: {saved.get('provenance', 'not recorded')}"
+    )
+)
 floor = saved["floor_tokens_per_s"]
 table = pd.DataFrame(saved["decode"])
 table["ms/token"] = (1000 / table["tokens_per_s"]).round(2)
@@ -78,15 +85,28 @@ table
 
 # %%
 fig = go.Figure(
-    data=[go.Bar(x=table["tokens_per_s"], y=table["path"], orientation="h", marker_color="#4C78A8",
-                 text=[f"{v:,.0f}" for v in table["tokens_per_s"]], textposition="outside")],
-    layout=dict(title=f"Batch-1 decode, Qwen3-0.6B shape, bf16, H200<br>(saved {saved['date']})",
-                xaxis=dict(title="tokens/s (log scale)", type="log", range=[1, 3.7]),
-                yaxis=dict(autorange="reversed"), height=420, margin=dict(l=330),
-                shapes=[dict(type="line", x0=floor, x1=floor, yref="paper", y0=0, y1=1,
-                             line=dict(color="#E45756", dash="dash"))],
-                annotations=[dict(x=3.4, y=1.02, xref="x", yref="paper", showarrow=False,
-                                  text=f"bandwidth floor {floor:,}/s")]))
+    data=[
+        go.Bar(
+            x=table["tokens_per_s"],
+            y=table["path"],
+            orientation="h",
+            marker_color="#4C78A8",
+            text=[f"{v:,.0f}" for v in table["tokens_per_s"]],
+            textposition="outside",
+        )
+    ],
+    layout=dict(
+        title=f"Batch-1 decode, Qwen3-0.6B shape, bf16, H200<br>(saved {saved['date']})",
+        xaxis=dict(title="tokens/s (log scale)", type="log", range=[1, 3.7]),
+        yaxis=dict(autorange="reversed"),
+        height=420,
+        margin=dict(l=330),
+        shapes=[
+            dict(type="line", x0=floor, x1=floor, yref="paper", y0=0, y1=1, line=dict(color="#E45756", dash="dash"))
+        ],
+        annotations=[dict(x=3.4, y=1.02, xref="x", yref="paper", showarrow=False, text=f"bandwidth floor {floor:,}/s")],
+    ),
+)
 fig
 
 # %% [markdown]
@@ -97,12 +117,16 @@ fig
 rate = {r["path"]: r["tokens_per_s"] for r in saved["decode"]}
 gen, eager = rate["model.generate (transformers, dynamic cache)"], rate["engine, eager (one launch per op)"]
 graph = rate["engine, CUDA graph, sdpa+mask attention"]
-flash, flash_c = rate["engine, CUDA graph, flash attention (default)"], rate["engine, CUDA graph + torch.compile, flash"]
+flash, flash_c = (
+    rate["engine, CUDA graph, flash attention (default)"],
+    rate["engine, CUDA graph + torch.compile, flash"],
+)
 att = saved["attention_us_per_layer_1k_keys"]
 layers = cfg_layers = 28  # Qwen3-0.6B; checked against the model config in section 2
 sdpa_share = att["sdpa + mask (memory-efficient)"] * layers / (1e6 / graph)
 kernels = saved["step_breakdown_us"]["what"].split("run 2: ")[1].rstrip(")")
-display(Markdown(f"""
+display(
+    Markdown(f"""
 - **`model.generate`, {gen:.0f} tokens/s.** Each token runs hundreds of PyTorch operations from Python, each a
   separate GPU launch, plus the generation machinery around them (cache bookkeeping, logits processors,
   stopping checks). The GPU is idle most of the time, waiting for the host.
@@ -112,36 +136,54 @@ display(Markdown(f"""
 - **CUDA graph, {graph:.0f} tokens/s.** The one-token step is recorded once and replayed with a single launch,
   so the host cost disappears. What remains is the sum of the kernels' own times and the small gaps between
   them. Now the slowest kernel shows: masked attention through PyTorch's memory-efficient kernel took
-  {att['sdpa + mask (memory-efficient)']:.0f} µs per layer for 1,024 keys (it cannot split a single query's
+  {att["sdpa + mask (memory-efficient)"]:.0f} µs per layer for 1,024 keys (it cannot split a single query's
   work over the keys), {sdpa_share:.0%} of the step.
 - **Flash attention, {flash:.0f} tokens/s; with torch.compile, {flash_c:.0f}.** FlashAttention's
   variable-length call reads the filled length from the device (no mask) and splits the keys over many blocks:
-  {att['flash varlen (device length)']:.0f} µs per layer. torch.compile fuses the norms, RoPE and residual adds
+  {att["flash varlen (device length)"]:.0f} µs per layer. torch.compile fuses the norms, RoPE and residual adds
   into fewer kernels ({kernels} per token in the saved run).
 
 Even the best row is at {max(rate.values()) / floor:.0%} of the floor. The next cell splits that step into where
-its time goes."""))
+its time goes.""")
+)
 
 # %%
 br = {k: v for k, v in saved["step_breakdown_us"].items() if k != "what"}
 display(Markdown(f"Where the time goes: {saved['step_breakdown_us']['what']}"))
-go.Figure(data=[go.Bar(x=list(br.values()), y=list(br.keys()), orientation="h", marker_color="#72B7B2",
-                       text=[f"{v} µs" for v in br.values()], textposition="outside")],
-          layout=dict(title=f"{sum(br.values()):,} µs per token; the bandwidth floor is {1e6 / floor:.0f} µs",
-                      xaxis=dict(title="µs"), yaxis=dict(autorange="reversed"), height=330,
-                      margin=dict(l=330)))
+go.Figure(
+    data=[
+        go.Bar(
+            x=list(br.values()),
+            y=list(br.keys()),
+            orientation="h",
+            marker_color="#72B7B2",
+            text=[f"{v} µs" for v in br.values()],
+            textposition="outside",
+        )
+    ],
+    layout=dict(
+        title=f"{sum(br.values()):,} µs per token; the bandwidth floor is {1e6 / floor:.0f} µs",
+        xaxis=dict(title="µs"),
+        yaxis=dict(autorange="reversed"),
+        height=330,
+        margin=dict(l=330),
+    ),
+)
 
 # %%
 mm_us = saved["step_breakdown_us"]["one-row matmuls (4 per layer) + LM head"]
 mm_floor_us = wb / bw_saved * 1e6  # every weight read once at the measured copy speed (the LM head is tied)
-display(Markdown(
-    f"The biggest block is the four one-row matrix products per layer plus the output layer: {mm_us:,} µs. "
-    f"Reading all {saved['weight_GB']:.2f} GB of weights once at the measured {saved['copy_bandwidth_GBps']:,} GB/s "
-    f"takes {mm_floor_us:.0f} µs, so they ran at {mm_floor_us / mm_us:.0%} of memory speed: the library picks "
-    "general matrix-multiply kernels whose tiles suit many rows, and for one row some shapes get few thread "
-    "blocks. A fused one-row reduction per matmul, and fewer, larger kernels overall, are what the remaining "
-    f"{floor / max(rate.values()):.1f}× to the floor needs; the engine's `compile=\"gemv\"` writes the matmuls "
-    "that way for the compiler (checked on the CPU, not yet timed on a GPU)."))
+display(
+    Markdown(
+        f"The biggest block is the four one-row matrix products per layer plus the output layer: {mm_us:,} µs. "
+        f"Reading all {saved['weight_GB']:.2f} GB of weights once at the measured {saved['copy_bandwidth_GBps']:,} GB/s "
+        f"takes {mm_floor_us:.0f} µs, so they ran at {mm_floor_us / mm_us:.0%} of memory speed: the library picks "
+        "general matrix-multiply kernels whose tiles suit many rows, and for one row some shapes get few thread "
+        "blocks. A fused one-row reduction per matmul, and fewer, larger kernels overall, are what the remaining "
+        f'{floor / max(rate.values()):.1f}× to the floor needs; the engine\'s `compile="gemv"` writes the matmuls '
+        "that way for the compiler (checked on the CPU, not yet timed on a GPU)."
+    )
+)
 
 # %% [markdown]
 # ## 2 · The agent workload: token ratio, FLOP ratio, wall clock
@@ -165,29 +207,52 @@ def workload_flops(T, delta, R, reuse):
 token_ratio = cost.ratio_closed(a["T"], a["delta"], a["R"])
 flop_ratio = workload_flops(a["T"], a["delta"], a["R"], False) / workload_flops(a["T"], a["delta"], a["R"], True)
 wall_ratio = a["wall_no_reuse_s"] / a["wall_reuse_s"]
-pd.DataFrame({"without reuse": [a["tokens_no_reuse"], f"{a['flops_no_reuse']:.3g}", a["wall_no_reuse_s"]],
-              "with reuse": [a["tokens_reuse"], f"{a['flops_reuse']:.3g}", a["wall_reuse_s"]],
-              "ratio": [f"{token_ratio:.1f}×", f"{flop_ratio:.1f}×", f"{wall_ratio:.1f}×"]},
-             index=["tokens prefilled", "prefill FLOPs", "wall clock, s (H200, saved)"])
+pd.DataFrame(
+    {
+        "without reuse": [a["tokens_no_reuse"], f"{a['flops_no_reuse']:.3g}", a["wall_no_reuse_s"]],
+        "with reuse": [a["tokens_reuse"], f"{a['flops_reuse']:.3g}", a["wall_reuse_s"]],
+        "ratio": [f"{token_ratio:.1f}×", f"{flop_ratio:.1f}×", f"{wall_ratio:.1f}×"],
+    },
+    index=["tokens prefilled", "prefill FLOPs", "wall clock, s (H200, saved)"],
+)
 
 # %%
-display(Markdown(
-    "The wall clock follows the FLOPs, not the tokens. Attention makes the difference: prefilling a whole "
-    "context of n tokens scores about n²/2 query–key pairs, while a turn that reuses the cache scores Δ·n. At "
-    f"these lengths attention is most of the arithmetic, so the reachable ratio is the FLOP ratio "
-    f"({flop_ratio:.1f}×), and the measured {wall_ratio:.1f}× is {wall_ratio / flop_ratio:.0%} of it. The token "
-    "ratio is the right count of *work items*; the FLOP ratio is the right count of *work*. Both grow with the "
-    "number of turns:"))
+display(
+    Markdown(
+        "The wall clock follows the FLOPs, not the tokens. Attention makes the difference: prefilling a whole "
+        "context of n tokens scores about n²/2 query–key pairs, while a turn that reuses the cache scores Δ·n. At "
+        f"these lengths attention is most of the arithmetic, so the reachable ratio is the FLOP ratio "
+        f"({flop_ratio:.1f}×), and the measured {wall_ratio:.1f}× is {wall_ratio / flop_ratio:.0%} of it. The token "
+        "ratio is the right count of *work items*; the FLOP ratio is the right count of *work*. Both grow with the "
+        "number of turns:"
+    )
+)
 
 # %%
 Rs = list(range(1, 61))
-go.Figure(data=[go.Scatter(x=Rs, y=[cost.ratio_closed(a["T"], a["delta"], R) for R in Rs], name="token ratio"),
-                go.Scatter(x=Rs, y=[workload_flops(a["T"], a["delta"], R, False) /
-                                    workload_flops(a["T"], a["delta"], R, True) for R in Rs], name="FLOP ratio"),
-                go.Scatter(x=[a["R"]], y=[wall_ratio], mode="markers", marker=dict(size=11, color="#E45756"),
-                           name=f"wall clock, H200 ({saved['date']})")],
-          layout=dict(title="Without / with prefix reuse<br>(T = 10,000, Δ = 2,048; Qwen3-0.6B shape)",
-                      xaxis=dict(title="turns R"), yaxis=dict(title="ratio"), height=380))
+go.Figure(
+    data=[
+        go.Scatter(x=Rs, y=[cost.ratio_closed(a["T"], a["delta"], R) for R in Rs], name="token ratio"),
+        go.Scatter(
+            x=Rs,
+            y=[workload_flops(a["T"], a["delta"], R, False) / workload_flops(a["T"], a["delta"], R, True) for R in Rs],
+            name="FLOP ratio",
+        ),
+        go.Scatter(
+            x=[a["R"]],
+            y=[wall_ratio],
+            mode="markers",
+            marker=dict(size=11, color="#E45756"),
+            name=f"wall clock, H200 ({saved['date']})",
+        ),
+    ],
+    layout=dict(
+        title="Without / with prefix reuse<br>(T = 10,000, Δ = 2,048; Qwen3-0.6B shape)",
+        xaxis=dict(title="turns R"),
+        yaxis=dict(title="ratio"),
+        height=380,
+    ),
+)
 
 # %% [markdown]
 # ## 3 · Measured here, now
@@ -202,9 +267,11 @@ if GPU:
     bw = speed.copy_bandwidth("cuda")
     here_floor = speed.floor_tokens_per_s(model, bw)
     prompt = speed.prompt_ids(256)
-    rows = [("model.generate", speed.hf_decode_rate(model, prompt, 8)[0]),
-            ("engine, eager", speed.engine_decode_rate(Engine(model, graphs=False, max_len=512), prompt, 16)[0]),
-            ("engine, CUDA graph", speed.engine_decode_rate(Engine(model, max_len=512), prompt, 128)[0])]
+    rows = [
+        ("model.generate", speed.hf_decode_rate(model, prompt, 8)[0]),
+        ("engine, eager", speed.engine_decode_rate(Engine(model, graphs=False, max_len=512), prompt, 16)[0]),
+        ("engine, CUDA graph", speed.engine_decode_rate(Engine(model, max_len=512), prompt, 128)[0]),
+    ]
 else:
     from toolkit.models import stand_in
 
@@ -214,12 +281,16 @@ else:
     bw = speed.copy_bandwidth("cpu")
     here_floor = speed.floor_tokens_per_s(model, bw)
     prompt = speed.prompt_ids(64)
-    rows = [("model.generate", speed.hf_decode_rate(model, prompt, 8)[0]),
-            ("engine, eager", speed.engine_decode_rate(Engine(model, max_len=256), prompt, 16)[0])]
+    rows = [
+        ("model.generate", speed.hf_decode_rate(model, prompt, 8)[0]),
+        ("engine, eager", speed.engine_decode_rate(Engine(model, max_len=256), prompt, 16)[0]),
+    ]
 print("model:", what)
 print(f"copy bandwidth {bw / 1e9:,.1f} GB/s → floor {here_floor:,.0f} tokens/s")
-pd.DataFrame([(n, round(r, 1), round(1000 / r, 2), round(100 * r / here_floor, 1)) for n, r in rows],
-             columns=["path", "tokens/s", "ms/token", "% of floor"])
+pd.DataFrame(
+    [(n, round(r, 1), round(1000 / r, 2), round(100 * r / here_floor, 1)) for n, r in rows],
+    columns=["path", "tokens/s", "ms/token", "% of floor"],
+)
 
 # %%
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
@@ -235,8 +306,10 @@ if GPU:  # kernels that ran on the device
 else:  # operations that call no other operation: what a CPU step actually executes
     n_ops = sum(1 for ev in prof.events() if not ev.cpu_children)
 step_ms = 1000 / rows[1][1]
-print(f"one eager decode step runs {n_ops} {'GPU kernels' if GPU else 'CPU operations'}; "
-      f"{step_ms:.1f} ms per token → {1000 * step_ms / n_ops:.0f} µs per operation on average")
+print(
+    f"one eager decode step runs {n_ops} {'GPU kernels' if GPU else 'CPU operations'}; "
+    f"{step_ms:.1f} ms per token → {1000 * step_ms / n_ops:.0f} µs per operation on average"
+)
 key = (lambda x: x.device_time_total) if GPU else (lambda x: x.self_cpu_time_total)
 top = sorted(prof.key_averages(), key=key, reverse=True)[:3]
 total = sum(key(x) for x in prof.key_averages())
@@ -253,11 +326,17 @@ for x in top:
 # %%
 if not GPU:
     head = model.get_output_embeddings().weight.numel()
-    print(f"output layer: {model.config.vocab_size:,} rows, {head / 1e6:.1f}M of the stand-in's "
-          f"{n_params / 1e6:.1f}M parameters ({head / n_params:.0%})")
+    print(
+        f"output layer: {model.config.vocab_size:,} rows, {head / 1e6:.1f}M of the stand-in's "
+        f"{n_params / 1e6:.1f}M parameters ({head / n_params:.0%})"
+    )
 cf = saved["constrained_fraction"]
-display(Markdown(f"Saved H200 run: a grammar mask kept {min(cf.values()):.0%}–{max(cf.values()):.0%} of "
-                 "unconstrained decode speed (" + ", ".join(f"{k}: {v:.1%}" for k, v in cf.items()) + ")."))
+display(
+    Markdown(
+        f"Saved H200 run: a grammar mask kept {min(cf.values()):.0%}–{max(cf.values()):.0%} of "
+        "unconstrained decode speed (" + ", ".join(f"{k}: {v:.1%}" for k, v in cf.items()) + ")."
+    )
+)
 
 # %% [markdown]
 # ## Takeaways

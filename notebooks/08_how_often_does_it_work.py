@@ -54,8 +54,10 @@ RESULTS = Path(toolkit.__file__).resolve().parents[1] / "benchmarks" / "results"
 doc = report.load_results(RESULTS)
 for section, body in doc.items():
     m = body["meta"]
-    print(f"{section:>12}: {m['model']} | {m['date']} | commit {m['commit']} | {m['machine']['cpu']} "
-          f"({m['machine']['cores']} cores)")
+    print(
+        f"{section:>12}: {m['model']} | {m['date']} | commit {m['commit']} | {m['machine']['cpu']} "
+        f"({m['machine']['cores']} cores)"
+    )
 
 # %% [markdown]
 # ## 1 · Accuracy by category and mode
@@ -70,17 +72,32 @@ acc = pd.DataFrame(rows)[["mode", "category", "n", "correct", "accuracy", "low",
 display(plots.accuracy(doc))
 best = acc.loc[acc.groupby("category")["accuracy"].idxmax()]
 pub = report.PUBLISHED["BFCL V3 Qwen2.5-0.5B-Instruct (Prompt)"]
-lines = [f"- **{r.category}**: best mode *{r.mode}*, {100 * r.accuracy:.0f}% of {r.n} "
-         f"(interval {100 * r.low:.0f}–{100 * r.high:.0f}%); published Qwen2.5-0.5B-Instruct (Prompt): "
-         f"{pub[r.category]:g}%" for r in best.itertuples()]
+lines = [
+    f"- **{r.category}**: best mode *{r.mode}*, {100 * r.accuracy:.0f}% of {r.n} "
+    f"(interval {100 * r.low:.0f}–{100 * r.high:.0f}%); published Qwen2.5-0.5B-Instruct (Prompt): "
+    f"{pub[r.category]:g}%"
+    for r in best.itertuples()
+]
 n_total = int(acc["n"].sum())
 display(Markdown(f"The saved run scored **{n_total}** generations in all. Per category:\n\n" + "\n".join(lines)))
 con = acc[acc["mode"] == "constrained"].set_index("category")
 target = {c: (50.0 if c == "irrelevance" else pub[c]) for c in con.index}
-display(Markdown("Issue #15's targets for the constrained mode (the published Prompt row; irrelevance ≥ 50%): " + "; ".join(
-    f"*{c}* {100 * con.loc[c, 'accuracy']:.0f}% vs {target[c]:g}% → "
-    + ("met" if 100 * con.loc[c, "accuracy"] >= target[c] else f"missed by {target[c] - 100 * con.loc[c, 'accuracy']:.0f} points")
-    + f" (n={con.loc[c, 'n']})" for c in con.index) + "."))
+display(
+    Markdown(
+        "Issue #15's targets for the constrained mode (the published Prompt row; irrelevance ≥ 50%): "
+        + "; ".join(
+            f"*{c}* {100 * con.loc[c, 'accuracy']:.0f}% vs {target[c]:g}% → "
+            + (
+                "met"
+                if 100 * con.loc[c, "accuracy"] >= target[c]
+                else f"missed by {target[c] - 100 * con.loc[c, 'accuracy']:.0f} points"
+            )
+            + f" (n={con.loc[c, 'n']})"
+            for c in con.index
+        )
+        + "."
+    )
+)
 
 # %% [markdown]
 # ## 2 · How the failures fail
@@ -92,18 +109,40 @@ display(Markdown("Issue #15's targets for the constrained mode (the published Pr
 
 # %%
 display(plots.taxonomy(doc))
-tax = pd.DataFrame([{"mode": r["mode"], "category": r["category"], "n": r["n"],
-                     **{k: r["kinds"].get(k, 0) for k in KINDS}, "untagged JSON": r["untagged_json"]} for r in rows])
+tax = pd.DataFrame(
+    [
+        {
+            "mode": r["mode"],
+            "category": r["category"],
+            "n": r["n"],
+            **{k: r["kinds"].get(k, 0) for k in KINDS},
+            "untagged JSON": r["untagged_json"],
+        }
+        for r in rows
+    ]
+)
 by_mode = tax.groupby("mode")[[k for k in KINDS if k != "ok"]].sum()
 top = {m: by_mode.loc[m].idxmax() for m in by_mode.index if by_mode.loc[m].sum()}
 native = tax[tax["mode"] == "native"]
-display(Markdown(
-    "Most common failure per mode: " + "; ".join(f"*{m}* — {KINDS[k]} ({int(by_mode.loc[m, k])} cases)"
-                                                 for m, k in top.items()) + ". "
-    + (f"In native mode {int(native['untagged JSON'].sum())} of {int(native['n'].sum())} outputs held a JSON call "
-       "without the tags" if len(native) else "")
-    + (f" — including {int(native.loc[native['category'] == 'irrelevance', 'untagged JSON'].sum())} of the irrelevance "
-       "cases it 'passed': the model did try to call something; only the format saved it." if len(native) else ".")))
+display(
+    Markdown(
+        "Most common failure per mode: "
+        + "; ".join(f"*{m}* — {KINDS[k]} ({int(by_mode.loc[m, k])} cases)" for m, k in top.items())
+        + ". "
+        + (
+            f"In native mode {int(native['untagged JSON'].sum())} of {int(native['n'].sum())} outputs held a JSON call "
+            "without the tags"
+            if len(native)
+            else ""
+        )
+        + (
+            f" — including {int(native.loc[native['category'] == 'irrelevance', 'untagged JSON'].sum())} of the irrelevance "
+            "cases it 'passed': the model did try to call something; only the format saved it."
+            if len(native)
+            else "."
+        )
+    )
+)
 display(tax)
 
 # %% [markdown]
@@ -123,11 +162,14 @@ if "pass_k" in doc:
     always = sum(all(v) for v in tasks.values())
     never = sum(not any(v) for v in tasks.values())
     last = t[-1]
-    display(Markdown(
-        f"{len(tasks)} tasks × {doc['pass_k']['data']['samples']} samples at T = {doc['pass_k']['data']['temperature']}: "
-        f"p̄ = {t[0]['naive']:.2f}; at k = {last['k']}, pass^k = **{last['pass_hat_k']:.2f}** against p̄^k = "
-        f"**{last['naive']:.3f}**. {always} tasks succeeded in every sample and {never} in none — that spread, not "
-        "noise, is why the two curves part."))
+    display(
+        Markdown(
+            f"{len(tasks)} tasks × {doc['pass_k']['data']['samples']} samples at T = {doc['pass_k']['data']['temperature']}: "
+            f"p̄ = {t[0]['naive']:.2f}; at k = {last['k']}, pass^k = **{last['pass_hat_k']:.2f}** against p̄^k = "
+            f"**{last['naive']:.3f}**. {always} tasks succeeded in every sample and {never} in none — that spread, not "
+            "noise, is why the two curves part."
+        )
+    )
 else:
     print("pass^k: not in the saved results yet (python benchmarks/bfcl.py passk)")
 
@@ -146,14 +188,21 @@ if "chains" in doc:
     cmp = ch.dropna(subset=["product"])
     above = int((cmp["success"] > cmp["product"] + 1e-9).sum())
     below = int((cmp["success"] < cmp["product"] - 1e-9).sum())
-    display(Markdown(
-        f"Over {len(cmp)} (lever, k) rows, measured chain success was above the product of step rates in "
-        f"**{above}**, below it in **{below}**, equal in {len(cmp) - above - below}. "
-        + ("So here p^k is a *lower* bound more often than an upper one: steps are not independent — a model that "
-           "gets the first step right tends to get the next right too." if above > below else
-           "So here p^k is an *upper* bound more often than a lower one: a chained step is harder than the same "
-           "step alone (the prompt is longer and carries earlier results)." if below > above else
-           "Neither direction dominates at these counts.")))
+    display(
+        Markdown(
+            f"Over {len(cmp)} (lever, k) rows, measured chain success was above the product of step rates in "
+            f"**{above}**, below it in **{below}**, equal in {len(cmp) - above - below}. "
+            + (
+                "So here p^k is a *lower* bound more often than an upper one: steps are not independent — a model that "
+                "gets the first step right tends to get the next right too."
+                if above > below
+                else "So here p^k is an *upper* bound more often than a lower one: a chained step is harder than the same "
+                "step alone (the prompt is longer and carries earlier results)."
+                if below > above
+                else "Neither direction dominates at these counts."
+            )
+        )
+    )
     display(ch)
 else:
     print("chains: not in the saved results yet (python benchmarks/bfcl.py chains)")
@@ -169,9 +218,9 @@ else:
 # mechanics only: its numbers mean nothing.
 
 # %%
+from toolkit.backends.hf import HFBackend
 from toolkit.eval.bfcl import GATE_THRESHOLD
 from toolkit.eval.run import first_tokens, run_cases
-from toolkit.backends.hf import HFBackend
 from toolkit.models import load
 
 loaded = load("auto")
@@ -196,13 +245,21 @@ import time
 live_rows = []
 for mode in bfcl.MODES:
     t0 = time.perf_counter()
-    for r in run_cases(backend, loaded.tokenizer, live, mode, batch_size=2, max_new_tokens=32 if loaded.semantic else 16):
-        live_rows.append({"mode": mode, "id": r.id, "ok": r.ok, "kind": r.kind, "new_tokens": r.new_tokens,
-                          "text": r.text[:90]})
+    for r in run_cases(
+        backend, loaded.tokenizer, live, mode, batch_size=2, max_new_tokens=32 if loaded.semantic else 16
+    ):
+        live_rows.append(
+            {"mode": mode, "id": r.id, "ok": r.ok, "kind": r.kind, "new_tokens": r.new_tokens, "text": r.text[:90]}
+        )
     print(f"{mode:>11}: {len(live)} cases in {time.perf_counter() - t0:.1f} s")
 live_df = pd.DataFrame(live_rows)
-display(Markdown(f"Live, {loaded.name}: " + "; ".join(
-    f"*{m}* {int(g['ok'].sum())}/{len(g)} right" for m, g in live_df.groupby("mode", sort=False)) + "."))
+display(
+    Markdown(
+        f"Live, {loaded.name}: "
+        + "; ".join(f"*{m}* {int(g['ok'].sum())}/{len(g)} right" for m, g in live_df.groupby("mode", sort=False))
+        + "."
+    )
+)
 display(live_df)
 
 # %% [markdown]
@@ -219,9 +276,16 @@ if "descriptions" in doc:
     display(plots.descriptions(doc))
     d = pd.DataFrame(doc["descriptions"]["data"]["rows"])
     o = d.set_index("variant")
-    display(Markdown("Selection accuracy: " + "; ".join(
-        f"*{v}* {100 * r.accuracy:.0f}% of {r.n} ({r.tool_tokens:.0f} tool tokens per request)"
-        for v, r in o.iterrows()) + "."))
+    display(
+        Markdown(
+            "Selection accuracy: "
+            + "; ".join(
+                f"*{v}* {100 * r.accuracy:.0f}% of {r.n} ({r.tool_tokens:.0f} tool tokens per request)"
+                for v, r in o.iterrows()
+            )
+            + "."
+        )
+    )
     display(d)
 else:
     print("descriptions: not in the saved results yet (python benchmarks/bfcl.py descriptions)")

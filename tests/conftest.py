@@ -14,6 +14,7 @@
   processes and the children they waited for). With TOOLKIT_PHASE_LOG set the same rows are appended to that file
   (``make test`` prints them beside the setup and model-install times).
 """
+
 import json
 import os
 
@@ -40,8 +41,10 @@ def _real_model_state() -> tuple[bool, str]:
 def _require_real_model() -> None:
     real, why = _real_model_state()
     if not real:
-        raise pytest.UsageError(f"TOOLKIT_REQUIRE_REAL_MODEL=1 but the real offline model is {why}: run `make "
-                                "real-model` (without the variable its tests would be skipped)")
+        raise pytest.UsageError(
+            f"TOOLKIT_REQUIRE_REAL_MODEL=1 but the real offline model is {why}: run `make "
+            "real-model` (without the variable its tests would be skipped)"
+        )
 
 
 def pytest_configure(config):
@@ -60,8 +63,12 @@ def pytest_collection_modifyitems(config, items):
             if hub is None:
                 hub = hub_reachable(timeout=2.0)
             if not hub:
-                item.add_marker(pytest.mark.skip(reason="huggingface.co is unreachable here (HF_HUB_OFFLINE=1 or "
-                                                 "no network); this test compares against the live hub copy"))
+                item.add_marker(
+                    pytest.mark.skip(
+                        reason="huggingface.co is unreachable here (HF_HUB_OFFLINE=1 or "
+                        "no network); this test compares against the live hub copy"
+                    )
+                )
         if "real_model" in item.keywords:
             if real is None:
                 if REQUIRE_REAL_MODEL:
@@ -72,8 +79,11 @@ def pytest_collection_modifyitems(config, items):
     # Longest first, so that two xdist workers end together: `make test` hands out whole files in this order
     # (--dist loadfile --no-loadscope-reorder), so one worker starts on the browser test while the other runs the
     # notebooks (real-model runs first), and both then share the unit-test files.
-    items.sort(key=lambda it: 0 if "browser" in it.keywords else 3 if "notebook" not in it.keywords
-               else 1 if "machine" in it.name else 2)
+    items.sort(
+        key=lambda it: (
+            0 if "browser" in it.keywords else 3 if "notebook" not in it.keywords else 1 if "machine" in it.name else 2
+        )
+    )
 
 
 @pytest.fixture(scope="session")
@@ -122,8 +132,7 @@ _ACCOUNT: dict[str, dict] = {}
 
 
 def pytest_runtest_logreport(report):
-    a = _ACCOUNT.setdefault(_phase(report.keywords), {"tests": 0, "start": None, "stop": None, "busy": 0.0,
-                                                       "cpu": 0.0})
+    a = _ACCOUNT.setdefault(_phase(report.keywords), {"tests": 0, "start": None, "stop": None, "busy": 0.0, "cpu": 0.0})
     start, stop = getattr(report, "start", None), getattr(report, "stop", None)
     if report.when == "call" or (report.when == "setup" and report.skipped):
         a["tests"] += 1
@@ -149,14 +158,26 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         a = _ACCOUNT.get(name)
         if not a or a["start"] is None:
             continue
-        rows.append({"kind": "pytest", "phase": name, "start": a["start"], "stop": a["stop"], "cpu": a["cpu"],
-                     "busy": a["busy"], "tests": a["tests"]})
-        tr.write_line(f"{name:<10} {a['tests']:>6} {_fmt(a['stop'] - a['start']):>10} {_fmt(a['busy']):>10} "
-                      f"{_fmt(a['cpu']):>9}")
+        rows.append(
+            {
+                "kind": "pytest",
+                "phase": name,
+                "start": a["start"],
+                "stop": a["stop"],
+                "cpu": a["cpu"],
+                "busy": a["busy"],
+                "tests": a["tests"],
+            }
+        )
+        tr.write_line(
+            f"{name:<10} {a['tests']:>6} {_fmt(a['stop'] - a['start']):>10} {_fmt(a['busy']):>10} {_fmt(a['cpu']):>9}"
+        )
     workers = getattr(config.option, "numprocesses", None) or 1
-    tr.write_line(f"wall span: first test's start to last test's end ({workers} worker(s): spans overlap when more "
-                  "than one); test time: summed over tests; CPU: user+system of the test processes and the children "
-                  "they waited for")
+    tr.write_line(
+        f"wall span: first test's start to last test's end ({workers} worker(s): spans overlap when more "
+        "than one); test time: summed over tests; CPU: user+system of the test processes and the children "
+        "they waited for"
+    )
     log = os.environ.get("TOOLKIT_PHASE_LOG")
     if log:
         with open(log, "a", encoding="utf-8") as f:

@@ -1,5 +1,6 @@
 """One sampler, one decode loop: the same seed, temperature, top-p and grammar give the same tokens on every backend
 (the transformers backend and the kit's engine, on the CPU), and the sampler draws exactly as torch.multinomial."""
+
 import pytest
 import torch
 
@@ -43,8 +44,9 @@ def test_hf_backend_and_engine_give_the_same_tokens(lm, tag_grammar, temperature
         for backend in (HFBackend(lm), engine):
             backend.reset()
             mask = GrammarMask(tag_grammar) if constrained else None
-            g = backend.generate(prompt, max_new_tokens=24, stop_ids={151645}, mask=mask,
-                                 temperature=temperature, top_p=top_p, seed=seed)
+            g = backend.generate(
+                prompt, max_new_tokens=24, stop_ids={151645}, mask=mask, temperature=temperature, top_p=top_p, seed=seed
+            )
             out.append((g.new_ids, g.stopped_by))
         assert out[0] == out[1], (seed, out)
         assert len(out[0][0]) > 1
@@ -93,7 +95,13 @@ def test_grammar_trace_draws_what_the_backend_draws(lm, tag_grammar, temperature
     stops = set(grammar.stop_token_ids if grammar else _stop_ids(tok))
     for seed in range(2):
         prompt = _prompt(30, seed=seed + 10)
-        g = HFBackend(lm).generate(prompt, max_new_tokens=16, stop_ids=stops,
-                                   mask=GrammarMask(grammar) if grammar else None, temperature=temperature, seed=seed)
+        g = HFBackend(lm).generate(
+            prompt,
+            max_new_tokens=16,
+            stop_ids=stops,
+            mask=GrammarMask(grammar) if grammar else None,
+            temperature=temperature,
+            seed=seed,
+        )
         t = trace(lm, tok, prompt, grammar, max_new_tokens=16, temperature=temperature, seed=seed)
         assert t.ids == g.new_ids and len(t.ids) > 1, (seed, t.ids, g.new_ids)

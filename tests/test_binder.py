@@ -7,6 +7,7 @@ JupyterLab settings that turn the news popup off, and that binder/start makes th
 
 Leaves out: building the image (needs Docker and the network) — the browser test serves the same overrides.
 """
+
 import json
 import os
 import stat
@@ -70,10 +71,22 @@ def test_start_makes_the_stand_in_the_default(tmp_path):
     """Through binder/start, with no real model installed (an empty cache), load("auto") is the stand-in."""
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
     env["TOOLKIT_CACHE"] = str(tmp_path)
-    code = ("import os, torch; torch.set_num_threads(1); from toolkit import models; m = models.load('auto'); "
-            "print(os.environ['HF_HUB_OFFLINE'], m.kind, m.semantic, m.description)")
-    out = subprocess.run([str(BINDER / "start"), sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, timeout=300, check=True).stdout.strip().splitlines()[-1]
+    code = (
+        "import os, torch; torch.set_num_threads(1); from toolkit import models; m = models.load('auto'); "
+        "print(os.environ['HF_HUB_OFFLINE'], m.kind, m.semantic, m.description)"
+    )
+    out = (
+        subprocess.run(
+            [str(BINDER / "start"), sys.executable, "-c", code],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     offline, kind, semantic, description = out.split(" ", 3)
     assert (offline, kind, semantic) == ("1", "stand-in", "False"), out
     assert "STAND-IN" in description

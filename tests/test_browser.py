@@ -33,6 +33,7 @@ TOOLKIT_KEEP_SCREENSHOTS=1. Uses Debian's /usr/bin/chromium (`make system`); nev
 
 Leaves out: typing into text boxes, drag gestures, and widgets that only respond to hover.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -62,8 +63,14 @@ OVERRIDES = ROOT / "binder" / "overrides.json"  # the same settings Binder insta
 # Headless execution of every notebook with the machine's model is tests/test_notebooks.py's job.
 MODEL_MODE = os.environ.get("TOOLKIT_BROWSER_MODEL", "binder")
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 pytestmark = [
     pytest.mark.browser,
@@ -76,15 +83,15 @@ pytestmark = [
 class Expect:
     """What one notebook must show. Anything not listed gets the generic checks only."""
 
-    min_widgets: int = 0            # widget outputs that must render
-    min_interactive: int = 0        # widgets with a control that must respond
-    run_timeout: float = 420        # seconds for "run all cells"
-    action_timeout: float = 30      # seconds for the kernel to answer one control move
-    extra_controls: tuple = ()      # CSS selectors of clickable elements of custom (anywidget) views
-    scope: str = "cell"             # where a response may appear: "cell" (the cell's outputs) or "notebook"
-    figure_wait: float = 90         # seconds for drawn figures to agree with the kernel's after run all
-    min_figures: int = 0            # plotly figures that must be drawn (static + widget views), a floor under the
-                                    # count the check computes from the cell outputs and the kernel's live views
+    min_widgets: int = 0  # widget outputs that must render
+    min_interactive: int = 0  # widgets with a control that must respond
+    run_timeout: float = 420  # seconds for "run all cells"
+    action_timeout: float = 30  # seconds for the kernel to answer one control move
+    extra_controls: tuple = ()  # CSS selectors of clickable elements of custom (anywidget) views
+    scope: str = "cell"  # where a response may appear: "cell" (the cell's outputs) or "notebook"
+    figure_wait: float = 90  # seconds for drawn figures to agree with the kernel's after run all
+    min_figures: int = 0  # plotly figures that must be drawn (static + widget views), a floor under the
+    # count the check computes from the cell outputs and the kernel's live views
 
 
 # Per-notebook expectations (counts are lower bounds, measured on the committed notebooks).
@@ -92,8 +99,7 @@ EXPECT = {
     "01_rendering.ipynb": Expect(min_widgets=5, min_interactive=4, min_figures=1),
     "02_constrained_decoding.ipynb": Expect(min_widgets=1, min_interactive=1, min_figures=1),
     # The "run" button redraws the trace view of an earlier cell: look for the change anywhere in the notebook.
-    "03_host_loop.ipynb": Expect(min_widgets=3, min_interactive=2, scope="notebook", action_timeout=120,
-                                 min_figures=2),
+    "03_host_loop.ipynb": Expect(min_widgets=3, min_interactive=2, scope="notebook", action_timeout=120, min_figures=2),
     "04_cost_and_reliability.ipynb": Expect(min_widgets=3, min_interactive=3, min_figures=3),
     "05_mcp.ipynb": Expect(min_widgets=5, min_interactive=4),
     "06_training_mask.ipynb": Expect(min_widgets=1, min_interactive=1),  # the loss curve is a static figure
@@ -121,11 +127,27 @@ def _growth_title(T: int) -> str:
 # ``figures``: plotly figures the app must draw; ``others``: outputs with a control besides the named slider's,
 # each of which must respond. Both are required (the check waits for them, then fails on fewer): Voila draws
 # widgets one by one after the page loads, and a check that only looks at what is there passes a missing figure.
-APPS = [{"notebook": "01_rendering.ipynb", "slider": "tools", "initial": 10, "step": 1, "title": _tool_cost_title,
-         "figures": 1, "others": 3},  # the tool-cost figure; three token views (chips)
-        # three figures in one notebook: where FigureWidget's 2 s load limit left one blank under load
-        {"notebook": "04_cost_and_reliability.ipynb", "slider": "T (tool tokens)", "initial": 10_000, "step": 500,
-         "title": _growth_title, "figures": 3, "others": 2}]  # growth, decay (p, k sliders), decode (model size)
+APPS = [
+    {
+        "notebook": "01_rendering.ipynb",
+        "slider": "tools",
+        "initial": 10,
+        "step": 1,
+        "title": _tool_cost_title,
+        "figures": 1,
+        "others": 3,
+    },  # the tool-cost figure; three token views (chips)
+    # three figures in one notebook: where FigureWidget's 2 s load limit left one blank under load
+    {
+        "notebook": "04_cost_and_reliability.ipynb",
+        "slider": "T (tool tokens)",
+        "initial": 10_000,
+        "step": 500,
+        "title": _growth_title,
+        "figures": 3,
+        "others": 2,
+    },
+]  # growth, decay (p, k sliders), decode (model size)
 APP_WAIT = 180  # seconds for every figure and control of an app to appear after its first slider did
 
 NEWS_QUESTION = "Would you like to get notified about official Jupyter news?"
@@ -149,8 +171,9 @@ class Server:
     def __init__(self, argv: list[str], url: str, token: str, cwd: Path, log: Path, env: dict):
         self.url, self.token, self.log = url, token, log
         self._log = open(log, "w")
-        self.proc = subprocess.Popen(argv, cwd=cwd, stdout=self._log, stderr=subprocess.STDOUT, env=env,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv, cwd=cwd, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
         self.pids: set[int] = set()
 
     def wait_ready(self, path: str, timeout: float = 120) -> None:
@@ -201,9 +224,17 @@ class Server:
 
 
 def _server_env(home: Path) -> dict:
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="2",
-               MKL_NUM_THREADS="2", JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), JUPYTER_ALLOW_INSECURE_WRITES="1")
+    env = dict(
+        os.environ,
+        HF_HUB_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        OMP_NUM_THREADS="2",
+        MKL_NUM_THREADS="2",
+        JUPYTER_CONFIG_DIR=str(home / "config"),
+        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+        JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
+        JUPYTER_ALLOW_INSECURE_WRITES="1",
+    )
     env.pop("JUPYTER_TOKEN", None)
     if MODEL_MODE == "binder":
         # Binder's defaults: no real model in the kit's cache (only the built tokenizers, to save time).
@@ -237,24 +268,46 @@ def start_lab(workdir: Path) -> Server:
     settings.mkdir(exist_ok=True)
     shutil.copy(OVERRIDES, settings / "overrides.json")
     port, token = _free_port(), secrets.token_hex(16)
-    argv = _launcher() + [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-            f"--ServerApp.token={token}", f"--notebook-dir={workdir / 'notebooks'}",
-            "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: run commands, read cell outputs
-            f"--LabApp.app_settings_dir={settings}", f"--LabApp.user_settings_dir={workdir / 'lab-user'}",
-            f"--LabApp.workspaces_dir={workdir / 'workspaces'}"]
+    argv = _launcher() + [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        f"--ServerApp.token={token}",
+        f"--notebook-dir={workdir / 'notebooks'}",
+        "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: run commands, read cell outputs
+        f"--LabApp.app_settings_dir={settings}",
+        f"--LabApp.user_settings_dir={workdir / 'lab-user'}",
+        f"--LabApp.workspaces_dir={workdir / 'workspaces'}",
+    ]
     if hasattr(os, "getuid") and os.getuid() == 0:
         argv.append("--allow-root")
-    return _started(Server(argv, f"http://127.0.0.1:{port}", token, workdir, workdir / "lab.log",
-                           _server_env(workdir)), "/api/status")
+    return _started(
+        Server(argv, f"http://127.0.0.1:{port}", token, workdir, workdir / "lab.log", _server_env(workdir)),
+        "/api/status",
+    )
 
 
 def start_voila(workdir: Path) -> Server:
     """Voila the way `make app` runs it (plus a token, since a test server should not be open)."""
     port, token = _free_port(), secrets.token_hex(16)
-    argv = _launcher() + [sys.executable, "-m", "voila", str(workdir / "notebooks"), "--no-browser", f"--port={port}",
-            "--Voila.ip=127.0.0.1", f"--Voila.token={token}", "--show_tracebacks=True"]
-    return _started(Server(argv, f"http://127.0.0.1:{port}", token, workdir, workdir / "voila.log",
-                           _server_env(workdir)), "/")
+    argv = _launcher() + [
+        sys.executable,
+        "-m",
+        "voila",
+        str(workdir / "notebooks"),
+        "--no-browser",
+        f"--port={port}",
+        "--Voila.ip=127.0.0.1",
+        f"--Voila.token={token}",
+        "--show_tracebacks=True",
+    ]
+    return _started(
+        Server(argv, f"http://127.0.0.1:{port}", token, workdir, workdir / "voila.log", _server_env(workdir)), "/"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- load
@@ -281,10 +334,10 @@ def burn_cpu(workers: int | None = None, seconds: float = 3600):
 # ---------------------------------------------------------------------------------------------------- reports
 @dataclass
 class WidgetResult:
-    where: str                       # "cell 12 output 0"
+    where: str  # "cell 12 output 0"
     rendered: bool = False
     controls: dict = field(default_factory=dict)
-    moved: list = field(default_factory=list)    # (control, changed: bool, what changed)
+    moved: list = field(default_factory=list)  # (control, changed: bool, what changed)
     problems: list = field(default_factory=list)
 
     @property
@@ -296,10 +349,10 @@ class WidgetResult:
 class Report:
     notebook: str
     seconds: float = 0.0
-    errors: list = field(default_factory=list)      # error outputs, Tracebacks, page errors, figure mismatches
+    errors: list = field(default_factory=list)  # error outputs, Tracebacks, page errors, figure mismatches
     widgets: list = field(default_factory=list)
-    drawn_s: float | None = None                    # from the last cell finished until every figure had traces
-    plots: int | None = None                        # plotly figures on the page when the check looked
+    drawn_s: float | None = None  # from the last cell finished until every figure had traces
+    plots: int | None = None  # plotly figures on the page when the check looked
     shots: Path | None = None
 
     def failures(self, expect: Expect | None = None) -> list[str]:
@@ -312,24 +365,29 @@ class Report:
                 out.append(f"{w.where}: moved {tried} but its view did not change")
             out += [f"{w.where}: {p}" for p in w.problems if w.rendered]
         if any("[anywidget] Failed to initialize model" in e for e in self.errors):
-            out.append("hint: anywidget (0.9-0.11) gives each model 2 s to load its JavaScript; plotly's FigureWidget "
-                       "bundle (~5 MB) can take longer on a loaded machine, and that figure then drops every update "
-                       "from the kernel (blank or frozen figure)")
+            out.append(
+                "hint: anywidget (0.9-0.11) gives each model 2 s to load its JavaScript; plotly's FigureWidget "
+                "bundle (~5 MB) can take longer on a loaded machine, and that figure then drops every update "
+                "from the kernel (blank or frozen figure)"
+            )
         if expect:
             rendered = sum(w.rendered for w in self.widgets)
             interactive = sum(w.rendered and w.responded for w in self.widgets)
             if rendered < expect.min_widgets:
                 out.append(f"only {rendered} widgets rendered, expected at least {expect.min_widgets}")
             if interactive < expect.min_interactive:
-                out.append(f"only {interactive} widgets responded to a control, expected at least "
-                           f"{expect.min_interactive}")
+                out.append(
+                    f"only {interactive} widgets responded to a control, expected at least {expect.min_interactive}"
+                )
         return out
 
     def summary(self) -> str:
         drawn = "" if self.drawn_s is None else f", every figure drawn {self.drawn_s:.1f} s after the last cell"
         plots = "" if self.plots is None else f", {self.plots} figures"
-        lines = [f"{self.notebook}: {self.seconds:.0f} s, {len(self.widgets)} widgets{plots}{drawn}, screenshots in "
-                 f"{self.shots}"]
+        lines = [
+            f"{self.notebook}: {self.seconds:.0f} s, {len(self.widgets)} widgets{plots}{drawn}, screenshots in "
+            f"{self.shots}"
+        ]
         lines += [f"  error: {e}" for e in self.errors]
         for w in self.widgets:
             moved = "; ".join(f"{c} -> {'changed: ' + what if ch else 'no change'}" for c, ch, what in w.moved)
@@ -572,10 +630,14 @@ def figure_difference(browser: dict, kernel: dict) -> str:
             if kk is None and kb is not None:
                 continue
             if not _same_values(kb, kk):
-                first = next((i for i, (u, v) in enumerate(zip(kb or [], kk or [])) if not _same_values([u], [v])),
-                             min(len(kb or []), len(kk or [])))
-                return (f"trace {n} {key}: {len(kb or [])} values vs {len(kk or [])}, first difference at {first}: "
-                        f"{(kb or [None] * (first + 1))[first:first + 3]!r} vs {(kk or [None] * (first + 1))[first:first + 3]!r}")
+                first = next(
+                    (i for i, (u, v) in enumerate(zip(kb or [], kk or [])) if not _same_values([u], [v])),
+                    min(len(kb or []), len(kk or [])),
+                )
+                return (
+                    f"trace {n} {key}: {len(kb or [])} values vs {len(kk or [])}, first difference at {first}: "
+                    f"{(kb or [None] * (first + 1))[first : first + 3]!r} vs {(kk or [None] * (first + 1))[first : first + 3]!r}"
+                )
     return ""
 
 
@@ -658,7 +720,7 @@ class Checker:
         lines = [line for line in text.splitlines() if line.startswith("__TK_FIGURES__")]
         if not lines:
             raise RuntimeError(f"the kernel did not report its figures: {text[-300:]!r}")
-        return json.loads(lines[-1][len("__TK_FIGURES__"):])
+        return json.loads(lines[-1][len("__TK_FIGURES__") :])
 
     def check_figures(self, where: str, root_selector: str = "body", timeout: float = 90) -> list[str]:
         """Every figure a widget view drew under ``root_selector`` must equal some figure the kernel holds
@@ -677,11 +739,14 @@ class Checker:
         out = []
         for f in bad:
             # Explain against the likeliest twin: the same title, else the same data under another title.
-            twins = ([k for k in kernel if k["title"] == f["title"]] or
-                     [k for k in kernel if not figure_difference(f, dict(k, title=f["title"]))])
+            twins = [k for k in kernel if k["title"] == f["title"]] or [
+                k for k in kernel if not figure_difference(f, dict(k, title=f["title"]))
+            ]
             why = f" ({figure_difference(f, twins[0])})" if twins else ""
-            out.append(f"{where}: figure {f['title']!r} ({len(f['traces'])} traces) in the browser differs from "
-                       f"every figure the kernel holds{why}")
+            out.append(
+                f"{where}: figure {f['title']!r} ({len(f['traces'])} traces) in the browser differs from "
+                f"every figure the kernel holds{why}"
+            )
         return out
 
     def settle(self, selector: str, quiet: float = 1.0, timeout: float = 30) -> str:
@@ -739,20 +804,31 @@ class Checker:
         if not state["ok"]:
             result.problems.append(state["why"])
             return
-        result.controls = {k: v for k, v in self.js("([s, c]) => window.__tk.controls(document.querySelector(s), c)",
-                                                    [node_sel, list(chips)]).items() if v}
+        result.controls = {
+            k: v
+            for k, v in self.js(
+                "([s, c]) => window.__tk.controls(document.querySelector(s), c)", [node_sel, list(chips)]
+            ).items()
+            if v
+        }
         node = self.page.locator(node_sel)
         self.shot(f"{result.where.replace(' ', '')}-before", node)
-        tries = [(kind, i) for kind in CONTROL_ORDER if kind in result.controls
-                 for i in range(min(result.controls[kind], MAX_BUTTONS) if kind == "button" else 1)]
+        tries = [
+            (kind, i)
+            for kind in CONTROL_ORDER
+            if kind in result.controls
+            for i in range(min(result.controls[kind], MAX_BUTTONS) if kind == "button" else 1)
+        ]
         for kind, i in tries:
             changed, what = self.move(node_sel, scope_sel, kind, chips, nth=i)
             result.moved.append((kind if kind != "button" else f"button {i + 1}", changed, what))
             if changed:
                 self.shot(f"{result.where.replace(' ', '')}-after-{kind}", node)
                 result.problems += self.check_figures(f"after moving its {kind}", scope_sel)
-                result.problems += [f"after moving its {kind}: {c}" for c in
-                                    self.js("s => window.__tk.cutOff(document.querySelector(s))", node_sel)]
+                result.problems += [
+                    f"after moving its {kind}: {c}"
+                    for c in self.js("s => window.__tk.cutOff(document.querySelector(s))", node_sel)
+                ]
                 break
 
 
@@ -778,12 +854,19 @@ def check_lab_notebook(context, server: Server, relpath: str, shots: Path, expec
     checker = Checker(page, relpath, shots, lab=True, action_timeout=expect.action_timeout)
     try:
         page.goto(f"{server.url}/lab/tree/{relpath}?reset&token={server.token}")
-        page.wait_for_function("p => { const a = window.jupyterapp; if (!a) return false; "
-                               "for (const w of a.shell.widgets('main')) if (w.context && w.context.path === p) "
-                               "return true; return false; }", arg=relpath, timeout=120_000)
+        page.wait_for_function(
+            "p => { const a = window.jupyterapp; if (!a) return false; "
+            "for (const w of a.shell.widgets('main')) if (w.context && w.context.path === p) "
+            "return true; return false; }",
+            arg=relpath,
+            timeout=120_000,
+        )
         checker.js("p => window.__tk.runAll(p)", relpath)
-        page.wait_for_function("() => window.__tk && window.__tk.runResult !== null && "
-                               "window.__tk.runResult !== undefined", timeout=expect.run_timeout * 1000, polling=1000)
+        page.wait_for_function(
+            "() => window.__tk && window.__tk.runResult !== null && window.__tk.runResult !== undefined",
+            timeout=expect.run_timeout * 1000,
+            polling=1000,
+        )
         run = checker.js("() => window.__tk.runResult")
         server.remember_children()
         cells = checker.js("p => window.__tk.cells(p)", relpath)
@@ -808,24 +891,31 @@ def check_lab_notebook(context, server: Server, relpath: str, shots: Path, expec
         plots, undrawn = checker.wait_plots(".jp-Notebook", want, timeout=expect.figure_wait)
         report.plots = plots
         if plots < want:
-            report.errors.append(f"only {plots} figures drawn, expected {want} ({static} static figures in the cell "
-                                 f"outputs, {live} figures held by widget views in the kernel, at least "
-                                 f"{expect.min_figures} for this notebook)")
+            report.errors.append(
+                f"only {plots} figures drawn, expected {want} ({static} static figures in the cell "
+                f"outputs, {live} figures held by widget views in the kernel, at least "
+                f"{expect.min_figures} for this notebook)"
+            )
         if undrawn:
             report.errors.append(f"{undrawn} plotly outputs hold no plot {expect.figure_wait:.0f} s after run all")
         report.drawn_s, blank = checker.wait_drawn(".jp-Notebook", timeout=BLANK_S)
-        report.errors += [f"figure {t!r} still blank (no trace drawn) {BLANK_S} s after the last cell finished"
-                          for t in blank]
+        report.errors += [
+            f"figure {t!r} still blank (no trace drawn) {BLANK_S} s after the last cell finished" for t in blank
+        ]
         report.errors += checker.check_figures("after run all", ".jp-Notebook", timeout=expect.figure_wait)
         checker.settle(".jp-Notebook", quiet=2.0, timeout=60)
         checker.shot("after-run-all")
-        report.errors += [f"after run all: {c}" for c in checker.js("s => window.__tk.cutOff(document.querySelector(s))",
-                                                                      ".jp-Notebook")]
+        report.errors += [
+            f"after run all: {c}"
+            for c in checker.js("s => window.__tk.cutOff(document.querySelector(s))", ".jp-Notebook")
+        ]
         chips = DEFAULT_CHIPS + tuple(expect.extra_controls)
         for c in cells:
             for j in c["widgets"]:
                 result = WidgetResult(f"cell {c['index']} output {j}")
-                scope = ".jp-Notebook" if expect.scope == "notebook" else f'[data-tk-cell="{c["index"]}"] .jp-OutputArea'
+                scope = (
+                    ".jp-Notebook" if expect.scope == "notebook" else f'[data-tk-cell="{c["index"]}"] .jp-OutputArea'
+                )
                 checker.check_widget(result, f'[data-tk="{c["index"]}:{j}"]', scope, chips)
                 report.widgets.append(result)
         text = page.locator(".jp-Notebook").inner_text()
@@ -836,14 +926,18 @@ def check_lab_notebook(context, server: Server, relpath: str, shots: Path, expec
         for dialog in page.locator(".jp-Dialog").all():
             report.errors.append(f"a dialog is open: {dialog.inner_text()[:200]!r}")
     except Exception as e:
-        report.errors.append(f"browser check aborted: {type(e).__name__}: {str(e).splitlines()[0][:300]} "
-                             f"at {_where(e)}")
+        report.errors.append(
+            f"browser check aborted: {type(e).__name__}: {str(e).splitlines()[0][:300]} at {_where(e)}"
+        )
         checker.shot("aborted")
     finally:
         report.errors += [f"page error: {e[:300]}" for e in checker.page_errors]
         try:  # free the kernel's memory before the next notebook
-            page.evaluate("p => { const w = window.__tk && window.__tk.panel(p); "
-                          "return w ? w.sessionContext.shutdown() : null; }", relpath)
+            page.evaluate(
+                "p => { const w = window.__tk && window.__tk.panel(p); "
+                "return w ? w.sessionContext.shutdown() : null; }",
+                relpath,
+            )
         except Exception:
             pass
         page.close()
@@ -868,7 +962,9 @@ def check_voila_app(context, server: Server, relpath: str, shots: Path, app: dic
                 raise TimeoutError("the app's slider was not drawn within 600 s")
             time.sleep(0.5)
         page.wait_for_load_state("load", timeout=600_000)
-        shown = page.locator(".jp-CodeCell .jp-InputArea, .jp-CodeMirrorEditor, .cm-editor").filter(visible=True).count()
+        shown = (
+            page.locator(".jp-CodeCell .jp-InputArea, .jp-CodeMirrorEditor, .cm-editor").filter(visible=True).count()
+        )
         if shown or "from toolkit" in page.inner_text("body"):
             report.errors.append(f"code is shown in app mode ({shown} visible code areas)")
         for err in page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all():
@@ -883,17 +979,19 @@ def check_voila_app(context, server: Server, relpath: str, shots: Path, app: dic
         plots, undrawn = checker.wait_plots("body", want_figures, timeout=APP_WAIT)
         report.plots = plots
         if plots < want_figures:
-            report.errors.append(f"only {plots} figures drawn in the app, expected {want_figures} "
-                                 f"({APP_WAIT} s after the first one)")
+            report.errors.append(
+                f"only {plots} figures drawn in the app, expected {want_figures} ({APP_WAIT} s after the first one)"
+            )
         if undrawn:
             report.errors.append(f"{undrawn} plotly outputs hold no plot {APP_WAIT} s after the page loaded")
         broken = page.get_by_text("Error displaying widget").count()
         if broken:  # seen in Voila 0.5.13: "model not found" for every widget after the first, on some page loads
-            report.errors.append(f"'Error displaying widget' in the app, {broken} times: "
-                                 f"{page.get_by_text('Error displaying widget').first.inner_text()[:100]!r}")
+            report.errors.append(
+                f"'Error displaying widget' in the app, {broken} times: "
+                f"{page.get_by_text('Error displaying widget').first.inner_text()[:100]!r}"
+            )
         report.drawn_s, blank = checker.wait_drawn("body", timeout=BLANK_S)
-        report.errors += [f"figure {t!r} still blank (no trace drawn) {BLANK_S} s after the page loaded"
-                          for t in blank]
+        report.errors += [f"figure {t!r} still blank (no trace drawn) {BLANK_S} s after the page loaded" for t in blank]
         box.evaluate("e => e.dataset.tkApp = '1'")
         result = WidgetResult(f"app slider {app['slider']!r}")
         report.widgets.append(result)
@@ -922,19 +1020,22 @@ def check_voila_app(context, server: Server, relpath: str, shots: Path, app: dic
                 .filter(o => Object.values(window.__tk.controls(o, chips)).some(n => n > 0))
                 .map((o, k) => { if (tag) o.dataset.tkVoila = String(k); return k; })"""
             deadline = t_wait + APP_WAIT
-            while len(page.evaluate(others, [list(DEFAULT_CHIPS), False])) < want_others and time.monotonic() < deadline:
+            while (
+                len(page.evaluate(others, [list(DEFAULT_CHIPS), False])) < want_others and time.monotonic() < deadline
+            ):
                 time.sleep(0.5)
             tagged = page.evaluate(others, [list(DEFAULT_CHIPS), True])
             if len(tagged) < want_others:
-                report.errors.append(f"only {len(tagged)} other outputs with a control in the app, expected "
-                                     f"{want_others} ({APP_WAIT} s after the first figure)")
+                report.errors.append(
+                    f"only {len(tagged)} other outputs with a control in the app, expected "
+                    f"{want_others} ({APP_WAIT} s after the first figure)"
+                )
             for k in tagged:
                 other = WidgetResult(f"app output {k}")
                 checker.check_widget(other, f'[data-tk-voila="{k}"]', f'[data-tk-voila="{k}"]', DEFAULT_CHIPS)
                 report.widgets.append(other)
     except Exception as e:
-        report.errors.append(f"app check aborted: {type(e).__name__}: {str(e).splitlines()[0][:300]} "
-                             f"at {_where(e)}")
+        report.errors.append(f"app check aborted: {type(e).__name__}: {str(e).splitlines()[0][:300]} at {_where(e)}")
         checker.shot("aborted", full_page=True)
     finally:
         report.errors += [f"page error: {e[:300]}" for e in checker.page_errors]
@@ -1012,8 +1113,9 @@ def _record(workdir, report: Report, failures: list[str]) -> None:
 def test_check_catches_broken_widgets(workdir, lab, context):
     """The same check on a fixture with two working and two broken widgets (an observer that never fires, a view
     whose render throws): it must flag exactly the broken ones."""
-    report = check_lab_notebook(context, lab, "_fixture_broken_widget.ipynb", workdir[0] / "shots",
-                                Expect(action_timeout=15, figure_wait=20))
+    report = check_lab_notebook(
+        context, lab, "_fixture_broken_widget.ipynb", workdir[0] / "shots", Expect(action_timeout=15, figure_wait=20)
+    )
     _record(workdir, report, [])
     failures = report.failures()
     working, observer, view, late = report.widgets  # in cell order, as in the fixture
@@ -1023,9 +1125,12 @@ def test_check_catches_broken_widgets(workdir, lab, context):
     assert not view.rendered, report.summary()
     # The late title was never drawn: the page shows the figure without it until the slider's observer redraws.
     assert late.rendered and late.responded and not late.problems, report.summary()
-    expected = {f"{observer.where}: moved slider but its view did not change": 1,
-                f"{view.where}: widget did not render": 1, "page error: deliberately broken render": 1,
-                "after run all: figure '' (1 traces) in the browser differs from every figure the kernel holds": 1}
+    expected = {
+        f"{observer.where}: moved slider but its view did not change": 1,
+        f"{view.where}: widget did not render": 1,
+        "page error: deliberately broken render": 1,
+        "after run all: figure '' (1 traces) in the browser differs from every figure the kernel holds": 1,
+    }
     unexpected = [f for f in failures if not any(f.startswith(e) for e in expected)]
     assert not unexpected, unexpected
     for e in expected:

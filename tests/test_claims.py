@@ -5,32 +5,62 @@ import json
 import pytest
 
 from toolkit import cost
-from toolkit.book import claims, claims_cost, claims_kit, claims_mcp, claims_render, ledger
-
-CLAIM_MODULES = (ledger, claims_cost, claims_render, claims_mcp, claims_kit, claims)
-from toolkit.book.claims import (
-    INVENTORY,
-    check_all,
-    coverage,
-    inventory,
-    to_markdown,
-    write_markdown,
+from toolkit.book import (
+    claims,
+    claims_cost,
+    claims_flops,
+    claims_kit,
+    claims_mcp,
+    claims_render,
+    claims_tool_use,
+    ledger,
 )
+from toolkit.book.claims import INVENTORY, check_all, coverage, inventory, to_markdown, write_markdown
 from toolkit.book.claims_cost import cost_claims, decay_claims
 from toolkit.book.ledger import CAVEAT, FAILS, HOLDS, VERDICTS, Claim, _verdict
 from toolkit.commands import claims as claims_command
 from toolkit.commands.claims import cli
 
+CLAIM_MODULES = (ledger, claims_cost, claims_flops, claims_render, claims_tool_use, claims_mcp, claims_kit, claims)
+
 # What issues 5 and 17 require the ledger to cover, by claim id.
 REQUIRED = {
-    "prefill-no-cache", "prefill-cache", "ratio-30", "ratio-60", "constant", "inverse-0.9947", "one-per-190",
-    "flops-llama", "flops-deepseek", "pflops", "tokens-per-tool", "tools-10", "tools-50", "tools-100",
-    "tool-call-token", "special-set", "tool-role-turn", "jsonrpc", "tools-list-fields", "is-error", "transports",
-    "sse-deprecated", "initialize-era",
+    "prefill-no-cache",
+    "prefill-cache",
+    "ratio-30",
+    "ratio-60",
+    "constant",
+    "inverse-0.9947",
+    "one-per-190",
+    "flops-llama",
+    "flops-deepseek",
+    "pflops",
+    "tokens-per-tool",
+    "tools-10",
+    "tools-50",
+    "tools-100",
+    "tool-call-token",
+    "special-set",
+    "tool-role-turn",
+    "jsonrpc",
+    "tools-list-fields",
+    "is-error",
+    "transports",
+    "sse-deprecated",
+    "initialize-era",
     *{f"table-{p:.2f}-{k}" for p in cost.BOOK_PS for k in cost.BOOK_KS},
     # issue 17: the missing claims
-    "system-block", "im-start-colon", "apply-chat-template", "sdk-names", "only-discover-call", "pk-upper-bound",
-    "decoupling-security", "loss-mask", "no-suspend", "parallel-calls", "compression-breaks-cache",
+    "system-block",
+    "im-start-colon",
+    "apply-chat-template",
+    "sdk-names",
+    "only-discover-call",
+    "pk-upper-bound",
+    "decoupling-security",
+    "loss-mask",
+    "no-suspend",
+    "parallel-calls",
+    "compression-breaks-cache",
     "shape-not-meaning",
 }
 
@@ -64,8 +94,9 @@ def test_every_inventory_line_is_mapped_or_says_why_not(ledger):
 def test_inventory_rejects_a_line_with_neither(tmp_path, ledger):
     src = INVENTORY.read_text(encoding="utf-8")
     bad = tmp_path / "inv.tsv"
-    bad.write_text(src + "§14.5.3\tsome new number\tnumber\t-\t\n§14.5.3\tx\tnumber\tno-such-claim\t\n",
-                   encoding="utf-8")
+    bad.write_text(
+        src + "§14.5.3\tsome new number\tnumber\t-\t\n§14.5.3\tx\tnumber\tno-such-claim\t\n", encoding="utf-8"
+    )
     cov = coverage(ledger, inventory(bad))
     assert cov["unmapped"] == ["§14.5.3: some new number"] and cov["unknown_ids"] == ["no-such-claim"]
 

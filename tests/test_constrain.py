@@ -1,4 +1,5 @@
 """Tests for toolkit.constrain: grammars, the mask protocol, traces vs xgrammar's own generate, distortion, CLI."""
+
 import json
 import math
 from collections import Counter
@@ -8,13 +9,7 @@ import pytest
 
 from toolkit.commands.constrain import cli
 from toolkit.grammar.check import chat_prompt, check, check_output
-from toolkit.grammar.compile import (
-    SchemaError,
-    bounded,
-    call_schema,
-    compile_schema,
-    compile_tools,
-)
+from toolkit.grammar.compile import SchemaError, bounded, call_schema, compile_schema, compile_tools
 from toolkit.grammar.distortion import distortion
 from toolkit.grammar.hf import generate, sample
 from toolkit.grammar.inspect import score, trace
@@ -22,15 +17,31 @@ from toolkit.grammar.mask import GrammarMask, replay
 from toolkit.grammar.precheck import precheck
 from toolkit.qwen import IM_END_ID, TOOL_CALL_END_ID, TOOL_CALL_ID, VOCAB_WIDTH
 
-WEATHER_ARGS = {"type": "object", "properties": {
-    "city": {"type": "string", "maxLength": 16},
-    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-    "days": {"type": "integer", "minimum": 1, "maximum": 7}},
-    "required": ["city", "unit", "days"], "additionalProperties": False}
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": WEATHER_ARGS}},
-         {"type": "function", "function": {"name": "calculator", "parameters": {
-             "type": "object", "properties": {"expression": {"type": "string", "maxLength": 24}},
-             "required": ["expression"], "additionalProperties": False}}}]
+WEATHER_ARGS = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "maxLength": 16},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+        "days": {"type": "integer", "minimum": 1, "maximum": 7},
+    },
+    "required": ["city", "unit", "days"],
+    "additionalProperties": False,
+}
+TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "parameters": WEATHER_ARGS}},
+    {
+        "type": "function",
+        "function": {
+            "name": "calculator",
+            "parameters": {
+                "type": "object",
+                "properties": {"expression": {"type": "string", "maxLength": 24}},
+                "required": ["expression"],
+                "additionalProperties": False,
+            },
+        },
+    },
+]
 CITIES = {"enum": ["Paris", "Parma", "Pavia", "Perth", "Lyon"]}
 
 
@@ -73,7 +84,7 @@ def test_bitmask_is_sized_from_the_model_vocab_not_the_tokenizer(qwen3_tok):
     theirs = bitmask_to_bool_mask(bm, VOCAB_WIDTH)[0].numpy()  # xgrammar's own decoding of the bits
     assert ours.shape == (VOCAB_WIDTH,) and (ours == theirs).all()
     assert 1_000 < m.allowed_count(bm) < len(qwen3_tok)  # inside a string: most tokens, never padding rows
-    assert not ours[len(qwen3_tok):].any()
+    assert not ours[len(qwen3_tok) :].any()
     # Applying the mask leaves exactly the allowed logits finite.
     import torch
 
@@ -85,7 +96,7 @@ def test_bitmask_is_sized_from_the_model_vocab_not_the_tokenizer(qwen3_tok):
 def test_schema_grammar_text_and_compact_json(qwen3_tok):
     g = compile_schema(WEATHER_ARGS, qwen3_tok)
     assert g.kind == "schema" and "root ::=" in g.text and str(g) == g.text
-    assert 'celsius' in g.text and "{0, 16}" in g.text  # the enum and the maxLength are in the grammar
+    assert "celsius" in g.text and "{0, 16}" in g.text  # the enum and the maxLength are in the grammar
     text = '{"city": "Paris", "unit": "celsius", "days": 3}'
     ok, done = replay(g, qwen3_tok.encode(text) + [IM_END_ID])
     assert ok and done
@@ -93,9 +104,18 @@ def test_schema_grammar_text_and_compact_json(qwen3_tok):
     assert not ok
 
 
-@pytest.mark.parametrize("bad", [{"type": "strin"}, {"type": "object", "properties": 5},
-                                 {"type": "string", "maxLength": "x"}, {"type": "string", "pattern": "(["},
-                                 {"$ref": "#/defs/nope"}, "{not json", 5])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"type": "strin"},
+        {"type": "object", "properties": 5},
+        {"type": "string", "maxLength": "x"},
+        {"type": "string", "pattern": "(["},
+        {"$ref": "#/defs/nope"},
+        "{not json",
+        5,
+    ],
+)
 def test_malformed_schema_is_one_clear_line(qwen3_tok, bad):
     with pytest.raises(SchemaError) as e:
         compile_schema(bad, qwen3_tok)
@@ -153,15 +173,26 @@ def test_optional_calls_allow_free_text_first(qwen3_tok):
 def test_one_of_mode_is_plain_json(qwen3_tok):
     g = compile_tools(TOOLS, qwen3_tok, mode="one_of")
     assert g.kind == "one_of" and "Token(" not in g.text
-    assert replay(g, qwen3_tok.encode('{"name": "calculator", "arguments": {"expression": "7"}}')
-                    + [IM_END_ID]) == (True, True)
+    assert replay(g, qwen3_tok.encode('{"name": "calculator", "arguments": {"expression": "7"}}') + [IM_END_ID]) == (
+        True,
+        True,
+    )
 
 
 def test_bounded_adds_limits_but_keeps_enums():
-    s = bounded({"type": "object", "properties": {
-        "a": {"type": "string"}, "b": {"type": "string", "enum": ["x"]}, "c": {"type": "array", "items": {
-            "type": "string"}}, "d": {"type": "string", "maxLength": 3}, "e": {"type": "string", "maxLength": 99}}},
-        max_length=9)
+    s = bounded(
+        {
+            "type": "object",
+            "properties": {
+                "a": {"type": "string"},
+                "b": {"type": "string", "enum": ["x"]},
+                "c": {"type": "array", "items": {"type": "string"}},
+                "d": {"type": "string", "maxLength": 3},
+                "e": {"type": "string", "maxLength": 99},
+            },
+        },
+        max_length=9,
+    )
     p = s["properties"]
     assert p["a"]["maxLength"] == 9 and "maxLength" not in p["b"] and p["d"]["maxLength"] == 3
     assert p["e"]["maxLength"] == 9  # a looser bound is tightened
@@ -186,8 +217,10 @@ def test_fifty_constrained_samples_all_validate_unconstrained_mostly_not(stand_i
     unc = sample(stand_in.model, tok, prompt, None, n=50, temperature=1.0, seed=0, max_new_tokens=64)
     n_con = sum(check(x.text, WEATHER_ARGS).valid for x in con)
     n_unc = sum(check(x.text, WEATHER_ARGS).valid for x in unc)
-    print(f"\n{stand_in.description}\nconstrained: {n_con}/50 parse+validate; unconstrained: {n_unc}/50 "
-          f"({len(set(x.text for x in con))} distinct constrained outputs)")
+    print(
+        f"\n{stand_in.description}\nconstrained: {n_con}/50 parse+validate; unconstrained: {n_unc}/50 "
+        f"({len(set(x.text for x in con))} distinct constrained outputs)"
+    )
     assert all(x.terminated for x in con)
     assert n_con == 50
     assert n_unc < 25
@@ -253,8 +286,9 @@ def test_distortion_is_exact_and_matches_sampling(stand_in):
     assert not score(stand_in.model, tok, prompt, g, '"Rome"').accepted
     # Step-wise masking + renormalisation is what sampling under the mask actually draws from.
     n = 300
-    got = Counter(x.text for x in sample(stand_in.model, tok, prompt, g, n=n, temperature=1.0, seed=3,
-                                           max_new_tokens=12))
+    got = Counter(
+        x.text for x in sample(stand_in.model, tok, prompt, g, n=n, temperature=1.0, seed=3, max_new_tokens=12)
+    )
     for text, _, p_masked, _ in d.rows:
         sd = math.sqrt(max(p_masked * (1 - p_masked), 1e-4) / n)
         assert abs(got[text] / n - p_masked) < 5 * sd + 0.01, (text, got[text], p_masked)
@@ -263,8 +297,21 @@ def test_distortion_is_exact_and_matches_sampling(stand_in):
 def test_cli_prints_samples_and_model(tmp_path, capsys):
     f = tmp_path / "s.json"
     f.write_text(json.dumps({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}))
-    rc = cli(["--schema", str(f), "--samples", "3", "--temperature", "1.0", "--json", "--model", "stand-in",
-                "--max-new-tokens", "40"])
+    rc = cli(
+        [
+            "--schema",
+            str(f),
+            "--samples",
+            "3",
+            "--temperature",
+            "1.0",
+            "--json",
+            "--model",
+            "stand-in",
+            "--max-new-tokens",
+            "40",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and "STAND-IN" in out["model"] and not out["semantic"]
     assert len(out["samples"]) == 3 and out["valid"] == 3 and all(s["valid"] for s in out["samples"])
@@ -310,12 +357,16 @@ UNENFORCED = [  # (schema, the keyword named in the one-line error)
     ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "uniqueItems"),
     ({"type": "string", "pattern": "^(?=.*\\d)[a-z0-9]+$"}, "lookaround"),
     ({"type": "string", "pattern": "^(?!abc)[a-z]+$"}, "lookaround"),
-    ({"$defs": {"x": {"$anchor": "xa", "type": "integer"}}, "type": "object",
-      "properties": {"a": {"$ref": "#xa"}}}, "$ref '#xa'"),
+    (
+        {"$defs": {"x": {"$anchor": "xa", "type": "integer"}}, "type": "object", "properties": {"a": {"$ref": "#xa"}}},
+        "$ref '#xa'",
+    ),
     ({"$defs": {"x": {"type": "integer"}}, "$ref": "#/$defs/x", "minimum": 5}, "beside $ref"),
     ({"$dynamicAnchor": "n", "type": "object", "properties": {"a": {"$dynamicRef": "#n"}}}, "$dynamicRef"),
-    ({"anyOf": [{"type": "object", "properties": {"deep": {"type": "array", "items": {"not": {}}}}}]},
-     "#/anyOf/0/properties/deep/items: not"),
+    (
+        {"anyOf": [{"type": "object", "properties": {"deep": {"type": "array", "items": {"not": {}}}}}]},
+        "#/anyOf/0/properties/deep/items: not",
+    ),
 ]
 
 
@@ -332,25 +383,50 @@ def test_what_xgrammar_enforces_passes_and_is_really_enforced(qwen3_tok):
     import xgrammar as xgr
     from xgrammar.testing import _is_grammar_accept_string as accepts
 
-    enforced = [({"type": "object", "patternProperties": {"^x": {"type": "integer"}}}, '{"xa": "s"}'),
-                ({"type": "object", "propertyNames": {"pattern": "^x"}, "additionalProperties": True}, '{"b": 1}'),
-                ({"type": "object", "maxProperties": 1, "additionalProperties": True}, '{"a": 1, "b": 2}'),
-                ({"type": "integer", "multipleOf": 3}, "4"), ({"type": "string", "format": "email"}, '"x"'),
-                ({"type": "string", "format": "date"}, '"2020-13-45"'),
-                ({"$defs": {"x": {"type": "integer"}}, "type": "object", "properties": {"a": {"$ref": "#/$defs/x"}},
-                  "required": ["a"]}, '{"a": "s"}')]
+    enforced = [
+        ({"type": "object", "patternProperties": {"^x": {"type": "integer"}}}, '{"xa": "s"}'),
+        ({"type": "object", "propertyNames": {"pattern": "^x"}, "additionalProperties": True}, '{"b": 1}'),
+        ({"type": "object", "maxProperties": 1, "additionalProperties": True}, '{"a": 1, "b": 2}'),
+        ({"type": "integer", "multipleOf": 3}, "4"),
+        ({"type": "string", "format": "email"}, '"x"'),
+        ({"type": "string", "format": "date"}, '"2020-13-45"'),
+        (
+            {
+                "$defs": {"x": {"type": "integer"}},
+                "type": "object",
+                "properties": {"a": {"$ref": "#/$defs/x"}},
+                "required": ["a"],
+            },
+            '{"a": "s"}',
+        ),
+    ]
     for schema, invalid in enforced:
         assert precheck(schema) == []
         assert not accepts(xgr.Grammar.from_json_schema(schema, any_whitespace=False), invalid), schema
-    ignored = [({"type": "object", "properties": {"a": {"type": "integer", "not": {"const": 3}}}}, '{"a": 3}'),
-               ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-                 "if": {"required": ["a"]}, "then": {"required": ["b"]}}, '{"a": 1}'),
-               ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-                 "dependentRequired": {"a": ["b"]}}, '{"a": 1}'),
-               ({"type": "array", "items": {"type": "integer"}, "contains": {"const": 3}}, "[1]"),
-               ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "[1, 1]"),
-               ({"type": "string", "format": "regex"}, '"("'),
-               ({"type": "string", "pattern": "^(?!abc)[a-z]+$"}, '"abc"')]
+    ignored = [
+        ({"type": "object", "properties": {"a": {"type": "integer", "not": {"const": 3}}}}, '{"a": 3}'),
+        (
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "if": {"required": ["a"]},
+                "then": {"required": ["b"]},
+            },
+            '{"a": 1}',
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "dependentRequired": {"a": ["b"]},
+            },
+            '{"a": 1}',
+        ),
+        ({"type": "array", "items": {"type": "integer"}, "contains": {"const": 3}}, "[1]"),
+        ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "[1, 1]"),
+        ({"type": "string", "format": "regex"}, '"("'),
+        ({"type": "string", "pattern": "^(?!abc)[a-z]+$"}, '"abc"'),
+    ]
     for schema, invalid in ignored:  # and the listed ones really are not: xgrammar accepts what they forbid
         assert precheck(schema, allow_unenforced=True)
         assert accepts(xgr.Grammar.from_json_schema(schema, any_whitespace=False), invalid), schema
@@ -362,13 +438,16 @@ def test_xgrammar_warnings_are_caught_and_named():
     assert precheck({"type": "string", "pattern": "^a+$", "minLength": 3}, allow_unenforced=True)
 
 
-@pytest.mark.parametrize("schema,named", [
-    ({"type": "object", "properties": {"a": {"$ref": "#/$defs/nope"}}}, "unresolvable $ref '#/$defs/nope'"),
-    ({"type": "object", "properties": {"a": {"$dynamicRef": "#nope"}}}, "unresolvable $dynamicRef '#nope'"),
-    ({"type": "object", "properties": {"a": {"$ref": "http://example.com/s.json"}}}, "unresolvable $ref"),
-    ({"type": "object", "properties": {"a": {"$ref": "#/properties/b"}}}, "unresolvable $ref"),
-    ({"type": "object", "properties": {"a": {"$ref": 5}}}, "is not of type 'string'"),
-])
+@pytest.mark.parametrize(
+    "schema,named",
+    [
+        ({"type": "object", "properties": {"a": {"$ref": "#/$defs/nope"}}}, "unresolvable $ref '#/$defs/nope'"),
+        ({"type": "object", "properties": {"a": {"$dynamicRef": "#nope"}}}, "unresolvable $dynamicRef '#nope'"),
+        ({"type": "object", "properties": {"a": {"$ref": "http://example.com/s.json"}}}, "unresolvable $ref"),
+        ({"type": "object", "properties": {"a": {"$ref": "#/properties/b"}}}, "unresolvable $ref"),
+        ({"type": "object", "properties": {"a": {"$ref": 5}}}, "is not of type 'string'"),
+    ],
+)
 def test_unresolvable_references_are_one_line_errors(schema, named):
     with pytest.raises(SchemaError) as e:
         precheck(schema, allow_unenforced=True)
@@ -381,15 +460,22 @@ def _files(tmp_path):
     yield "missing", tmp_path / "nope.json", "cannot read schema file"
     yield "folder", tmp_path, "is a folder"
     for name, data, why in [
-            ("empty", b"", "not valid JSON"), ("not json", b'{"type": ', "not valid JSON"),
-            ("binary", bytes(range(256)) * 10, "not UTF-8"), ("list", b"[1, 2]", "must hold an object, got list"),
-            ("string", b'"a"', "got str"), ("number", b"3", "got int"), ("null", b"null", "got NoneType"),
-            ("deep", deep.encode(), "nested too deeply"), ("nested schema", nested.encode(), "nested too deeply"),
-            ("huge", b" " * (2 << 20), "limit is 1,048,576"), ("meta", b'{"type": 5}', "invalid JSON Schema"),
-            ("bad ref", b'{"properties": {"a": {"$dynamicRef": "#gone"}}}', "unresolvable $dynamicRef"),
-            ("unenforced", b'{"type": "object", "not": {}}', "xgrammar does not enforce: #: not"),
-            ("nan", b'{"type": "number", "maximum": NaN}', "NaN is not a JSON value"), ("utf-16", '{"type": "string"}'.encode("utf-16"),
-                                                                  "not UTF-8")]:
+        ("empty", b"", "not valid JSON"),
+        ("not json", b'{"type": ', "not valid JSON"),
+        ("binary", bytes(range(256)) * 10, "not UTF-8"),
+        ("list", b"[1, 2]", "must hold an object, got list"),
+        ("string", b'"a"', "got str"),
+        ("number", b"3", "got int"),
+        ("null", b"null", "got NoneType"),
+        ("deep", deep.encode(), "nested too deeply"),
+        ("nested schema", nested.encode(), "nested too deeply"),
+        ("huge", b" " * (2 << 20), "limit is 1,048,576"),
+        ("meta", b'{"type": 5}', "invalid JSON Schema"),
+        ("bad ref", b'{"properties": {"a": {"$dynamicRef": "#gone"}}}', "unresolvable $dynamicRef"),
+        ("unenforced", b'{"type": "object", "not": {}}', "xgrammar does not enforce: #: not"),
+        ("nan", b'{"type": "number", "maximum": NaN}', "NaN is not a JSON value"),
+        ("utf-16", '{"type": "string"}'.encode("utf-16"), "not UTF-8"),
+    ]:
         path = tmp_path / f"{name}.json"
         path.write_bytes(data)
         yield name, path, why
@@ -403,8 +489,21 @@ def test_cli_rejects_every_bad_file_in_one_line_before_any_model_loads(tmp_path)
 
     seen = 0
     for name, path, why in _files(tmp_path):
-        r = subprocess.run([sys.executable, "-m", "toolkit", "constrain", "--schema", str(path), "--model",
-                            str(tmp_path / "no-model-here")], capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "toolkit",
+                "constrain",
+                "--schema",
+                str(path),
+                "--model",
+                str(tmp_path / "no-model-here"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         err = r.stderr.strip()
         assert r.returncode == 2, (name, r.returncode, err[-500:])
         assert "Traceback" not in err and len(err.splitlines()) == 1 and err.startswith("error:"), (name, err)
@@ -418,11 +517,30 @@ def test_cli_allow_unenforced_warns_and_samples(tmp_path):
     import sys
 
     f = tmp_path / "s.json"
-    f.write_text(json.dumps({"type": "object", "properties": {"n": {"type": "integer", "not": {"const": 3}}},
-                             "required": ["n"]}))
-    r = subprocess.run([sys.executable, "-m", "toolkit", "constrain", "--schema", str(f), "--model", "stand-in",
-                        "--samples", "2", "--max-new-tokens", "16", "--allow-unenforced", "--json"],
-                       capture_output=True, text=True, timeout=300)
+    f.write_text(
+        json.dumps({"type": "object", "properties": {"n": {"type": "integer", "not": {"const": 3}}}, "required": ["n"]})
+    )
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "toolkit",
+            "constrain",
+            "--schema",
+            str(f),
+            "--model",
+            "stand-in",
+            "--samples",
+            "2",
+            "--max-new-tokens",
+            "16",
+            "--allow-unenforced",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert "warning: not enforced by the grammar: #/properties/n: not (ignored)" in r.stderr
     out = json.loads(r.stdout)

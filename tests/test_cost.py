@@ -125,13 +125,18 @@ def test_decode_view_presets():
 
     v = DecodeView()
     y0 = list(v.figure.data[0].y)
-    for control, value in ((v.model, "DeepSeek-V3 (37B active)"), (v.precision, "INT4 (0.5 byte)"),
-                           (v.hardware, "NVIDIA H200 (4.8 TB/s)"), (v.tokens, 30_000)):
+    for control, value in (
+        (v.model, "DeepSeek-V3 (37B active)"),
+        (v.precision, "INT4 (0.5 byte)"),
+        (v.hardware, "NVIDIA H200 (4.8 TB/s)"),
+        (v.tokens, 30_000),
+    ):
         _move(control, value)
     assert list(v.figure.data[0].y) != y0
     spec = cost.MODELS["DeepSeek-V3 (37B active)"]
-    assert list(v.figure.data[0].y) == [cost.bandwidth_tokens_per_s(spec.active_params, bw, 0.5)
-                                        for bw in cost.HARDWARE.values()]
+    assert list(v.figure.data[0].y) == [
+        cost.bandwidth_tokens_per_s(spec.active_params, bw, 0.5) for bw in cost.HARDWARE.values()
+    ]
     assert v.budget.total_flops == cost.decode_flops(37e9, 30_000)
     assert v.budget.tokens_per_s_bound == cost.bandwidth_tokens_per_s(37e9, 4.8e12, 0.5)
     assert "74.0 GFLOPs" in v.text.value

@@ -1,4 +1,5 @@
 """toolkit.engine: same greedy tokens as model.generate, prefix reuse = fresh prefill, masks, sampling, errors."""
+
 import math
 
 import pytest
@@ -36,9 +37,16 @@ def _hf_greedy(model, prompt, n):
     dev = next(model.parameters()).device
     ids = torch.tensor([prompt], device=dev)
     with torch.no_grad():
-        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, min_new_tokens=n,
-                             do_sample=False, eos_token_id=None, pad_token_id=0)
-    return out[0, len(prompt):].tolist()
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=n,
+            min_new_tokens=n,
+            do_sample=False,
+            eos_token_id=None,
+            pad_token_id=0,
+        )
+    return out[0, len(prompt) :].tolist()
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +80,13 @@ def test_greedy_matches_generate(flavor, kernels, lm3, lm3_ref):
     model = lm3 if flavor == "qwen3" else _random_lm("qwen2.5", seed=3)
     prompt, ref = lm3_ref if flavor == "qwen3" else (_prompt(40), _hf_greedy(model, _prompt(40), 24))
     assert len(set(ref)) > 10  # a path that actually moves, not one repeated token
-    e = Engine(model, fuse=kernels != "exact", fast=kernels.startswith("fast"), prefill_chunk=16,
-               attention="matmul" if kernels.endswith("matmul") else None)
+    e = Engine(
+        model,
+        fuse=kernels != "exact",
+        fast=kernels.startswith("fast"),
+        prefill_chunk=16,
+        attention="matmul" if kernels.endswith("matmul") else None,
+    )
     assert e.fast == kernels.startswith("fast") and e.fuse == (kernels != "exact")
     assert e.generate(prompt, max_new_tokens=24, stop_ids=set()).new_ids == ref
 
@@ -122,7 +135,7 @@ def test_stop_token_ends_generation(lm3, lm3_ref):
     stop = ref[k]
     first = ref.index(stop)
     g = Engine(lm3).generate(prompt, max_new_tokens=24, stop_ids={stop, -5})
-    assert g.stopped_by == "stop" and g.new_ids == ref[:first + 1]
+    assert g.stopped_by == "stop" and g.new_ids == ref[: first + 1]
 
 
 def test_cache_capacity_caps_length(lm3):
@@ -133,8 +146,9 @@ def test_cache_capacity_caps_length(lm3):
         e.generate(_prompt(65), max_new_tokens=1, stop_ids=set())
 
 
-@pytest.mark.parametrize("bad, msg", [([], "empty"), ([1, 151936], "outside"), ([1, -2], "outside"),
-                                      (["x"], "integers")])
+@pytest.mark.parametrize(
+    "bad, msg", [([], "empty"), ([1, 151936], "outside"), ([1, -2], "outside"), (["x"], "integers")]
+)
 def test_bad_prompts_raise_engine_error(lm3, bad, msg):
     with pytest.raises(EngineError, match=msg):
         Engine(lm3, max_len=64).generate(bad, max_new_tokens=2, stop_ids=set())
@@ -232,7 +246,7 @@ def test_allowed_tokens_matches_xgrammar():
 
     V = 151_936
     g = torch.Generator().manual_seed(0)
-    words = torch.randint(-2**31, 2**31 - 1, (1, (V + 31) // 32), generator=g, dtype=torch.int64).to(torch.int32)
+    words = torch.randint(-(2**31), 2**31 - 1, (1, (V + 31) // 32), generator=g, dtype=torch.int64).to(torch.int32)
     logits = torch.randn(1, V, generator=g)
     xgr.apply_token_bitmask_inplace(logits, words)
     assert torch.equal(allowed_tokens(words, V), torch.isfinite(logits[0]))
@@ -270,8 +284,12 @@ def number_grammar():
 
     tok = qwen_tokenizer("qwen3")
     info = xgr.TokenizerInfo.from_huggingface(tok, vocab_size=151_936, stop_token_ids=[151645])
-    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 999}},
-              "required": ["n"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 999}},
+        "required": ["n"],
+        "additionalProperties": False,
+    }
     return tok, xgr.GrammarCompiler(info).compile_json_schema(schema, any_whitespace=False)
 
 
@@ -285,8 +303,7 @@ def test_mask_is_respected(lm3, number_grammar, temperature):
     prompt = _prompt(25, seed=6)
     free = Engine(lm3).generate(prompt, max_new_tokens=20, stop_ids={151645}, temperature=temperature, seed=1)
     mask = _XgrMask(compiled, 151_936)
-    g = Engine(lm3).generate(prompt, max_new_tokens=20, stop_ids={151645}, mask=mask, temperature=temperature,
-                             seed=1)
+    g = Engine(lm3).generate(prompt, max_new_tokens=20, stop_ids={151645}, mask=mask, temperature=temperature, seed=1)
     assert g.new_ids != free.new_ids  # the mask changed what came out
     assert g.stopped_by in ("stop", "grammar") and g.new_ids[-1] == 151645
     replay = xgr.GrammarMatcher(compiled)
@@ -318,8 +335,17 @@ def test_host_loop_runs_on_engine_like_hf_backend(lm3):
     runs = []
     for backend in (Engine(lm3, name="random-weight qwen3 stand-in (mechanics only)"), HFBackend(lm3)):
         ex = example("weather")
-        trace = run(backend, tok, ex["messages"], ex["tools"], template="qwen3", constrain="tag",
-                         max_turns=2, max_new_tokens=40, parallel=False)
+        trace = run(
+            backend,
+            tok,
+            ex["messages"],
+            ex["tools"],
+            template="qwen3",
+            constrain="tag",
+            max_turns=2,
+            max_new_tokens=40,
+            parallel=False,
+        )
         runs.append([s.ids for s in trace.of(Generated)])
     assert runs[0] == runs[1] and runs[0]
 
@@ -352,9 +378,16 @@ def test_compiled_steps_give_same_tokens(lm3, lm3_ref, mode):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.parametrize("dtype, attention", [(torch.float32, "sdpa"), (torch.float32, "matmul"),
-                                              (torch.bfloat16, "sdpa"), (torch.bfloat16, "matmul"),
-                                              (torch.bfloat16, "flash")])
+@pytest.mark.parametrize(
+    "dtype, attention",
+    [
+        (torch.float32, "sdpa"),
+        (torch.float32, "matmul"),
+        (torch.bfloat16, "sdpa"),
+        (torch.bfloat16, "matmul"),
+        (torch.bfloat16, "flash"),
+    ],
+)
 def test_cuda_graph_equals_eager(dtype, attention):
     model = _random_lm("qwen3", device="cuda", dtype=dtype)
     prompt = _prompt(240, seed=3)  # decode crosses the 256 -> 512 bucket
@@ -365,8 +398,9 @@ def test_cuda_graph_equals_eager(dtype, attention):
         b = graph.generate(prompt, max_new_tokens=40, stop_ids=set(), **kw)
         assert a.new_ids == b.new_ids
     if dtype == torch.float32:
-        assert a.new_ids and eager.generate(prompt, max_new_tokens=40, stop_ids=set()).new_ids == \
-            _hf_greedy(model, prompt, 40)
+        assert a.new_ids and eager.generate(prompt, max_new_tokens=40, stop_ids=set()).new_ids == _hf_greedy(
+            model, prompt, 40
+        )
     # Prefix reuse on the graph path: same tokens as the eager path.
     p2 = prompt + b.new_ids + _prompt(20, seed=4)
     r = graph.generate(p2, max_new_tokens=20, stop_ids=set())
@@ -396,8 +430,11 @@ def test_real_model_greedy_matches_generate():
     assert g.new_ids == ref
     assert math.isfinite(g.decode_s) and "Qwen2.5-Coder" in e.describe()
     # Reuse on the next turn equals a fresh prefill.
-    p2 = prompt + g.new_ids + loaded.tokenizer.encode("<|im_end|>\n<|im_start|>user\nAnd three?<|im_end|>\n"
-                                                      "<|im_start|>assistant\n")
+    p2 = (
+        prompt
+        + g.new_ids
+        + loaded.tokenizer.encode("<|im_end|>\n<|im_start|>user\nAnd three?<|im_end|>\n<|im_start|>assistant\n")
+    )
     r = e.generate(p2, max_new_tokens=12, stop_ids={151645})
     assert r.reused == len(prompt) + 19
     assert r.new_ids == Engine(loaded.model).generate(p2, max_new_tokens=12, stop_ids={151645}).new_ids

@@ -1,4 +1,5 @@
 """The pins live in requirements.txt; environment.yml (Binder) must list exactly the same pip pins."""
+
 import re
 from pathlib import Path
 

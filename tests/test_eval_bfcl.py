@@ -1,4 +1,5 @@
 """BFCL loading, BFCL-doc → JSON Schema conversion, the three modes' prompts, reading calls back (never eval)."""
+
 import json
 
 import jsonschema
@@ -10,8 +11,13 @@ from toolkit.eval.bfcl import decode, decode_python, decode_tagged, to_schema
 
 def test_categories_load_with_their_answers():
     sizes = {c: len(bfcl.load(c)) for c in bfcl.CATEGORIES}
-    assert sizes == {"simple_python": 400, "multiple": 200, "parallel": 200, "parallel_multiple": 200,
-                     "irrelevance": 240}
+    assert sizes == {
+        "simple_python": 400,
+        "multiple": 200,
+        "parallel": 200,
+        "parallel_multiple": 200,
+        "irrelevance": 240,
+    }
     assert all(c.answers for c in bfcl.load("parallel"))
     assert all(c.answers is None for c in bfcl.load("irrelevance"))
     with pytest.raises(ValueError, match="unknown BFCL category"):
@@ -52,10 +58,20 @@ def test_every_function_doc_converts_to_valid_json_schema():
 
 
 def test_conversion_maps_bfcl_types():
-    doc = {"name": "f", "description": "d", "parameters": {"type": "dict", "properties": {
-        "a": {"type": "float"}, "b": {"type": "tuple", "items": {"type": "float"}}, "c": {"type": "any"},
-        "d": {"type": "dict", "properties": {"x": {"type": "integer", "required": True}}, "optional": True}},
-        "required": ["a"]}}
+    doc = {
+        "name": "f",
+        "description": "d",
+        "parameters": {
+            "type": "dict",
+            "properties": {
+                "a": {"type": "float"},
+                "b": {"type": "tuple", "items": {"type": "float"}},
+                "c": {"type": "any"},
+                "d": {"type": "dict", "properties": {"x": {"type": "integer", "required": True}}, "optional": True},
+            },
+            "required": ["a"],
+        },
+    }
     p = to_schema(doc)["function"]["parameters"]
     assert p["type"] == "object" and p["required"] == ["a"]
     assert p["properties"]["a"] == {"type": "number"}
@@ -78,23 +94,36 @@ def test_prompt_mode_puts_bfcl_text_and_docs_in_the_system_prompt():
         bfcl.messages_for(c, "telepathy")
 
 
-@pytest.mark.parametrize("text,calls", [
-    ("[f(a=1, b='x')]", [{"f": {"a": 1, "b": "x"}}]),
-    ("```python\n[math.hypot(x=4, y=-5)]\n```", [{"math.hypot": {"x": 4, "y": -5}}]),
-    ("f(a=[1, 2], b={'k': (1, 2)})", [{"f": {"a": [1, 2], "b": {"k": (1, 2)}}}]),
-    ("[f(a=2*3), g(b=True, c=None)]", [{"f": {"a": 6}}, {"g": {"b": True, "c": None}}]),
-    ("[f(a=x)]", [{"f": {"a": "x"}}]),  # a bare name is its text (BFCL's rule)
-    ("[]", []),
-])
+@pytest.mark.parametrize(
+    "text,calls",
+    [
+        ("[f(a=1, b='x')]", [{"f": {"a": 1, "b": "x"}}]),
+        ("```python\n[math.hypot(x=4, y=-5)]\n```", [{"math.hypot": {"x": 4, "y": -5}}]),
+        ("f(a=[1, 2], b={'k': (1, 2)})", [{"f": {"a": [1, 2], "b": {"k": (1, 2)}}}]),
+        ("[f(a=2*3), g(b=True, c=None)]", [{"f": {"a": 6}}, {"g": {"b": True, "c": None}}]),
+        ("[f(a=x)]", [{"f": {"a": "x"}}]),  # a bare name is its text (BFCL's rule)
+        ("[]", []),
+    ],
+)
 def test_decode_python(text, calls):
     d = decode_python(text)
     assert d.error is None and d.calls == calls
 
 
-@pytest.mark.parametrize("text", [
-    "I cannot help with that.", "[f(a=1)", "[1, 2]", "[f(a=__import__('os').system('touch /tmp/pwned_h6'))]",
-    "[f(a=(lambda: 1)())]", "[f(a='x' * 10**9)]", "[" * 5000, "[f(a=1/0)]", "[(f)(a=1)()]",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I cannot help with that.",
+        "[f(a=1)",
+        "[1, 2]",
+        "[f(a=__import__('os').system('touch /tmp/pwned_h6'))]",
+        "[f(a=(lambda: 1)())]",
+        "[f(a='x' * 10**9)]",
+        "[" * 5000,
+        "[f(a=1/0)]",
+        "[(f)(a=1)()]",
+    ],
+)
 def test_decode_python_refuses_without_running_anything(text, tmp_path):
     d = decode_python(text)
     assert d.error is not None or all(isinstance(c, dict) for c in d.calls)
@@ -104,8 +133,10 @@ def test_decode_python_refuses_without_running_anything(text, tmp_path):
 
 
 def test_decode_tagged_uses_the_host_parser():
-    ok = decode_tagged('<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>\n'
-                       '<tool_call>\n{"name": "g", "arguments": {}}\n</tool_call>')
+    ok = decode_tagged(
+        '<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "g", "arguments": {}}\n</tool_call>'
+    )
     assert ok.error is None and ok.calls == [{"f": {"a": 1}}, {"g": {}}]
     bad = decode_tagged('<tool_call>\n{"name": "f", "arguments": {"a": 1}\n</tool_call>')
     assert bad.error and bad.error.startswith("malformed_json")

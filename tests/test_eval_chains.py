@@ -1,4 +1,5 @@
 """Chains: each step's expected call follows what the previous call returned; strict vs one-retry scoring."""
+
 import json
 
 import pytest
@@ -22,8 +23,9 @@ def test_expected_steps_follow_the_previous_result():
     assert chains.step_ok("landmark_city", "landmark_city", {"landmark": "eiffel tower"}, None, "Eiffel Tower")
     assert chains.step_ok("get_weather", "get_weather", {"city": "Paris"}, {"city": "Paris"}, "x")
     assert not chains.step_ok("get_weather", "get_weather", {"city": "London"}, {"city": "Paris"}, "x")
-    assert chains.step_ok("c_to_f", "convert_units", {"value": 18, "from_unit": "c", "to_unit": "f"},
-                          {"temperature": 18}, "x")
+    assert chains.step_ok(
+        "c_to_f", "convert_units", {"value": 18, "from_unit": "c", "to_unit": "f"}, {"temperature": 18}, "x"
+    )
     assert chains.step_ok("times_two", "calculator", {"expression": "64.4*2"}, {"result": 64.4}, "x")
     assert not chains.step_ok("times_two", "calculator", {"expression": "64.4+2"}, {"result": 64.4}, "x")
     assert not chains.step_ok("minus_100", "calculator", {"expression": "__import__('os')"}, {"result": 1}, "x")
@@ -33,22 +35,34 @@ def test_expected_steps_follow_the_previous_result():
 
 
 def test_a_right_chain_scores_all_steps(tok):
-    script = [call("landmark_city", landmark="Eiffel Tower"), call("get_weather", city="Paris"),
-              call("convert_units", value=18, from_unit="c", to_unit="f"), "It is 64.4 °F."]
+    script = [
+        call("landmark_city", landmark="Eiffel Tower"),
+        call("get_weather", city="Paris"),
+        call("convert_units", value=18, from_unit="c", to_unit="f"),
+        "It is 64.4 °F.",
+    ]
     _trace, s = chains.run_chain(ScriptedBackend(tok, script), tok, chains.task("Eiffel Tower", 3))
     assert s.strict and s.retry and s.calls == 3
 
 
 def test_strict_fails_where_one_retry_after_a_tool_error_succeeds(tok):
-    script = [call("landmark_city", landmark="Eiffel Tower"), call("get_weather", city="Paris", unit="kelvin"),
-              call("get_weather", city="Paris"), "18 °C."]
+    script = [
+        call("landmark_city", landmark="Eiffel Tower"),
+        call("get_weather", city="Paris", unit="kelvin"),
+        call("get_weather", city="Paris"),
+        "18 °C.",
+    ]
     _, s = chains.run_chain(ScriptedBackend(tok, script), tok, chains.task("Eiffel Tower", 2))
     assert not s.strict and s.strict_steps_ok == 1 and s.retry and s.retried
 
 
 def test_a_wrong_but_accepted_call_is_not_retried(tok):
-    script = [call("landmark_city", landmark="Eiffel Tower"), call("get_weather", city="London"),
-              call("get_weather", city="Paris"), "done"]
+    script = [
+        call("landmark_city", landmark="Eiffel Tower"),
+        call("get_weather", city="London"),
+        call("get_weather", city="Paris"),
+        "done",
+    ]
     _, s = chains.run_chain(ScriptedBackend(tok, script), tok, chains.task("Eiffel Tower", 2))
     assert not s.strict and not s.retry and s.retry_steps_ok == 1
 
@@ -56,11 +70,17 @@ def test_a_wrong_but_accepted_call_is_not_retried(tok):
 def test_step_tasks_and_table(tok):
     steps = chains.step_tasks("Tokyo Tower")
     assert [s for s, _, _ in steps] == list(chains.STEPS)
-    ok = chains.run_step(ScriptedBackend(tok, [call("calculator", expression=f"{steps[3][2]['result']} * 2")]), tok,
-                         "Tokyo Tower", *steps[3])
+    ok = chains.run_step(
+        ScriptedBackend(tok, [call("calculator", expression=f"{steps[3][2]['result']} * 2")]),
+        tok,
+        "Tokyo Tower",
+        *steps[3],
+    )
     assert ok
-    rows = [{"lever": "x", "k": 2, "strict": True, "retry": True, "strict_steps_ok": 2, "retry_steps_ok": 2},
-            {"lever": "x", "k": 2, "strict": False, "retry": True, "strict_steps_ok": 1, "retry_steps_ok": 2}]
+    rows = [
+        {"lever": "x", "k": 2, "strict": True, "retry": True, "strict_steps_ok": 2, "retry_steps_ok": 2},
+        {"lever": "x", "k": 2, "strict": False, "retry": True, "strict_steps_ok": 1, "retry_steps_ok": 2},
+    ]
     t = chains.table(rows, {"x": {"landmark_city": 0.9, "get_weather": 0.5}})
     assert t[0]["success"] == 0.5 and t[0]["product"] == pytest.approx(0.45) and t[1]["success"] == 1.0
 
@@ -78,11 +98,13 @@ def test_chain_claims_follow_the_saved_numbers(tmp_path):
         report.save_results(path, "chains", {"rows": rows}, report.meta("m", repo=tmp_path))
         return {c.id: c for c in claims.chain_claims(path)}
 
-    above = save([{"lever": "c", "k": k, "n": 40, "success": 0.8, "product": 0.5, "steps_ok": 0, "steps": 0}
-                  for k in (1, 2, 3)])
+    above = save(
+        [{"lever": "c", "k": k, "n": 40, "success": 0.8, "product": 0.5, "steps_ok": 0, "steps": 0} for k in (1, 2, 3)]
+    )
     assert above["pk-upper-bound-measured"].verdict == FAILS
-    below = save([{"lever": "c", "k": k, "n": 40, "success": 0.4, "product": 0.5, "steps_ok": 0, "steps": 0}
-                  for k in (1, 2, 3)])
+    below = save(
+        [{"lever": "c", "k": k, "n": 40, "success": 0.4, "product": 0.5, "steps_ok": 0, "steps": 0} for k in (1, 2, 3)]
+    )
     assert below["pk-upper-bound-measured"].verdict == HOLDS
     assert below["pk-measured-chains"].verdict == HOLDS
     few = save([{"lever": "c", "k": 1, "n": 2, "success": 0.0, "product": 0.9, "steps_ok": 0, "steps": 0}])

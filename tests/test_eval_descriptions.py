@@ -1,4 +1,5 @@
 """Description variants keep the task and its answer; plots and the results file round-trip."""
+
 import json
 
 from toolkit.eval import bfcl, plots, report
@@ -20,8 +21,12 @@ def test_variants_change_only_what_they_say():
             assert target in [t["function"]["name"] for t in tools], name
             c = renamed_answer(case, tools)
             (want,) = case.answers[:1]
-            args = {p: next(v for v in vals if v != "") for p, vals in want[target].items()
-                    if any(v != "" for v in vals) and p in next(f for f in c.functions if f["name"] == target)["parameters"]["properties"]}
+            args = {
+                p: next(v for v in vals if v != "")
+                for p, vals in want[target].items()
+                if any(v != "" for v in vals)
+                and p in next(f for f in c.functions if f["name"] == target)["parameters"]["properties"]
+            }
             if not any(isinstance(v, (dict, list)) for v in args.values()):
                 assert score(c, Decoded([{target: args}])).ok, (case.id, name)
         if len(orig) > 1:
@@ -48,14 +53,28 @@ def test_selected():
 
 
 def _doc(tmp_path):
-    rs = [Result("simple_python_0", "simple_python", m, 0, "", ok, "ok" if ok else "no_call", "", [], 250, 30, 1.0,
-                 "stop") for m in bfcl.MODES for ok in (True, False, False)]
+    rs = [
+        Result(
+            "simple_python_0", "simple_python", m, 0, "", ok, "ok" if ok else "no_call", "", [], 250, 30, 1.0, "stop"
+        )
+        for m in bfcl.MODES
+        for ok in (True, False, False)
+    ]
     rows = report.summarize(rs)
     path = tmp_path / "bfcl_test.json"
     report.save_results(path, "accuracy", {"rows": rows}, report.meta("test-model", repo=tmp_path))
-    report.save_results(path, "pass_k", {"table": [{"k": 1, "pass_hat_k": 0.5, "naive": 0.5, "tasks": 2}],
-                                         "tasks": {"a": [True], "b": [False]}, "samples": 8, "temperature": 0.7,
-                                         "mode": "constrained"}, report.meta("test-model", repo=tmp_path))
+    report.save_results(
+        path,
+        "pass_k",
+        {
+            "table": [{"k": 1, "pass_hat_k": 0.5, "naive": 0.5, "tasks": 2}],
+            "tasks": {"a": [True], "b": [False]},
+            "samples": 8,
+            "temperature": 0.7,
+            "mode": "constrained",
+        },
+        report.meta("test-model", repo=tmp_path),
+    )
     return path
 
 

@@ -1,4 +1,5 @@
 """lint-tools: each rule fires on what it names and stays quiet on a good tool; the CLI's exit codes."""
+
 import json
 import subprocess
 import sys
@@ -6,14 +7,22 @@ import sys
 from toolkit.eval.lint import RULES, lint
 from toolkit.tools import schemas
 
-GOOD = {"type": "function", "function": {
-    "name": "get_weather",
-    "description": "Fetches the current weather for one city from a fixed table. Do not use for forecasts.",
-    "parameters": {"type": "object", "properties": {
-        "city": {"type": "string", "description": "City name, e.g. Paris"},
-        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "description": "Temperature unit"},
-        "days": {"type": "integer", "minimum": 0, "maximum": 0, "description": "Always 0 (today)"}},
-        "required": ["city"]}}}
+GOOD = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Fetches the current weather for one city from a fixed table. Do not use for forecasts.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "description": "City name, e.g. Paris"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "description": "Temperature unit"},
+                "days": {"type": "integer", "minimum": 0, "maximum": 0, "description": "Always 0 (today)"},
+            },
+            "required": ["city"],
+        },
+    },
+}
 
 
 def rules(tools):
@@ -54,8 +63,13 @@ def test_each_rule_fires():
 
 
 def test_accepts_mcp_and_bare_shapes_and_never_crashes_on_junk():
-    mcp = [{"name": "get_weather", "description": GOOD["function"]["description"],
-            "inputSchema": GOOD["function"]["parameters"]}]
+    mcp = [
+        {
+            "name": "get_weather",
+            "description": GOOD["function"]["description"],
+            "inputSchema": GOOD["function"]["parameters"],
+        }
+    ]
     assert lint(mcp) == [] and lint({"tools": mcp}) == []
     for junk in (None, 3, "x", [1, None, "y"], [{"function": 5}], {"tools": 7}):
         assert all(f.level in ("error", "warning") for f in lint(junk))
@@ -69,9 +83,16 @@ def test_cli_exit_codes(tmp_path):
     good, bad = tmp_path / "good.json", tmp_path / "bad.json"
     good.write_text(json.dumps([GOOD]))
     bad.write_text(json.dumps([_bad(description="")]))
+
     def run(*a):
-        return subprocess.run([sys.executable, "-m", "toolkit", "lint-tools", *a], capture_output=True, text=True,
-                              timeout=120, check=False)
+        return subprocess.run(
+            [sys.executable, "-m", "toolkit", "lint-tools", *a],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
     r = run(str(good))
     assert r.returncode == 0 and "0 error(s)" in r.stdout
     r = run(str(bad), "--json")

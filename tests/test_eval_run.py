@@ -1,4 +1,5 @@
 """Batched generation (shared prefix prefilled once), the cached resumable runner, schema rejections counted."""
+
 import pytest
 
 from toolkit.eval import bfcl
@@ -46,10 +47,16 @@ def test_runner_scores_caches_and_resumes(tok, tmp_path):
     from toolkit.backends.scripted import ScriptedBackend
 
     cases = bfcl.load("simple_python")[:2] + bfcl.load("irrelevance")[:1]
-    texts = ['<tool_call>\n{"name": "calculate_triangle_area", "arguments": {"base": 10, "height": 5}}\n</tool_call>',
-             '```json\n{"name": "math.factorial", "arguments": {"number": 5}}\n```',
-             "I cannot compute that with these tools."]
-    keys = ["Find the area of a triangle", "factorial", None]  # the runner sorts by prompt length: answer by what is asked
+    texts = [
+        '<tool_call>\n{"name": "calculate_triangle_area", "arguments": {"base": 10, "height": 5}}\n</tool_call>',
+        '```json\n{"name": "math.factorial", "arguments": {"number": 5}}\n```',
+        "I cannot compute that with these tools.",
+    ]
+    keys = [
+        "Find the area of a triangle",
+        "factorial",
+        None,
+    ]  # the runner sorts by prompt length: answer by what is asked
 
     def answer(ids):
         q = tok.decode(ids).rsplit("<|im_start|>user", 1)[-1]
@@ -61,12 +68,18 @@ def test_runner_scores_caches_and_resumes(tok, tmp_path):
     assert len(backend.prompts) == 3 and not any(r.cached for r in first)
     by = {r.id: r for r in first}
     assert by["simple_python_0"].ok and by["simple_python_0"].kind == "ok"
-    assert not by["simple_python_1"].ok and by["simple_python_1"].kind == "no_call" and by["simple_python_1"].untagged_json
+    assert (
+        not by["simple_python_1"].ok and by["simple_python_1"].kind == "no_call" and by["simple_python_1"].untagged_json
+    )
     assert by["irrelevance_0"].ok
     again = list(run_cases(ScriptedBackend(tok, []), tok, cases, "native", cache=cache))
     assert all(r.cached for r in again) and {r.id: r.ok for r in again} == {r.id: r.ok for r in first}
-    assert list(run_cases(ScriptedBackend(tok, []), tok, bfcl.load("parallel")[:2], "native", cache=cache,
-                          cached_only=True)) == []
+    assert (
+        list(
+            run_cases(ScriptedBackend(tok, []), tok, bfcl.load("parallel")[:2], "native", cache=cache, cached_only=True)
+        )
+        == []
+    )
 
 
 def test_prompt_mode_runs_through_the_same_runner(tok, tmp_path):
@@ -102,8 +115,9 @@ def test_constrained_batch_on_the_stand_in_is_well_formed(tok):
     backend = HFBackend(stand_in("qwen2.5"), "stand-in")
     cases = bfcl.load("multiple")[:2]
     grammars = [constrained_grammar(c.tools, tok, backend.vocab_width) for c in cases]
-    outs = generate_batch(backend, [prompt_ids(c, "constrained", tok) for c in cases], grammars=grammars,
-                          max_new_tokens=12, tokenizer=tok)
+    outs = generate_batch(
+        backend, [prompt_ids(c, "constrained", tok) for c in cases], grammars=grammars, max_new_tokens=12, tokenizer=tok
+    )
     for (ids, _stopped), g in zip(outs, grammars):
         ok, _ = replay(g, ids)
         assert ok  # every generated token was allowed by the row's own grammar

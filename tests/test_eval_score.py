@@ -1,5 +1,6 @@
 """The BFCL scorer: canonical answers score correct, targeted mutations score wrong with the right kind, and it
 agrees with bfcl-eval's own ``ast_checker`` (imported with its model-config module stubbed, in this process only)."""
+
 import copy
 import json
 import sys
@@ -28,7 +29,7 @@ def canonical(case) -> list[dict]:
     """One call per possible answer, each parameter at its first allowed value ("" = optional: left out)."""
     calls = []
     for ans in case.answers:
-        (name, params), = ans.items()
+        ((name, params),) = ans.items()
         props = next(f for f in case.functions if f["name"] == name)["parameters"]["properties"]
         args = {}
         for p, allowed in params.items():
@@ -61,7 +62,7 @@ def test_parallel_calls_score_in_any_order(cases):
 
 
 def _first_param(call):
-    (name, args), = call.items()
+    ((name, args),) = call.items()
     return name, args
 
 
@@ -71,7 +72,7 @@ def mutations(case):
     name, args = _first_param(calls[0])
     doc = next(f for f in case.functions if f["name"] == name)
     props = doc["parameters"]["properties"]
-    (_, allowed), = case.answers[0].items()
+    ((_, allowed),) = case.answers[0].items()
     out = [("unknown_function", [{name + "_x": args}] + calls[1:])]
     others = [f["name"] for f in case.functions if f["name"] != name]
     if others and "parallel" not in case.category:
@@ -104,16 +105,29 @@ def test_targeted_mutations_score_wrong_with_their_kind(cases):
             for kind, calls in mutations(c):
                 s = score(c, Decoded(calls))
                 assert not s.ok, (c.id, kind, calls)
-                if "parallel" in cat and kind in ("unknown_function", "missing_param", "extra_param",
-                                                  "wrong_type", "wrong_value"):
+                if "parallel" in cat and kind in (
+                    "unknown_function",
+                    "missing_param",
+                    "extra_param",
+                    "wrong_type",
+                    "wrong_value",
+                ):
                     # in any-order matching another same-named call may be the closest: wrong, but the kind
                     # reported is the most telling of the candidates
                     assert s.kind in KINDS
                 else:
                     assert s.kind == kind, (c.id, kind, s)
                 seen[kind] = seen.get(kind, 0) + 1
-    assert set(seen) >= {"unknown_function", "wrong_function", "missing_param", "extra_param", "wrong_type",
-                         "wrong_value", "wrong_count", "no_call"}, seen
+    assert set(seen) >= {
+        "unknown_function",
+        "wrong_function",
+        "missing_param",
+        "extra_param",
+        "wrong_type",
+        "wrong_value",
+        "wrong_count",
+        "no_call",
+    }, seen
 
 
 def test_list_items_are_typed_one_level_deep(cases):
@@ -139,12 +153,20 @@ def test_optional_marker_and_int_for_float(cases):
     assert score(c, Decoded([{"calculate_triangle_area": {"base": 10, "height": 5}}])).ok  # unit optional ("")
     assert score(c, Decoded([{"calculate_triangle_area": {"base": 10, "height": 5, "unit": "Units"}}])).ok
     assert not score(c, Decoded([{"calculate_triangle_area": {"base": 10.0, "height": 5}}])).ok  # float for int
-    f = next(c for c in cases["simple_python"]
-             for fd in c.functions for p in fd["parameters"]["properties"].values() if p.get("type") == "float")
+    f = next(
+        c
+        for c in cases["simple_python"]
+        for fd in c.functions
+        for p in fd["parameters"]["properties"].values()
+        if p.get("type") == "float"
+    )
     calls = canonical(f)
     name, args = _first_param(calls[0])
-    fp = next(p for p, d in next(x for x in f.functions if x["name"] == name)["parameters"]["properties"].items()
-              if d.get("type") == "float" and p in args)
+    fp = next(
+        p
+        for p, d in next(x for x in f.functions if x["name"] == name)["parameters"]["properties"].items()
+        if d.get("type") == "float" and p in args
+    )
     if float(args[fp]).is_integer():
         args[fp] = int(args[fp])
         assert score(f, Decoded(calls)).ok  # an int is accepted where BFCL expects a float
@@ -174,8 +196,9 @@ def bfcl_checker():
         from bfcl_eval.constants.enums import Language
         from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker
 
-        yield lambda case, calls: ast_checker(case.functions, calls, case.answers, Language.PYTHON, case.category,
-                                              "kit")["valid"]
+        yield lambda case, calls: ast_checker(
+            case.functions, calls, case.answers, Language.PYTHON, case.category, "kit"
+        )["valid"]
     finally:
         if saved is None:
             sys.modules.pop(name, None)

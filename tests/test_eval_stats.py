@@ -1,4 +1,5 @@
 """Wilson intervals, the unbiased pass^k estimator and the naive p̄^k."""
+
 import math
 
 import pytest
@@ -22,8 +23,8 @@ def test_pass_hat_k_is_unbiased_for_p_to_the_k():
     # E over c ~ Binomial(n, p) of C(c,k)/C(n,k) equals p^k exactly
     n, p = 8, 0.7
     for k in range(1, n + 1):
-        e = sum(math.comb(n, c) * p ** c * (1 - p) ** (n - c) * pass_hat_k(n, c, k) for c in range(n + 1))
-        assert e == pytest.approx(p ** k, rel=1e-12)
+        e = sum(math.comb(n, c) * p**c * (1 - p) ** (n - c) * pass_hat_k(n, c, k) for c in range(n + 1))
+        assert e == pytest.approx(p**k, rel=1e-12)
 
 
 def test_pass_hat_k_edges():
@@ -38,7 +39,7 @@ def test_mixed_difficulty_makes_pass_k_exceed_naive():
     # half the tasks always work, half never: p̄ = 0.5, p̄^k halves each k, but pass^k stays 0.5
     rows = pass_k_table([(8, 8)] * 5 + [(8, 0)] * 5, range(1, 9))
     assert rows[0]["pass_hat_k"] == pytest.approx(0.5) and rows[0]["naive"] == pytest.approx(0.5)
-    assert rows[-1]["pass_hat_k"] == pytest.approx(0.5) and rows[-1]["naive"] == pytest.approx(0.5 ** 8)
+    assert rows[-1]["pass_hat_k"] == pytest.approx(0.5) and rows[-1]["naive"] == pytest.approx(0.5**8)
     # equal tasks: the two agree in expectation; with c = n·p exactly they still differ (without replacement)
     same = pass_k_table([(8, 4)] * 10, [2])[0]
     assert same["pass_hat_k"] < same["naive"]

@@ -1,4 +1,5 @@
 """toolkit.fetch: integrity checks on fabricated files (always), and the installed real model (real_model)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -135,11 +136,18 @@ def test_info_without_the_model(tmp_path, monkeypatch, capsys):
 
 def test_restore_special_flags(tmp_path):
     tj = tmp_path / "tokenizer.json"
-    tj.write_text(json.dumps({"added_tokens": [
-        {"id": 151645, "content": "<|im_end|>", "special": True},
-        {"id": 151657, "content": "<tool_call>", "special": False},
-        {"id": 151659, "content": "<|fim_prefix|>", "special": True},
-        {"id": 151664, "content": "<|file_sep|>", "special": True}]}))
+    tj.write_text(
+        json.dumps(
+            {
+                "added_tokens": [
+                    {"id": 151645, "content": "<|im_end|>", "special": True},
+                    {"id": 151657, "content": "<tool_call>", "special": False},
+                    {"id": 151659, "content": "<|fim_prefix|>", "special": True},
+                    {"id": 151664, "content": "<|file_sep|>", "special": True},
+                ]
+            }
+        )
+    )
     assert fetch._restore_special_flags(tj) == [151659, 151664]
     flags = {t["id"]: t["special"] for t in json.loads(tj.read_text())["added_tokens"]}
     assert flags == {151645: True, 151657: False, 151659: False, 151664: False}
@@ -187,7 +195,7 @@ def test_real_model_greedy_generation(real):
     for _ in range(2):
         with torch.no_grad():
             out = real.model.generate(**enc, max_new_tokens=4, do_sample=False)
-        outs.append(out[0, enc["input_ids"].shape[1]:].tolist())
+        outs.append(out[0, enc["input_ids"].shape[1] :].tolist())
     assert outs[0] == outs[1] and 1 <= len(outs[0]) <= 4  # greedy is deterministic
     text = tok.decode(outs[0], skip_special_tokens=True)
     assert "5" in text  # real weights answer; a random stand-in would not
@@ -199,10 +207,12 @@ def test_gguf_tokenizer_agrees_with_the_offline_qwen25_tokenizer(real):
 
     kit = qwen_tokenizer("qwen2.5")
     g = real.tokenizer
-    sample = ("def area(r: float) -> float:\n    return 3.14159 * r ** 2  # 圆的面积\n\t\r\n"
-              "北京今天天气怎么样？请调用 get_weather 工具。東京、서울 ok 😀👍🏽🇨🇳 🧑‍💻 12345678\n"
-              "<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"0.15 * 250\"}}\n</tool_call>"
-              "<|im_end|>\n<|im_start|>user\n<tool_response>\n37.5\n</tool_response>  naïve café cafe\u0301")
+    sample = (
+        "def area(r: float) -> float:\n    return 3.14159 * r ** 2  # 圆的面积\n\t\r\n"
+        "北京今天天气怎么样？请调用 get_weather 工具。東京、서울 ok 😀👍🏽🇨🇳 🧑‍💻 12345678\n"
+        '<tool_call>\n{"name": "calculator", "arguments": {"expression": "0.15 * 250"}}\n</tool_call>'
+        "<|im_end|>\n<|im_start|>user\n<tool_response>\n37.5\n</tool_response>  naïve café cafe\u0301"
+    )
     assert g.encode(sample, add_special_tokens=False) == kit.encode(sample, add_special_tokens=False)
     flags_g = {i: (t.content, t.special) for i, t in g.added_tokens_decoder.items()}
     flags_k = {i: (t.content, t.special) for i, t in kit.added_tokens_decoder.items()}

@@ -6,15 +6,10 @@ import time
 import pytest
 
 from toolkit import cost
-from toolkit.book.diagrams import (
-    _arrows,
-    mcp_architecture,
-    mcp_figure,
-    round_trip_figure,
-    round_trip_trace,
-)
+from toolkit.book.diagrams import _arrows, round_trip_figure, round_trip_trace
 from toolkit.book.figures import _find_chromium, write_all
 from toolkit.book.fonts import _font_file, embed_font, svg_text
+from toolkit.book.mcp_diagram import mcp_architecture, mcp_figure
 from toolkit.commands.figures import cli
 from toolkit.plots import context_growth_figure, update_context_growth
 
@@ -91,8 +86,10 @@ def test_embedded_font_covers_every_character(tmp_path):
 
     from fontTools.ttLib import TTFont
 
-    svg = ('<svg xmlns="http://www.w3.org/2000/svg"><text style="font-family: \'Noto Sans CJK SC\', Arial">'
-           '图 14-9 <tspan>宿主 &amp; host</tspan></text></svg>')
+    svg = (
+        '<svg xmlns="http://www.w3.org/2000/svg"><text style="font-family: \'Noto Sans CJK SC\', Arial">'
+        "图 14-9 <tspan>宿主 &amp; host</tspan></text></svg>"
+    )
     out = embed_font(svg)
     assert svg_text(out) == "图 14-9 宿主 & host"
     fonts = re.findall(r"base64,([A-Za-z0-9+/=]+)", out)
@@ -109,8 +106,15 @@ def test_data_files_are_byte_identical_across_runs(tmp_path):
         write_all(out, formats=(), claims=True)
         runs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
     assert runs[0].keys() == runs[1].keys()
-    assert {"fig14-9_round_trip.json", "fig14-10_context_growth.json", "fig14-10_context_growth.csv",
-            "fig14-11_mcp.json", "table14-11_success.json", "table14-11_success.csv", "claims.md"} <= runs[0].keys()
+    assert {
+        "fig14-9_round_trip.json",
+        "fig14-10_context_growth.json",
+        "fig14-10_context_growth.csv",
+        "fig14-11_mcp.json",
+        "table14-11_success.json",
+        "table14-11_success.csv",
+        "claims.md",
+    } <= runs[0].keys()
     for name in runs[0]:
         assert runs[0][name] == runs[1][name], name
     csv = runs[0]["table14-11_success.csv"].decode()
@@ -124,8 +128,9 @@ def _cjk_font() -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(_find_chromium() is None or not _cjk_font(),
-                    reason="needs Debian chromium and fonts-noto-cjk: run `make system`")
+@pytest.mark.skipif(
+    _find_chromium() is None or not _cjk_font(), reason="needs Debian chromium and fonts-noto-cjk: run `make system`"
+)
 def test_full_run_writes_every_format(tmp_path):
     t0 = time.perf_counter()
     assert cli(["--out", str(tmp_path), "--lang", "both"]) == 0

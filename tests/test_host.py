@@ -1,5 +1,6 @@
 """toolkit.host: the parser, every error path and guard of the loop (scripted fake models), prefix reuse on a
 real transformers model (the random-weight stand-in), and the real offline model's round trips."""
+
 import json
 import threading
 import time
@@ -14,13 +15,7 @@ from toolkit.backends.scripted import ScriptedBackend
 from toolkit.commands.loop import cli
 from toolkit.loop.examples import run_example
 from toolkit.loop.loop import CALL_OPENERS, RULE, LoopConfig, _peek, loop, run, timestamp_prefix
-from toolkit.loop.steps import (
-    STOP_REASONS,
-    Executed,
-    Generated,
-    Parsed,
-    Rendered,
-)
+from toolkit.loop.steps import STOP_REASONS, Executed, Generated, Parsed, Rendered
 from toolkit.parse import parse_tool_calls
 from toolkit.prefix import prefix_stability
 from toolkit.qwen import IM_END_ID, TOOL_CALL_ID
@@ -51,36 +46,52 @@ def tool_messages(trace):
 def test_parse_zero_one_several():
     assert parse_tool_calls("just text") == ("just text", [])
     content, calls = parse_tool_calls("Let me check.\n" + call("calculator", expression="1+1"))
-    assert content == "Let me check." and [(c.name, c.arguments, c.ok) for c in calls] == \
-        [("calculator", {"expression": "1+1"}, True)]
+    assert content == "Let me check." and [(c.name, c.arguments, c.ok) for c in calls] == [
+        ("calculator", {"expression": "1+1"}, True)
+    ]
     _, calls = parse_tool_calls(call("get_weather", city="Paris") + "\n" + call("get_weather", city="Tokyo"))
     assert [c.arguments["city"] for c in calls] == ["Paris", "Tokyo"] and [c.id for c in calls] == ["call_1", "call_2"]
 
 
-@pytest.mark.parametrize("text,kind", [
-    ("<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"1\"}\n</tool_call>", "malformed_json"),
-    ("<tool_call>\n{\"name\": \"calculator\"", "unclosed_tag"),
-    ("<tool_call>[1, 2]</tool_call>", "bad_call"),
-    ("<tool_call>{\"arguments\": {}}</tool_call>", "bad_call"),
-    ("<tool_call>{\"name\": \"calculator\", \"arguments\": [1]}</tool_call>", "bad_call"),
-    ("<tool_call>{\"name\": \"calculator\", \"arguments\": \"{not json\"}</tool_call>", "bad_call"),
-    ("<tool_call>" + "[" * 10_000 + "</tool_call>", "malformed_json"),
-    ("<tool_call>" + "x" * 30_000 + "</tool_call>", "bad_call"),
-])
+@pytest.mark.parametrize(
+    "text,kind",
+    [
+        ('<tool_call>\n{"name": "calculator", "arguments": {"expression": "1"}\n</tool_call>', "malformed_json"),
+        ('<tool_call>\n{"name": "calculator"', "unclosed_tag"),
+        ("<tool_call>[1, 2]</tool_call>", "bad_call"),
+        ('<tool_call>{"arguments": {}}</tool_call>', "bad_call"),
+        ('<tool_call>{"name": "calculator", "arguments": [1]}</tool_call>', "bad_call"),
+        ('<tool_call>{"name": "calculator", "arguments": "{not json"}</tool_call>', "bad_call"),
+        ("<tool_call>" + "[" * 10_000 + "</tool_call>", "malformed_json"),
+        ("<tool_call>" + "x" * 30_000 + "</tool_call>", "bad_call"),
+    ],
+)
 def test_parse_errors_become_structured(text, kind):
     _, calls = parse_tool_calls(text)
     assert len(calls) == 1 and calls[0].error["type"] == kind and calls[0].error["message"]
 
 
 def test_parse_accepts_double_encoded_arguments():
-    _, calls = parse_tool_calls('<tool_call>{"name": "calculator", "arguments": "{\\"expression\\": \\"2\\"}"}</tool_call>')
+    _, calls = parse_tool_calls(
+        '<tool_call>{"name": "calculator", "arguments": "{\\"expression\\": \\"2\\"}"}</tool_call>'
+    )
     assert calls[0].ok and calls[0].arguments == {"expression": "2"}
 
 
 # One character per piece keeps generation cheap (10,000 examples in seconds); translate() expands the pieces.
-_PIECES = str.maketrans({"A": "<tool_call>", "B": "</tool_call>", "N": '"name": ', "R": '"arguments": ',
-                         "C": '"calculator"', "E": "1e999", "U": "\\u12", "O": '{"expression": "1"}'})
-_TEXTS = st.text(alphabet="ABNRCEUO{}[]\":,\\\n 1x\x00🙂", max_size=40).map(lambda s: s.translate(_PIECES))
+_PIECES = str.maketrans(
+    {
+        "A": "<tool_call>",
+        "B": "</tool_call>",
+        "N": '"name": ',
+        "R": '"arguments": ',
+        "C": '"calculator"',
+        "E": "1e999",
+        "U": "\\u12",
+        "O": '{"expression": "1"}',
+    }
+)
+_TEXTS = st.text(alphabet='ABNRCEUO{}[]":,\\\n 1x\x00🙂', max_size=40).map(lambda s: s.translate(_PIECES))
 
 
 @settings(max_examples=10_000, deadline=None, suppress_health_check=list(HealthCheck), database=None)
@@ -99,8 +110,17 @@ def test_parser_never_raises(text):
 def test_one_round_trip_and_step_order(tok):
     trace, backend = loop_once(tok, [call("calculator", expression="250 * 15%"), "250的15%是37.5。"])
     kinds = [type(s).__name__ for s in trace.steps]
-    assert kinds == ["Rendered", "Generated", "Parsed", "Executed", "Rendered", "Generated", "Parsed", "Answered",
-                     "Stopped"]
+    assert kinds == [
+        "Rendered",
+        "Generated",
+        "Parsed",
+        "Executed",
+        "Rendered",
+        "Generated",
+        "Parsed",
+        "Answered",
+        "Stopped",
+    ]
     assert trace.stop.reason == "answered" and "37.5" in trace.answer
     assert tool_messages(trace) == [{"expression": "250 * 15%", "result": 37.5}]
     # the second request carries the result inside <tool_response>, rendered by the template
@@ -118,15 +138,18 @@ def test_prefix_accounting_with_scripted_backend(tok):
     assert t2["history"] == t1["prompt"] - t1["tools"]
 
 
-@pytest.mark.parametrize("script,kind", [
-    (['<tool_call>\n{"name": "calculator", "arguments": {"expression": "1"}\n</tool_call>'], "malformed_json"),
-    ([call("search_web", q="x")], "unknown_tool"),
-    ([call("calculator", expr="1+1")], "invalid_arguments"),
-    ([call("calculator", expression=7)], "invalid_arguments"),
-    ([call("get_weather", city="Paris", unit="kelvin")], "invalid_arguments"),
-    ([call("calculator", expression="__import__('os')")], "tool_error"),
-    ([call("get_weather", city="Atlantis")], "tool_error"),
-])
+@pytest.mark.parametrize(
+    "script,kind",
+    [
+        (['<tool_call>\n{"name": "calculator", "arguments": {"expression": "1"}\n</tool_call>'], "malformed_json"),
+        ([call("search_web", q="x")], "unknown_tool"),
+        ([call("calculator", expr="1+1")], "invalid_arguments"),
+        ([call("calculator", expression=7)], "invalid_arguments"),
+        ([call("get_weather", city="Paris", unit="kelvin")], "invalid_arguments"),
+        ([call("calculator", expression="__import__('os')")], "tool_error"),
+        ([call("get_weather", city="Atlantis")], "tool_error"),
+    ],
+)
 def test_model_errors_become_results_the_model_sees(tok, script, kind):
     trace, backend = loop_once(tok, script + ["sorry"])
     assert trace.stop.reason == "answered"
@@ -154,8 +177,7 @@ def test_tool_that_raises_or_hangs(tok):
         return {"slept": x}
 
     mine = {"boom": Tool.from_function(boom), "hang": Tool.from_function(hang)}
-    trace, _ = loop_once(tok, [call("boom", x=1) + "\n" + call("hang", x=3), "done"], tools=mine,
-                         tool_timeout_s=0.2)
+    trace, _ = loop_once(tok, [call("boom", x=1) + "\n" + call("hang", x=3), "done"], tools=mine, tool_timeout_s=0.2)
     (ex,) = trace.of(Executed)
     assert [r.status for r in ex.results] == ["error", "timeout"]
     assert ex.results[0].result["error"] == {"type": "tool_exception", "message": "RuntimeError: kaboom"}
@@ -175,8 +197,12 @@ def test_independent_calls_run_at_the_same_time(tok):
         barrier.wait()
         return {"met": who}
 
-    trace, _ = loop_once(tok, [call("meet", who="a") + "\n" + call("meet", who="b"), "ok"],
-                         tools={"meet": Tool.from_function(meet)}, tool_timeout_s=10)
+    trace, _ = loop_once(
+        tok,
+        [call("meet", who="a") + "\n" + call("meet", who="b"), "ok"],
+        tools={"meet": Tool.from_function(meet)},
+        tool_timeout_s=10,
+    )
     assert [r["met"] for r in tool_messages(trace)] == ["a", "b"]
     assert len(trace.of(Rendered)) == 2  # both calls were executed in one round
 
@@ -234,8 +260,9 @@ def test_guard_repeated_call_within_one_turn(tok):
         return {"x": x}
 
     five = "\n".join([call("count", x=1)] * 5)
-    trace, backend = loop_once(tok, [five + "\n" + call("count", x=2), "done"], tools={"count": Tool.from_function(count)},
-                             max_new_tokens=400)
+    trace, backend = loop_once(
+        tok, [five + "\n" + call("count", x=2), "done"], tools={"count": Tool.from_function(count)}, max_new_tokens=400
+    )
     (ex,) = trace.of(Executed)
     assert sorted(ran) == [1, 2] and [r.status for r in ex.results] == ["ok"] + ["repeated"] * 4 + ["ok"]
     res = tool_messages(trace)
@@ -264,8 +291,9 @@ def test_truncated_answer_is_reported(tok):
 
 
 def test_answer_started_only_on_the_last_turn_after_tool_results(tok):
-    trace, backend = loop_once(tok, [call("calculator", expression="2*3"), " 6."], answer_prefix="The answer is",
-                               max_turns=2)
+    trace, backend = loop_once(
+        tok, [call("calculator", expression="2*3"), " 6."], answer_prefix="The answer is", max_turns=2
+    )
     r1, r2 = trace.of(Rendered)
     assert r1.forced_prefix == "" and r2.forced_prefix == "The answer is" and r2.mode == "answer"
     assert "last turn" in r2.rule
@@ -278,20 +306,31 @@ def test_answer_started_only_on_the_last_turn_after_tool_results(tok):
 
 def test_a_question_needing_two_calls_can_make_both(tok):
     """A result in hand does not stop the next call: turn 2 may call again (the old default started the answer)."""
-    trace, _ = loop_once(tok, [call("get_weather", city="Paris"), call("get_weather", city="Tokyo"),
-                               "Tokyo (21 °C) is warmer than Paris (18 °C)."],
-                         messages=[{"role": "user", "content": "Which is warmer, Paris or Tokyo?"}])
+    trace, _ = loop_once(
+        tok,
+        [
+            call("get_weather", city="Paris"),
+            call("get_weather", city="Tokyo"),
+            "Tokyo (21 °C) is warmer than Paris (18 °C).",
+        ],
+        messages=[{"role": "user", "content": "Which is warmer, Paris or Tokyo?"}],
+    )
     assert [r.result["city"] for s in trace.of(Executed) for r in s.results] == ["Paris", "Tokyo"]
     modes = [r.mode for r in trace.of(Rendered)]
     assert modes == ["call", "call", "text"] and not any(r.forced_prefix for r in trace.of(Rendered))
     assert trace.stop.reason == "answered" and "Tokyo" in trace.answer
 
 
-@pytest.mark.parametrize("question,prefix", [("250的15%是多少？", "根据工具结果，"),
-                                             ("What is 15% of 250?", "Based on the tool results,")])
+@pytest.mark.parametrize(
+    "question,prefix", [("250的15%是多少？", "根据工具结果，"), ("What is 15% of 250?", "Based on the tool results,")]
+)
 def test_auto_answer_prefix_follows_the_question_language(tok, question, prefix):
-    trace, _ = loop_once(tok, [call("calculator", expression="2*3"), " 6."], max_turns=2,
-                         messages=[{"role": "user", "content": question}])
+    trace, _ = loop_once(
+        tok,
+        [call("calculator", expression="2*3"), " 6."],
+        max_turns=2,
+        messages=[{"role": "user", "content": question}],
+    )
     assert trace.of(Rendered)[1].forced_prefix == prefix and trace.answer == prefix + " 6."
 
 
@@ -317,10 +356,17 @@ def _fits(mask, tok, text):
 WEATHER = call("get_weather", city="Paris")
 
 
-@pytest.mark.parametrize("choice,first,mode", [
-    ("auto", WEATHER, "call"), ("auto", "Bonjour !", "text"), ("required", WEATHER, "call"),
-    ("get_weather", WEATHER, "call"), ("none", "Bonjour !", "text"),
-    ({"type": "function", "function": {"name": "get_weather"}}, WEATHER, "call")])
+@pytest.mark.parametrize(
+    "choice,first,mode",
+    [
+        ("auto", WEATHER, "call"),
+        ("auto", "Bonjour !", "text"),
+        ("required", WEATHER, "call"),
+        ("get_weather", WEATHER, "call"),
+        ("none", "Bonjour !", "text"),
+        ({"type": "function", "function": {"name": "get_weather"}}, WEATHER, "call"),
+    ],
+)
 def test_tool_choice_modes(tok, choice, first, mode):
     backend = _Recorder(tok, [first, "ok"])
     trace = run(backend, tok, [{"role": "user", "content": "hi"}], TOOLS, tool_choice=choice)
@@ -343,8 +389,11 @@ def test_tool_choice_modes(tok, choice, first, mode):
 
 
 def test_auto_gate_counts_other_spellings_of_a_call_as_a_call(tok):
-    for opener in ['```json\n{"name": "calculator"}\n```', '{"name": "calculator", "arguments": {}}',
-                   '<tool_call>{"name"']:
+    for opener in [
+        '```json\n{"name": "calculator"}\n```',
+        '{"name": "calculator", "arguments": {}}',
+        '<tool_call>{"name"',
+    ]:
         backend = ScriptedBackend(tok, [opener, "x"])
         gen = _peek(backend, [1, 2, 3], 0.0, 0)
         text0 = tok.decode(gen.new_ids[:1]).lstrip()
@@ -353,8 +402,9 @@ def test_auto_gate_counts_other_spellings_of_a_call_as_a_call(tok):
 
 def test_bad_tool_choice_is_a_one_line_error(tok):
     with pytest.raises(ValueError, match="tool_choice must be one of"):
-        list(loop(ScriptedBackend(tok, ["x"]), tok, [{"role": "user", "content": "hi"}], TOOLS,
-                       tool_choice="search_web"))
+        list(
+            loop(ScriptedBackend(tok, ["x"]), tok, [{"role": "user", "content": "hi"}], TOOLS, tool_choice="search_web")
+        )
 
 
 def test_system_prefix_is_rendered_not_stored(tok):
@@ -366,8 +416,11 @@ def test_system_prefix_is_rendered_not_stored(tok):
 def test_mcp_style_tool_like_objects_are_accepted(tok):
     class Remote:  # what an MCP adapter supplies: name, MCP-style schema, needs_confirmation, call
         name, needs_confirmation = "echo", False
-        schema = {"name": "echo", "description": "Echoes.",
-                  "inputSchema": {"type": "object", "properties": {"s": {"type": "string"}}, "required": ["s"]}}
+        schema = {
+            "name": "echo",
+            "description": "Echoes.",
+            "inputSchema": {"type": "object", "properties": {"s": {"type": "string"}}, "required": ["s"]},
+        }
 
         def call(self, args):
             return {"echo": args["s"]}
@@ -402,8 +455,16 @@ def _two_turns(loaded, reuse, system_prefix=None):
     # Turn 2 follows whatever turn 1 generated (random weights: free text), so script the history instead:
     steps, gens = [], []
     for turn in range(2):
-        trace = run(backend, loaded.tokenizer, msgs, tools_, max_turns=1, max_new_tokens=12, template="qwen2.5",
-                    system_prefix=system_prefix)
+        trace = run(
+            backend,
+            loaded.tokenizer,
+            msgs,
+            tools_,
+            max_turns=1,
+            max_new_tokens=12,
+            template="qwen2.5",
+            system_prefix=system_prefix,
+        )
         gens.append(trace.of(Generated)[0].generation)
         steps.append(trace)
         msgs += [{"role": "user", "content": f"And {turn}+3?"}]
@@ -433,8 +494,9 @@ def test_cache_is_cropped_when_history_is_rewritten(stand_in):
     backend.generate(ids, max_new_tokens=3, stop_ids={IM_END_ID})
     g = backend.generate(ids[:5] + [11, 12, 13], max_new_tokens=3, stop_ids={IM_END_ID})
     assert (g.reused, g.prefilled) == (5, 3)
-    fresh = HFBackend.from_loaded(stand_in, reuse=False).generate(ids[:5] + [11, 12, 13], max_new_tokens=3,
-                                                                   stop_ids={IM_END_ID})
+    fresh = HFBackend.from_loaded(stand_in, reuse=False).generate(
+        ids[:5] + [11, 12, 13], max_new_tokens=3, stop_ids={IM_END_ID}
+    )
     assert fresh.new_ids == g.new_ids
 
 
@@ -443,25 +505,51 @@ def test_constrained_turn_on_the_stand_in_is_a_well_formed_call(stand_in):
 
     schemas = [bounded(s, max_length=6) for s in tools.schemas(["get_weather"])]
     grammar = compile_tools(schemas, stand_in.tokenizer, mode="tag", vocab_width=151_936)
-    trace = run(HFBackend.from_loaded(stand_in), stand_in.tokenizer, [{"role": "user", "content": "weather?"}],
-                {"get_weather": TOOLS["get_weather"]}, tool_choice="required", grammar=grammar, max_turns=1,
-                max_new_tokens=60)
+    trace = run(
+        HFBackend.from_loaded(stand_in),
+        stand_in.tokenizer,
+        [{"role": "user", "content": "weather?"}],
+        {"get_weather": TOOLS["get_weather"]},
+        tool_choice="required",
+        grammar=grammar,
+        max_turns=1,
+        max_new_tokens=60,
+    )
     gen, parsed = trace.of(Generated)[0], trace.of(Parsed)[0]
     assert gen.constrained and gen.generation.stopped_by in ("stop", "grammar")
     assert len(parsed.calls) == 1 and parsed.calls[0].ok and parsed.calls[0].name == "get_weather"
 
 
 def test_cli_json_on_the_stand_in_says_so(capsys):
-    assert cli(["--example", "weather", "--model", "stand-in", "--max-turns", "1", "--max-new-tokens", "40",
-                     "--json"]) == 0
+    assert (
+        cli(["--example", "weather", "--model", "stand-in", "--max-turns", "1", "--max-new-tokens", "40", "--json"])
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["semantic"] is False and "STAND-IN" in out["model"]
     assert out["steps"][0]["step"] == "Rendered" and out["stop_reason"] in STOP_REASONS
 
 
 def test_cli_own_question_on_the_stand_in(capsys):
-    assert cli(["What is 2+2?", "--tools", "calculator", "--tool-choice", "calculator", "--model", "stand-in",
-                     "--max-turns", "1", "--max-new-tokens", "40", "--json"]) == 0
+    assert (
+        cli(
+            [
+                "What is 2+2?",
+                "--tools",
+                "calculator",
+                "--tool-choice",
+                "calculator",
+                "--model",
+                "stand-in",
+                "--max-turns",
+                "1",
+                "--max-new-tokens",
+                "40",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["tools"] == ["calculator"] and out["settings"]["tool_choice"] == "calculator"
     assert out["steps"][0]["mode"] == "call" and "calculator" in out["steps"][0]["rule"]
@@ -469,14 +557,21 @@ def test_cli_own_question_on_the_stand_in(capsys):
     assert [c["name"] for c in parsed["calls"]] == ["calculator"] and out["rule"] == RULE
 
 
-@pytest.mark.parametrize("argv,needle", [
-    ([], "give a question"), (["hi", "--tools", "calculator,nope"], "unknown tool(s) ['nope']"),
-    (["hi", "--tool-choice", "sometimes"], "tool_choice must be"), (["hi", "--tools", "calculator",
-                                                                     "--tool-choice", "get_weather"], "get_weather"),
-    (["  "], "empty"), (["x" * 5000], "at most"), (["hi", "--max-new-tokens", "-3"], "between"),
-    (["hi", "--model", "no/such/thing"], "--model"), (["hi", "--example", "weather"], "one of them"),
-    (["hi", "--json", "--bogus"], "unrecognized"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        ([], "give a question"),
+        (["hi", "--tools", "calculator,nope"], "unknown tool(s) ['nope']"),
+        (["hi", "--tool-choice", "sometimes"], "tool_choice must be"),
+        (["hi", "--tools", "calculator", "--tool-choice", "get_weather"], "get_weather"),
+        (["  "], "empty"),
+        (["x" * 5000], "at most"),
+        (["hi", "--max-new-tokens", "-3"], "between"),
+        (["hi", "--model", "no/such/thing"], "--model"),
+        (["hi", "--example", "weather"], "one of them"),
+        (["hi", "--json", "--bogus"], "unrecognized"),
+    ],
+)
 def test_cli_bad_input_is_one_line_exit_2_before_any_model_loads(argv, needle, monkeypatch, capsys):
     import toolkit.models
 
@@ -601,6 +696,7 @@ def _steps_json(trace):
         if isinstance(x, dict):
             return {k: scrub(v) for k, v in x.items() if k not in ("prefill_s", "decode_s", "wall_s", "seconds")}
         return [scrub(v) for v in x] if isinstance(x, list) else x
+
     return [scrub(s.to_json()) for s in trace.steps]
 
 
@@ -610,10 +706,13 @@ def test_loop_config_and_keyword_options_are_the_same_run(tok):
     by_kw, _ = loop_once(tok, script, template="qwen3", max_turns=3, repeat_limit=2)
     cfg = LoopConfig(template="qwen3", max_turns=3, repeat_limit=2)
     by_cfg, _ = loop_once(tok, script, config=cfg)
-    mixed, _ = loop_once(tok, script, config=LoopConfig(template="qwen2.5", max_turns=3), template="qwen3",
-                         repeat_limit=2)
+    mixed, _ = loop_once(
+        tok, script, config=LoopConfig(template="qwen2.5", max_turns=3), template="qwen3", repeat_limit=2
+    )
     assert _steps_json(by_kw) == _steps_json(by_cfg) == _steps_json(mixed)
-    assert by_kw.answer == "4" and by_kw.of(Rendered)[0].prompt_ids != loop_once(tok, script)[0].of(Rendered)[0].prompt_ids
+    assert (
+        by_kw.answer == "4" and by_kw.of(Rendered)[0].prompt_ids != loop_once(tok, script)[0].of(Rendered)[0].prompt_ids
+    )
     with pytest.raises(TypeError):
         loop_once(tok, script, max_turn=3)
 
@@ -627,6 +726,14 @@ def test_loop_hands_temperature_top_p_and_seed_to_the_backend(tok):
             return super().generate(prompt_ids, **kw)
 
     backend = Sampling(tok, [call("calculator", expression="2+2"), "4"])
-    run(backend, tok, [{"role": "user", "content": "2+2?"}], TOOLS, temperature=0.7, top_p=0.9, seed=5,
-        tool_choice="required")
+    run(
+        backend,
+        tok,
+        [{"role": "user", "content": "2+2?"}],
+        TOOLS,
+        temperature=0.7,
+        top_p=0.9,
+        seed=5,
+        tool_choice="required",
+    )
     assert seen == [dict(temperature=0.7, top_p=0.9, seed=6), dict(temperature=0.7, top_p=0.9, seed=7)]

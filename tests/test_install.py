@@ -1,5 +1,6 @@
 """The kit installed non-editable (a wheel into a fresh venv, the dependencies taken from this environment): the
 CLI runs from site-packages and packaged data (chat templates, notebook 07's saved GPU results) is found there."""
+
 import json
 import os
 import shutil
@@ -25,16 +26,38 @@ def installed(tmp_path_factory):
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     py = venv / "bin" / "python"
-    site = Path(subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               capture_output=True, text=True, check=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     # the dependencies come from this environment (--no-deps); its editable finder for `toolkit` is a .pth that a
     # path line does not execute, so only the installed copy can be imported
     (site / "_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env["HF_HUB_OFFLINE"] = "1"
-    res = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--quiet",
-                          "--disable-pip-version-check", "--target", str(site), str(src)], env=env, cwd=tmp,
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-build-isolation",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--target",
+            str(site),
+            str(src),
+        ],
+        env=env,
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     return py, env, tmp, site
 
@@ -53,13 +76,22 @@ def test_imports_come_from_the_installed_copy(installed):
 def test_render_cli_from_site_packages(installed):
     res = run(installed, "-m", "toolkit", "render", "--example", "calculator", "--json")
     assert res.returncode == 0, res.stderr[-2000:]
-    here = subprocess.run([sys.executable, "-m", "toolkit", "render", "--example", "calculator", "--json"],
-                          cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    here = subprocess.run(
+        [sys.executable, "-m", "toolkit", "render", "--example", "calculator", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert json.loads(res.stdout) == json.loads(here.stdout)  # the packaged template renders the same tokens
 
 
 def test_notebook_07_data_is_packaged(installed):
-    res = run(installed, "-c", "from toolkit import speed; r = speed.saved_gpu_result(); "
-                               "print(r is not None and bool(r.get('machine') or r.get('device')))")
+    res = run(
+        installed,
+        "-c",
+        "from toolkit import speed; r = speed.saved_gpu_result(); "
+        "print(r is not None and bool(r.get('machine') or r.get('device')))",
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.strip() == "True"

@@ -1,5 +1,6 @@
 """MCP end to end against real server subprocesses: stdio and Streamable HTTP on 127.0.0.1, both protocol eras,
 error semantics, the Origin check, a hung tool, and that every server is gone afterwards (checked by PID)."""
+
 import json
 
 import httpx2
@@ -108,7 +109,7 @@ def test_protocol_errors_are_jsonrpc_errors(stdio):
         stdio.request("tools/call", {"name": "no_such_tool", "arguments": {}})
     assert e.value.code == types.INVALID_PARAMS == -32602
     with pytest.raises(MCPError) as e:
-        stdio.request("tools/call", {"arguments": {}})           # no name: malformed params
+        stdio.request("tools/call", {"arguments": {}})  # no name: malformed params
     assert e.value.code == -32602
     replies = [x.message for x in stdio.log if x.kind == "error"]
     assert {m["error"]["code"] for m in replies} >= {-32601, -32602}
@@ -162,8 +163,9 @@ def test_http_round_trip_and_headers(http):
     assert {t.name for t in http.list_tools()} >= set(KIT)
     posts = [e for e in http.log.http if e.line.startswith("POST")]
     assert posts and all(e.headers.get("mcp-protocol-version") == "2026-07-28" for e in posts)
-    assert any(e.headers.get("mcp-method") == "tools/call" and e.headers.get("mcp-name") == "convert_units"
-               for e in posts)
+    assert any(
+        e.headers.get("mcp-method") == "tools/call" and e.headers.get("mcp-name") == "convert_units" for e in posts
+    )
     assert http.call_tool("calculator", {"expression": "1/0"}).is_error is True
     with pytest.raises(MCPError) as e:
         http.request("tools/frobnicate")
@@ -180,11 +182,17 @@ def test_http_legacy_session(http_server):
 
 
 def test_foreign_origin_is_refused(http_server):
-    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "browser-page", "version": "0"}}
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "browser-page", "version": "0"},
+    }
     body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}
-    head = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
-            "Mcp-Method": "server/discover"}
+    head = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "server/discover",
+    }
     foreign = httpx2.post(http_server.url, json=body, headers={**head, "Origin": "http://evil.example"})
     assert foreign.status_code == 403
     other_port = httpx2.post(http_server.url, json=body, headers={**head, "Origin": "http://127.0.0.1:8888"})
@@ -207,12 +215,18 @@ def test_http_server_binds_loopback_only(http_server):
 
     port = int(http_server.url.split(":")[2].split("/")[0])
     # the kernel's table of listening TCP sockets: local address 0100007F is 127.0.0.1 (little-endian hex)
-    listening = [line.split()[1] for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
-                 if line.split()[3] == "0A" and int(line.split()[1].split(":")[1], 16) == port]
+    listening = [
+        line.split()[1]
+        for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
+        if line.split()[3] == "0A" and int(line.split()[1].split(":")[1], 16) == port
+    ]
     assert listening == [f"0100007F:{port:04X}"]
     tcp6 = Path("/proc/net/tcp6")
-    assert not [line for line in (tcp6.read_text().splitlines()[1:] if tcp6.exists() else [])
-                if line.split()[3] == "0A" and int(line.split()[1].split(":")[1], 16) == port]
+    assert not [
+        line
+        for line in (tcp6.read_text().splitlines()[1:] if tcp6.exists() else [])
+        if line.split()[3] == "0A" and int(line.split()[1].split(":")[1], 16) == port
+    ]
     ips = {a[4][0] for a in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)} - {"127.0.0.1"}
     for ip in ips:  # any non-loopback address of this machine must not reach the server
         with socket.socket() as s:
@@ -242,8 +256,7 @@ def test_cli_prints_a_stdio_wire_log(capsys):
     assert "protocol 2026-07-28" in out
     lines = [line for line in out.splitlines() if line.startswith(("->", "<-"))]
     methods = [json.loads(line[3:]).get("method") for line in lines if line.startswith("->")]
-    assert methods == ["server/discover", "tools/list", "tools/call", "tools/call", "tools/call",
-                       "tools/frobnicate"]
+    assert methods == ["server/discover", "tools/list", "tools/call", "tools/call", "tools/call", "tools/frobnicate"]
     assert '"isError": true' in out and '"code": -32601' in out and '"code": -32602' in out
 
 

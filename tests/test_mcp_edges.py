@@ -2,6 +2,7 @@
 errors (never silence), every error is bounded whatever the input size (stdio and HTTP), over-long stdio lines are
 refused like over-long HTTP bodies, TCP_NODELAY is on, idle legacy sessions expire. Servers run on 127.0.0.1 and
 are stopped by PID."""
+
 import json
 import os
 import re
@@ -17,23 +18,37 @@ import pytest
 from toolkit.mcp import stdio as S
 from toolkit.mcp.process import REPO_ROOT, HTTPServer, _child_env, pid_alive
 
-META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "edges", "version": "0"}}
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "edges", "version": "0"},
+}
 BOUND = 600  # bytes: a whole error line, envelope included
 
 
 def _call(rid, name, arguments) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-                       "params": {"name": name, "arguments": arguments, "_meta": META}}).encode()
+    return json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments, "_meta": META},
+        }
+    ).encode()
 
 
 class RawStdio:
     """``python -m toolkit mcp serve --stdio`` with raw pipes: write any bytes, read one reply line (or None)."""
 
     def __init__(self):
-        self.proc = subprocess.Popen([sys.executable, "-m", "toolkit", "mcp", "serve", "--stdio"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env={**os.environ, **_child_env()}, cwd=str(REPO_ROOT))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "toolkit", "mcp", "serve", "--stdio"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, **_child_env()},
+            cwd=str(REPO_ROOT),
+        )
 
     def send(self, line: bytes, timeout: float = 30) -> dict | None:
         self.proc.stdin.write(line + b"\n")
@@ -60,27 +75,37 @@ class RawStdio:
 @pytest.fixture(scope="module")
 def raw():
     srv = RawStdio()
-    first = srv.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "server/discover",
-                                 "params": {"_meta": META}}).encode(), timeout=60)
+    first = srv.send(
+        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": META}}).encode(),
+        timeout=60,
+    )
     assert first and first["id"] == 0 and "result" in first
     yield srv
     srv.stop()
 
 
 MALFORMED = [  # (line, code, id)
-    (b"not json", -32700, None), (b"{\"jsonrpc\": \"2.0\", \"id\": 1, ", -32700, None), (b"\xff\xfe\x00{}", -32700, None),
-    (b'{"jsonrpc":"2.0","id":2,"method":"ping","x":"\xc3\x28"}', -32700, None),       # invalid UTF-8 inside
-    (b"[" * 100_000, -32700, None),                                                     # nesting past the parser
+    (b"not json", -32700, None),
+    (b'{"jsonrpc": "2.0", "id": 1, ', -32700, None),
+    (b"\xff\xfe\x00{}", -32700, None),
+    (b'{"jsonrpc":"2.0","id":2,"method":"ping","x":"\xc3\x28"}', -32700, None),  # invalid UTF-8 inside
+    (b"[" * 100_000, -32700, None),  # nesting past the parser
     (b'{"jsonrpc":"2.0","id":21,"method":"ping","params":{"a":' + b"[" * 50_000 + b"]" * 50_000 + b"}}", -32700, 21),
-    (b"[]", -32600, None), (b'[{"jsonrpc":"2.0","id":3,"method":"ping"}]', -32600, None),   # batches
-    (b"42", -32600, None), (b'"ping"', -32600, None), (b"null", -32600, None), (b"true", -32600, None),
-    (b"{}", -32600, None), (b'{"id":4,"method":"ping"}', -32600, 4),                  # no "jsonrpc"
+    (b"[]", -32600, None),
+    (b'[{"jsonrpc":"2.0","id":3,"method":"ping"}]', -32600, None),  # batches
+    (b"42", -32600, None),
+    (b'"ping"', -32600, None),
+    (b"null", -32600, None),
+    (b"true", -32600, None),
+    (b"{}", -32600, None),
+    (b'{"id":4,"method":"ping"}', -32600, 4),  # no "jsonrpc"
     (b'{"jsonrpc":"1.0","id":5,"method":"ping"}', -32600, 5),
-    (b'{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}', -32600, None),                # ids the SDK reads as notes
+    (b'{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}', -32600, None),  # ids the SDK reads as notes
     (b'{"jsonrpc":"2.0","id":true,"method":"ping"}', -32600, None),
     (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', -32600, None),
     (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', -32600, None),
-    (b'{"jsonrpc":"2.0","id":6}', -32600, 6), (b'{"jsonrpc":"2.0","id":7,"method":7}', -32600, 7),
+    (b'{"jsonrpc":"2.0","id":6}', -32600, 6),
+    (b'{"jsonrpc":"2.0","id":7,"method":7}', -32600, 7),
     (b'{"jsonrpc":"2.0","id":8,"method":"ping","params":[1,2]}', -32600, 8),
 ]
 
@@ -97,8 +122,9 @@ def test_malformed_stdio_lines_are_answered(raw, line, code, rid):
 
 
 def test_blank_lines_are_ignored_and_a_notification_gets_no_answer(raw):
-    raw.proc.stdin.write(b"\n   \n" + json.dumps({"jsonrpc": "2.0", "method": "notifications/whatever"}).encode()
-                         + b"\n")
+    raw.proc.stdin.write(
+        b"\n   \n" + json.dumps({"jsonrpc": "2.0", "method": "notifications/whatever"}).encode() + b"\n"
+    )
     assert raw.send(_call(100, "calculator", {"expression": "1+1"}))["id"] == 100
 
 
@@ -106,7 +132,9 @@ def test_over_long_stdio_line_is_refused_with_its_size_and_id(raw):
     big = _call(101, "calculator", {"expression": "9" * 10_000_000})
     reply = raw.send(big, timeout=60)
     assert reply["id"] == 101 and reply["error"]["code"] == -32600
-    assert f"{len(big):,} bytes" in reply["error"]["message"] and f"{S.MAX_MESSAGE_BYTES:,}" in reply["error"]["message"]
+    assert (
+        f"{len(big):,} bytes" in reply["error"]["message"] and f"{S.MAX_MESSAGE_BYTES:,}" in reply["error"]["message"]
+    )
     status = open(f"/proc/{raw.proc.pid}/status").read()
     rss_mb = int(next(x for x in status.splitlines() if x.startswith("VmRSS")).split()[1]) / 1024
     print(f"server RSS after a 10 MB line: {rss_mb:.0f} MB")
@@ -115,10 +143,13 @@ def test_over_long_stdio_line_is_refused_with_its_size_and_id(raw):
 
 
 HUGE_CALLS = [
-    ("calculator", {"expression": "9" * 3_000_000}), ("calculator", {"k" * 3_000_000: 1}),
-    ("calculator", {f"k{i}": 1 for i in range(200_000)}), ("get_weather", {"city": "é" * 500_000}),
+    ("calculator", {"expression": "9" * 3_000_000}),
+    ("calculator", {"k" * 3_000_000: 1}),
+    ("calculator", {f"k{i}": 1 for i in range(200_000)}),
+    ("get_weather", {"city": "é" * 500_000}),
     ("convert_units", {"value": 1, "from_unit": "m" * 3_000_000, "to_unit": "km"}),
-    ("x" * 3_000_000, {}), ("calculator", {"expression": ["9" * 1_000_000]}),
+    ("x" * 3_000_000, {}),
+    ("calculator", {"expression": ["9" * 1_000_000]}),
     ("calculator", {"expression": "1+" * 1_000_000 + "1"}),
 ]
 
@@ -139,8 +170,9 @@ def test_errors_over_stdio_are_bounded_whatever_the_input(raw, case):
 
 def test_sdk_echoes_are_bounded_too(raw):
     """The SDK answers an unknown method with the method as ``data``: bounded on the way out."""
-    reply = raw.send(json.dumps({"jsonrpc": "2.0", "id": 300, "method": "m" * 2_000_000,
-                                 "params": {"_meta": META}}).encode())
+    reply = raw.send(
+        json.dumps({"jsonrpc": "2.0", "id": 300, "method": "m" * 2_000_000, "params": {"_meta": META}}).encode()
+    )
     assert reply["id"] == 300 and reply["error"]["code"] == -32601 and len(json.dumps(reply)) < BOUND
 
 
@@ -187,8 +219,20 @@ def http_server():
 
 def _legacy_session(url) -> dict:
     head = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    r = httpx2.post(url, headers=head, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "edges", "version": "0"}}})
+    r = httpx2.post(
+        url,
+        headers=head,
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "edges", "version": "0"},
+            },
+        },
+    )
     assert r.status_code == 200
     head.update({"Mcp-Session-Id": r.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"})
     httpx2.post(url, headers=head, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -203,11 +247,14 @@ def _sse_json(r) -> dict:
 
 def test_http_errors_are_bounded_including_sdk_echoes(http_server):
     head = _legacy_session(http_server.url)
-    for rid, body in enumerate([
+    for rid, body in enumerate(
+        [
             {"method": "m" * 2_000_000},
             {"method": "tools/call", "params": {"name": "x" * 2_000_000, "arguments": {}}},
             {"method": "tools/call", "params": {"name": "calculator", "arguments": {"expression": "9" * 3_000_000}}},
-            {"method": "tools/call", "params": {"name": "calculator", "arguments": {"e" * 3_000_000: 1}}}]):
+            {"method": "tools/call", "params": {"name": "calculator", "arguments": {"e" * 3_000_000: 1}}},
+        ]
+    ):
         r = httpx2.post(http_server.url, headers=head, json={"jsonrpc": "2.0", "id": 10 + rid, **body}, timeout=60)
         reply = _sse_json(r)
         assert reply["id"] == 10 + rid and len(json.dumps(reply)) < BOUND + 300, json.dumps(reply)[:400]

@@ -3,6 +3,7 @@
 
 Skipped, with the reason, only where npx is missing or the npm registry cannot be reached. The HTTP server runs on
 127.0.0.1 and is stopped by PID; the stdio server is the Inspector's child and must be gone when it exits."""
+
 import json
 import os
 import shutil
@@ -23,8 +24,9 @@ def npx(tmp_path_factory):
         pytest.skip("npx is not installed (Node.js); the Inspector CLI cannot run")
     work = tmp_path_factory.mktemp("inspector")
     try:
-        probe = subprocess.run(["npm", "view", INSPECTOR, "version"], capture_output=True, text=True, timeout=90,
-                               cwd=work)
+        probe = subprocess.run(
+            ["npm", "view", INSPECTOR, "version"], capture_output=True, text=True, timeout=90, cwd=work
+        )
     except subprocess.TimeoutExpired:
         pytest.skip("the npm registry did not answer within 90 s")
     if probe.returncode != 0:
@@ -33,8 +35,14 @@ def npx(tmp_path_factory):
 
 
 def inspector(cwd, *args, timeout=240) -> tuple[int, object, str]:
-    r = subprocess.run(["npx", "-y", INSPECTOR, "--cli", *args], capture_output=True, text=True, timeout=timeout,
-                       cwd=cwd, env={**os.environ, "NO_COLOR": "1"})
+    r = subprocess.run(
+        ["npx", "-y", INSPECTOR, "--cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
     try:
         out = json.loads(r.stdout)
     except ValueError:
@@ -44,8 +52,20 @@ def inspector(cwd, *args, timeout=240) -> tuple[int, object, str]:
 
 def stdio_target() -> list[str]:
     env = ["-e", f"PYTHONPATH={REPO_ROOT}", "-e", "HF_HUB_OFFLINE=1"]
-    return [*env, "--cwd", str(REPO_ROOT), "--", sys.executable, "-m", "toolkit", "mcp", "serve", "--stdio",
-            "--pid-file", "{pid}"]
+    return [
+        *env,
+        "--cwd",
+        str(REPO_ROOT),
+        "--",
+        sys.executable,
+        "-m",
+        "toolkit",
+        "mcp",
+        "serve",
+        "--stdio",
+        "--pid-file",
+        "{pid}",
+    ]
 
 
 def test_inspector_over_stdio(npx, tmp_path):
@@ -64,15 +84,17 @@ def test_inspector_over_stdio(npx, tmp_path):
         time.sleep(0.1)
     assert not pid_alive(pid)  # the Inspector's child server ended with it
 
-    rc, result, err = inspector(npx, "--method", "tools/call", "--tool-name", "calculator",
-                                "--tool-arg", "expression=10**18+1", *target)
+    rc, result, err = inspector(
+        npx, "--method", "tools/call", "--tool-name", "calculator", "--tool-arg", "expression=10**18+1", *target
+    )
     assert rc == 0, err[-2000:]
     # JavaScript reads JSON numbers as doubles: the Inspector shows 1e18 for the integer, which is why the tool
     # also sends integers beyond 2**53 as an exact string
-    assert result["isError"] is False and result["structuredContent"]["exact"] == str(10 ** 18 + 1)
+    assert result["isError"] is False and result["structuredContent"]["exact"] == str(10**18 + 1)
     assert '"result": 1000000000000000001' in result["content"][0]["text"]
-    rc, result, _ = inspector(npx, "--method", "tools/call", "--tool-name", "calculator",
-                              "--tool-arg", "expression=1/0", *target)
+    rc, result, _ = inspector(
+        npx, "--method", "tools/call", "--tool-name", "calculator", "--tool-arg", "expression=1/0", *target
+    )
     assert result["isError"] is True and "division by zero" in result["content"][0]["text"]
 
 
@@ -81,11 +103,22 @@ def test_inspector_over_http(npx):
         rc, listed, err = inspector(npx, srv.url, "--transport", "http", "--method", "tools/list")
         assert rc == 0, err[-2000:]
         assert {t["name"] for t in listed["tools"]} == {"calculator", "get_weather", "convert_units", "write_note"}
-        rc, result, err = inspector(npx, srv.url, "--transport", "http", "--method", "tools/call",
-                                    "--tool-name", "get_weather", "--tool-arg", "city=Paris")
+        rc, result, err = inspector(
+            npx,
+            srv.url,
+            "--transport",
+            "http",
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "get_weather",
+            "--tool-arg",
+            "city=Paris",
+        )
         assert rc == 0, err[-2000:]
         assert result["structuredContent"]["city"] == "Paris"
-        rc, _, err = inspector(npx, srv.url, "--transport", "http", "--method", "tools/call",
-                               "--tool-name", "no_such_tool")
+        rc, _, err = inspector(
+            npx, srv.url, "--transport", "http", "--method", "tools/call", "--tool-name", "no_such_tool"
+        )
         assert rc != 0 and "no_such_tool" in err
     assert not pid_alive(srv.pid)

@@ -1,5 +1,6 @@
 """Host-side safety around MCP tools: allowlist pinning, untrusted-output marking, the confirmation gate, and the
 host loop refusing a risky tool that an injected tool result asks for (real server subprocess, scripted model)."""
+
 import json
 
 import mcp_types as types
@@ -11,21 +12,28 @@ from toolkit.mcp.marking import NOTICE, is_marked, untrusted, untrusted_text
 from toolkit.mcp.process import pid_alive, stdio_server
 from toolkit.mcp.safety import Allowlist, ConfirmGate, call_parts, tool_digest
 
-CALL_FETCH = '<tool_call>\n{"name": "fetch_page", "arguments": {"url": "https://example.com/blog/tidy-desk"}}\n</tool_call>'
+CALL_FETCH = (
+    '<tool_call>\n{"name": "fetch_page", "arguments": {"url": "https://example.com/blog/tidy-desk"}}\n</tool_call>'
+)
 CALL_DELETE = '<tool_call>\n{"name": "delete_notes", "arguments": {}}\n</tool_call>'
 
 
 def _tool(name="calculator", description="Adds.", schema=None, destructive=None):
     ann = types.ToolAnnotations(destructive_hint=destructive) if destructive is not None else None
-    return types.Tool(name=name, description=description, annotations=ann,
-                      input_schema=schema or {"type": "object", "properties": {"x": {"type": "number"}}})
+    return types.Tool(
+        name=name,
+        description=description,
+        annotations=ann,
+        input_schema=schema or {"type": "object", "properties": {"x": {"type": "number"}}},
+    )
 
 
 # ------------------------------------------------------------------ plain-data units
 def test_allowlist_pins_servers_tools_and_definitions():
     calc, note = _tool(), _tool("write_note", "Saves a note.")
-    allow = Allowlist().pin("python -m toolkit mcp serve --stdio", [calc, note], names=["calculator"],
-                            confirm=["write_note"])
+    allow = Allowlist().pin(
+        "python -m toolkit mcp serve --stdio", [calc, note], names=["calculator"], confirm=["write_note"]
+    )
     srv = "python -m toolkit mcp serve --stdio"
     assert allow.check(srv, calc) is None
     assert allow.check(srv, note) == "tool not approved"
@@ -40,8 +48,9 @@ def test_allowlist_pins_servers_tools_and_definitions():
 
 
 def test_destructive_hint_can_add_but_not_remove_confirmation():
-    allow = Allowlist().pin("srv", [_tool("a"), _tool("b", destructive=True), _tool("c", destructive=False)],
-                            confirm=["c"])
+    allow = Allowlist().pin(
+        "srv", [_tool("a"), _tool("b", destructive=True), _tool("c", destructive=False)], confirm=["c"]
+    )
     assert allow.needs_confirmation("srv", _tool("a")) is False
     assert allow.needs_confirmation("srv", _tool("b", destructive=True)) is True
     assert allow.needs_confirmation("srv", _tool("c", destructive=False)) is True  # the host's word wins
@@ -91,8 +100,9 @@ def _run_injection(conn, tok, gate):
     from toolkit.backends.scripted import ScriptedBackend
     from toolkit.loop.loop import run
 
-    allow = Allowlist().pin(conn, conn.list_tools(), names=["fetch_page", "delete_notes", "calculator"],
-                            confirm=["delete_notes"])
+    allow = Allowlist().pin(
+        conn, conn.list_tools(), names=["fetch_page", "delete_notes", "calculator"], confirm=["delete_notes"]
+    )
     tools = conn.tools(allow)
     backend = ScriptedBackend(tok, [CALL_FETCH, lambda ids: _obeying_model(tok.decode(ids)), "I only read the page."])
     msgs = [{"role": "user", "content": "Summarise https://example.com/blog/tidy-desk for me."}]
@@ -110,7 +120,7 @@ def test_injected_tool_result_cannot_trigger_the_risky_tool(demo, qwen3_tok):
 
     assert set(tools) == {"fetch_page", "delete_notes", "calculator"}  # write_note was not approved
     assert tools["delete_notes"].needs_confirmation and not tools["fetch_page"].needs_confirmation
-    assert ("write_note" in {t for _, t, _ in allow.rejected})
+    assert "write_note" in {t for _, t, _ in allow.rejected}
     results = [r for s in trace.of(Executed) for r in s.results]
     fetch, delete = results[0], results[1]
     assert fetch.name == "fetch_page" and fetch.status == "ok" and is_marked(fetch.result)
@@ -144,8 +154,13 @@ def test_mcp_tool_error_reaches_the_model_as_an_error_result(demo, qwen3_tok):
 
     conn, _ = demo
     tools = conn.tools()
-    backend = ScriptedBackend(qwen3_tok, ['<tool_call>\n{"name": "calculator", "arguments": {"expression": "1/0"}}'
-                                          '\n</tool_call>', "Division by zero is undefined."])
+    backend = ScriptedBackend(
+        qwen3_tok,
+        [
+            '<tool_call>\n{"name": "calculator", "arguments": {"expression": "1/0"}}\n</tool_call>',
+            "Division by zero is undefined.",
+        ],
+    )
     trace = run(backend, qwen3_tok, [{"role": "user", "content": "1/0?"}], tools, template="qwen3")
     r = trace.of(Executed)[0].results[0]
     assert r.status == "error" and "division by zero" in r.result["error"]["message"]

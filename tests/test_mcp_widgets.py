@@ -1,4 +1,5 @@
 """The MCP views (toolkit/widgets/mcp.py) checked as plain data and widget state, without a browser."""
+
 import html
 
 from toolkit.mcp.safety import ConfirmGate
@@ -8,10 +9,23 @@ from toolkit.widgets.mcp import ConfirmPanel, WireLogView, wire_html, wire_rows
 
 def _log() -> WireLog:
     log = WireLog()
-    log.record("->", {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                      "params": {"name": "calculator", "arguments": {"expression": "1/0"}, "_meta": {"k": "v"}}})
-    log.record("<-", {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "division by zero"}],
-                                                            "isError": True}})
+    log.record(
+        "->",
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "calculator", "arguments": {"expression": "1/0"}, "_meta": {"k": "v"}},
+        },
+    )
+    log.record(
+        "<-",
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {"content": [{"type": "text", "text": "division by zero"}], "isError": True},
+        },
+    )
     log.record("->", {"jsonrpc": "2.0", "id": 2, "method": "tools/frobnicate"})
     log.record("<-", {"jsonrpc": "2.0", "id": 2, "error": {"code": -32601, "message": "Method not found"}})
     return log
@@ -53,5 +67,5 @@ def test_confirm_panel_approves_one_refused_call():
     assert len(panel.buttons) == 1 and "delete_notes" in panel.buttons[0].description
     panel.buttons[0].click()
     assert approved == [("delete_notes", {})] and panel.buttons == [] and "approved once" in panel.status.value
-    assert gate({"name": "delete_notes", "arguments": {}}) is True   # the approved call runs once
+    assert gate({"name": "delete_notes", "arguments": {}}) is True  # the approved call runs once
     assert gate({"name": "delete_notes", "arguments": {}}) is False  # and only once

@@ -9,6 +9,7 @@ decimal, or four or more digits) unless
 - it is one of the tokenizer / model facts below, each checked here against the kit's own constants;
 - it is a date, a version or an address (2025-11-25, 2.0, 127.0.0.1).
 """
+
 import re
 from pathlib import Path
 
@@ -29,8 +30,13 @@ def _facts() -> dict[str, object]:
 
     tok = tokenizer_for("qwen3")
     ids = {t: tok.convert_tokens_to_ids(t) for t in ("<tool_call>", "</tool_call>", "<|im_end|>")}
-    return {"151936": VOCAB_WIDTH, "151669": len(tok), "151657": ids["<tool_call>"],
-            "151658": ids["</tool_call>"], "151645": ids["<|im_end|>"]}
+    return {
+        "151936": VOCAB_WIDTH,
+        "151669": len(tok),
+        "151657": ids["<tool_call>"],
+        "151658": ids["</tool_call>"],
+        "151645": ids["<|im_end|>"],
+    }
 
 
 def cells(path: Path) -> list[tuple[str, str]]:
@@ -65,7 +71,7 @@ def flagged(path: Path, facts: dict) -> list[str]:
                     continue
                 if bare in code_numbers or bare in facts:
                     continue
-                out.append(f"{path.name}: {n}{unit!s} in “…{text[max(0, m.start() - 40):m.end() + 20]}…”")
+                out.append(f"{path.name}: {n}{unit!s} in “…{text[max(0, m.start() - 40) : m.end() + 20]}…”")
     return out
 
 
@@ -82,10 +88,13 @@ def test_no_measured_number_is_typed_into_markdown(path):
 
 def test_the_check_catches_a_typed_measurement(tmp_path):
     nb = tmp_path / "99_x.py"
-    nb.write_text("# %% [markdown]\n# The engine ran at 662 tokens/s and used 2.6 GB.\n\n# %%\nx = 1\n",
-                  encoding="utf-8")
+    nb.write_text(
+        "# %% [markdown]\n# The engine ran at 662 tokens/s and used 2.6 GB.\n\n# %%\nx = 1\n", encoding="utf-8"
+    )
     bad = flagged(nb, _facts())
     assert len(bad) == 2 and "662" in bad[0] and "2.6" in bad[1]
-    nb.write_text("# %% [markdown]\n# The book says 20.4× (§14.5.3); the question is 250 × 15%.\n\n# %%\n"
-                  "q = '250 * 15%'\n", encoding="utf-8")
+    nb.write_text(
+        "# %% [markdown]\n# The book says 20.4× (§14.5.3); the question is 250 × 15%.\n\n# %%\nq = '250 * 15%'\n",
+        encoding="utf-8",
+    )
     assert flagged(nb, _facts()) == []

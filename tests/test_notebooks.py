@@ -11,6 +11,7 @@ picks a model that way (no ``load(`` call, no TOOLKIT_MODEL) runs the same code 
 "binder" mode, where the stricter check (the 2 GB budget) applies, with TOOLKIT_MODEL set to a name that is no
 model: if such a notebook does reach ``load("auto")`` after all, its run fails instead of silently checking one mode.
 """
+
 import os
 import re
 import shutil
@@ -54,8 +55,9 @@ def test_jupytext_pair_in_sync(path, tmp_path):
     subprocess.run([sys.executable, "-m", "jupytext", "--sync", "--quiet", str(tmp_path / py.name)], check=True)
     got = nbformat.read(tmp_path / path.name, as_version=4)
     want = nbformat.read(path, as_version=4)
-    assert [c.source for c in got.cells] == [c.source for c in want.cells], \
+    assert [c.source for c in got.cells] == [c.source for c in want.cells], (
         f"{path.name} and {py.name} differ: run `jupytext --sync notebooks/{py.name}`"
+    )
     assert [c.cell_type for c in got.cells] == [c.cell_type for c in want.cells]
 
 
@@ -92,9 +94,17 @@ def execute_notebook(path: Path, timeout: int = CELL_TIMEOUT, env: dict | None =
 
     nb = nbformat.read(path, as_version=4)
     env_before = dict(os.environ)
-    os.environ.update(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="2", MKL_NUM_THREADS="2", TOKENIZERS_PARALLELISM="false",
-                      MPLBACKEND="Agg", **(env or {}))
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    os.environ.update(
+        HF_HUB_OFFLINE="1",
+        OMP_NUM_THREADS="2",
+        MKL_NUM_THREADS="2",
+        TOKENIZERS_PARALLELISM="false",
+        MPLBACKEND="Agg",
+        **(env or {}),
+    )
+    client = NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
     t0 = time.perf_counter()
     peak = 0
     try:
@@ -118,8 +128,11 @@ PICKS_A_MODEL = re.compile(r"\bload\(|TOOLKIT_MODEL")
 
 def modes_for(path: Path) -> list[str]:
     """Both modes for a notebook that picks its model through ``load(...)``; only "binder" for one that doesn't."""
-    source = path.with_suffix(".py").read_text(encoding="utf-8") if path.with_suffix(".py").exists() else \
-        "\n".join(c.source for c in nbformat.read(path, as_version=4).cells)
+    source = (
+        path.with_suffix(".py").read_text(encoding="utf-8")
+        if path.with_suffix(".py").exists()
+        else "\n".join(c.source for c in nbformat.read(path, as_version=4).cells)
+    )
     return ["binder", "machine"] if PICKS_A_MODEL.search(source) else ["binder"]
 
 

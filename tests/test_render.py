@@ -15,7 +15,10 @@ def test_calculator_round_trip_shape(template):
     rt = round_trip("calculator")
     r = render(rt.second, rt.tools, template)
     # the result comes back inside a *user* turn wrapped in <tool_response>, then the generation prompt
-    assert '<|im_start|>user\n<tool_response>\n{"expression": "250 * 15%", "result": 37.5}\n</tool_response><|im_end|>\n' in r.text
+    assert (
+        '<|im_start|>user\n<tool_response>\n{"expression": "250 * 15%", "result": 37.5}\n</tool_response><|im_end|>\n'
+        in r.text
+    )
     assert r.text.endswith("<|im_start|>assistant\n")
     assert "<|im_start|>tool" not in r.text
     # tools are rendered as plain text into the system turn
@@ -52,7 +55,7 @@ def test_segments_cover_every_token_and_reassemble_text():
     for template in ("qwen3", "qwen2.5"):
         r = render(rt.full, rt.tools, template, add_generation_prompt=False)
         assert {t.segment for t in r.tokens} <= set(SEGMENTS)
-        assert "".join(r.text[t.start:t.end] for t in r.tokens) == r.text
+        assert "".join(r.text[t.start : t.end] for t in r.tokens) == r.text
         assert sum(r.counts.values()) == len(r.ids)
         for seg in ("control", "tools", "user", "assistant", "tool_call", "tool_response"):
             assert r.counts[seg] > 0, (template, seg)
@@ -65,8 +68,7 @@ def test_segments_cover_every_token_and_reassemble_text():
 
 
 def test_think_segment_after_last_query():
-    msgs = [{"role": "user", "content": "hi"},
-            {"role": "assistant", "content": "<think>\nplan\n</think>\n\nhello"}]
+    msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "<think>\nplan\n</think>\n\nhello"}]
     r = render(msgs, None, "qwen3", add_generation_prompt=False)
     assert "<think>\nplan\n</think>" in r.text
     assert r.counts["think"] > 0 and r.segment_text("assistant") == ["hello"]
@@ -79,7 +81,7 @@ def test_appending_turns_keeps_prefix_when_template_only_appends(template):
     second = render(rt.second, rt.tools, template)
     # The first request ends with the generation prompt, which the call then continues.
     assert shared_prefix(first, second) == len(first)
-    assert second.ids[:len(first)] == first.ids
+    assert second.ids[: len(first)] == first.ids
 
 
 def test_qwen3_history_rewrite_is_measured():
@@ -110,9 +112,13 @@ def test_unknown_template_is_a_clear_error():
 
 
 def test_cli_json_works_offline():
-    out = subprocess.run([sys.executable, "-m", "toolkit", "render", "--example", "calculator", "--template",
-                          "qwen3", "--json"], capture_output=True, text=True, timeout=120,
-                         env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
+    out = subprocess.run(
+        [sys.executable, "-m", "toolkit", "render", "--example", "calculator", "--template", "qwen3", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["ids"] == {"<tool_call>": 151657, "<|im_end|>": 151645}
@@ -121,7 +127,11 @@ def test_cli_json_works_offline():
 
 
 def test_cli_text_table():
-    out = subprocess.run([sys.executable, "-m", "toolkit", "render", "--example", "weather", "--template",
-                          "qwen2.5", "--limit", "3"], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "toolkit", "render", "--example", "weather", "--template", "qwen2.5", "--limit", "3"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert "<|im_start|>user\n<tool_response>" in out.stdout and "151644" in out.stdout

@@ -1,4 +1,5 @@
 """toolkit.speed: the Qwen3-0.6B shape, bandwidth floor, decode rates, prefill FLOPs, the saved GPU result."""
+
 import pytest
 import torch
 
@@ -30,8 +31,9 @@ def test_prefill_flops_counts_matmuls_and_every_attention_pair():
     dense = 28 * (1024 * (2048 + 2 * 1024) + 2048 * 1024 + 3 * 1024 * 3072)
     assert one == pytest.approx(2 * dense + cost.attention_flops_per_token(28, 2048, 10))
     # additive over chunks, and a full prefill costs more than its tokens' share (attention is quadratic)
-    assert speed.prefill_flops(cfg, 0, 100) == pytest.approx(speed.prefill_flops(cfg, 0, 40) +
-                                                            speed.prefill_flops(cfg, 40, 100))
+    assert speed.prefill_flops(cfg, 0, 100) == pytest.approx(
+        speed.prefill_flops(cfg, 0, 40) + speed.prefill_flops(cfg, 40, 100)
+    )
     assert speed.prefill_flops(cfg, 0, 2000) > 2 * speed.prefill_flops(cfg, 0, 1000)
 
 

@@ -7,6 +7,7 @@
 - Qwen3's history rewrite: earlier ``<think>`` blocks are dropped, so turn N is not always a prefix of turn N+1;
   we measure where the two part with ``shared_prefix``.
 """
+
 from __future__ import annotations
 
 import copy
@@ -21,15 +22,33 @@ from toolkit.tokenizer import template_text
 
 GOLDEN = Path(__file__).parent / "fixtures" / "qwen3_golden.json"
 
-CALCULATOR = {"type": "function", "function": {
-    "name": "calculator", "description": "Evaluate an arithmetic expression and return the number.",
-    "parameters": {"type": "object", "properties": {
-        "expression": {"type": "string", "description": "for example 0.15 * 250"}}, "required": ["expression"]}}}
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "查询城市当前的天气 (current weather for a city).",
-    "parameters": {"type": "object", "properties": {
-        "city": {"type": "string", "description": "城市名，例如 北京"},
-        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}}
+CALCULATOR = {
+    "type": "function",
+    "function": {
+        "name": "calculator",
+        "description": "Evaluate an arithmetic expression and return the number.",
+        "parameters": {
+            "type": "object",
+            "properties": {"expression": {"type": "string", "description": "for example 0.15 * 250"}},
+            "required": ["expression"],
+        },
+    },
+}
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "查询城市当前的天气 (current weather for a city).",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "description": "城市名，例如 北京"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            },
+            "required": ["city"],
+        },
+    },
+}
 TOOLS = [CALCULATOR, WEATHER]
 
 
@@ -51,72 +70,199 @@ def conversations() -> list[dict]:
         dict(name="tools_user", messages=[u_calc], tools=TOOLS),
         dict(name="tools_system_user", messages=[sys_, u_calc], tools=TOOLS),
         dict(name="one_call_then_result", messages=[u_calc, call_calc, res_calc], tools=TOOLS),
-        dict(name="round_trip_answer", messages=[sys_, u_calc, call_calc, res_calc,
-                                                 {"role": "assistant", "content": "15% of 250 is 37.5."}],
-             tools=TOOLS, kwargs={"add_generation_prompt": False}),
-        dict(name="parallel_calls", messages=[
-            {"role": "user", "content": "Weather in Beijing and in Shanghai, please."},
-            {"role": "assistant", "content": "", "tool_calls": [
-                _call("get_weather", {"city": "北京"}), _call("get_weather", {"city": "上海", "unit": "celsius"})]},
-            {"role": "tool", "content": '{"city": "北京", "temp_c": 21}'},
-            {"role": "tool", "content": '{"city": "上海", "temp_c": 24}'}], tools=TOOLS),
-        dict(name="three_results_in_a_row", messages=[
-            {"role": "user", "content": "Compute 1+1, 2*3 and 10/4."},
-            {"role": "assistant", "content": None, "tool_calls": [
-                _call("calculator", {"expression": e}) for e in ("1+1", "2*3", "10/4")]},
-            {"role": "tool", "content": "2"}, {"role": "tool", "content": "6"}, {"role": "tool", "content": "2.5"}],
-            tools=TOOLS),
-        dict(name="arguments_as_json_string", messages=[
-            u_calc, {"role": "assistant", "content": "", "tool_calls": [
-                _call("calculator", {"expression": "0.15 * 250"}, as_string=True)]}, res_calc], tools=TOOLS),
-        dict(name="content_before_call", messages=[
-            u_bj, {"role": "assistant", "content": "我来查一下。", "tool_calls": [_call("get_weather", {"city": "北京"})]},
-            {"role": "tool", "content": "晴，21°C"}], tools=TOOLS),
-        dict(name="call_without_function_wrapper", messages=[
-            u_calc, {"role": "assistant", "content": "",
-                     "tool_calls": [_call("calculator", {"expression": "0.15*250"}, wrap=False)]}, res_calc],
-             tools=TOOLS),
-        dict(name="multi_turn_plain", messages=[
-            sys_, {"role": "user", "content": "Hi!"}, {"role": "assistant", "content": "Hello! How can I help?"},
-            {"role": "user", "content": "Tell me a fact about the number 7."}], tools=None),
-        dict(name="multi_turn_tools", messages=[
-            u_calc, call_calc, res_calc, {"role": "assistant", "content": "It is 37.5."}, u_bj,
-            {"role": "assistant", "content": "", "tool_calls": [_call("get_weather", {"city": "北京"})]},
-            {"role": "tool", "content": "晴，21°C"}], tools=TOOLS),
-        dict(name="chinese_round_trip", messages=[
-            {"role": "system", "content": "你是一个乐于助人的助手。"}, u_bj,
-            {"role": "assistant", "content": "", "tool_calls": [_call("get_weather", {"city": "北京", "unit": "celsius"})]},
-            {"role": "tool", "content": '{"天气": "晴", "温度": 21}'},
-            {"role": "assistant", "content": "北京今天晴，气温 21°C。"}],
-             tools=TOOLS, kwargs={"add_generation_prompt": False}),
-        dict(name="system_message_midway", messages=[
-            {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."},
-            {"role": "system", "content": "From now on answer in French."}, {"role": "user", "content": "Bye"}],
-             tools=None),
+        dict(
+            name="round_trip_answer",
+            messages=[sys_, u_calc, call_calc, res_calc, {"role": "assistant", "content": "15% of 250 is 37.5."}],
+            tools=TOOLS,
+            kwargs={"add_generation_prompt": False},
+        ),
+        dict(
+            name="parallel_calls",
+            messages=[
+                {"role": "user", "content": "Weather in Beijing and in Shanghai, please."},
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        _call("get_weather", {"city": "北京"}),
+                        _call("get_weather", {"city": "上海", "unit": "celsius"}),
+                    ],
+                },
+                {"role": "tool", "content": '{"city": "北京", "temp_c": 21}'},
+                {"role": "tool", "content": '{"city": "上海", "temp_c": 24}'},
+            ],
+            tools=TOOLS,
+        ),
+        dict(
+            name="three_results_in_a_row",
+            messages=[
+                {"role": "user", "content": "Compute 1+1, 2*3 and 10/4."},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [_call("calculator", {"expression": e}) for e in ("1+1", "2*3", "10/4")],
+                },
+                {"role": "tool", "content": "2"},
+                {"role": "tool", "content": "6"},
+                {"role": "tool", "content": "2.5"},
+            ],
+            tools=TOOLS,
+        ),
+        dict(
+            name="arguments_as_json_string",
+            messages=[
+                u_calc,
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [_call("calculator", {"expression": "0.15 * 250"}, as_string=True)],
+                },
+                res_calc,
+            ],
+            tools=TOOLS,
+        ),
+        dict(
+            name="content_before_call",
+            messages=[
+                u_bj,
+                {
+                    "role": "assistant",
+                    "content": "我来查一下。",
+                    "tool_calls": [_call("get_weather", {"city": "北京"})],
+                },
+                {"role": "tool", "content": "晴，21°C"},
+            ],
+            tools=TOOLS,
+        ),
+        dict(
+            name="call_without_function_wrapper",
+            messages=[
+                u_calc,
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [_call("calculator", {"expression": "0.15*250"}, wrap=False)],
+                },
+                res_calc,
+            ],
+            tools=TOOLS,
+        ),
+        dict(
+            name="multi_turn_plain",
+            messages=[
+                sys_,
+                {"role": "user", "content": "Hi!"},
+                {"role": "assistant", "content": "Hello! How can I help?"},
+                {"role": "user", "content": "Tell me a fact about the number 7."},
+            ],
+            tools=None,
+        ),
+        dict(
+            name="multi_turn_tools",
+            messages=[
+                u_calc,
+                call_calc,
+                res_calc,
+                {"role": "assistant", "content": "It is 37.5."},
+                u_bj,
+                {"role": "assistant", "content": "", "tool_calls": [_call("get_weather", {"city": "北京"})]},
+                {"role": "tool", "content": "晴，21°C"},
+            ],
+            tools=TOOLS,
+        ),
+        dict(
+            name="chinese_round_trip",
+            messages=[
+                {"role": "system", "content": "你是一个乐于助人的助手。"},
+                u_bj,
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [_call("get_weather", {"city": "北京", "unit": "celsius"})],
+                },
+                {"role": "tool", "content": '{"天气": "晴", "温度": 21}'},
+                {"role": "assistant", "content": "北京今天晴，气温 21°C。"},
+            ],
+            tools=TOOLS,
+            kwargs={"add_generation_prompt": False},
+        ),
+        dict(
+            name="system_message_midway",
+            messages=[
+                {"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": "Hello."},
+                {"role": "system", "content": "From now on answer in French."},
+                {"role": "user", "content": "Bye"},
+            ],
+            tools=None,
+        ),
         # --- <think> handling (Qwen3 drops reasoning before the last real user query; Qwen2.5 prints it as text)
-        dict(name="think_kept_after_last_query", messages=[
-            u_calc, {"role": "assistant", "content": "<think>\nI should use the calculator.\n</think>\n\n",
-                     "tool_calls": [_call("calculator", {"expression": "0.15 * 250"})]}, res_calc], tools=TOOLS),
-        dict(name="think_dropped_before_last_query", messages=[
-            {"role": "user", "content": "Hi"},
-            {"role": "assistant", "content": "<think>\nA greeting; reply briefly.\n</think>\n\nHello!"},
-            {"role": "user", "content": "What is 2+2?"}], tools=None),
-        dict(name="reasoning_content_field", messages=[
-            {"role": "user", "content": "Hi"},
-            {"role": "assistant", "content": "Hello!", "reasoning_content": "Old reasoning, dropped later."},
-            {"role": "user", "content": "What is 15% of 250?"},
-            {"role": "assistant", "content": "", "reasoning_content": "\nNeed the calculator.\n",
-             "tool_calls": [_call("calculator", {"expression": "0.15 * 250"})]}, res_calc], tools=TOOLS),
-        dict(name="reasoning_field_and_leading_newlines", messages=[
-            u_calc, {"role": "assistant", "content": "\n\n15% of 250 is 37.5.", "reasoning_content": "0.15*250"}],
-             tools=None, kwargs={"add_generation_prompt": False}),
-        dict(name="last_assistant_gets_empty_think", messages=[
-            {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}],
-             tools=None, kwargs={"add_generation_prompt": False}),
-        dict(name="tool_response_text_is_not_a_query", messages=[
-            u_calc, {"role": "assistant", "content": "<think>\nuse it\n</think>\n\n",
-                     "tool_calls": [_call("calculator", {"expression": "0.15 * 250"})]},
-            {"role": "user", "content": "<tool_response>\n37.5\n</tool_response>"}], tools=TOOLS),
+        dict(
+            name="think_kept_after_last_query",
+            messages=[
+                u_calc,
+                {
+                    "role": "assistant",
+                    "content": "<think>\nI should use the calculator.\n</think>\n\n",
+                    "tool_calls": [_call("calculator", {"expression": "0.15 * 250"})],
+                },
+                res_calc,
+            ],
+            tools=TOOLS,
+        ),
+        dict(
+            name="think_dropped_before_last_query",
+            messages=[
+                {"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": "<think>\nA greeting; reply briefly.\n</think>\n\nHello!"},
+                {"role": "user", "content": "What is 2+2?"},
+            ],
+            tools=None,
+        ),
+        dict(
+            name="reasoning_content_field",
+            messages=[
+                {"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": "Hello!", "reasoning_content": "Old reasoning, dropped later."},
+                {"role": "user", "content": "What is 15% of 250?"},
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "reasoning_content": "\nNeed the calculator.\n",
+                    "tool_calls": [_call("calculator", {"expression": "0.15 * 250"})],
+                },
+                res_calc,
+            ],
+            tools=TOOLS,
+        ),
+        dict(
+            name="reasoning_field_and_leading_newlines",
+            messages=[
+                u_calc,
+                {"role": "assistant", "content": "\n\n15% of 250 is 37.5.", "reasoning_content": "0.15*250"},
+            ],
+            tools=None,
+            kwargs={"add_generation_prompt": False},
+        ),
+        dict(
+            name="last_assistant_gets_empty_think",
+            messages=[{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}],
+            tools=None,
+            kwargs={"add_generation_prompt": False},
+        ),
+        dict(
+            name="tool_response_text_is_not_a_query",
+            messages=[
+                u_calc,
+                {
+                    "role": "assistant",
+                    "content": "<think>\nuse it\n</think>\n\n",
+                    "tool_calls": [_call("calculator", {"expression": "0.15 * 250"})],
+                },
+                {"role": "user", "content": "<tool_response>\n37.5\n</tool_response>"},
+            ],
+            tools=TOOLS,
+        ),
         dict(name="enable_thinking_false", messages=[u_calc], tools=TOOLS, kwargs={"enable_thinking": False}),
         dict(name="enable_thinking_true", messages=[u_calc], tools=None, kwargs={"enable_thinking": True}),
     ]
@@ -128,8 +274,14 @@ def conversations() -> list[dict]:
 def _render(tok, case, chat_template):
     kw = dict(case["kwargs"])
     agp = kw.pop("add_generation_prompt", True)
-    return tok.apply_chat_template(case["messages"], tools=case["tools"], chat_template=chat_template,
-                                   tokenize=False, add_generation_prompt=agp, **kw)
+    return tok.apply_chat_template(
+        case["messages"],
+        tools=case["tools"],
+        chat_template=chat_template,
+        tokenize=False,
+        add_generation_prompt=agp,
+        **kw,
+    )
 
 
 CASE_NAMES = [c["name"] for c in conversations()]
@@ -211,7 +363,9 @@ def test_qwen3_golden_shows_the_think_rules():
     assert "<|im_start|>assistant\nHello!<|im_end|>" in t["think_dropped_before_last_query"]
     assert "Old reasoning" not in t["reasoning_content_field"]
     assert "<think>\nNeed the calculator.\n</think>" in t["reasoning_content_field"]
-    assert t["last_assistant_gets_empty_think"].endswith("<|im_start|>assistant\n<think>\n\n</think>\n\nHello!<|im_end|>\n")
+    assert t["last_assistant_gets_empty_think"].endswith(
+        "<|im_start|>assistant\n<think>\n\n</think>\n\nHello!<|im_end|>\n"
+    )
     assert t["enable_thinking_false"].endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
     assert t["enable_thinking_true"].endswith("<|im_start|>assistant\n")
     assert not t["user_only"].startswith("<|im_start|>system")  # Qwen3 has no default system prompt
@@ -222,8 +376,13 @@ def test_qwen3_golden_shows_the_think_rules():
 def test_qwen3_kit_template_matches_golden_turns(qwen3_tok):
     """The turn-by-turn renderings (used for the prefix test below) also match the official template."""
     for turn in _golden()["turns"]:
-        got = qwen3_tok.apply_chat_template(turn["messages"], tools=TOOLS, chat_template=template_text("qwen3"),
-                                            tokenize=False, add_generation_prompt=turn["add_generation_prompt"])
+        got = qwen3_tok.apply_chat_template(
+            turn["messages"],
+            tools=TOOLS,
+            chat_template=template_text("qwen3"),
+            tokenize=False,
+            add_generation_prompt=turn["add_generation_prompt"],
+        )
         assert got == turn["text"]
     assert [t["messages"] for t in _golden()["turns"]] == [m for m, _ in _turns()]
 
@@ -236,8 +395,9 @@ def test_qwen25_template_rejects_non_string_text_content(qwen25_tok):
     with pytest.raises(TemplateError, match="assistant message needs string content"):
         render.render_text(msgs, template="qwen2.5", add_generation_prompt=False, tokenizer=qwen25_tok)
     with pytest.raises(TemplateError, match="user message needs string content"):
-        render.render_text([{"role": "user", "content": [{"type": "text", "text": "hi"}]}], template="qwen2.5",
-                           tokenizer=qwen25_tok)
+        render.render_text(
+            [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], template="qwen2.5", tokenizer=qwen25_tok
+        )
 
 
 @pytest.mark.hub
@@ -254,13 +414,21 @@ def test_qwen3_kit_template_matches_live_hub(name, qwen3_tok):
 def _turns():
     """A conversation grown turn by turn, as a host would send it: each entry is (messages, add_generation_prompt)."""
     u1 = {"role": "user", "content": "What is 15% of 250?"}
-    a1 = {"role": "assistant", "content": "<think>\nUse the calculator.\n</think>\n\n",
-          "tool_calls": [_call("calculator", {"expression": "0.15 * 250"})]}
+    a1 = {
+        "role": "assistant",
+        "content": "<think>\nUse the calculator.\n</think>\n\n",
+        "tool_calls": [_call("calculator", {"expression": "0.15 * 250"})],
+    }
     r1 = {"role": "tool", "content": "37.5"}
     a2 = {"role": "assistant", "content": "<think>\nThe tool said 37.5.\n</think>\n\n15% of 250 is 37.5."}
     u2 = {"role": "user", "content": "And 20%?"}
-    return [([u1], True), ([u1, a1], False), ([u1, a1, r1], True), ([u1, a1, r1, a2], False),
-            ([u1, a1, r1, a2, u2], True)]
+    return [
+        ([u1], True),
+        ([u1, a1], False),
+        ([u1, a1, r1], True),
+        ([u1, a1, r1, a2], False),
+        ([u1, a1, r1, a2, u2], True),
+    ]
 
 
 def test_qwen3_tool_loop_appends_only_until_the_next_user_query(qwen3_tok):

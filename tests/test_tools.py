@@ -1,5 +1,6 @@
 """toolkit.tools: schemas generated from the functions, a calculator that refuses hostile input fast, the
 weather table, unit conversion, and the sandboxed side-effect tool."""
+
 import json
 import re
 
@@ -13,17 +14,82 @@ from toolkit.fnschema import function_schema
 from toolkit.tools import TOOLS, Tool, convert_units, get_weather, schemas, write_note
 
 HOSTILE = [
-    "__import__('os')", "__import__('os').system('ls')", "open('/etc/passwd').read()", "exec('1')", "eval('1')",
-    "os.system('rm -rf /')", "().__class__.__bases__[0].__subclasses__()", "lambda: 1", "[1, 2, 3]",
-    "{'a': 1}", "1 if 1 else 2", "x + 1", "a = 1", "import os", "globals()", "locals()", "getattr(1, 'real')",
-    "1; 2", "1, 2", "'abc' * 3", '"1" + "2"', "1.real", "True + 1", "None", "~1", "1 << 100000", "1 >> 1",
-    "1 & 1", "1 | 1", "1 == 1", "1 < 2", "not 1", "1 // 0", "abs(-1)", "pow(2, 10)", "sqrt(4)",
-    "9**9**9", "10**10**10", "2**100000", "(9**9)**99", "99999**999", "1e308*1e308", "1e308", "1e101", "-1e200",
-    "10**101", "1/0", "5 % 0", "0**-1", "(-8)**0.5", "((1)", "(1))", "1 +", "* 2", "", "   ", "()", "1..2",
-    "1e", "١٢٣", "1_000", "0x10", "0b1", "1j", "\x00", "1\n+\n__import__('os')", "2 ** -2000",
-    "1" * 31, "9" * 200 + "+1",
-    "(" * 10_000 + "1" + ")" * 10_000, "-" * 150 + "1", "(" * 33 + "1" + ")" * 33, "1+" * 5_000 + "1",
-    "x" * 10_000_000, "1" * 10_000_000, "(" * 5_000_000,
+    "__import__('os')",
+    "__import__('os').system('ls')",
+    "open('/etc/passwd').read()",
+    "exec('1')",
+    "eval('1')",
+    "os.system('rm -rf /')",
+    "().__class__.__bases__[0].__subclasses__()",
+    "lambda: 1",
+    "[1, 2, 3]",
+    "{'a': 1}",
+    "1 if 1 else 2",
+    "x + 1",
+    "a = 1",
+    "import os",
+    "globals()",
+    "locals()",
+    "getattr(1, 'real')",
+    "1; 2",
+    "1, 2",
+    "'abc' * 3",
+    '"1" + "2"',
+    "1.real",
+    "True + 1",
+    "None",
+    "~1",
+    "1 << 100000",
+    "1 >> 1",
+    "1 & 1",
+    "1 | 1",
+    "1 == 1",
+    "1 < 2",
+    "not 1",
+    "1 // 0",
+    "abs(-1)",
+    "pow(2, 10)",
+    "sqrt(4)",
+    "9**9**9",
+    "10**10**10",
+    "2**100000",
+    "(9**9)**99",
+    "99999**999",
+    "1e308*1e308",
+    "1e308",
+    "1e101",
+    "-1e200",
+    "10**101",
+    "1/0",
+    "5 % 0",
+    "0**-1",
+    "(-8)**0.5",
+    "((1)",
+    "(1))",
+    "1 +",
+    "* 2",
+    "",
+    "   ",
+    "()",
+    "1..2",
+    "1e",
+    "١٢٣",
+    "1_000",
+    "0x10",
+    "0b1",
+    "1j",
+    "\x00",
+    "1\n+\n__import__('os')",
+    "2 ** -2000",
+    "1" * 31,
+    "9" * 200 + "+1",
+    "(" * 10_000 + "1" + ")" * 10_000,
+    "-" * 150 + "1",
+    "(" * 33 + "1" + ")" * 33,
+    "1+" * 5_000 + "1",
+    "x" * 10_000_000,
+    "1" * 10_000_000,
+    "(" * 5_000_000,
 ]
 
 
@@ -39,12 +105,30 @@ def test_hostile_calculator_input_is_rejected(expr):
     assert str(e.value).startswith("calculator") and len(str(e.value)) < 400
 
 
-@pytest.mark.parametrize("expr,want", [
-    ("250 * 0.15", 37.5), ("250*15%", 37.5), ("15% of 250", 37.5), ("250的15%", 37.5), ("(3 + 4) ** 2 / 7", 7),
-    ("2 ** 3 ** 2", 512), ("-2 ** 2", -4), ("(-2) ** 2", 4), ("0.1 + 0.2", 0.3), ("10 % 3", 1), ("7 / 2", 3.5),
-    ("2^10", 1024), ("1e3 + 1", 1001), (".5 * 4", 2), ("-(-(3))", 3), ("3 × 4 ÷ 2", 6), ("100 - 10%", 99.9),
-    ("2 ** 0.5", 1.4142135623730951), ("1/3", 1 / 3),
-])
+@pytest.mark.parametrize(
+    "expr,want",
+    [
+        ("250 * 0.15", 37.5),
+        ("250*15%", 37.5),
+        ("15% of 250", 37.5),
+        ("250的15%", 37.5),
+        ("(3 + 4) ** 2 / 7", 7),
+        ("2 ** 3 ** 2", 512),
+        ("-2 ** 2", -4),
+        ("(-2) ** 2", 4),
+        ("0.1 + 0.2", 0.3),
+        ("10 % 3", 1),
+        ("7 / 2", 3.5),
+        ("2^10", 1024),
+        ("1e3 + 1", 1001),
+        (".5 * 4", 2),
+        ("-(-(3))", 3),
+        ("3 × 4 ÷ 2", 6),
+        ("100 - 10%", 99.9),
+        ("2 ** 0.5", 1.4142135623730951),
+        ("1/3", 1 / 3),
+    ],
+)
 def test_calculator_values(expr, want):
     assert calculator(expr)["result"] == pytest.approx(want, rel=1e-15)
 
@@ -52,7 +136,7 @@ def test_calculator_values(expr, want):
 def test_calculator_limits_are_exact_at_the_edge():
     assert calculator("(" * 32 + "1" + ")" * 32)["result"] == 1
     assert calculator("10 ** 100")["result"] == pytest.approx(1e100)
-    assert calculator("10 ** 17 + 1")["result"] == 10 ** 17 + 1  # exact: Decimal, not float
+    assert calculator("10 ** 17 + 1")["result"] == 10**17 + 1  # exact: Decimal, not float
     assert calculator("2 ** 300 / 2 ** 299")["result"] == 2
     with pytest.raises(ToolError, match="exponent"):
         calculator("1 ** 1001")
@@ -74,8 +158,7 @@ def test_schema_is_generated_from_the_function_not_written_by_hand():
 def test_schemas_shape_and_selection():
     all_ = schemas()
     assert [s["function"]["name"] for s in all_] == list(TOOLS)
-    assert all(s["type"] == "function" and set(s["function"]) == {"name", "description", "parameters"}
-               for s in all_)
+    assert all(s["type"] == "function" and set(s["function"]) == {"name", "description", "parameters"} for s in all_)
     assert [s["function"]["name"] for s in schemas(["convert_units"])] == ["convert_units"]
     all_[0]["function"]["name"] = "mutated"
     assert schemas()[0]["function"]["name"] != "mutated"  # copies, not the registry's dicts
@@ -109,9 +192,19 @@ def test_weather_table_is_deterministic_and_aliased():
     json.dumps(a)  # JSON-serialisable
 
 
-@pytest.mark.parametrize("v,f,t,want", [(1, "km", "m", 1000), (100, "c", "f", 212), (32, "f", "c", 0),
-                                        (0, "c", "k", 273.15), (1, "mi", "km", 1.609344), (1, "lb", "g", 453.59237),
-                                        (1, "gal", "l", 3.785411784), (12, "in", "ft", 1)])
+@pytest.mark.parametrize(
+    "v,f,t,want",
+    [
+        (1, "km", "m", 1000),
+        (100, "c", "f", 212),
+        (32, "f", "c", 0),
+        (0, "c", "k", 273.15),
+        (1, "mi", "km", 1.609344),
+        (1, "lb", "g", 453.59237),
+        (1, "gal", "l", 3.785411784),
+        (12, "in", "ft", 1),
+    ],
+)
 def test_convert_units(v, f, t, want):
     assert TOOLS["convert_units"].call({"value": v, "from_unit": f, "to_unit": t})["result"] == pytest.approx(want)
 
@@ -164,12 +257,21 @@ def test_from_function_on_a_new_tool():
 # ------------------------------------------------------------------ schemas without transformers
 def test_schemas_match_transformers_get_json_schema():
     """The stdlib generator writes what transformers' generator writes, for the kit's tools and other hints."""
-    from typing import Literal, Optional
+    from typing import Literal
 
     from transformers.utils import get_json_schema
 
-    def many(a: int, b: float, c: bool, d: list[int], e: dict[str, float], f: Optional[str] = None,
-             g: Literal["x", "y"] = "x", h: int | str = 1, k: list = None) -> dict:
+    def many(
+        a: int,
+        b: float,
+        c: bool,
+        d: list[int],
+        e: dict[str, float],
+        f: str | None = None,
+        g: Literal["x", "y"] = "x",
+        h: int | str = 1,
+        k: list = None,
+    ) -> dict:
         """Does many things.
 
         Second paragraph of the description.
@@ -225,8 +327,10 @@ def test_building_the_tools_imports_neither_torch_nor_transformers():
     import subprocess
     import sys
 
-    code = ("import sys, toolkit.tools, toolkit.mcp.server, toolkit.mcp.stdio; "
-            "print(sorted(m for m in ('torch', 'transformers', 'xgrammar') if m in sys.modules))")
+    code = (
+        "import sys, toolkit.tools, toolkit.mcp.server, toolkit.mcp.stdio; "
+        "print(sorted(m for m in ('torch', 'transformers', 'xgrammar') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]"
@@ -250,7 +354,7 @@ def _huge_inputs():
     yield "get_weather", {"city": "Paris", "unit": big}
     yield "get_weather", {"city": "é" * BIG}
     yield "convert_units", {"value": 1, "from_unit": big, "to_unit": "m"}
-    yield "convert_units", {"value": 10 ** 5000, "from_unit": "m", "to_unit": "km"}
+    yield "convert_units", {"value": 10**5000, "from_unit": "m", "to_unit": "km"}
     yield "convert_units", {"value": big, "from_unit": "m", "to_unit": "km"}
     yield "write_note", {"title": big, "text": "x"}
     yield "write_note", {"title": "t", "text": big}
@@ -273,7 +377,7 @@ def test_bounded_message_and_describe():
     assert len(cut) <= MAX_MESSAGE_CHARS and "5,000 characters" in cut
     assert describe("abc") == "'abc'"
     assert "1,000 characters" in describe("a" * 1000) and len(describe("a" * 1000)) < 120
-    assert describe(list(range(10 ** 4))) == "an array of 10,000 items (58,890 characters)"
+    assert describe(list(range(10**4))) == "an array of 10,000 items (58,890 characters)"
 
 
 # ------------------------------------------------------------------ the calculator does what its description says
@@ -292,29 +396,46 @@ def test_calculator_description_names_every_operator_it_accepts():
             calculator(f"2 {op} 3" if len(op) <= 2 else op)
 
 
-@pytest.mark.parametrize("expr,want", [
-    ("2^10", 2 ** 10), ("2 ^ 3 ^ 2", 2 ** 9), ("-2^2", -4),           # ^ is ** exactly (documented)
-    ("10**18+1", 10 ** 18 + 1), ("10**18-1", 10 ** 18 - 1),         # exact whole numbers past 2**53
-    ("2**64", 2 ** 64), ("9" * 28 + "+0", int("9" * 28)),             # up to 28 significant digits
-    ("123456789012345678901234567 * 10", 1234567890123456789012345670),
-    ("2**-400", 2.0 ** -400), ("0.5**900", 0.5 ** 900),           # tiny results are computed
-    ("10**100", 10 ** 100), ("-(10**100)", -(10 ** 100)),          # the magnitude limit itself is allowed
-    ("10**-300", 1e-300),
-])
+@pytest.mark.parametrize(
+    "expr,want",
+    [
+        ("2^10", 2**10),
+        ("2 ^ 3 ^ 2", 2**9),
+        ("-2^2", -4),  # ^ is ** exactly (documented)
+        ("10**18+1", 10**18 + 1),
+        ("10**18-1", 10**18 - 1),  # exact whole numbers past 2**53
+        ("2**64", 2**64),
+        ("9" * 28 + "+0", int("9" * 28)),  # up to 28 significant digits
+        ("123456789012345678901234567 * 10", 1234567890123456789012345670),
+        ("2**-400", 2.0**-400),
+        ("0.5**900", 0.5**900),  # tiny results are computed
+        ("10**100", 10**100),
+        ("-(10**100)", -(10**100)),  # the magnitude limit itself is allowed
+        ("10**-300", 1e-300),
+    ],
+)
 def test_calculator_boundaries(expr, want):
     got = calculator(expr)["result"]
     assert type(got) is type(want) and got == pytest.approx(want, rel=1e-15)
     if isinstance(want, int):
         assert got == want  # exact, not approximately
         exact = calculator(expr).get("exact")
-        assert exact == (str(want) if abs(want) > 2 ** 53 else None)  # for readers that parse doubles
+        assert exact == (str(want) if abs(want) > 2**53 else None)  # for readers that parse doubles
 
 
-@pytest.mark.parametrize("expr,match", [
-    ("10**100 * 10", "exceeds 1e\\+100"), ("2**333", "exceeds"), ("10**101", "exceeds"),
-    ("10**-301", "closer to zero than 1e-300"), ("2**-1001", "exponent"), ("0.1**1000", "closer to zero"),
-    ("2**1001", "exponent"), ("x" * 201, "longer than 200 characters \\(201\\)"),
-])
+@pytest.mark.parametrize(
+    "expr,match",
+    [
+        ("10**100 * 10", "exceeds 1e\\+100"),
+        ("2**333", "exceeds"),
+        ("10**101", "exceeds"),
+        ("10**-301", "closer to zero than 1e-300"),
+        ("2**-1001", "exponent"),
+        ("0.1**1000", "closer to zero"),
+        ("2**1001", "exponent"),
+        ("x" * 201, "longer than 200 characters \\(201\\)"),
+    ],
+)
 def test_calculator_refuses_past_its_stated_limits(expr, match):
     with pytest.raises(ToolError, match=match):
         calculator(expr)
@@ -322,6 +443,6 @@ def test_calculator_refuses_past_its_stated_limits(expr, match):
 
 def test_calculator_rounds_past_28_digits_as_described():
     # 10**30 + 1 needs 31 digits: decimal arithmetic keeps 28, as the description says
-    assert calculator("10**30 + 1")["result"] == 10 ** 30
+    assert calculator("10**30 + 1")["result"] == 10**30
     assert "28 significant digits" in TOOLS["calculator"].description
     assert calculator("1/3")["result"] == pytest.approx(1 / 3, rel=1e-15)

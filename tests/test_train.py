@@ -1,28 +1,14 @@
 """The SFT loss mask is exactly right, labels line up with ids, and a short fine-tune learns."""
+
 import json
 
 import pytest
 
 from toolkit.render import render
 from toolkit.sft.experiment import experiment
-from toolkit.sft.finetune import (
-    Run,
-    _batch,
-    _Head,
-    _model,
-    _shared_prefix_len,
-    data_vocab,
-    fine_tune,
-    loss_on,
-)
+from toolkit.sft.finetune import Run, _batch, _Head, _model, _shared_prefix_len, data_vocab, fine_tune, loss_on
 from toolkit.sft.labels import IGNORE_INDEX, MaskError, label
-from toolkit.sft.probes import (
-    AFTER_CALL,
-    classify,
-    continue_batch,
-    continue_ids,
-    probes,
-)
+from toolkit.sft.probes import AFTER_CALL, classify, continue_batch, continue_ids, probes
 from toolkit.tools import schemas
 
 TEMPLATES = ["qwen3", "qwen2.5"]
@@ -58,8 +44,11 @@ def _expected_runs(template):
     think = "<think>\n\n</think>\n\n" if template == "qwen3" else ""  # Qwen3: last turn after the last query
     return [
         (True, CALC_BLOCK + "\n" + PARIS_BLOCK + "<|im_end|>"),
-        (False, "\n<|im_start|>user\n<tool_response>\nR1\n</tool_response>\n<tool_response>\nR2\n</tool_response>"
-                "<|im_end|>\n" + HEAD),
+        (
+            False,
+            "\n<|im_start|>user\n<tool_response>\nR1\n</tool_response>\n<tool_response>\nR2\n</tool_response>"
+            "<|im_end|>\n" + HEAD,
+        ),
         (True, "A1<|im_end|>"),
         (False, "\n<|im_start|>user\nQ2<|im_end|>\n" + HEAD),
         (True, CALC_BLOCK + "<|im_end|>"),
@@ -149,9 +138,12 @@ def test_errors_are_structured():
     # A template that writes the message count into the system turn rewrites earlier text every turn.
     from toolkit.tokenizer import qwen_tokenizer
 
-    tok = qwen_tokenizer("qwen3", template="{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
-                         "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-                         "{{ messages | length }}")
+    tok = qwen_tokenizer(
+        "qwen3",
+        template="{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+        "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+        "{{ messages | length }}",
+    )
     msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
     with pytest.raises(MaskError) as e:
         label(msgs, None, "native", tokenizer=tok)
@@ -173,9 +165,9 @@ def test_probes_cut_after_the_call():
 
 def test_classify():
     real = ['{"result": 3}']
-    c = classify("<|im_start|>user\n<tool_response>\n{\"result\": 7}\n</tool_response>", real)
+    c = classify('<|im_start|>user\n<tool_response>\n{"result": 7}\n</tool_response>', real)
     assert c["tool_response"] and c["user_turn"] and c["invented"] == '{"result": 7}' and not c["matches_real"]
-    assert classify("<tool_response>\n{\"result\": 3}\n</tool_response>", real)["matches_real"]
+    assert classify('<tool_response>\n{"result": 3}\n</tool_response>', real)["matches_real"]
     c = classify("The answer is 3.<|im_end|>", real)
     assert not c["tool_response"] and not c["user_turn"] and c["invented"] == ""
 

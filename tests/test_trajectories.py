@@ -1,4 +1,5 @@
 """The synthetic tool-use data set: seeded, every kind present, every tool result really computed."""
+
 import json
 import random
 
@@ -30,8 +31,10 @@ def test_every_kind_appears_and_results_come_from_the_real_tools():
         assert {s["function"]["name"] for s in t.tools} == set(trajectories.TOOL_NAMES)
 
 
-@pytest.mark.parametrize("kind,n_calls,n_turns", [("calc", 1, 1), ("weather", 1, 1), ("parallel", 2, 1),
-                                                   ("chain", 2, 2), ("multi_turn", 2, 2), ("no_tool", 0, 0)])
+@pytest.mark.parametrize(
+    "kind,n_calls,n_turns",
+    [("calc", 1, 1), ("weather", 1, 1), ("parallel", 2, 1), ("chain", 2, 2), ("multi_turn", 2, 2), ("no_tool", 0, 0)],
+)
 def test_kinds_have_their_shape(kind, n_calls, n_turns):
     t = trajectories.make(kind, random.Random(1))
     call_turns = [m for m in t.messages if m["role"] == "assistant" and m.get("tool_calls")]

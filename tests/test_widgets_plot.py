@@ -1,5 +1,6 @@
 """toolkit/widgets/plot.py and the views built on it, checked as widget state without a browser: what the Output
 widget carries is exactly the view's current figure, after every control move, and no figure has a fixed width."""
+
 import plotly.graph_objects as go
 import pytest
 
@@ -63,8 +64,10 @@ def test_wrap_breaks_long_titles_before_a_parenthesis():
     from toolkit.widgets.plot import wrap
 
     assert wrap("short title") == "short title"
-    assert wrap("Fig 14-10 Context growth in an agent loop (T = 10,000, Δ = 2,048, R = 30)") == \
-        "Fig 14-10 Context growth in an agent loop<br>(T = 10,000, Δ = 2,048, R = 30)"
+    assert (
+        wrap("Fig 14-10 Context growth in an agent loop (T = 10,000, Δ = 2,048, R = 30)")
+        == "Fig 14-10 Context growth in an agent loop<br>(T = 10,000, Δ = 2,048, R = 30)"
+    )
     zh = wrap("图 14-10 Agent 循环的上下文增长（T = 10,000，Δ = 2,048，R = 30）")
     assert zh == "图 14-10 Agent 循环的上下文增长<br>（T = 10,000，Δ = 2,048，R = 30）"  # CJK counts double
     assert all(len(line) <= 52 for line in wrap("word " * 40).split("<br>"))
@@ -76,9 +79,20 @@ def test_stepper_redraws_the_selected_step():
 
     from toolkit.widgets.stepper import Stepper
 
-    steps = [N(index=i, allowed=[151_936, 1, 12][i % 3], top_after=[(1, "a", 0.5, 0.9), (2, "b", 0.2, 0.1)],
-               top_before=[(3, "c", 0.3, 0.0)], chosen=1 if i else 2, chosen_text="a", removed_mass=0.5,
-               p_before=0.5, p_after=0.9) for i in range(5)]
+    steps = [
+        N(
+            index=i,
+            allowed=[151_936, 1, 12][i % 3],
+            top_after=[(1, "a", 0.5, 0.9), (2, "b", 0.2, 0.1)],
+            top_before=[(3, "c", 0.3, 0.0)],
+            chosen=1 if i else 2,
+            chosen_text="a",
+            removed_mass=0.5,
+            p_before=0.5,
+            p_after=0.9,
+        )
+        for i in range(5)
+    ]
     view = Stepper(N(steps=steps, temperature=0, seed=0, vocab_width=151_936), title="a long title " * 6)
     assert all(len(line) <= 52 for line in view.figure.layout.title.text.split("<br>"))
     view.slider.value = 2

@@ -3,6 +3,7 @@
 Each command is one small module, ``toolkit/commands/<name>.py`` with ``cli(argv) -> int``, imported by name when
 it is asked for (the one kit import that is not at the top of a file: a command loads only what it needs).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -17,7 +18,10 @@ COMMANDS = {
     "figures": ("toolkit.commands.figures", "regenerate the book's figures and their data"),
     "mcp": ("toolkit.commands.mcp", "serve the kit's tools over MCP / print wire logs"),
     "lint-tools": ("toolkit.eval.lint", "check tool definitions against the description guidelines (exit 1 on errors)"),
-    "train": ("toolkit.commands.train", "fine-tune the stand-in with and without the SFT loss mask; compare what each learned"),
+    "train": (
+        "toolkit.commands.train",
+        "fine-tune the stand-in with and without the SFT loss mask; compare what each learned",
+    ),
 }
 
 

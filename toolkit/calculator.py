@@ -8,6 +8,7 @@ What it does
 What it leaves out
 - Functions (sqrt, sin) and variables.
 """
+
 from __future__ import annotations
 
 import decimal
@@ -20,13 +21,13 @@ from toolkit.errors import ToolError
 MAX_EXPR_CHARS = 200
 
 
-MAX_DEPTH = 32          # nested parentheses / unary signs
+MAX_DEPTH = 32  # nested parentheses / unary signs
 
 
 MAX_LITERAL_DIGITS = 30
 
 
-MAX_EXPONENT = 1000     # |b| in a ** b
+MAX_EXPONENT = 1000  # |b| in a ** b
 
 
 MAX_MAGNITUDE = decimal.Decimal("1e100")
@@ -35,18 +36,25 @@ MAX_MAGNITUDE = decimal.Decimal("1e100")
 MIN_MAGNITUDE = decimal.Decimal("1e-300")  # smaller non-zero results are refused: a JSON float cannot hold them
 
 
-PRECISION = 28          # significant digits of the decimal arithmetic
+PRECISION = 28  # significant digits of the decimal arithmetic
 
 
 MAX_SECONDS = 0.05
 
 
-_CTX = decimal.Context(prec=PRECISION, Emax=999_999, Emin=-999_999,
-                       traps=[decimal.Overflow, decimal.DivisionByZero, decimal.InvalidOperation])
+_CTX = decimal.Context(
+    prec=PRECISION,
+    Emax=999_999,
+    Emin=-999_999,
+    traps=[decimal.Overflow, decimal.DivisionByZero, decimal.InvalidOperation],
+)
 
 
-_TOKEN = re.compile(r"\s*(?:(?P<num>(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)|(?P<op>\*\*|[-+*/%^()×÷])"
-                    r"|(?P<of>of\b|的))", re.I)
+_TOKEN = re.compile(
+    r"\s*(?:(?P<num>(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)|(?P<op>\*\*|[-+*/%^()×÷])"
+    r"|(?P<of>of\b|的))",
+    re.I,
+)
 
 
 _SYNONYMS = {"×": "*", "÷": "/", "^": "**", "的": "of"}
@@ -59,8 +67,10 @@ def _tokenize(text: str) -> list[str]:
         m = _TOKEN.match(text, pos)
         if not m or m.end() == pos:
             bad = text[pos:].lstrip()[:12]
-            raise ToolError(f"calculator: unexpected text {bad!r} at position {pos}; "
-                            "only numbers, + - * / ** ^ % × ÷ ( ) and 'of' (的) are allowed")
+            raise ToolError(
+                f"calculator: unexpected text {bad!r} at position {pos}; "
+                "only numbers, + - * / ** ^ % × ÷ ( ) and 'of' (的) are allowed"
+            )
         tok = m.group("num") or m.group("op") or m.group("of").lower()
         if m.group("num") and len(re.sub(r"[^0-9]", "", tok)) > MAX_LITERAL_DIGITS:
             raise ToolError(f"calculator: number literal longer than {MAX_LITERAL_DIGITS} digits")
@@ -144,8 +154,9 @@ class _Parser:
         # Estimate the size first so the power is never computed when it would be huge (a tiny result, e.g.
         # 2 ** -400, is computed: only the final result has a lower limit).
         if base != 0 and exp * abs(base).log10(_CTX) > 101:
-            raise ToolError(f"calculator: result magnitude exceeds {MAX_MAGNITUDE:.0e} "
-                            f"(about 1e{int(exp * abs(base).log10(_CTX))})")
+            raise ToolError(
+                f"calculator: result magnitude exceeds {MAX_MAGNITUDE:.0e} (about 1e{int(exp * abs(base).log10(_CTX))})"
+            )
         return self.check(_CTX.power(base, exp))
 
     def postfix(self):
@@ -212,10 +223,12 @@ def calculator(expression: str) -> dict:
         raise ToolError(f"calculator: unexpected {parser.peek()!r} after a complete expression")
     value = value.normalize(_CTX)
     if value != 0 and abs(value) < MIN_MAGNITUDE:
-        raise ToolError(f"calculator: result {value:.3e} is closer to zero than {MIN_MAGNITUDE:.0e}, "
-                        "the smallest magnitude it returns")
+        raise ToolError(
+            f"calculator: result {value:.3e} is closer to zero than {MIN_MAGNITUDE:.0e}, "
+            "the smallest magnitude it returns"
+        )
     result = _plain_number(value)
     out = {"expression": expression, "result": result}
-    if isinstance(result, int) and abs(result) > 2 ** 53:
+    if isinstance(result, int) and abs(result) > 2**53:
         out["exact"] = str(result)  # JSON readers that hold numbers as doubles (JavaScript) lose these digits
     return out

@@ -21,6 +21,7 @@ What it leaves out
 - The bounds count every parameter as read (and as 2 FLOPs) per token; an untied input embedding is really only
   looked up one row at a time, so for Llama 3 8B the weights streamed are ~7.5B, not 8.03B (the bound is ~7% low).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -56,16 +57,32 @@ class Growth:
 
     def rows(self) -> list[dict]:
         """One dict per turn (for CSV/JSON and tables)."""
-        return [dict(turn=k, prefix=p, computed_with_cache=c, served_from_cache=s, cumulative_no_cache=a,
-                     cumulative_with_cache=b)
-                for k, p, c, s, a, b in zip(self.turns, self.prefix, self.computed, self.from_cache,
-                                            self.cum_no_cache, self.cum_cache)]
+        return [
+            dict(
+                turn=k,
+                prefix=p,
+                computed_with_cache=c,
+                served_from_cache=s,
+                cumulative_no_cache=a,
+                cumulative_with_cache=b,
+            )
+            for k, p, c, s, a, b in zip(
+                self.turns, self.prefix, self.computed, self.from_cache, self.cum_no_cache, self.cum_cache
+            )
+        ]
 
     def summary(self) -> dict:
-        return dict(T=self.T, delta=self.delta, R=self.R, warm=self.warm, total_no_cache=self.total_no_cache,
-                    total_cache=self.total_cache, ratio=self.ratio,
-                    ratio_closed=ratio_closed(self.T, self.delta, self.R, self.warm),
-                    constant_term=self.T / self.delta)
+        return dict(
+            T=self.T,
+            delta=self.delta,
+            R=self.R,
+            warm=self.warm,
+            total_no_cache=self.total_no_cache,
+            total_cache=self.total_cache,
+            ratio=self.ratio,
+            ratio_closed=ratio_closed(self.T, self.delta, self.R, self.warm),
+            constant_term=self.T / self.delta,
+        )
 
 
 def _check(T: int, delta: int, R: int) -> None:
@@ -122,7 +139,7 @@ def success(p: float, k: int) -> float:
     _check_p(p)
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
-    return p ** k
+    return p**k
 
 
 def success_table(ps=BOOK_PS, ks=BOOK_KS) -> list[dict]:
@@ -159,11 +176,17 @@ class ModelSpec:
 
 MODELS = {
     "Llama 3 8B": ModelSpec("Llama 3 8B", 8.03e9, 8.03e9, 32, 32 * 128, "dense; the book rounds to 8B"),
-    "DeepSeek-V3 (37B active)": ModelSpec("DeepSeek-V3 (37B active)", 37e9, 671e9, 61, 128 * 128,
-                                          "MoE: 37B of 671B active per token; MLA attention (width here is "
-                                          "heads × value dim, a simplification)"),
-    "Qwen3-0.6B": ModelSpec("Qwen3-0.6B", 0.596e9, 0.596e9, 28, 16 * 128,
-                            "dense; 0.44B without the tied 151,936 × 1,024 embedding"),
+    "DeepSeek-V3 (37B active)": ModelSpec(
+        "DeepSeek-V3 (37B active)",
+        37e9,
+        671e9,
+        61,
+        128 * 128,
+        "MoE: 37B of 671B active per token; MLA attention (width here is heads × value dim, a simplification)",
+    ),
+    "Qwen3-0.6B": ModelSpec(
+        "Qwen3-0.6B", 0.596e9, 0.596e9, 28, 16 * 128, "dense; 0.44B without the tied 151,936 × 1,024 embedding"
+    ),
 }
 
 # Memory bandwidth from vendor spec sheets, in bytes/s.
@@ -202,8 +225,9 @@ def bytes_per_token(active_params: float, bytes_per_param: float = 2.0, kv_bytes
     return active_params * bytes_per_param + kv_bytes
 
 
-def bandwidth_tokens_per_s(active_params: float, bandwidth: float, bytes_per_param: float = 2.0,
-                           kv_bytes: float = 0.0) -> float:
+def bandwidth_tokens_per_s(
+    active_params: float, bandwidth: float, bytes_per_param: float = 2.0, kv_bytes: float = 0.0
+) -> float:
     """Upper bound on batch-1 decode speed: bandwidth (bytes/s) / bytes read per token."""
     if bandwidth <= 0:
         raise ValueError("bandwidth must be > 0")
@@ -227,10 +251,19 @@ class DecodeBudget:
     seconds_floor: float
 
 
-def decode_budget(model: str | ModelSpec, tokens: int = 15_000, bandwidth: float = 3.35e12,
-                  bytes_per_param: float = 2.0) -> DecodeBudget:
+def decode_budget(
+    model: str | ModelSpec, tokens: int = 15_000, bandwidth: float = 3.35e12, bytes_per_param: float = 2.0
+) -> DecodeBudget:
     """The calculator's whole answer for one model: FLOPs per token, total FLOPs, the bandwidth bound."""
     spec = MODELS[model] if isinstance(model, str) else model
     tps = bandwidth_tokens_per_s(spec.active_params, bandwidth, bytes_per_param)
-    return DecodeBudget(spec.name, tokens, decode_flops_per_token(spec.active_params),
-                        decode_flops(spec.active_params, tokens), bytes_per_param, bandwidth, tps, tokens / tps)
+    return DecodeBudget(
+        spec.name,
+        tokens,
+        decode_flops_per_token(spec.active_params),
+        decode_flops(spec.active_params, tokens),
+        bytes_per_param,
+        bandwidth,
+        tps,
+        tokens / tps,
+    )

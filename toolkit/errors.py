@@ -9,6 +9,7 @@ What it does
 What it leaves out
 - Implementation errors: they propagate as ordinary exceptions.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -29,7 +30,7 @@ def describe(value: Any, limit: int = 60) -> str:
         if len(text) <= limit:
             return text
         kind = "string" if isinstance(value, str) else "byte string"
-        return f"a {kind} of {len(value):,} characters starting {text[:limit // 2]}…"
+        return f"a {kind} of {len(value):,} characters starting {text[: limit // 2]}…"
     if isinstance(value, (list, tuple, dict)):
         text = repr(value)
         if len(text) <= limit:
@@ -44,4 +45,4 @@ def bounded_message(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     """``text`` cut to ``limit`` characters, saying how long it was: no path may echo a huge input whole."""
     if len(text) <= limit:
         return text
-    return f"{text[:limit - 60]}… [message cut: it was {len(text):,} characters]"
+    return f"{text[: limit - 60]}… [message cut: it was {len(text):,} characters]"

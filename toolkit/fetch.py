@@ -19,6 +19,7 @@ What it leaves out
 - Trust beyond the hash: the wheels' packaging is anonymous (misleading name, no licence file; the upstream
   model is Apache-2.0), so the pinned sha256 is the only thing that says these are the expected bytes.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -128,12 +129,15 @@ def verify(path: Path, sha256: str = GGUF_SHA256, size: int = GGUF_SIZE, digest:
         raise IntegrityError(f"{path} does not exist")
     got_size = path.stat().st_size
     if got_size != size:
-        raise IntegrityError(f"{path.name}: size {got_size:,} bytes, expected {size:,} "
-                             "(truncated or wrong download); nothing was installed")
+        raise IntegrityError(
+            f"{path.name}: size {got_size:,} bytes, expected {size:,} "
+            "(truncated or wrong download); nothing was installed"
+        )
     got = digest or sha256_of(path)
     if got != sha256:
-        raise IntegrityError(f"{path.name}: sha256 {got}, expected {sha256} "
-                             "(corrupted or different file); nothing was installed")
+        raise IntegrityError(
+            f"{path.name}: sha256 {got}, expected {sha256} (corrupted or different file); nothing was installed"
+        )
 
 
 # ------------------------------------------------------------------ steps
@@ -141,8 +145,19 @@ def download_wheels(dest: Path, verbose: bool = True) -> list[Path]:
     """``pip download --no-deps`` the six pinned wheels into ``dest`` (pip skips ones already there)."""
     dest.mkdir(parents=True, exist_ok=True)
     specs = [f"{w}=={WHEEL_VERSION}" for w in WHEELS]
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--dest", str(dest),
-           "--disable-pip-version-check", *([] if verbose else ["-q"]), *specs]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--dest",
+        str(dest),
+        "--disable-pip-version-check",
+        *([] if verbose else ["-q"]),
+        *specs,
+    ]
     _say("downloading " + ", ".join(specs), verbose)
     # pip's progress goes to our stderr: stdout of `install-real` is only the folder, for scripts to read.
     res = subprocess.run(cmd, stdout=sys.stderr if verbose else subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -217,8 +232,14 @@ def convert(gguf: Path, out: Path, verbose: bool = True) -> dict:
 # llama.cpp's GGUF converter types every added token that *looks* like `<|…|>` as a control token, so the
 # GGUF marks Qwen's fill-in-the-middle and repo tokens special. Qwen's own tokenizer_config has them
 # special=false (like <tool_call>), and that flag decides what decode(skip_special_tokens=True) drops.
-_ORDINARY_ADDED = {151659: "<|fim_prefix|>", 151660: "<|fim_middle|>", 151661: "<|fim_suffix|>",
-                   151662: "<|fim_pad|>", 151663: "<|repo_name|>", 151664: "<|file_sep|>"}
+_ORDINARY_ADDED = {
+    151659: "<|fim_prefix|>",
+    151660: "<|fim_middle|>",
+    151661: "<|fim_suffix|>",
+    151662: "<|fim_pad|>",
+    151663: "<|repo_name|>",
+    151664: "<|file_sep|>",
+}
 
 
 def _restore_special_flags(tokenizer_json: Path) -> list[int]:
@@ -228,8 +249,9 @@ def _restore_special_flags(tokenizer_json: Path) -> list[int]:
     for t in data["added_tokens"]:
         if t["id"] in _ORDINARY_ADDED:
             if t["content"] != _ORDINARY_ADDED[t["id"]]:
-                raise RuntimeError(f"GGUF tokenizer: id {t['id']} is {t['content']!r}, expected "
-                                   f"{_ORDINARY_ADDED[t['id']]!r}")
+                raise RuntimeError(
+                    f"GGUF tokenizer: id {t['id']} is {t['content']!r}, expected {_ORDINARY_ADDED[t['id']]!r}"
+                )
             if t["special"]:
                 t["special"] = False
                 changed.append(t["id"])
@@ -256,17 +278,28 @@ def install(verbose: bool = True, work_dir: Path | None = None, keep_download: b
         _say(f"verified: {GGUF_SIZE:,} bytes, sha256 {GGUF_SHA256[:16]}…", verbose)
         shutil.rmtree(staging, ignore_errors=True)
         notes = convert(gguf, staging, verbose)
-        (staging / MANIFEST).write_text(json.dumps({
-            "name": DISPLAY_NAME,
-            "gguf_sha256": GGUF_SHA256,
-            "gguf_size": GGUF_SIZE,
-            "source": {"pypi_wheels": [f"{w}=={WHEEL_VERSION}" for w in WHEELS],
-                       "note": "anonymous packaging of a Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF; "
-                               "upstream model Apache-2.0"},
-            "converted": {"dtype": "bfloat16", "date": _dt.date.today().isoformat(),
-                          "by": "toolkit.fetch.convert (transformers gguf_file= dequantisation)"},
-            "tokenizer": notes,
-        }, indent=2) + "\n")
+        (staging / MANIFEST).write_text(
+            json.dumps(
+                {
+                    "name": DISPLAY_NAME,
+                    "gguf_sha256": GGUF_SHA256,
+                    "gguf_size": GGUF_SIZE,
+                    "source": {
+                        "pypi_wheels": [f"{w}=={WHEEL_VERSION}" for w in WHEELS],
+                        "note": "anonymous packaging of a Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF; "
+                        "upstream model Apache-2.0",
+                    },
+                    "converted": {
+                        "dtype": "bfloat16",
+                        "date": _dt.date.today().isoformat(),
+                        "by": "toolkit.fetch.convert (transformers gguf_file= dequantisation)",
+                    },
+                    "tokenizer": notes,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
         if final.exists():  # a stale, incomplete folder from an interrupted run
             shutil.rmtree(final)
         os.replace(staging, final)

@@ -8,6 +8,7 @@ What it does
 What it leaves out
 - Hints beyond scalars, lists, ``Literal``-style "(choices: [...])" docstring notes and optionals.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -15,7 +16,8 @@ import json
 import re
 import types as pytypes
 import typing
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 # ============================================================== schemas from signatures
 # The JSON Schema of a tool, written from its signature and Google-style docstring with the standard library only:
@@ -50,8 +52,7 @@ def _hint_schema(hint: Any, where: str) -> dict:
     if origin is list:
         return {"type": "array", **({"items": _hint_schema(args[0], where)} if args else {})}
     if origin is dict:
-        return {"type": "object", **({"additionalProperties": _hint_schema(args[1], where)}
-                                     if len(args) == 2 else {})}
+        return {"type": "object", **({"additionalProperties": _hint_schema(args[1], where)} if len(args) == 2 else {})}
     if origin in (typing.Union, pytypes.UnionType):
         parts = [_hint_schema(a, where) for a in args if a is not type(None)]
         if len(parts) == 1:
@@ -70,12 +71,12 @@ def _hint_schema(hint: Any, where: str) -> dict:
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     """(description, {arg: description}) from a Google-style docstring."""
     sections = list(_DOC_SECTION.finditer(doc))
-    description = doc[:sections[0].start()].strip() if sections else doc.strip()
+    description = doc[: sections[0].start()].strip() if sections else doc.strip()
     args: dict[str, str] = {}
     for i, m in enumerate(sections):
         if m.group(1) not in ("Args", "Arguments"):
             continue
-        body = doc[m.end():sections[i + 1].start() if i + 1 < len(sections) else len(doc)]
+        body = doc[m.end() : sections[i + 1].start() if i + 1 < len(sections) else len(doc)]
         indent, current = None, None
         for line in body.splitlines():
             if not line.strip():
@@ -98,8 +99,11 @@ def function_schema(fn: Callable) -> dict:
         raise TypeError(f"{name}: a tool needs a docstring (its description)")
     description, arg_docs = _parse_docstring(doc.strip())
     hints = typing.get_type_hints(fn)
-    params = [p for p in inspect.signature(fn).parameters.values() if p.name not in ("self", "cls")
-              or p.annotation is not inspect.Parameter.empty]
+    params = [
+        p
+        for p in inspect.signature(fn).parameters.values()
+        if p.name not in ("self", "cls") or p.annotation is not inspect.Parameter.empty
+    ]
     props: dict[str, dict] = {}
     for p in params:
         if p.name not in hints:
@@ -111,7 +115,7 @@ def function_schema(fn: Callable) -> dict:
         choices = _CHOICES.search(text)
         if choices:
             schema["enum"] = [c.strip() if isinstance(c, str) else c for c in json.loads(choices.group(1))]
-            text = text[:choices.start()].strip()
+            text = text[: choices.start()].strip()
         schema["description"] = text
         props[p.name] = schema
     parameters: dict = {"type": "object", "properties": props}

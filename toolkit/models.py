@@ -14,6 +14,7 @@ What it leaves out
 - Quantised inference: a GGUF is dequantised to bf16/fp32 on load (transformers does this).
 - Any tokenizer other than Qwen's byte-level BPE; Qwen3.5+ vocabularies.
 """
+
 from __future__ import annotations
 
 import os
@@ -93,9 +94,19 @@ def stand_in_config(flavor: str = "qwen3", **overrides):
     """A tiny Qwen-shaped config with the real vocab width (151,936)."""
     from transformers import Qwen2Config, Qwen3Config  # lazy: only when a model is built
 
-    kw = dict(vocab_size=VOCAB_WIDTH, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32_768,
-              tie_word_embeddings=True, bos_token_id=151643, eos_token_id=151645, pad_token_id=151643)
+    kw = dict(
+        vocab_size=VOCAB_WIDTH,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=32_768,
+        tie_word_embeddings=True,
+        bos_token_id=151643,
+        eos_token_id=151645,
+        pad_token_id=151643,
+    )
     if flavor == "qwen3":
         kw["head_dim"] = 16
     kw.update(overrides)
@@ -140,13 +151,22 @@ def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet
     if name.startswith(STAND_IN):
         flavor = "qwen2.5" if "2.5" in name else "qwen3"
         model = stand_in(flavor, dtype=torch.float32, device=dev)
-        out = Loaded(model, qwen_tokenizer(flavor), f"stand-in ({flavor} shape)", "stand-in", dev, "float32",
-                     semantic=False, notes=notes)
+        out = Loaded(
+            model,
+            qwen_tokenizer(flavor),
+            f"stand-in ({flavor} shape)",
+            "stand-in",
+            dev,
+            "float32",
+            semantic=False,
+            notes=notes,
+        )
     elif name == REAL_OFFLINE:
         folder = fetch.installed_folder()
         if folder is None:
-            raise FileNotFoundError(f"{REAL_OFFLINE} is not installed: run `python -m toolkit models install-real`"
-                                    " (or `make real-model`)")
+            raise FileNotFoundError(
+                f"{REAL_OFFLINE} is not installed: run `python -m toolkit models install-real` (or `make real-model`)"
+            )
         out = _from_folder(folder, dev, dt, "real-offline", fetch.DISPLAY_NAME, notes)
     elif name.endswith(".gguf"):
         from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: only when a model is built
@@ -159,8 +179,10 @@ def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet
         out = _from_folder(Path(name), dev, dt, "local", name, notes)
     else:
         if not hub_reachable():
-            raise ConnectionError(f"cannot reach the hub for {name!r} (HF_HUB_OFFLINE set or no network); "
-                                  f"use load('auto'), load('{STAND_IN}') or load('{REAL_OFFLINE}')")
+            raise ConnectionError(
+                f"cannot reach the hub for {name!r} (HF_HUB_OFFLINE set or no network); "
+                f"use load('auto'), load('{STAND_IN}') or load('{REAL_OFFLINE}')"
+            )
         out = _from_folder(name, dev, dt, "hub", name, notes)
     say(f"loaded {out.description}")
     return out

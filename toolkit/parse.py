@@ -9,6 +9,7 @@ What it leaves out
 - Calls written without the tags (fenced or bare JSON): a real host recognises only the template's format; that
   is what constrained decoding is for.
 """
+
 from __future__ import annotations
 
 import json
@@ -62,14 +63,16 @@ def parse_tool_calls(text: str) -> tuple[str, list[ToolCall]]:
         return "", [ToolCall(0, repr(text)[:200], error={"type": "bad_call", "message": "output is not text"})]
     calls, content, pos = [], [], 0
     for i, m in enumerate(TAG.finditer(text)):
-        content.append(text[pos:m.start()])
+        content.append(text[pos : m.start()])
         pos = m.end()
         raw = m.group(1)
         call = ToolCall(i, raw, id=f"call_{i + 1}")
         calls.append(call)
         if not m.group(2):
-            call.error = {"type": "unclosed_tag", "message": "<tool_call> was opened but never closed with "
-                                                             "</tool_call> (output cut off?)"}
+            call.error = {
+                "type": "unclosed_tag",
+                "message": "<tool_call> was opened but never closed with </tool_call> (output cut off?)",
+            }
             continue
         if len(raw) > MAX_CALL_CHARS:
             call.error = {"type": "bad_call", "message": f"tool call longer than {MAX_CALL_CHARS} characters"}

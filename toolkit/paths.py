@@ -10,6 +10,7 @@ What it does
 What it leaves out
 - Downloading anything (``toolkit.fetch`` does that) and any cache eviction.
 """
+
 from __future__ import annotations
 
 import os

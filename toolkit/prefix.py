@@ -10,6 +10,7 @@ What it does (book §14.5.3, §14.5.8)
 What it leaves out
 - Caching itself (the backends keep their caches); partial block reuse as paged caches do.
 """
+
 from __future__ import annotations
 
 from toolkit.conversations import stability_conversation
@@ -42,11 +43,21 @@ def prefix_stability(template: str, conversation: list[dict] | None = None, tool
     rows = []
     for n, (i, j) in enumerate(zip(asks, asks[1:]), 1):
         prompt = render(conv[:i], tools, template, tokenizer=tokenizer).ids
-        done = render(conv[:i + 1], tools, template, add_generation_prompt=False, tokenizer=tokenizer).ids
+        done = render(conv[: i + 1], tools, template, add_generation_prompt=False, tokenizer=tokenizer).ids
         cached = done[:-1]  # generation stopped at <|im_end|>; the template's trailing newline was never computed
         nxt = render(conv[:j], tools, template, tokenizer=tokenizer).ids
         shared = shared_prefix(cached, nxt)
-        rows.append(dict(template=template, request=n + 1, after=conv[j - 1]["role"], cached=len(cached),
-                         next_prompt=len(nxt), shared=shared, recompute=len(nxt) - shared,
-                         kept=round(shared / len(cached), 3), prompt_was_prefix=shared_prefix(prompt, done) == len(prompt)))
+        rows.append(
+            dict(
+                template=template,
+                request=n + 1,
+                after=conv[j - 1]["role"],
+                cached=len(cached),
+                next_prompt=len(nxt),
+                shared=shared,
+                recompute=len(nxt) - shared,
+                kept=round(shared / len(cached), 3),
+                prompt_was_prefix=shared_prefix(prompt, done) == len(prompt),
+            )
+        )
     return rows

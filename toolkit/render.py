@@ -13,6 +13,7 @@ What it leaves out
   from the rendered text, so a template with another layout needs its own segmenter.
 - Images/audio parts in message content.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,17 @@ from dataclasses import dataclass, field
 from toolkit.schema import function_of
 from toolkit.tokenizer import TEMPLATES, template_text, tokenizer_for
 
-SEGMENTS = ("control", "system", "tools", "user", "assistant", "think", "tool_call", "tool_response",
-            "generation_prompt")
+SEGMENTS = (
+    "control",
+    "system",
+    "tools",
+    "user",
+    "assistant",
+    "think",
+    "tool_call",
+    "tool_response",
+    "generation_prompt",
+)
 
 
 @dataclass
@@ -56,8 +66,10 @@ class Rendering:
         return len(self.ids)
 
     def table(self, limit: int | None = None) -> list[dict]:
-        rows = [dict(i=t.index, id=t.id, token=t.text, special=t.special, added=t.added, segment=t.segment)
-                for t in self.tokens]
+        rows = [
+            dict(i=t.index, id=t.id, token=t.text, special=t.special, added=t.added, segment=t.segment)
+            for t in self.tokens
+        ]
         return rows[:limit] if limit else rows
 
     def segment_text(self, segment: str) -> list[str]:
@@ -91,7 +103,9 @@ def segment_spans(text: str) -> list[tuple[int, int, str]]:
     for m in _TURN.finditer(text):
         add(pos, m.start(), "control")
         role, body_a, body_b = m.group(1), m.start(2), m.end(2)
-        is_prompt = m.group(3) == "" and role == "assistant" and text[body_a:body_b].strip() in ("", "<think>\n\n</think>")
+        is_prompt = (
+            m.group(3) == "" and role == "assistant" and text[body_a:body_b].strip() in ("", "<think>\n\n</think>")
+        )
         if is_prompt:  # the trailing '<|im_start|>assistant\n' the model continues from
             add(m.start(), m.end(), "generation_prompt")
             pos = m.end()
@@ -128,12 +142,19 @@ def _segment_of(spans, start: int) -> str:
 
 
 # ------------------------------------------------------------------ rendering
-def render_text(messages, tools=None, template: str = "qwen3", add_generation_prompt: bool = True,
-                tokenizer=None, **kwargs) -> str:
+def render_text(
+    messages, tools=None, template: str = "qwen3", add_generation_prompt: bool = True, tokenizer=None, **kwargs
+) -> str:
     tok = tokenizer if tokenizer is not None else tokenizer_for(template if template in TEMPLATES else "qwen3")
     chat_template = None if template == "native" else template_text(template)
-    return tok.apply_chat_template(messages, tools=tools or None, chat_template=chat_template, tokenize=False,
-                                   add_generation_prompt=add_generation_prompt, **kwargs)
+    return tok.apply_chat_template(
+        messages,
+        tools=tools or None,
+        chat_template=chat_template,
+        tokenize=False,
+        add_generation_prompt=add_generation_prompt,
+        **kwargs,
+    )
 
 
 def tokenize(text: str, template: str = "qwen3", tokenizer=None) -> Rendering:
@@ -146,20 +167,23 @@ def tokenize(text: str, template: str = "qwen3", tokenizer=None) -> Rendering:
     tokens = []
     for i, (tid, (a, b)) in enumerate(zip(ids, offsets)):
         at = added.get(tid)
-        tokens.append(Token(i, tid, tok.decode([tid]), bool(at and at.special), at is not None,
-                            _segment_of(spans, a), a, b))
+        tokens.append(
+            Token(i, tid, tok.decode([tid]), bool(at and at.special), at is not None, _segment_of(spans, a), a, b)
+        )
     return Rendering(text, list(ids), tokens, template, spans)
 
 
-def render(messages, tools=None, template: str = "qwen3", add_generation_prompt: bool = True,
-           tokenizer=None, **kwargs) -> Rendering:
+def render(
+    messages, tools=None, template: str = "qwen3", add_generation_prompt: bool = True, tokenizer=None, **kwargs
+) -> Rendering:
     """Render a conversation (and tools) to text and labelled tokens. See the module docstring."""
     text = render_text(messages, tools, template, add_generation_prompt, tokenizer, **kwargs)
     return tokenize(text, template, tokenizer)
 
 
-def count_tokens(messages, tools=None, template: str = "qwen3", add_generation_prompt: bool = True,
-                 tokenizer=None) -> int:
+def count_tokens(
+    messages, tools=None, template: str = "qwen3", add_generation_prompt: bool = True, tokenizer=None
+) -> int:
     """Token count of a rendering, without labelling each token (fast path for sliders and sweeps)."""
     tok = tokenizer if tokenizer is not None else tokenizer_for(template)
     text = render_text(messages, tools, template, add_generation_prompt, tok)
@@ -176,8 +200,11 @@ def tool_definition_cost(tools, template: str = "qwen3", tokenizer=None, per_too
     if per_tool:
         # each tool's JSON line on its own; the preamble is what is left (BPE may merge a token across a line
         # boundary, so per-tool numbers are approximate to a token; the total is exact)
-        out["per_tool"] = {function_of(t).get("name", f"tool{i}"):
-                           len(tok.encode("\n" + json.dumps(t, ensure_ascii=False), add_special_tokens=False))
-                           for i, t in enumerate(tools)}
+        out["per_tool"] = {
+            function_of(t).get("name", f"tool{i}"): len(
+                tok.encode("\n" + json.dumps(t, ensure_ascii=False), add_special_tokens=False)
+            )
+            for i, t in enumerate(tools)
+        }
         out["preamble"] = out["total"] - sum(out["per_tool"].values()) if tools else 0
     return out

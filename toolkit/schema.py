@@ -12,6 +12,7 @@ What it leaves out
 - Compiling schemas to grammars (``toolkit.grammar.compile``) and generating schemas from Python functions
   (``toolkit.tools.Tool.from_function``).
 """
+
 from __future__ import annotations
 
 from toolkit.errors import bounded_message, describe
@@ -35,8 +36,12 @@ def parameters_of(tool) -> dict:
     """The parameters schema of a tool-like object (OpenAI ``parameters`` or MCP ``inputSchema``)."""
     schema = getattr(tool, "schema", None) or {}
     fn = function_of(schema)
-    return fn.get("parameters") or fn.get("inputSchema") or schema.get("inputSchema") or \
-        {"type": "object", "properties": {}}
+    return (
+        fn.get("parameters")
+        or fn.get("inputSchema")
+        or schema.get("inputSchema")
+        or {"type": "object", "properties": {}}
+    )
 
 
 def openai_schema(tool) -> dict:
@@ -60,8 +65,9 @@ def check_arguments(tool, args) -> str | None:
     if isinstance(props, dict) and params.get("additionalProperties", False) is False:
         unknown = sorted(set(args) - set(props))
         if unknown:
-            names = ", ".join(describe(k, 40) for k in unknown[:5]) + (f" and {len(unknown) - 5:,} more"
-                                                                        if len(unknown) > 5 else "")
+            names = ", ".join(describe(k, 40) for k in unknown[:5]) + (
+                f" and {len(unknown) - 5:,} more" if len(unknown) > 5 else ""
+            )
             return bounded_message(f"unexpected argument(s) {names}; allowed: {sorted(props)}")
     try:
         jsonschema.validate(args, params)

@@ -14,6 +14,7 @@ What it does
 What it leaves out
 - Profiling kernels (``benchmarks/engine_probe.py`` does that on a GPU); batch > 1; KV-cache bytes in the floor.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,11 +28,22 @@ from toolkit import cost
 from toolkit.paths import data_file
 
 # Qwen3-0.6B's published config values (facts), written here because the hub cannot be reached.
-QWEN3_06B = dict(vocab_size=151_936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
-                 num_attention_heads=16, num_key_value_heads=8, head_dim=128, tie_word_embeddings=True,
-                 rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0},
-                 max_position_embeddings=40_960, rms_norm_eps=1e-6, hidden_act="silu",
-                 bos_token_id=151643, eos_token_id=151645)
+QWEN3_06B = dict(
+    vocab_size=151_936,
+    hidden_size=1024,
+    intermediate_size=3072,
+    num_hidden_layers=28,
+    num_attention_heads=16,
+    num_key_value_heads=8,
+    head_dim=128,
+    tie_word_embeddings=True,
+    rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0},
+    max_position_embeddings=40_960,
+    rms_norm_eps=1e-6,
+    hidden_act="silu",
+    bos_token_id=151643,
+    eos_token_id=151645,
+)
 RESULTS = data_file("engine_h200.json")  # package data: found from a wheel as from a checkout
 
 
@@ -47,8 +59,10 @@ def qwen3_06b_shape(device="cuda", dtype=torch.bfloat16, seed: int = 0):
     torch.manual_seed(seed)
     with torch.device(device):  # 0.6B random numbers drawn on the CPU first would take a while
         model = AutoModelForCausalLM.from_config(Qwen3Config(**QWEN3_06B), dtype=dtype).eval()
-    return model, (f"RANDOM WEIGHTS built from the Qwen3-0.6B config (hidden 1024, 28 layers, 16/8 heads, head_dim "
-                   f"128, vocab 151,936, tied) in {str(dtype).removeprefix('torch.')}: speed only, no meaning")
+    return model, (
+        f"RANDOM WEIGHTS built from the Qwen3-0.6B config (hidden 1024, 28 layers, 16/8 heads, head_dim "
+        f"128, vocab 151,936, tied) in {str(dtype).removeprefix('torch.')}: speed only, no meaning"
+    )
 
 
 def weight_bytes(model) -> int:
@@ -95,7 +109,7 @@ def hf_decode_rate(model, prompt: list[int], n: int) -> tuple[float, list[int]]:
         with torch.no_grad():
             out = model.generate(ids, max_new_tokens=k, min_new_tokens=k, **kw)
         sync(dev)
-        return time.perf_counter() - t0, out[0, len(prompt):].tolist()
+        return time.perf_counter() - t0, out[0, len(prompt) :].tolist()
 
     run(2)  # warm-up
     t1, _ = run(1)
@@ -119,8 +133,9 @@ def engine_decode_rate(engine, prompt: list[int], n: int, repeats: int = 3) -> t
 def prefill_flops(config, start: int, end: int, dense_params: int | None = None) -> float:
     """FLOPs to prefill positions ``start..end-1`` over a cache holding ``0..start-1``: matmuls (2 per dense
     parameter per token) plus attention (position i scores and mixes i + 1 keys)."""
-    width = config.num_attention_heads * (getattr(config, "head_dim", None) or
-                                          config.hidden_size // config.num_attention_heads)
+    width = config.num_attention_heads * (
+        getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    )
     if dense_params is None:  # decoder layers only: the embedding is a lookup, the LM head runs for one token
         h, i, L = config.hidden_size, config.intermediate_size, config.num_hidden_layers
         kv = config.num_key_value_heads * (width // config.num_attention_heads)
@@ -128,7 +143,8 @@ def prefill_flops(config, start: int, end: int, dense_params: int | None = None)
     pairs = (end * (end + 1) - start * (start + 1)) // 2  # sum of (i + 1) for i in start..end-1
     # attention_flops_per_token is linear in the context, so passing the summed context gives the total.
     return cost.decode_flops(dense_params, end - start) + cost.attention_flops_per_token(
-        config.num_hidden_layers, width, pairs)
+        config.num_hidden_layers, width, pairs
+    )
 
 
 def saved_gpu_result(path=RESULTS) -> dict | None:

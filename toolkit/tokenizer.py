@@ -9,6 +9,7 @@ What it does
 What it leaves out
 - Any tokenizer other than Qwen's byte-level BPE; Qwen3.5+ vocabularies.
 """
+
 from __future__ import annotations
 
 import base64

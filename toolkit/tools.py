@@ -23,14 +23,16 @@ What it leaves out
   parentheses, unary signs, decimals, scientific notation); no functions (sqrt, sin), no variables, no bitwise
   operators (``^`` is power, as its description says).
 """
+
 from __future__ import annotations
 
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from toolkit.calculator import MAX_EXPR_CHARS, calculator
 from toolkit.errors import ToolError, bounded_message
@@ -76,8 +78,9 @@ class Tool:
             raise ToolError(bounded_message(f"{self.name}: {e}")) from None
 
     @classmethod
-    def from_function(cls, fn: Callable, needs_confirmation: bool = False,
-                      bounds: dict[str, dict] | None = None) -> "Tool":
+    def from_function(
+        cls, fn: Callable, needs_confirmation: bool = False, bounds: dict[str, dict] | None = None
+    ) -> Tool:
         """Build a tool from a typed function with a Google-style docstring (``Args:`` section).
 
         ``bounds`` adds keywords the generator cannot express, e.g. ``{"text": {"maxLength": 2000}}``: a grammar
@@ -93,19 +96,43 @@ class Tool:
 # ============================================================== weather
 # A fixed table so that every run answers the same: (temperature °C, condition, humidity %).
 WEATHER_TABLE = {
-    "北京": (25, "sunny", 30), "上海": (28, "light rain", 82), "广州": (31, "thunderstorms", 88),
-    "深圳": (30, "cloudy", 79), "杭州": (27, "overcast", 70), "成都": (22, "foggy", 85),
-    "Paris": (18, "partly cloudy", 64), "London": (14, "drizzle", 87), "Tokyo": (21, "clear", 55),
-    "New York": (16, "windy", 48), "Berlin": (12, "cloudy", 71), "Sydney": (24, "sunny", 52),
-    "Singapore": (32, "humid, showers", 90), "San Francisco": (15, "fog", 80),
+    "北京": (25, "sunny", 30),
+    "上海": (28, "light rain", 82),
+    "广州": (31, "thunderstorms", 88),
+    "深圳": (30, "cloudy", 79),
+    "杭州": (27, "overcast", 70),
+    "成都": (22, "foggy", 85),
+    "Paris": (18, "partly cloudy", 64),
+    "London": (14, "drizzle", 87),
+    "Tokyo": (21, "clear", 55),
+    "New York": (16, "windy", 48),
+    "Berlin": (12, "cloudy", 71),
+    "Sydney": (24, "sunny", 52),
+    "Singapore": (32, "humid, showers", 90),
+    "San Francisco": (15, "fog", 80),
 }
 
 
-_CITY_ALIASES = {"beijing": "北京", "peking": "北京", "shanghai": "上海", "guangzhou": "广州", "canton": "广州",
-                 "shenzhen": "深圳", "hangzhou": "杭州", "chengdu": "成都", "巴黎": "Paris", "伦敦": "London",
-                 "东京": "Tokyo", "纽约": "New York", "nyc": "New York", "柏林": "Berlin", "悉尼": "Sydney",
-                 "新加坡": "Singapore", "旧金山": "San Francisco",
-                 **{c.lower(): c for c in WEATHER_TABLE}}
+_CITY_ALIASES = {
+    "beijing": "北京",
+    "peking": "北京",
+    "shanghai": "上海",
+    "guangzhou": "广州",
+    "canton": "广州",
+    "shenzhen": "深圳",
+    "hangzhou": "杭州",
+    "chengdu": "成都",
+    "巴黎": "Paris",
+    "伦敦": "London",
+    "东京": "Tokyo",
+    "纽约": "New York",
+    "nyc": "New York",
+    "柏林": "Berlin",
+    "悉尼": "Sydney",
+    "新加坡": "Singapore",
+    "旧金山": "San Francisco",
+    **{c.lower(): c for c in WEATHER_TABLE},
+}
 
 
 def get_weather(city: str, unit: str = "celsius") -> dict:
@@ -123,15 +150,29 @@ def get_weather(city: str, unit: str = "celsius") -> dict:
         raise ToolError(f"get_weather: unit must be 'celsius' or 'fahrenheit', not {unit!r}")
     temp_c, condition, humidity = WEATHER_TABLE[key]
     temp = temp_c if unit == "celsius" else round(temp_c * 9 / 5 + 32, 1)
-    return {"city": key, "temperature": temp, "unit": unit, "condition": condition, "humidity": humidity,
-            "source": "toolkit demo table (fixed, not live)"}
+    return {
+        "city": key,
+        "temperature": temp,
+        "unit": unit,
+        "condition": condition,
+        "humidity": humidity,
+        "source": "toolkit demo table (fixed, not live)",
+    }
 
 
 # ============================================================== units
 # Factor to the dimension's base unit (m, kg, l); temperatures are handled separately.
 _UNITS = {
-    "length": {"m": 1.0, "km": 1000.0, "cm": 0.01, "mm": 0.001, "mi": 1609.344, "ft": 0.3048,
-               "in": 0.0254, "yd": 0.9144},
+    "length": {
+        "m": 1.0,
+        "km": 1000.0,
+        "cm": 0.01,
+        "mm": 0.001,
+        "mi": 1609.344,
+        "ft": 0.3048,
+        "in": 0.0254,
+        "yd": 0.9144,
+    },
     "mass": {"kg": 1.0, "g": 0.001, "lb": 0.45359237, "oz": 0.028349523125},
     "volume": {"l": 1.0, "ml": 0.001, "gal": 3.785411784},
     "temperature": {"c": None, "f": None, "k": None},
@@ -213,13 +254,17 @@ def write_note(title: str, text: str) -> dict:
 
 
 # ============================================================== registry
-TOOLS: dict[str, Tool] = {t.name: t for t in (
-    Tool.from_function(calculator, bounds={"expression": {"maxLength": MAX_EXPR_CHARS}}),
-    Tool.from_function(get_weather, bounds={"city": {"maxLength": 40}}),
-    Tool.from_function(convert_units),
-    Tool.from_function(write_note, needs_confirmation=True,
-                       bounds={"title": {"maxLength": 64}, "text": {"maxLength": 4000}}),
-)}
+TOOLS: dict[str, Tool] = {
+    t.name: t
+    for t in (
+        Tool.from_function(calculator, bounds={"expression": {"maxLength": MAX_EXPR_CHARS}}),
+        Tool.from_function(get_weather, bounds={"city": {"maxLength": 40}}),
+        Tool.from_function(convert_units),
+        Tool.from_function(
+            write_note, needs_confirmation=True, bounds={"title": {"maxLength": 64}, "text": {"maxLength": 4000}}
+        ),
+    )
+}
 
 
 def schemas(names=None) -> list[dict]:

@@ -12,6 +12,7 @@ then a second user question about the weather) and ``no_tool`` (answered directl
 Leaves out: errors from tools, refusals of unsafe calls, reasoning text, languages other than English and a few
 Chinese city names. It is a teaching set, not a training recipe.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,11 +29,13 @@ _CALC_Q = ("What is {e}?", "Please compute {e}.", "Calculate {e} for me.", "{e} 
 _WEATHER_Q = ("What's the weather in {c}?", "How is the weather in {c} today?", "Weather for {c}, please.")
 _PARALLEL_Q = ("Compare the weather in {a} and {b}.", "What's the weather in {a} and in {b}?")
 _CHAIN_Q = ("What is the temperature in {c} plus {n} degrees?", "Take the temperature in {c} and add {n}.")
-_NO_TOOL = (("Hello!", "Hello! Ask me to calculate something or to look up the weather."),
-            ("Thanks, that is all.", "You're welcome!"),
-            ("What can you do?", "I can do arithmetic with a calculator and look up the weather in a few cities."),
-            ("Say hi in French.", "Bonjour !"),
-            ("What is the capital of France?", "Paris."))
+_NO_TOOL = (
+    ("Hello!", "Hello! Ask me to calculate something or to look up the weather."),
+    ("Thanks, that is all.", "You're welcome!"),
+    ("What can you do?", "I can do arithmetic with a calculator and look up the weather in a few cities."),
+    ("Say hi in French.", "Bonjour !"),
+    ("What is the capital of France?", "Paris."),
+)
 
 
 @dataclass
@@ -45,8 +48,17 @@ class Trajectory:
 
 def _expr(rng: random.Random) -> str:
     a, b, c = rng.randint(2, 99), rng.randint(2, 99), rng.randint(2, 9)
-    return rng.choice((f"{a} + {b}", f"{a} * {b}", f"{a} - {b}", f"({a} + {b}) * {c}", f"{a} * {c} - {b}",
-                       f"{a * c} / {c}", f"{b}% of {a * 10}"))
+    return rng.choice(
+        (
+            f"{a} + {b}",
+            f"{a} * {b}",
+            f"{a} - {b}",
+            f"({a} + {b}) * {c}",
+            f"{a} * {c} - {b}",
+            f"{a * c} / {c}",
+            f"{b}% of {a * 10}",
+        )
+    )
 
 
 class _Builder:
@@ -68,11 +80,12 @@ class _Builder:
             cid = f"call_{self._n}"
             out = TOOLS[name].call(args)  # the real tool: its result is a fact, never scripted
             msg["tool_calls"].append({"id": cid, "type": "function", "function": {"name": name, "arguments": args}})
-            results.append({"role": "tool", "tool_call_id": cid, "name": name,
-                            "content": json.dumps(out, ensure_ascii=False)})
+            results.append(
+                {"role": "tool", "tool_call_id": cid, "name": name, "content": json.dumps(out, ensure_ascii=False)}
+            )
             self.t.calls.append({"name": name, "arguments": args, "result": out})
         self.t.messages.extend(results)
-        return [c["result"] for c in self.t.calls[-len(calls):]]
+        return [c["result"] for c in self.t.calls[-len(calls) :]]
 
 
 def _weather_text(w: dict) -> str:
@@ -101,8 +114,9 @@ def make(kind: str, rng: random.Random) -> Trajectory:
     elif kind == "parallel":
         x, y = rng.sample(cities, 2)
         b.say("user", rng.choice(_PARALLEL_Q).format(a=x, b=y))
-        w1, w2 = b.call(("get_weather", {"city": x, "unit": "celsius"}),
-                        ("get_weather", {"city": y, "unit": "celsius"}))
+        w1, w2 = b.call(
+            ("get_weather", {"city": x, "unit": "celsius"}), ("get_weather", {"city": y, "unit": "celsius"})
+        )
         b.say("assistant", f"{_weather_text(w1)}; {_weather_text(w2)}.")
     elif kind == "chain":
         c, n = rng.choice(cities), rng.randint(1, 20)

@@ -20,6 +20,7 @@ terminated), or ``"length"`` (``max_new_tokens``). ``mask`` is a ``toolkit.gramm
 
 Leaves out: batching several conversations, streaming.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,5 +41,14 @@ class Generation:
 class Backend(Protocol):
     name: str
 
-    def generate(self, prompt_ids: list[int], *, max_new_tokens: int, stop_ids: set[int], mask=None,
-                 temperature: float = 0.0, top_p: float = 1.0, seed: int = 0) -> Generation: ...
+    def generate(
+        self,
+        prompt_ids: list[int],
+        *,
+        max_new_tokens: int,
+        stop_ids: set[int],
+        mask=None,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int = 0,
+    ) -> Generation: ...

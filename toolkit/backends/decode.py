@@ -19,6 +19,7 @@ Stepper protocol::
 What it leaves out
 - Several sequences at once, speculative decoding, stop strings (only stop token ids).
 """
+
 from __future__ import annotations
 
 from typing import Protocol

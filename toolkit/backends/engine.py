@@ -36,6 +36,7 @@ What it leaves out
   differ); the CUDA default (``fast``, flash attention) rounds differently again (bf16: tokens drift apart
   after a few dozen steps on random weights, as any two kernel choices do).
 """
+
 from __future__ import annotations
 
 import time
@@ -45,15 +46,7 @@ import torch
 from toolkit.backends import sampling
 from toolkit.backends.base import Generation
 from toolkit.backends.decode import decode
-from toolkit.backends.engine_math import (
-    EngineError,
-    _check_supported,
-    _layers,
-    _post,
-    _post_fast,
-    _pre,
-    _pre_fast,
-)
+from toolkit.backends.engine_math import EngineError, _check_supported, _layers, _post, _post_fast, _pre, _pre_fast
 from toolkit.backends.engine_steps import EngineSteps
 
 
@@ -67,10 +60,22 @@ class Engine(EngineSteps):
     slightly differently from transformers; ``reuse`` keeps the shared prompt prefix across calls.
     """
 
-    def __init__(self, model, *, max_len: int | None = None, prefill_chunk: int | None = None,
-                 graphs: bool | None = None, compile: bool = False, fuse: bool | None = None,
-                 fast: bool | None = None, attention: str | None = None, reuse: bool = True,
-                 min_bucket: int | None = None, lookahead: int = 4, name: str | None = None):
+    def __init__(
+        self,
+        model,
+        *,
+        max_len: int | None = None,
+        prefill_chunk: int | None = None,
+        graphs: bool | None = None,
+        compile: bool = False,
+        fuse: bool | None = None,
+        fast: bool | None = None,
+        attention: str | None = None,
+        reuse: bool = True,
+        min_bucket: int | None = None,
+        lookahead: int = 4,
+        name: str | None = None,
+    ):
         _check_supported(model)
         p = next(model.parameters())
         self.device, self.dtype = p.device, p.dtype
@@ -88,8 +93,11 @@ class Engine(EngineSteps):
             raise EngineError("compile='gemv' needs the fast kernels (fast=True, the CUDA default)")
         # Decode attention: FlashAttention (varlen, device length) where it runs (sm80+, fp16/bf16; fastest on an
         # H200: 11 µs vs 19 matmul vs 41 sdpa+mask per layer at 1k keys); else matmul on CUDA; sdpa on the CPU.
-        flash_ok = cuda and p.dtype in (torch.float16, torch.bfloat16) and \
-            torch.cuda.get_device_capability(self.device) >= (8, 0)
+        flash_ok = (
+            cuda
+            and p.dtype in (torch.float16, torch.bfloat16)
+            and torch.cuda.get_device_capability(self.device) >= (8, 0)
+        )
         self.attention = attention or ("flash" if flash_ok else "matmul" if cuda else "sdpa")
         if self.attention not in ("sdpa", "matmul", "flash"):
             raise EngineError(f"attention must be 'sdpa', 'matmul' or 'flash', not {attention!r}")
@@ -106,7 +114,7 @@ class Engine(EngineSteps):
         self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         self.eps = float(cfg.rms_norm_eps)
         attn0 = model.model.layers[0].self_attn
-        self.scaling = float(getattr(attn0, "scaling", self.head_dim ** -0.5))
+        self.scaling = float(getattr(attn0, "scaling", self.head_dim**-0.5))
 
         self.embed = model.model.embed_tokens.weight.detach()
         self.lm_head = model.get_output_embeddings().weight.detach()
@@ -168,7 +176,7 @@ class Engine(EngineSteps):
         self.captures_s = 0.0
 
     @classmethod
-    def from_loaded(cls, loaded, **kw) -> "Engine":
+    def from_loaded(cls, loaded, **kw) -> Engine:
         """An engine over ``toolkit.models.load(...)``'s model, named by its description (says STAND-IN)."""
         return cls(loaded.model, name=loaded.description, **kw)
 
@@ -177,8 +185,15 @@ class Engine(EngineSteps):
     def mode(self) -> str:
         parts = [self.device.type, str(self.dtype).removeprefix("torch.")]
         comp = "compiled (gemv)" if self.gemv else "compiled"
-        parts.append(f"{comp}+graph" if self.compile and self.graphs else "graph" if self.graphs
-                     else comp if self.compile else "eager")
+        parts.append(
+            f"{comp}+graph"
+            if self.compile and self.graphs
+            else "graph"
+            if self.graphs
+            else comp
+            if self.compile
+            else "eager"
+        )
         parts.append(f"{self.attention} attention")
         if self.fast:
             parts.append("fast kernels")
@@ -273,8 +288,14 @@ class Engine(EngineSteps):
         if not self.graphs:
             return 0.0
         before = self.captures_s
-        for key in [(True, False, False), (True, True, False), (False, False, False), (False, True, False),
-                    (False, False, True), (False, True, True)]:
+        for key in [
+            (True, False, False),
+            (True, True, False),
+            (False, False, False),
+            (False, True, False),
+            (False, False, True),
+            (False, True, True),
+        ]:
             if key not in self._sample_graphs:
                 self._sample_graphs[key] = self._capture(lambda key=key: self._sample(*key))
         top = self._bucket(min(int(up_to or self.max_len), self.max_len))
@@ -302,12 +323,22 @@ class Engine(EngineSteps):
         shape = tuple(mask.allocate().shape)
         buf = self._host_bits.get(shape[-1])
         if buf is None:
-            buf = self._host_bits[shape[-1]] = torch.zeros(shape, dtype=torch.int32,
-                                                           pin_memory=self.device.type == "cuda")
+            buf = self._host_bits[shape[-1]] = torch.zeros(
+                shape, dtype=torch.int32, pin_memory=self.device.type == "cuda"
+            )
         return buf
 
-    def generate(self, prompt_ids, *, max_new_tokens: int, stop_ids=frozenset(), mask=None,
-                 temperature: float = 0.0, top_p: float = 1.0, seed: int = 0) -> Generation:
+    def generate(
+        self,
+        prompt_ids,
+        *,
+        max_new_tokens: int,
+        stop_ids=frozenset(),
+        mask=None,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int = 0,
+    ) -> Generation:
         """Prefill what the cache lacks of ``prompt_ids``, then decode up to ``max_new_tokens`` through the one
         decode loop (``toolkit.backends.decode``). ``new_ids`` include the stop token when one is hit;
         ``reused + prefilled`` is the prompt length; ``prefill_s``/``decode_s`` are wall-clock seconds (device
@@ -334,7 +365,7 @@ class Engine(EngineSteps):
         new, stopped = decode(run, max_new_tokens=limit, stop_ids=stop_ids, mask=mask)
         self._sync()
         t2 = time.perf_counter()
-        self._ids = prompt + new[:min(run.bodies, len(new))]  # tokens whose keys/values the body steps wrote
+        self._ids = prompt + new[: min(run.bodies, len(new))]  # tokens whose keys/values the body steps wrote
         return Generation(new, keep, P - keep, t1 - t0, t2 - t1, stopped)
 
 
@@ -369,7 +400,7 @@ class _Run:
         e._run_sample(self.greedy, self.mask is not None, self.nucleus)
         R = len(e._ring)
         if e._events is not None:
-            e._ring[i % R:i % R + 1].copy_(e._tok, non_blocking=True)
+            e._ring[i % R : i % R + 1].copy_(e._tok, non_blocking=True)
             e._events[i % R].record()
         else:
             e._ring[i % R] = e._tok[0]

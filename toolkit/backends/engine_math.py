@@ -8,6 +8,7 @@ What it does
 What it leaves out
 - Sliding-window layers, dynamic RoPE scaling, other architectures.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -79,8 +80,8 @@ def _pre_fast(h, add, ln, wqkv, bqkv, qkn, cos, ssin, eps, heads, kv_heads, head
     x = F.rms_norm(h, (h.shape[-1],), ln, eps)
     qkv = _lin(x, wqkv, bqkv, gemv)
     s, n = x.shape[0], heads + kv_heads
-    qk = qkv[:, :n * head_dim].reshape(s, n, head_dim)
-    v = qkv[:, n * head_dim:].reshape(s, kv_heads, head_dim)
+    qk = qkv[:, : n * head_dim].reshape(s, n, head_dim)
+    v = qkv[:, n * head_dim :].reshape(s, kv_heads, head_dim)
     if qkn is not None:  # per-head q/k norms (Qwen3); qkn stacks q_norm's weight H times and k_norm's KV times
         qk = F.rms_norm(qk, (head_dim,), None, eps) * qkn
     qk = torch.addcmul(qk * cos, qk.roll(head_dim // 2, -1), ssin)
@@ -130,12 +131,36 @@ def _layers(model, fuse: bool) -> list[_Layer]:
             g, u = torch.cat([g, u]), None
         qn = getattr(a, "q_norm", None)
         kn = getattr(a, "k_norm", None)
-        qkn = None if qn is None else torch.cat([qn.weight.detach().expand(a.config.num_attention_heads, -1),
-                                                  kn.weight.detach().expand(a.config.num_key_value_heads, -1)])
-        out.append(_Layer(layer.input_layernorm.weight.detach(), q, bq, k, bk, v, bv,
-                          None if qn is None else qn.weight.detach(), None if kn is None else kn.weight.detach(),
-                          a.o_proj.weight.detach(), _bias(a.o_proj), layer.post_attention_layernorm.weight.detach(),
-                          g, u, m.down_proj.weight.detach(), qkn))
+        qkn = (
+            None
+            if qn is None
+            else torch.cat(
+                [
+                    qn.weight.detach().expand(a.config.num_attention_heads, -1),
+                    kn.weight.detach().expand(a.config.num_key_value_heads, -1),
+                ]
+            )
+        )
+        out.append(
+            _Layer(
+                layer.input_layernorm.weight.detach(),
+                q,
+                bq,
+                k,
+                bk,
+                v,
+                bv,
+                None if qn is None else qn.weight.detach(),
+                None if kn is None else kn.weight.detach(),
+                a.o_proj.weight.detach(),
+                _bias(a.o_proj),
+                layer.post_attention_layernorm.weight.detach(),
+                g,
+                u,
+                m.down_proj.weight.detach(),
+                qkn,
+            )
+        )
     return out
 
 

@@ -10,6 +10,7 @@ What it does
 What it leaves out
 - Buffers, graphs and the backend protocol: ``Engine`` owns those (this is its mixin, not usable alone).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -32,16 +33,16 @@ class EngineSteps:
     def _prefill(self, ids: list[int], start: int) -> None:
         n_rep = self.heads // self.kv_heads
         for c0 in range(0, len(ids), self.prefill_chunk):
-            chunk = ids[c0:c0 + self.prefill_chunk]
+            chunk = ids[c0 : c0 + self.prefill_chunk]
             p, c = start + c0, len(chunk)
             h = F.embedding(torch.tensor(chunk, device=self.device), self.embed)
-            cos, sin = self._cos[p:p + c].unsqueeze(1), self._sin[p:p + c].unsqueeze(1)
+            cos, sin = self._cos[p : p + c].unsqueeze(1), self._sin[p : p + c].unsqueeze(1)
             add = None
             for i, w in enumerate(self.layers):
                 h, q, kv = self._layer_pre(self._pre, h, add, w, cos, sin)
                 cache = self.kv[i]
-                cache[:, :, p:p + c] = kv.transpose(1, 2)
-                keys, vals = cache[0, :, :p + c].unsqueeze(0), cache[1, :, :p + c].unsqueeze(0)
+                cache[:, :, p : p + c] = kv.transpose(1, 2)
+                keys, vals = cache[0, :, : p + c].unsqueeze(0), cache[1, :, : p + c].unsqueeze(0)
                 if n_rep > 1:  # same layout as transformers' repeat_kv
                     keys = keys[:, :, None].expand(-1, -1, n_rep, -1, -1).reshape(1, self.heads, p + c, -1)
                     vals = vals[:, :, None].expand(-1, -1, n_rep, -1, -1).reshape(1, self.heads, p + c, -1)
@@ -51,8 +52,9 @@ class EngineSteps:
                 elif p == 0:
                     o = F.scaled_dot_product_attention(qh, keys, vals, is_causal=True, scale=self.scaling)
                 else:  # queries are the last c of p+c positions: causal mask aligned bottom-right
-                    o = F.scaled_dot_product_attention(qh, keys, vals, attn_mask=causal_lower_right(c, p + c),
-                                                       scale=self.scaling)
+                    o = F.scaled_dot_product_attention(
+                        qh, keys, vals, attn_mask=causal_lower_right(c, p + c), scale=self.scaling
+                    )
                 h, add = self._layer_post(self._post, h, o[0].transpose(0, 1).reshape(c, -1), w)
             if c0 + c >= len(ids):  # logits only for the prompt's last token
                 self._logits.copy_(self._head(h[-1:] + add[-1:]).view(-1))
@@ -98,24 +100,54 @@ class EngineSteps:
         keys, vals = cache[0, :, :bucket], cache[1, :, :bucket]  # [kv_heads, bucket, d]
         if self.attention == "flash":
             o = torch.ops.aten._flash_attention_forward(
-                q.reshape(1, self.heads, d), keys.transpose(0, 1), vals.transpose(0, 1), self._cu_q,
-                self._cu_k[bucket], 1, bucket, 0.0, False, False, scale=self.scaling, seqused_k=mask)[0]
+                q.reshape(1, self.heads, d),
+                keys.transpose(0, 1),
+                vals.transpose(0, 1),
+                self._cu_q,
+                self._cu_k[bucket],
+                1,
+                bucket,
+                0.0,
+                False,
+                False,
+                scale=self.scaling,
+                seqused_k=mask,
+            )[0]
             return o.reshape(1, -1)
         qg = q.reshape(1, self.kv_heads, n_rep, d)
         if self.attention == "matmul":
             scores = torch.matmul(qg, keys.unsqueeze(0).transpose(-1, -2)) * self.scaling + mask
             o = torch.matmul(torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype), vals.unsqueeze(0))
         else:
-            o = F.scaled_dot_product_attention(qg, keys.unsqueeze(0), vals.unsqueeze(0), attn_mask=mask,
-                                               scale=self.scaling)
+            o = F.scaled_dot_product_attention(
+                qg, keys.unsqueeze(0), vals.unsqueeze(0), attn_mask=mask, scale=self.scaling
+            )
         return o.reshape(1, -1)
 
     def _layer_pre(self, fn, h, add, w, cos, sin, gemv=False):
         if self.fast:
-            return fn(h, add, w.ln1, w.wq, w.bq, w.qkn, cos, sin, self.eps, self.heads, self.kv_heads, self.head_dim,
-                      gemv)
-        return fn(h, add, w.ln1, w.wq, w.bq, w.wk, w.bk, w.wv, w.bv, w.qn, w.kn, cos, sin, self.eps, self.heads,
-                  self.kv_heads, self.head_dim)
+            return fn(
+                h, add, w.ln1, w.wq, w.bq, w.qkn, cos, sin, self.eps, self.heads, self.kv_heads, self.head_dim, gemv
+            )
+        return fn(
+            h,
+            add,
+            w.ln1,
+            w.wq,
+            w.bq,
+            w.wk,
+            w.bk,
+            w.wv,
+            w.bv,
+            w.qn,
+            w.kn,
+            cos,
+            sin,
+            self.eps,
+            self.heads,
+            self.kv_heads,
+            self.head_dim,
+        )
 
     def _layer_post(self, fn, h, o, w, gemv=False):
         if self.fast:

@@ -8,6 +8,7 @@ What it does (book §14.5.3, §14.5.8)
 What it leaves out
 - Batches, paged caches, anything but one sequence.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -40,7 +41,7 @@ class HFBackend:
         self.reset()
 
     @classmethod
-    def from_loaded(cls, loaded, reuse: bool = True) -> "HFBackend":
+    def from_loaded(cls, loaded, reuse: bool = True) -> HFBackend:
         return cls(loaded.model, loaded.description, reuse)
 
     def reset(self) -> None:

@@ -15,6 +15,7 @@ What it leaves out
 - Top-k, min-p, repetition penalties, beam search. Equal tokens across devices: a CUDA generator draws a
   different stream from a CPU one, so "same seed, same tokens" holds per device.
 """
+
 from __future__ import annotations
 
 import torch
@@ -54,8 +55,9 @@ def nucleus(probs: torch.Tensor, top_p) -> torch.Tensor:
     return probs.masked_fill(~keep, 0.0)
 
 
-def sample(logits: torch.Tensor, temperature, noise: torch.Tensor, top_p=None,
-           allowed: torch.Tensor | None = None) -> torch.Tensor:
+def sample(
+    logits: torch.Tensor, temperature, noise: torch.Tensor, top_p=None, allowed: torch.Tensor | None = None
+) -> torch.Tensor:
     """``argmax(p / q)`` with ``p = softmax(masked logits / temperature)`` (cut to ``top_p`` unless None)."""
     probs = torch.softmax(masked(logits, allowed).float() / temperature, dim=-1)
     if top_p is not None:
@@ -63,8 +65,13 @@ def sample(logits: torch.Tensor, temperature, noise: torch.Tensor, top_p=None,
     return torch.argmax(probs / noise, dim=-1)
 
 
-def choose(logits: torch.Tensor, temperature: float = 0.0, top_p: float = 1.0, allowed: torch.Tensor | None = None,
-           gen: torch.Generator | None = None) -> torch.Tensor:
+def choose(
+    logits: torch.Tensor,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    allowed: torch.Tensor | None = None,
+    gen: torch.Generator | None = None,
+) -> torch.Tensor:
     """Pick the next token(s): greedy when ``temperature <= 0``, else a seeded draw from ``gen``."""
     if temperature <= 0:
         return greedy(logits, allowed)

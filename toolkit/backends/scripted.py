@@ -7,6 +7,7 @@ What it does
 What it leaves out
 - Any model: nothing is computed, which its name says in every trace.
 """
+
 from __future__ import annotations
 
 import time

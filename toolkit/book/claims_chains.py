@@ -3,6 +3,7 @@ of per-step rates measured on each step alone; read from ``benchmarks/results/bf
 
 What it leaves out: anything not in the saved results (no model runs here).
 """
+
 from __future__ import annotations
 
 import json
@@ -19,14 +20,29 @@ def chain_claims(path: Path | None = None) -> list[Claim]:
     path = BFCL_RESULTS if path is None else Path(path)
     doc = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     # the kit loop as it ships (levers other than "plain", whose format fails every step and proves nothing)
-    rows = [r for r in doc.get("chains", {}).get("data", {}).get("rows", [])
-            if r.get("product") is not None and not r["lever"].startswith("plain")]
+    rows = [
+        r
+        for r in doc.get("chains", {}).get("data", {}).get("rows", [])
+        if r.get("product") is not None and not r["lever"].startswith("plain")
+    ]
     if not rows:
         why = f"no saved chain results at {path.name} (python benchmarks/bfcl.py chains)"
-        return [Claim("pk-measured-chains", "§14.5.4", "A k-step chain succeeds with p^k.", "not measured",
-                      *_verdict(not rows, why, caveats=[(not rows, why)])),
-                Claim("pk-upper-bound-measured", "§14.5.4", "p^k is an upper-bound model.", "not measured",
-                      *_verdict(not rows, why, caveats=[(not rows, why)]))]
+        return [
+            Claim(
+                "pk-measured-chains",
+                "§14.5.4",
+                "A k-step chain succeeds with p^k.",
+                "not measured",
+                *_verdict(not rows, why, caveats=[(not rows, why)]),
+            ),
+            Claim(
+                "pk-upper-bound-measured",
+                "§14.5.4",
+                "p^k is an upper-bound model.",
+                "not measured",
+                *_verdict(not rows, why, caveats=[(not rows, why)]),
+            ),
+        ]
     m = doc["chains"]["meta"]
     n = sum(r["n"] for r in rows)
     table = "; ".join(f"{r['lever']} k={r['k']}: {r['success']:.2f} vs {r['product']:.2f} (n={r['n']})" for r in rows)
@@ -36,15 +52,29 @@ def chain_claims(path: Path | None = None) -> list[Claim]:
     small = min(r["n"] for r in rows)
     src = f"{m['model']}, {m['date']}, commit {m['commit']}: measured chain success vs product of isolated step rates"
     return [
-        Claim("pk-measured-chains", "§14.5.4 table 14-11", "A k-step chain succeeds with p^k (the product of the "
-              "per-step rates).", f"{src}: {table}",
-              *_verdict(close >= len(rows) / 2, f"the product is more than 0.25 away from the measured success in "
-                        f"{len(rows) - close} of {len(rows)} rows",
-                        caveats=[(small < 30, f"as few as {small} chains per row: intervals are wide")])),
-        Claim("pk-upper-bound-measured", "§14.5.4", "p^k is an upper-bound model of chain success.",
-              f"{src}: measured above the product in {above} rows, below in {below}, equal in "
-              f"{len(rows) - above - below} ({n} chains in all)",
-              *_verdict(below >= above, f"measured chain success exceeded p^k in {above} of {len(rows)} rows "
-                        "(more than fell below it): on these chains p^k was a lower bound more often",
-                        caveats=[(small < 30, f"as few as {small} chains per row")])),
+        Claim(
+            "pk-measured-chains",
+            "§14.5.4 table 14-11",
+            "A k-step chain succeeds with p^k (the product of the per-step rates).",
+            f"{src}: {table}",
+            *_verdict(
+                close >= len(rows) / 2,
+                f"the product is more than 0.25 away from the measured success in "
+                f"{len(rows) - close} of {len(rows)} rows",
+                caveats=[(small < 30, f"as few as {small} chains per row: intervals are wide")],
+            ),
+        ),
+        Claim(
+            "pk-upper-bound-measured",
+            "§14.5.4",
+            "p^k is an upper-bound model of chain success.",
+            f"{src}: measured above the product in {above} rows, below in {below}, equal in "
+            f"{len(rows) - above - below} ({n} chains in all)",
+            *_verdict(
+                below >= above,
+                f"measured chain success exceeded p^k in {above} of {len(rows)} rows "
+                "(more than fell below it): on these chains p^k was a lower bound more often",
+                caveats=[(small < 30, f"as few as {small} chains per row")],
+            ),
+        ),
     ]

@@ -2,11 +2,11 @@
 
 Leaves out: measured wall-clock timings (benchmarks do those).
 """
+
 from __future__ import annotations
 
 import importlib.util
 import json
-import math
 import random
 from pathlib import Path
 from statistics import median
@@ -24,37 +24,91 @@ def cost_claims() -> list[Claim]:
     g = cost.growth(10_000, 2048, 30)
     cold = cost.growth(10_000, 2048, 30, warm=False)
     walk = sum(10_000 + 2048 * k for k in range(1, 31))
-    out.append(Claim("prefill-no-cache", "§14.5.3", "Prefilling the whole prefix every turn for 30 turns (T=10,000, "
-                     "Δ=2,048) costs 1,252,320 tokens.", f"turn-by-turn sum {g.total_no_cache:,}; closed form "
-                     f"{cost.total_no_cache(10_000, 2048, 30):,}; plain Python sum {walk:,}",
-                     *_verdict(g.total_no_cache == walk == 1_252_320, "the sums differ from 1,252,320")))
-    out.append(Claim("prefill-cache", "§14.5.3", "With every prefix served from the cache, only 2,048 × 30 = 61,440 "
-                     "tokens are computed.", f"{g.total_cache:,} (warm); {cold.total_cache:,} if the tool block is "
-                     "not cached before turn 1", *_verdict(g.total_cache == 61_440, "the cached total is not 61,440", [
-                         (cold.total_cache != g.total_cache, "assumes the tool block is already cached when the loop "
-                          f"starts (another request used the same tools); a cold first turn computes T too: "
-                          f"{cold.total_cache:,}")])))
+    out.append(
+        Claim(
+            "prefill-no-cache",
+            "§14.5.3",
+            "Prefilling the whole prefix every turn for 30 turns (T=10,000, Δ=2,048) costs 1,252,320 tokens.",
+            f"turn-by-turn sum {g.total_no_cache:,}; closed form "
+            f"{cost.total_no_cache(10_000, 2048, 30):,}; plain Python sum {walk:,}",
+            *_verdict(g.total_no_cache == walk == 1_252_320, "the sums differ from 1,252,320"),
+        )
+    )
+    out.append(
+        Claim(
+            "prefill-cache",
+            "§14.5.3",
+            "With every prefix served from the cache, only 2,048 × 30 = 61,440 tokens are computed.",
+            f"{g.total_cache:,} (warm); {cold.total_cache:,} if the tool block is not cached before turn 1",
+            *_verdict(
+                g.total_cache == 61_440,
+                "the cached total is not 61,440",
+                [
+                    (
+                        cold.total_cache != g.total_cache,
+                        "assumes the tool block is already cached when the loop "
+                        f"starts (another request used the same tools); a cold first turn computes T too: "
+                        f"{cold.total_cache:,}",
+                    )
+                ],
+            ),
+        )
+    )
     r30, r60 = g.ratio, cost.growth(10_000, 2048, 60).ratio
-    out.append(Claim("ratio-30", "§14.5.3", "The gap at 30 turns is 20.4×.", f"{g.total_no_cache:,} / "
-                     f"{g.total_cache:,} = {r30:.3f}; cold start {cold.ratio:.2f}×",
-                     *_verdict(_rounds_to(r30, 20.4, 1), f"rounds to {r30:.1f}", [
-                         (not _rounds_to(cold.ratio, 20.4, 1), "needs a full cache hit on every turn, the tool block "
-                          f"included; with a cold first turn it is {cold.ratio:.1f}×")])))
-    out.append(Claim("ratio-60", "§14.5.3", "At 60 turns the gap is 35.4×.", f"walk {r60:.3f}; closed form "
-                     f"{cost.ratio_closed(10_000, 2048, 60):.3f}", *_verdict(_rounds_to(r60, 35.4, 1),
-                                                                             f"rounds to {r60:.1f}")))
+    out.append(
+        Claim(
+            "ratio-30",
+            "§14.5.3",
+            "The gap at 30 turns is 20.4×.",
+            f"{g.total_no_cache:,} / {g.total_cache:,} = {r30:.3f}; cold start {cold.ratio:.2f}×",
+            *_verdict(
+                _rounds_to(r30, 20.4, 1),
+                f"rounds to {r30:.1f}",
+                [
+                    (
+                        not _rounds_to(cold.ratio, 20.4, 1),
+                        "needs a full cache hit on every turn, the tool block "
+                        f"included; with a cold first turn it is {cold.ratio:.1f}×",
+                    )
+                ],
+            ),
+        )
+    )
+    out.append(
+        Claim(
+            "ratio-60",
+            "§14.5.3",
+            "At 60 turns the gap is 35.4×.",
+            f"walk {r60:.3f}; closed form {cost.ratio_closed(10_000, 2048, 60):.3f}",
+            *_verdict(_rounds_to(r60, 35.4, 1), f"rounds to {r60:.1f}"),
+        )
+    )
     grid = [(t, d, r) for t in (0, 500, 10_000, 40_000) for d in (1, 300, 2048) for r in (1, 7, 30, 100)]
     bad = [x for x in grid if abs(cost.growth(*x).ratio - cost.ratio_closed(*x)) > 1e-9 * cost.growth(*x).ratio]
-    out.append(Claim("ratio-formula", "§14.5.3", "The ratio equals T/Δ + (R+1)/2, growing about linearly in R.",
-                     f"walk vs formula on {len(grid)} (T, Δ, R) settings: {len(bad)} mismatches",
-                     *_verdict(not bad, f"mismatches at {bad[:3]}")))
+    out.append(
+        Claim(
+            "ratio-formula",
+            "§14.5.3",
+            "The ratio equals T/Δ + (R+1)/2, growing about linearly in R.",
+            f"walk vs formula on {len(grid)} (T, Δ, R) settings: {len(bad)} mismatches",
+            *_verdict(not bad, f"mismatches at {bad[:3]}"),
+        )
+    )
     c = 10_000 / 2048
     rest = [cost.growth(10_000, 2048, r).ratio - (r + 1) / 2 for r in (1, 30, 60, 1000)]
-    out.append(Claim("constant", "§14.5.3", "The constant term 10,000/2,048 ≈ 4.9 comes from the tool definitions and "
-                     "does not vanish however many turns.", f"10,000/2,048 = {c:.4f}; ratio − (R+1)/2 at R = 1, 30, "
-                     f"60, 1000: {', '.join(f'{x:.4f}' for x in rest)}",
-                     *_verdict(_rounds_to(c, 4.9, 1) and all(abs(x - c) < 1e-9 for x in rest),
-                               "the constant does not round to 4.9 or changes with R")))
+    out.append(
+        Claim(
+            "constant",
+            "§14.5.3",
+            "The constant term 10,000/2,048 ≈ 4.9 comes from the tool definitions and "
+            "does not vanish however many turns.",
+            f"10,000/2,048 = {c:.4f}; ratio − (R+1)/2 at R = 1, 30, 60, 1000: {', '.join(f'{x:.4f}' for x in rest)}",
+            *_verdict(
+                _rounds_to(c, 4.9, 1) and all(abs(x - c) < 1e-9 for x in rest),
+                "the constant does not round to 4.9 or changes with R",
+            ),
+        )
+    )
     return out
 
 
@@ -70,8 +124,15 @@ def bfcl_tools() -> dict[str, list[dict]]:
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError("bfcl_eval is not installed (requirements-nodeps.txt; make setup)")
     data = Path(list(spec.submodule_search_locations)[0]) / "data"
-    types = {"dict": "object", "float": "number", "tuple": "array", "list": "array", "int": "integer",
-             "str": "string", "bool": "boolean"}
+    types = {
+        "dict": "object",
+        "float": "number",
+        "tuple": "array",
+        "list": "array",
+        "int": "integer",
+        "str": "string",
+        "bool": "boolean",
+    }
 
     def fix(node):
         if isinstance(node, dict):
@@ -86,11 +147,14 @@ def bfcl_tools() -> dict[str, list[dict]]:
         return [fix(x) for x in node] if isinstance(node, list) else node
 
     def wrap(f):
-        return {"type": "function", "function": {k: fix(f[k]) for k in ("name", "description", "parameters")
-                                                 if k in f}}
+        return {"type": "function", "function": {k: fix(f[k]) for k in ("name", "description", "parameters") if k in f}}
 
-    multi = [wrap(json.loads(line)) for p in sorted((data / "multi_turn_func_doc").glob("*.json"))
-             for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+    multi = [
+        wrap(json.loads(line))
+        for p in sorted((data / "multi_turn_func_doc").glob("*.json"))
+        for line in p.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     live, seen = [], set()
     for line in (data / "BFCL_v4_live_multiple.json").read_text(encoding="utf-8").splitlines():
         for f in json.loads(line)["function"]:
@@ -111,103 +175,54 @@ def tool_cost_claims() -> list[Claim]:
     meds = {name: median(per_tool(tools)) for name, tools in sets.items()}
     kit = median(per_tool(realistic_tools(20)))
     m = meds["multi_turn"]
-    out.append(Claim("tokens-per-tool", "§14.5.3", "One tool's JSON Schema (name, description, typed parameters "
-                     "with descriptions) is typically about 200 tokens.", "public BFCL function docs, Qwen3 "
-                     f"tokenizer: median {m:.0f} tokens over {len(sets['multi_turn'])} multi-turn API functions, "
-                     f"{meds['live']:.0f} over {len(sets['live'])} live (user-contributed) functions; the kit's own "
-                     f"20 schemas (toolkit.catalog): {kit:.0f}",
-                     *_verdict(all(0.5 * 200 <= v <= 2 * 200 for v in meds.values()),
-                               "a public set's median is off by more than a factor of two", [
-                                   (any(abs(v - 200) > 0.25 * 200 for v in meds.values()),
-                                    "same order of magnitude; the public medians are "
-                                    f"{m / 200:.0%} and {meds['live'] / 200:.0%} of 200")])))
+    out.append(
+        Claim(
+            "tokens-per-tool",
+            "§14.5.3",
+            "One tool's JSON Schema (name, description, typed parameters "
+            "with descriptions) is typically about 200 tokens.",
+            "public BFCL function docs, Qwen3 "
+            f"tokenizer: median {m:.0f} tokens over {len(sets['multi_turn'])} multi-turn API functions, "
+            f"{meds['live']:.0f} over {len(sets['live'])} live (user-contributed) functions; the kit's own "
+            f"20 schemas (toolkit.catalog): {kit:.0f}",
+            *_verdict(
+                all(0.5 * 200 <= v <= 2 * 200 for v in meds.values()),
+                "a public set's median is off by more than a factor of two",
+                [
+                    (
+                        any(abs(v - 200) > 0.25 * 200 for v in meds.values()),
+                        "same order of magnitude; the public medians are "
+                        f"{m / 200:.0%} and {meds['live'] / 200:.0%} of 200",
+                    )
+                ],
+            ),
+        )
+    )
     multi = sets["multi_turn"]
     for n, book in ((10, 2000), (50, 10_000), (100, 20_000)):
         c = tool_definition_cost(multi[:n], "qwen3", tokenizer=tok, per_tool=False)["total"]
         close = abs(c - book) <= 0.15 * book
-        out.append(Claim(f"tools-{n}", "§14.5.3", f"{n} tools cost about {book:,} tokens per request.",
-                         f"the first {n} BFCL multi-turn API functions (public, file order) in the Qwen3 template: "
-                         f"{c:,} tokens ({c / book:.0%} of the book's figure)",
-                         *_verdict(0.5 * book <= c <= 2 * book, "off by more than a factor of two", [
-                             (not close, "the cost does grow linearly with the number of tools, but these public "
-                              f"definitions come to ~{c / n:.0f} tokens per tool, so the total is {c / book:.0%} "
-                              "of the book's")])))
-    return out
-
-
-# Peak dense BF16 throughput and bandwidth of an H100 SXM (vendor spec sheet), for the wall-clock comparison only.
-H100_BF16_FLOPS, H100_BW = 989e12, 3.35e12
-
-
-# Llama 3 8B's KV cache per position: 2 (K, V) × 32 layers × 8 KV heads × 128 dims × 2 bytes (bf16).
-LLAMA3_KV_BYTES = 2 * 32 * 8 * 128 * 2
-
-
-def flops_claims() -> list[Claim]:
-    out = []
-    llama, ds = cost.MODELS["Llama 3 8B"], cost.MODELS["DeepSeek-V3 (37B active)"]
-    f8, f8x, f37 = cost.decode_flops_per_token(8e9), cost.decode_flops_per_token(llama.active_params), \
-        cost.decode_flops_per_token(ds.active_params)
-    ctx_mid, ctx_end = 10_000 + 2048 * 15, 10_000 + 2048 * 30
-    att_mid = cost.attention_flops_per_token(llama.layers, llama.attn_width, ctx_mid)
-    att_end = cost.attention_flops_per_token(llama.layers, llama.attn_width, ctx_end)
-    out.append(Claim("flops-llama", "§14.5.3", "Decoding one token of Llama 3 8B takes about 2 × parameters ≈ 16 "
-                     "GFLOPs.", f"2 × 8e9 = {f8 / 1e9:.1f} GFLOPs (2 × 8.03e9 = {f8x / 1e9:.2f}); attention over "
-                     f"the context adds {att_mid / 1e9:.1f} GFLOPs at {ctx_mid:,} tokens and {att_end / 1e9:.1f} at "
-                     f"{ctx_end:,}", *_verdict(_rounds_to(f8x / 1e9, 16, 0), "2 × 8.03e9 does not round to 16", [
-                         (att_mid / f8x > 0.05, "the 2N rule counts the weights only; at this loop's context "
-                          f"lengths attention adds {att_mid / f8x:.0%}–{att_end / f8x:.0%} on top")])))
-    out.append(Claim("flops-deepseek", "§14.5.3", "DeepSeek-V3 with 37B active parameters takes about 74 GFLOPs per "
-                     "token.", f"2 × 37e9 = {f37 / 1e9:.0f} GFLOPs (of 671B parameters only the active ones count)",
-                     *_verdict(_rounds_to(f37 / 1e9, 74, 0), "2 × 37e9 does not round to 74")))
-    t = 30 * 500
-    p8, p37 = cost.decode_flops(8e9, t) / 1e15, cost.decode_flops(ds.active_params, t) / 1e15
-    out.append(Claim("pflops", "§14.5.3", "30 turns × 500 output tokens = 15,000 tokens: ≈ 0.24 PFLOPs (Llama 3 8B) "
-                     "and ≈ 1.11 PFLOPs (DeepSeek-V3).", f"{t:,} tokens: {p8:.3f} and {p37:.3f} PFLOPs "
-                     f"(with 8.03e9: {cost.decode_flops(llama.active_params, t) / 1e15:.3f})",
-                     *_verdict(_rounds_to(p8, 0.24, 2) and _rounds_to(p37, 1.11, 2), "a total does not round")))
-    g = cost.growth()
-    fold = g.total_no_cache / t
-
-    out.append(Claim("decode-vs-prefill-tokens", "§14.5.3", "Decoded tokens are two orders of magnitude fewer "
-                     "than the 1.25M prefilled ones.", f"{g.total_no_cache:,} / {t:,} = {fold:.0f}× "
-                     f"(10^{math.log10(fold):.2f}); against the cached prefill ({g.total_cache:,}) only "
-                     f"{g.total_cache / t:.1f}×", *_verdict(round(math.log10(fold)) == 2,
-                                                            "not about two orders of magnitude", [
-                         (fold < 100, f"{fold:.0f}× rounds to two orders (10^{math.log10(fold):.2f}); it compares "
-                          "with the uncached prefill only")])))
-    ai = cost.arithmetic_intensity(llama.active_params)
-    ridge = H100_BF16_FLOPS / H100_BW
-    batch_at_ridge = ridge / ai
-    out.append(Claim("decode-memory-bound", "§14.5.3", "Decoding is limited by memory bandwidth, not compute.",
-                     f"batch-1 BF16 decode does {ai:.1f} FLOP per byte of weights read; an H100 SXM needs "
-                     f"{ridge:.0f} FLOP/byte (989 TFLOPS / 3.35 TB/s) to be compute-bound, i.e. a batch of "
-                     f"~{batch_at_ridge:.0f} sequences", *_verdict(ai < ridge / 10, "intensity is near the ridge point", [
-                         (batch_at_ridge < 512, f"for one sequence; a serving batch of ~{batch_at_ridge:.0f} "
-                          "sequences reaches the ridge point (fewer once KV reads are counted per sequence)")])))
-    # Wall clock, batch 1, one H100 SXM, spec-sheet bounds. Decode reads the weights and the whole KV cache per
-    # token; prefill costs 2N FLOPs per token plus causal attention over the prefix (KV reads are hidden by it).
-    T, D, R, out_tok = 10_000, 2048, 30, 500
-    w_bytes = llama.active_params * 2
-    L_, W = llama.layers, llama.attn_width
-    dec_s = kv_s = 0.0
-    pre_unc = pre_c = 0.0
-    for k in range(1, R + 1):
-        ctx = T + D * k
-        kv = LLAMA3_KV_BYTES * (ctx + out_tok / 2)  # mean KV size while this turn's 500 tokens are decoded
-        dec_s += out_tok * (w_bytes + kv) / H100_BW
-        kv_s += out_tok * kv / H100_BW
-        pre_unc += 2 * llama.active_params * ctx + 4 * L_ * W * ctx * ctx / 2
-        pre_c += 2 * llama.active_params * D + 4 * L_ * W * D * (ctx - D / 2)
-    pre_unc_s, pre_c_s = pre_unc / H100_BF16_FLOPS, pre_c / H100_BF16_FLOPS
-    mfu = 0.4  # a typical sustained fraction of peak for long prefills (assumption, stated in the evidence)
-    out.append(Claim("decode-wall-clock", "§14.5.3", "In wall-clock time decode often dominates despite its few "
-                     "tokens.", f"Llama 3 8B, one H100 SXM, batch 1, spec-sheet bounds: decode ≥ {dec_s:.0f} s "
-                     f"({kv_s:.0f} s of it reading the KV cache); prefill with causal attention ≥ {pre_unc_s:.0f} s "
-                     f"uncached / {pre_c_s:.1f} s cached at 100% of peak FLOPs, {pre_unc_s / mfu:.0f} s / "
-                     f"{pre_c_s / mfu:.1f} s at {mfu:.0%}", *_verdict(dec_s > pre_c_s / mfu, "cached prefill is slower", [
-                         (pre_unc_s / mfu > dec_s, "with the prefix cache; without it prefill at a realistic "
-                          f"{mfu:.0%} of peak ({pre_unc_s / mfu:.0f} s) overtakes decode ({dec_s:.0f} s)")])))
+        out.append(
+            Claim(
+                f"tools-{n}",
+                "§14.5.3",
+                f"{n} tools cost about {book:,} tokens per request.",
+                f"the first {n} BFCL multi-turn API functions (public, file order) in the Qwen3 template: "
+                f"{c:,} tokens ({c / book:.0%} of the book's figure)",
+                *_verdict(
+                    0.5 * book <= c <= 2 * book,
+                    "off by more than a factor of two",
+                    [
+                        (
+                            not close,
+                            "the cost does grow linearly with the number of tools, but these public "
+                            f"definitions come to ~{c / n:.0f} tokens per tool, so the total is {c / book:.0%} "
+                            "of the book's",
+                        )
+                    ],
+                ),
+            )
+        )
     return out
 
 
@@ -218,18 +233,44 @@ def decay_claims() -> list[Claim]:
     for p, vals in book.items():
         for k, printed in zip(cost.BOOK_KS, vals):
             v = cost.success(p, k)
-            out.append(Claim(f"table-{p:.2f}-{k}", "§14.5.4 table 14-11", f"p = {p:.2f} over {k} steps gives "
-                             f"{printed:.3f}.", f"{p}^{k} = {v:.5f}",
-                             *_verdict(_rounds_to(v, printed, 3), f"rounds to {v:.3f}")))
+            out.append(
+                Claim(
+                    f"table-{p:.2f}-{k}",
+                    "§14.5.4 table 14-11",
+                    f"p = {p:.2f} over {k} steps gives {printed:.3f}.",
+                    f"{p}^{k} = {v:.5f}",
+                    *_verdict(_rounds_to(v, printed, 3), f"rounds to {v:.3f}"),
+                )
+            )
     need = cost.required_p(0.9, 20)
-    out.append(Claim("inverse-0.9947", "§14.5.4", "For 0.9 over 20 steps each step needs 0.9^(1/20) = 0.9947.",
-                     f"{need:.6f}", *_verdict(_rounds_to(need, 0.9947, 4), f"rounds to {need:.4f}")))
-    out.append(Claim("error-rate", "§14.5.4", "So the per-step error rate must stay under 0.53%.",
-                     f"1 − {need:.6f} = {1 - need:.4%}", *_verdict(_rounds_to((1 - need) * 100, 0.53, 2),
-                                                                   f"{1 - need:.4%}")))
+    out.append(
+        Claim(
+            "inverse-0.9947",
+            "§14.5.4",
+            "For 0.9 over 20 steps each step needs 0.9^(1/20) = 0.9947.",
+            f"{need:.6f}",
+            *_verdict(_rounds_to(need, 0.9947, 4), f"rounds to {need:.4f}"),
+        )
+    )
+    out.append(
+        Claim(
+            "error-rate",
+            "§14.5.4",
+            "So the per-step error rate must stay under 0.53%.",
+            f"1 − {need:.6f} = {1 - need:.4%}",
+            *_verdict(_rounds_to((1 - need) * 100, 0.53, 2), f"{1 - need:.4%}"),
+        )
+    )
     spe = cost.steps_per_error(need)
-    out.append(Claim("one-per-190", "§14.5.4", "That is about one error per 190 steps.", f"1 / (1 − p) = {spe:.1f}",
-                     *_verdict(185 <= spe <= 195, f"{spe:.0f}")))
+    out.append(
+        Claim(
+            "one-per-190",
+            "§14.5.4",
+            "That is about one error per 190 steps.",
+            f"1 / (1 − p) = {spe:.1f}",
+            *_verdict(185 <= spe <= 195, f"{spe:.0f}"),
+        )
+    )
     out.append(_upper_bound_claim())
     return out
 
@@ -242,14 +283,26 @@ def _upper_bound_claim(p: float = 0.95, k: int = 20, trials: int = 20_000, seed:
     retry = sum(all(rng.random() < p or rng.random() < p for _ in range(k)) for _ in range(trials)) / trials
     # (b) steps are dependent: a task's difficulty sets one p for all its steps (mean p over tasks)
     a = 19.0  # Beta(a·p/(1−p), a) has mean p
-    dep = sum(all(rng.random() < q for _ in range(k)) for q in
-              (rng.betavariate(a * p / (1 - p), a) for _ in range(trials))) / trials
+    dep = (
+        sum(
+            all(rng.random() < q for _ in range(k))
+            for q in (rng.betavariate(a * p / (1 - p), a) for _ in range(trials))
+        )
+        / trials
+    )
     above = retry > base and dep > base
-    return Claim("pk-upper-bound", "§14.5.4", "p^k is an upper-bound model: real steps are not independent and a "
-                 "failure need not end the task.", f"p = {p}, k = {k}: p^k = {base:.3f}; seeded simulation "
-                 f"({trials:,} tasks each): one retry per failed step → {retry:.3f}; dependent steps (per-task p "
-                 f"~ Beta with mean {p}) → {dep:.3f}",
-                 *_verdict(not above, "both departures the text names push success above p^k (retries raise each "
-                           "step's p; dependence concentrates failures in fewer tasks, by Jensen's inequality), so "
-                           "p^k behaves as a pessimistic estimate here, not an upper bound; the order of magnitude "
-                           "and the role of chain length stand"))
+    return Claim(
+        "pk-upper-bound",
+        "§14.5.4",
+        "p^k is an upper-bound model: real steps are not independent and a failure need not end the task.",
+        f"p = {p}, k = {k}: p^k = {base:.3f}; seeded simulation "
+        f"({trials:,} tasks each): one retry per failed step → {retry:.3f}; dependent steps (per-task p "
+        f"~ Beta with mean {p}) → {dep:.3f}",
+        *_verdict(
+            not above,
+            "both departures the text names push success above p^k (retries raise each "
+            "step's p; dependence concentrates failures in fewer tasks, by Jensen's inequality), so "
+            "p^k behaves as a pessimistic estimate here, not an upper bound; the order of magnitude "
+            "and the role of chain length stand",
+        ),
+    )

@@ -3,6 +3,7 @@
 
 Leaves out: re-running the real-model measurement (its saved results are read).
 """
+
 from __future__ import annotations
 
 import json
@@ -35,66 +36,122 @@ def kit_claims() -> list[Claim]:
         return tok.encode(f"<tool_call>\n{body}\n</tool_call>", add_special_tokens=False)
 
     end = [tok.convert_tokens_to_ids("<|im_end|>")]
-    wrong_city, unknown_field = replay(grammar, ids_of({"city": "上海"}) + end), replay(grammar, ids_of({"town": "北京"}))
-    out.append(Claim("shape-not-meaning", "§14.5.2 constrained decoding", "Constrained decoding guarantees the "
-                     "shape (braces, field names, types), not the meaning of the arguments.", "xgrammar mask "
-                     "compiled from get_weather's schema, replaying Qwen3 token ids of a call for a user who asked "
-                     f"about 北京: city 上海 → accepted {wrong_city[0]}, complete {wrong_city[1]}; unknown field "
-                     f"'town' → accepted {unknown_field[0]}",
-                     *_verdict(wrong_city == (True, True) and not unknown_field[0],
-                               "the grammar rejects a valid shape or accepts an unknown field")))
+    wrong_city, unknown_field = (
+        replay(grammar, ids_of({"city": "上海"}) + end),
+        replay(grammar, ids_of({"town": "北京"})),
+    )
+    out.append(
+        Claim(
+            "shape-not-meaning",
+            "§14.5.2 constrained decoding",
+            "Constrained decoding guarantees the shape (braces, field names, types), not the meaning of the arguments.",
+            "xgrammar mask "
+            "compiled from get_weather's schema, replaying Qwen3 token ids of a call for a user who asked "
+            f"about 北京: city 上海 → accepted {wrong_city[0]}, complete {wrong_city[1]}; unknown field "
+            f"'town' → accepted {unknown_field[0]}",
+            *_verdict(
+                wrong_city == (True, True) and not unknown_field[0],
+                "the grammar rejects a valid shape or accepts an unknown field",
+            ),
+        )
+    )
     # the SFT loss mask (§14.5.7)
     ex = example("calculator")
     traj = ex["messages"] + [
-        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {
-            "name": CALCULATOR["tool"], "arguments": CALCULATOR["arguments"]}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"type": "function", "function": {"name": CALCULATOR["tool"], "arguments": CALCULATOR["arguments"]}}
+            ],
+        },
         {"role": "tool", "content": '{"result": 37.5}'},
-        {"role": "assistant", "content": answer_text(CALCULATOR, {"result": 37.5})}]
+        {"role": "assistant", "content": answer_text(CALCULATOR, {"result": 37.5})},
+    ]
     lab = label(traj, [t.schema for t in ex["tools"].values()], "qwen3")
     parts = {}
     for t, y in zip(lab.rendering.tokens, lab.labels):
         parts.setdefault(t.segment, [0, 0])[y != IGNORE_INDEX] += 1
     tr = parts.get("tool_response", [0, 0])
     calls = parts.get("tool_call", [0, 0])
-    out.append(Claim("loss-mask", "§14.5.7", "In SFT on tool trajectories the tool results are masked out of the "
-                     "loss; the model's calls and answers are trained.", f"toolkit.train.label on a rendered "
-                     f"calculator trajectory: <tool_response> tokens trained {tr[1]} of {sum(tr)}; <tool_call> "
-                     f"tokens trained {calls[1]} of {sum(calls)}", *_verdict(tr[1] == 0 and sum(tr) > 0 and
-                                                                          calls[1] == sum(calls) > 0,
-                                                                          "tool results are trained or calls are not")))
+    out.append(
+        Claim(
+            "loss-mask",
+            "§14.5.7",
+            "In SFT on tool trajectories the tool results are masked out of the "
+            "loss; the model's calls and answers are trained.",
+            f"toolkit.train.label on a rendered "
+            f"calculator trajectory: <tool_response> tokens trained {tr[1]} of {sum(tr)}; <tool_call> "
+            f"tokens trained {calls[1]} of {sum(calls)}",
+            *_verdict(
+                tr[1] == 0 and sum(tr) > 0 and calls[1] == sum(calls) > 0, "tool results are trained or calls are not"
+            ),
+        )
+    )
     # engines end the request at <|im_end|>; the next turn is a new request with a longer prefix (§14.5.8)
     backend = ScriptedBackend(tok, [call_text(CALCULATOR), answer_text(CALCULATOR, {"result": 37.5})])
     trace = run(backend, tok, ex["messages"], ex["tools"], template="qwen3", parallel=False)
     gens = [s.generation for s in trace.steps if isinstance(s, Generated)]
     p1, p2 = backend.prompts[0], backend.prompts[1]
     ends = [g.stopped_by for g in gens]
-    out.append(Claim("no-suspend", "§14.5.8", "Engines do not suspend a request while the tool runs: the request "
-                     "ends at <|im_end|>; the next turn is a new request with a longer prefix, served from the "
-                     "prefix cache.", f"host loop (scripted model): {len(backend.prompts)} separate generate calls, "
-                     f"each ended by {ends}; request 2 ({len(p2)} tokens) starts with request 1 ({len(p1)}): "
-                     f"{p2[:len(p1)] == p1}; reused from the cache {gens[1].reused}",
-                     *_verdict(len(backend.prompts) == 2 and ends == ["stop", "stop"] and p2[:len(p1)] == p1 and
-                               gens[1].reused >= len(p1), "the requests do not chain as described")))
+    out.append(
+        Claim(
+            "no-suspend",
+            "§14.5.8",
+            "Engines do not suspend a request while the tool runs: the request "
+            "ends at <|im_end|>; the next turn is a new request with a longer prefix, served from the "
+            "prefix cache.",
+            f"host loop (scripted model): {len(backend.prompts)} separate generate calls, "
+            f"each ended by {ends}; request 2 ({len(p2)} tokens) starts with request 1 ({len(p1)}): "
+            f"{p2[: len(p1)] == p1}; reused from the cache {gens[1].reused}",
+            *_verdict(
+                len(backend.prompts) == 2
+                and ends == ["stop", "stop"]
+                and p2[: len(p1)] == p1
+                and gens[1].reused >= len(p1),
+                "the requests do not chain as described",
+            ),
+        )
+    )
     # parallel calls: the model writes several <tool_call> blocks; the template and the host do the rest
-    two = ('<tool_call>\n{"name": "get_weather", "arguments": {"city": "北京"}}\n</tool_call>\n'
-           '<tool_call>\n{"name": "get_weather", "arguments": {"city": "上海"}}\n</tool_call>')
+    two = (
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "北京"}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "上海"}}\n</tool_call>'
+    )
     _, calls2 = parse_tool_calls(two)
     back2 = ScriptedBackend(tok, [two, "北京和上海的天气如上。"])
-    tr2 = run(back2, tok, [{"role": "user", "content": "北京和上海天气？"}],
-                   {"get_weather": TOOLS["get_weather"]},
-                   template="qwen3", parallel=True)
+    tr2 = run(
+        back2,
+        tok,
+        [{"role": "user", "content": "北京和上海天气？"}],
+        {"get_weather": TOOLS["get_weather"]},
+        template="qwen3",
+        parallel=True,
+    )
     last = back2.prompts[-1]
     text = tok.decode(last)
     tail = text.rsplit("<|im_start|>assistant", 2)[-2]
     executed = [r for s in tr2.steps if isinstance(s, Executed) for r in s.results]
-    out.append(Claim("parallel-calls", "§14.5.8", "Parallel calls are the model's and the template's doing: one "
-                     "generation holds several <tool_call> blocks; the host runs them and feeds the results back "
-                     "together.", f"parser: {len(calls2)} calls from one generation; host executed "
-                     f"{len(executed)} ({', '.join(r.status for r in executed)}); the next prompt has "
-                     f"{tail.count('<tool_response>')} <tool_response> blocks in {tail.count('<|im_start|>user')} "
-                     "user turn", *_verdict(len(calls2) == 2 and len(executed) == 2 and
-                                            tail.count("<tool_response>") == 2 and tail.count("<|im_start|>user") == 1,
-                                            "the calls are not parsed, run and merged as described")))
+    out.append(
+        Claim(
+            "parallel-calls",
+            "§14.5.8",
+            "Parallel calls are the model's and the template's doing: one "
+            "generation holds several <tool_call> blocks; the host runs them and feeds the results back "
+            "together.",
+            f"parser: {len(calls2)} calls from one generation; host executed "
+            f"{len(executed)} ({', '.join(r.status for r in executed)}); the next prompt has "
+            f"{tail.count('<tool_response>')} <tool_response> blocks in {tail.count('<|im_start|>user')} "
+            "user turn",
+            *_verdict(
+                len(calls2) == 2
+                and len(executed) == 2
+                and tail.count("<tool_response>") == 2
+                and tail.count("<|im_start|>user") == 1,
+                "the calls are not parsed, run and merged as described",
+            ),
+        )
+    )
     mult = _multiplication_claim()
     if mult is not None:
         out.append(mult)
@@ -111,9 +168,13 @@ def _multiplication_claim() -> Claim | None:
     r = json.loads(MULTIPLICATION_RESULTS.read_text(encoding="utf-8"))
     alone, tool = r["summary"]["alone_exact"], r["summary"]["tool_exact"]
     n = r["summary"]["n"]
-    return Claim("exact-multiplication", "§14.5.1", "A model predicting token by token is unreliable at exact "
-                 "multiplication of large numbers; a calculator tool fixes it.", f"{r['model']}, "
-                 f"{n} seeded products of {r['digits']}-digit numbers (seed {r['seed']}, {r['date']}, commit "
-                 f"{r['commit'][:10]}): exact without a tool {alone}/{n}, with the calculator {tool}/{n}",
-                 *_verdict(alone < n / 2 and tool > alone, "the model alone multiplies exactly as well as with "
-                           "the tool"))
+    return Claim(
+        "exact-multiplication",
+        "§14.5.1",
+        "A model predicting token by token is unreliable at exact "
+        "multiplication of large numbers; a calculator tool fixes it.",
+        f"{r['model']}, "
+        f"{n} seeded products of {r['digits']}-digit numbers (seed {r['seed']}, {r['date']}, commit "
+        f"{r['commit'][:10]}): exact without a tool {alone}/{n}, with the calculator {tool}/{n}",
+        *_verdict(alone < n / 2 and tool > alone, "the model alone multiplies exactly as well as with the tool"),
+    )

@@ -2,6 +2,7 @@
 
 Leaves out: the specification text: protocol facts are what the installed SDK encodes.
 """
+
 from __future__ import annotations
 
 import concurrent.futures as cf
@@ -67,15 +68,23 @@ def _probe_server():
                 crashed = await c.call_tool("crash", {})
                 after = await c.call_tool("divide", {"a": 1, "b": 4})
                 page = await c.call_tool("weather", {})
-                seen[mode] = dict(version=c.protocol_version,
-                                  tool_keys=sorted(listed.tools[0].model_dump(by_alias=True, exclude_none=True)),
-                                  error=bad.is_error, unknown=unknown.is_error, crashed=crashed.is_error,
-                                  after=(after.is_error, after.content[0].text if after.content else None),
-                                  page=page.content[0].text if page.content else "",
-                                  no_method=await raw(c, "tools/frobnicate", None),
-                                  no_name=await raw(c, "tools/call", {"arguments": {}}),
-                                  server_caps=sorted(k for k, v in (c.server_capabilities.model_dump(
-                                      exclude_none=True) if c.server_capabilities else {}).items()))
+                seen[mode] = dict(
+                    version=c.protocol_version,
+                    tool_keys=sorted(listed.tools[0].model_dump(by_alias=True, exclude_none=True)),
+                    error=bad.is_error,
+                    unknown=unknown.is_error,
+                    crashed=crashed.is_error,
+                    after=(after.is_error, after.content[0].text if after.content else None),
+                    page=page.content[0].text if page.content else "",
+                    no_method=await raw(c, "tools/frobnicate", None),
+                    no_name=await raw(c, "tools/call", {"arguments": {}}),
+                    server_caps=sorted(
+                        k
+                        for k, v in (
+                            c.server_capabilities.model_dump(exclude_none=True) if c.server_capabilities else {}
+                        ).items()
+                    ),
+                )
 
     try:  # in a thread of its own: Jupyter already runs an event loop in the main thread
         with cf.ThreadPoolExecutor(1) as pool:
@@ -95,123 +104,264 @@ def mcp_claims() -> list[Claim]:
 
     sdk = f"mcp {version('mcp')}"
     out = []
-    example = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-               "params": {"name": "get_weather", "arguments": {"location": "New York"}}}
+    example = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "get_weather", "arguments": {"location": "New York"}},
+    }
     req = mt.JSONRPCRequest.model_validate(example)
     call = mt.CallToolRequest.model_validate({"method": req.method, "params": req.params})
-    out.append(Claim("jsonrpc", "§14.5.6; Tool Use §3.2", "MCP messages are JSON-RPC 2.0; a tool call is "
-                     "method tools/call with params name and arguments.", f"{sdk}: JSONRPC_VERSION = "
-                     f"{mt.JSONRPC_VERSION!r}; the book's example validates as JSONRPCRequest and CallToolRequest "
-                     f"(name={call.params.name!r}, arguments={call.params.arguments})",
-                     *_verdict(mt.JSONRPC_VERSION == "2.0" and call.params.name == "get_weather",
-                               "the SDK speaks another JSON-RPC version or rejects the example")))
+    out.append(
+        Claim(
+            "jsonrpc",
+            "§14.5.6; Tool Use §3.2",
+            "MCP messages are JSON-RPC 2.0; a tool call is method tools/call with params name and arguments.",
+            f"{sdk}: JSONRPC_VERSION = "
+            f"{mt.JSONRPC_VERSION!r}; the book's example validates as JSONRPCRequest and CallToolRequest "
+            f"(name={call.params.name!r}, arguments={call.params.arguments})",
+            *_verdict(
+                mt.JSONRPC_VERSION == "2.0" and call.params.name == "get_weather",
+                "the SDK speaks another JSON-RPC version or rejects the example",
+            ),
+        )
+    )
     probe = _probe_server()
     keys = mt.Tool(name="t", description="d", input_schema={"type": "object"}).model_dump(by_alias=True)
-    out.append(Claim("tools-list-fields", "§14.5.6; Tool Use §3.2", "tools/list returns tools with name, "
-                     "description and inputSchema (the JSON Schema a template renders into the prompt).",
-                     f"{sdk} Tool wire fields: {sorted(keys)}; a live in-process server listed "
-                     f"{probe['legacy']['tool_keys']}", *_verdict(
-                         {"name", "description", "inputSchema"} <= set(probe["legacy"]["tool_keys"]),
-                         "a field is missing from the listing")))
+    out.append(
+        Claim(
+            "tools-list-fields",
+            "§14.5.6; Tool Use §3.2",
+            "tools/list returns tools with name, "
+            "description and inputSchema (the JSON Schema a template renders into the prompt).",
+            f"{sdk} Tool wire fields: {sorted(keys)}; a live in-process server listed {probe['legacy']['tool_keys']}",
+            *_verdict(
+                {"name", "description", "inputSchema"} <= set(probe["legacy"]["tool_keys"]),
+                "a field is missing from the listing",
+            ),
+        )
+    )
     res = mt.CallToolResult(content=[], is_error=True).model_dump(by_alias=True)
     lg = probe["legacy"]
-    out.append(Claim("is-error", "§14.5.6", "A tool's own failure comes back as a normal result with isError = true "
-                     "(the model sees it); protocol failures are JSON-RPC errors.", f"{sdk}, in-process server: a tool "
-                     f"raising ZeroDivisionError → result with isError {lg['error']} (fields {sorted(res)}); on the "
-                     f"wire an unknown method → JSON-RPC error {lg['no_method']}, tools/call without a name → "
-                     f"{lg['no_name']}. An unknown tool name → isError {lg['unknown']} from this SDK's MCPServer; "
-                     "the 2025-06-18 specification lists an unknown tool as a protocol error (-32602), which the "
-                     "kit's own server (toolkit.mcp.server) returns: a deviation of the SDK, not of the book",
-                     *_verdict(lg["error"] and probe["auto"]["error"] and lg["no_method"] == mt.METHOD_NOT_FOUND
-                               and lg["no_name"] == mt.INVALID_PARAMS,
-                               "a tool failure was not isError, or a protocol failure was not a JSON-RPC error")))
+    out.append(
+        Claim(
+            "is-error",
+            "§14.5.6",
+            "A tool's own failure comes back as a normal result with isError = true "
+            "(the model sees it); protocol failures are JSON-RPC errors.",
+            f"{sdk}, in-process server: a tool "
+            f"raising ZeroDivisionError → result with isError {lg['error']} (fields {sorted(res)}); on the "
+            f"wire an unknown method → JSON-RPC error {lg['no_method']}, tools/call without a name → "
+            f"{lg['no_name']}. An unknown tool name → isError {lg['unknown']} from this SDK's MCPServer; "
+            "the 2025-06-18 specification lists an unknown tool as a protocol error (-32602), which the "
+            "kit's own server (toolkit.mcp.server) returns: a deviation of the SDK, not of the book",
+            *_verdict(
+                lg["error"]
+                and probe["auto"]["error"]
+                and lg["no_method"] == mt.METHOD_NOT_FOUND
+                and lg["no_name"] == mt.INVALID_PARAMS,
+                "a tool failure was not isError, or a protocol failure was not a JSON-RPC error",
+            ),
+        )
+    )
     caps = set(mt.ServerCapabilities.model_fields)
-    out.append(Claim("primitives", "§14.5.6; Tool Use §3.2", "Servers offer three kinds of things: tools, resources "
-                     "and prompts, and declare which in their capabilities.", f"ServerCapabilities fields: "
-                     f"{sorted(caps)}; the probe server declared {lg['server_caps']}",
-                     *_verdict({"tools", "resources", "prompts"} <= caps and "tools" in lg["server_caps"],
-                               "a primitive is missing from the capabilities")))
-    have = {name: iu.find_spec(mod) is not None for name, mod in
-            (("stdio", "mcp.client.stdio"), ("Streamable HTTP", "mcp.client.streamable_http"),
-             ("HTTP+SSE", "mcp.client.sse"))}
-    out.append(Claim("transports", "§14.5.6; Tool Use §3.2", "The standard transports are stdio and Streamable HTTP.",
-                     f"{sdk} client transports present: {have}",
-                     *_verdict(have["stdio"] and have["Streamable HTTP"], "one is missing", [
-                         (have["HTTP+SSE"], "the SDK still ships an HTTP+SSE transport as well (see sse-deprecated)")])))
+    out.append(
+        Claim(
+            "primitives",
+            "§14.5.6; Tool Use §3.2",
+            "Servers offer three kinds of things: tools, resources "
+            "and prompts, and declare which in their capabilities.",
+            f"ServerCapabilities fields: {sorted(caps)}; the probe server declared {lg['server_caps']}",
+            *_verdict(
+                {"tools", "resources", "prompts"} <= caps and "tools" in lg["server_caps"],
+                "a primitive is missing from the capabilities",
+            ),
+        )
+    )
+    have = {
+        name: iu.find_spec(mod) is not None
+        for name, mod in (
+            ("stdio", "mcp.client.stdio"),
+            ("Streamable HTTP", "mcp.client.streamable_http"),
+            ("HTTP+SSE", "mcp.client.sse"),
+        )
+    }
+    out.append(
+        Claim(
+            "transports",
+            "§14.5.6; Tool Use §3.2",
+            "The standard transports are stdio and Streamable HTTP.",
+            f"{sdk} client transports present: {have}",
+            *_verdict(
+                have["stdio"] and have["Streamable HTTP"],
+                "one is missing",
+                [(have["HTTP+SSE"], "the SDK still ships an HTTP+SSE transport as well (see sse-deprecated)")],
+            ),
+        )
+    )
     import mcp.client.sse as csse  # lazy: the SDK's server stack loads only when these claims run
     import mcp.server.sse as ssse  # lazy: the SDK's server stack loads only when these claims run
 
     src = inspect.getsource(csse) + inspect.getsource(ssse)
     marked = "deprecat" in src.lower()
-    out.append(Claim("sse-deprecated", "§14.5.6", "HTTP+SSE was replaced by Streamable HTTP and is deprecated, kept "
-                     "only for backward compatibility.", f"{sdk}: mcp.client.sse and mcp.server.sse present; the word "
-                     f"'deprecated' in their source: {marked}; the SDK's warning class MCPDeprecationWarning exists: "
-                     f"{hasattr(__import__('mcp.shared.exceptions', fromlist=['x']), 'MCPDeprecationWarning')}",
-                     *_verdict(have["Streamable HTTP"], "Streamable HTTP is missing", [
-                         (not marked, "the deprecation is the specification's (its text is not installed here to "
-                          "read); this SDK ships HTTP+SSE on both sides without marking it deprecated, so it cannot "
-                          "confirm the claim")])))
+    out.append(
+        Claim(
+            "sse-deprecated",
+            "§14.5.6",
+            "HTTP+SSE was replaced by Streamable HTTP and is deprecated, kept only for backward compatibility.",
+            f"{sdk}: mcp.client.sse and mcp.server.sse present; the word "
+            f"'deprecated' in their source: {marked}; the SDK's warning class MCPDeprecationWarning exists: "
+            f"{hasattr(__import__('mcp.shared.exceptions', fromlist=['x']), 'MCPDeprecationWarning')}",
+            *_verdict(
+                have["Streamable HTTP"],
+                "Streamable HTTP is missing",
+                [
+                    (
+                        not marked,
+                        "the deprecation is the specification's (its text is not installed here to "
+                        "read); this SDK ships HTTP+SSE on both sides without marking it deprecated, so it cannot "
+                        "confirm the claim",
+                    )
+                ],
+            ),
+        )
+    )
     handshake = sorted({m for m, ver in methods.CLIENT_REQUESTS if ver == v.LATEST_HANDSHAKE_VERSION})
     modern = sorted({m for m, ver in methods.CLIENT_REQUESTS if ver == v.LATEST_PROTOCOL_VERSION})
     init_fields = sorted(f.alias or n for n, f in mt.InitializeRequestParams.model_fields.items())
     named = {"protocolVersion", "capabilities", "clientInfo"}
-    out.append(Claim("initialize-era", "Tool Use §3.2", "Every connection starts with an initialize request "
-                     "(protocolVersion, capabilities, clientInfo); the server answers with its capabilities; then the "
-                     "client lists tools and calls them.",
-                     f"{sdk}: InitializeRequestParams wire fields {init_fields}; initialize exists for revisions "
-                     f"{v.OLDEST_SUPPORTED_VERSION}…{v.LATEST_HANDSHAKE_VERSION} ({'initialize' in handshake}); the "
-                     f"live legacy-mode client negotiated {lg['version']} and read server capabilities "
-                     f"{lg['server_caps']}; latest {v.LATEST_PROTOCOL_VERSION} has initialize: "
-                     f"{'initialize' in modern}, server/discover: {'server/discover' in modern} (auto mode "
-                     f"negotiated {probe['auto']['version']})",
-                     *_verdict("initialize" in handshake and named <= set(init_fields) and bool(lg["server_caps"]),
-                               "initialize or one of its named fields is missing", [
-                                   ("initialize" not in modern, "true of the handshake revisions up to "
-                                    f"{v.LATEST_HANDSHAKE_VERSION}; the latest revision {v.LATEST_PROTOCOL_VERSION} "
-                                    "drops initialize for an optional server/discover and per-request _meta")])))
-    wire = {"list_tools": "tools/list", "call_tool": "tools/call", "list_resources": "resources/list",
-            "list_prompts": "prompts/list"}
+    out.append(
+        Claim(
+            "initialize-era",
+            "Tool Use §3.2",
+            "Every connection starts with an initialize request "
+            "(protocolVersion, capabilities, clientInfo); the server answers with its capabilities; then the "
+            "client lists tools and calls them.",
+            f"{sdk}: InitializeRequestParams wire fields {init_fields}; initialize exists for revisions "
+            f"{v.OLDEST_SUPPORTED_VERSION}…{v.LATEST_HANDSHAKE_VERSION} ({'initialize' in handshake}); the "
+            f"live legacy-mode client negotiated {lg['version']} and read server capabilities "
+            f"{lg['server_caps']}; latest {v.LATEST_PROTOCOL_VERSION} has initialize: "
+            f"{'initialize' in modern}, server/discover: {'server/discover' in modern} (auto mode "
+            f"negotiated {probe['auto']['version']})",
+            *_verdict(
+                "initialize" in handshake and named <= set(init_fields) and bool(lg["server_caps"]),
+                "initialize or one of its named fields is missing",
+                [
+                    (
+                        "initialize" not in modern,
+                        "true of the handshake revisions up to "
+                        f"{v.LATEST_HANDSHAKE_VERSION}; the latest revision {v.LATEST_PROTOCOL_VERSION} "
+                        "drops initialize for an optional server/discover and per-request _meta",
+                    )
+                ],
+            ),
+        )
+    )
+    wire = {
+        "list_tools": "tools/list",
+        "call_tool": "tools/call",
+        "list_resources": "resources/list",
+        "list_prompts": "prompts/list",
+    }
     all_methods = {m for m, _ in methods.CLIENT_REQUESTS}
     py = {n: hasattr(Client, n) for n in wire}
-    out.append(Claim("sdk-names", "Tool Use §3.2", "The phases are list_tools (or list_resources / list_prompts) "
-                     "and call_tool.", f"{sdk} Python Client methods present: {py}; the JSON-RPC methods on the "
-                     f"wire: {', '.join(f'{w} ({w in all_methods})' for w in wire.values())}",
-                     *_verdict(all(py.values()) and all(w in all_methods for w in wire.values()),
-                               "a name is missing from the SDK", [
-                                   (not any(n in all_methods for n in wire), "list_tools / call_tool are the Python "
-                                    "SDK's method names; on the wire they are tools/list and tools/call (as §14.5.6 "
-                                    "writes them)")])))
-    n_req = {ver: sorted({m for m, x in methods.CLIENT_REQUESTS if x == ver}) for ver in ("2025-11-25",
-                                                                                         v.LATEST_PROTOCOL_VERSION)}
+    out.append(
+        Claim(
+            "sdk-names",
+            "Tool Use §3.2",
+            "The phases are list_tools (or list_resources / list_prompts) and call_tool.",
+            f"{sdk} Python Client methods present: {py}; the JSON-RPC methods on the "
+            f"wire: {', '.join(f'{w} ({w in all_methods})' for w in wire.values())}",
+            *_verdict(
+                all(py.values()) and all(w in all_methods for w in wire.values()),
+                "a name is missing from the SDK",
+                [
+                    (
+                        not any(n in all_methods for n in wire),
+                        "list_tools / call_tool are the Python "
+                        "SDK's method names; on the wire they are tools/list and tools/call (as §14.5.6 "
+                        "writes them)",
+                    )
+                ],
+            ),
+        )
+    )
+    n_req = {
+        ver: sorted({m for m, x in methods.CLIENT_REQUESTS if x == ver})
+        for ver in ("2025-11-25", v.LATEST_PROTOCOL_VERSION)
+    }
     tool_methods = [m for m in n_req["2025-11-25"] if m.startswith("tools/")]
-    out.append(Claim("only-discover-call", "§14.5.6", "Between client and server there are only two kinds of "
-                     "messages: discovering tools and calling them.", f"{sdk}: client requests in revision "
-                     f"2025-11-25: {len(n_req['2025-11-25'])} ({', '.join(n_req['2025-11-25'])}); in "
-                     f"{v.LATEST_PROTOCOL_VERSION}: {len(n_req[v.LATEST_PROTOCOL_VERSION])}; tool methods: "
-                     f"{tool_methods}", *_verdict(tool_methods == ["tools/call", "tools/list"],
-                                                  "tools are not discovered and called by two methods", [
-                         (len(n_req["2025-11-25"]) > 2, "true of tools (tools/list, tools/call); the protocol "
-                          f"itself has {len(n_req['2025-11-25'])} client requests in 2025-11-25 (handshake, ping, "
-                          "resources, prompts, completion, logging) plus notifications")])))
-    out.append(Claim("versions-perishable", "§14.5.6", "Protocol revision numbers and field sets change; check the "
-                     "current revision instead of memorising them.", f"{sdk} knows {len(v.KNOWN_PROTOCOL_VERSIONS)} "
-                     f"revisions ({v.KNOWN_PROTOCOL_VERSIONS[0]} … {v.LATEST_PROTOCOL_VERSION}); client requests "
-                     f"added/removed by the latest: +{sorted(set(modern) - set(handshake))} "
-                     f"−{sorted(set(handshake) - set(modern))}",
-                     *_verdict(len(v.KNOWN_PROTOCOL_VERSIONS) > 1 and handshake != modern,
-                               "a single revision, or the request set never changed")))
-    out.append(Claim("mcp-2024", "§14.5.6", "MCP dates from 2024.", f"oldest revision the SDK knows: "
-                     f"{v.KNOWN_PROTOCOL_VERSIONS[0]}", *_verdict(v.KNOWN_PROTOCOL_VERSIONS[0].startswith("2024"),
-                                                                  "the first revision is not from 2024")))
+    out.append(
+        Claim(
+            "only-discover-call",
+            "§14.5.6",
+            "Between client and server there are only two kinds of messages: discovering tools and calling them.",
+            f"{sdk}: client requests in revision "
+            f"2025-11-25: {len(n_req['2025-11-25'])} ({', '.join(n_req['2025-11-25'])}); in "
+            f"{v.LATEST_PROTOCOL_VERSION}: {len(n_req[v.LATEST_PROTOCOL_VERSION])}; tool methods: "
+            f"{tool_methods}",
+            *_verdict(
+                tool_methods == ["tools/call", "tools/list"],
+                "tools are not discovered and called by two methods",
+                [
+                    (
+                        len(n_req["2025-11-25"]) > 2,
+                        "true of tools (tools/list, tools/call); the protocol "
+                        f"itself has {len(n_req['2025-11-25'])} client requests in 2025-11-25 (handshake, ping, "
+                        "resources, prompts, completion, logging) plus notifications",
+                    )
+                ],
+            ),
+        )
+    )
+    out.append(
+        Claim(
+            "versions-perishable",
+            "§14.5.6",
+            "Protocol revision numbers and field sets change; check the current revision instead of memorising them.",
+            f"{sdk} knows {len(v.KNOWN_PROTOCOL_VERSIONS)} "
+            f"revisions ({v.KNOWN_PROTOCOL_VERSIONS[0]} … {v.LATEST_PROTOCOL_VERSION}); client requests "
+            f"added/removed by the latest: +{sorted(set(modern) - set(handshake))} "
+            f"−{sorted(set(handshake) - set(modern))}",
+            *_verdict(
+                len(v.KNOWN_PROTOCOL_VERSIONS) > 1 and handshake != modern,
+                "a single revision, or the request set never changed",
+            ),
+        )
+    )
+    out.append(
+        Claim(
+            "mcp-2024",
+            "§14.5.6",
+            "MCP dates from 2024.",
+            f"oldest revision the SDK knows: {v.KNOWN_PROTOCOL_VERSIONS[0]}",
+            *_verdict(v.KNOWN_PROTOCOL_VERSIONS[0].startswith("2024"), "the first revision is not from 2024"),
+        )
+    )
     au = probe["auto"]
     survived = lg["after"] == (False, "0.25") and au["after"] == (False, "0.25")
     verbatim = INJECTION in lg["page"]
-    out.append(Claim("decoupling-security", "Tool Use §3.2; §14.5.6", "Decoupling isolates the tool: a crashing "
-                     "tool does not break the system — while server output stays untrusted input.",
-                     f"in-process server: a tool raising RuntimeError → isError {lg['crashed']}, the next call on "
-                     f"the same session → {lg['after']}; a tool's output carrying an instruction reached the client "
-                     f"verbatim: {verbatim}", *_verdict(lg["crashed"] and survived, "a crash broke the session", [
-                         (verbatim, "isolation holds for failures, but decoupling does not make output safe: the "
-                          "injected text arrives unchanged, so §14.5.6's 'treat server output as untrusted' still "
-                          "applies (toolkit.mcp.safety marks it)")])))
+    out.append(
+        Claim(
+            "decoupling-security",
+            "Tool Use §3.2; §14.5.6",
+            "Decoupling isolates the tool: a crashing "
+            "tool does not break the system — while server output stays untrusted input.",
+            f"in-process server: a tool raising RuntimeError → isError {lg['crashed']}, the next call on "
+            f"the same session → {lg['after']}; a tool's output carrying an instruction reached the client "
+            f"verbatim: {verbatim}",
+            *_verdict(
+                lg["crashed"] and survived,
+                "a crash broke the session",
+                [
+                    (
+                        verbatim,
+                        "isolation holds for failures, but decoupling does not make output safe: the "
+                        "injected text arrives unchanged, so §14.5.6's 'treat server output as untrusted' still "
+                        "applies (toolkit.mcp.safety marks it)",
+                    )
+                ],
+            ),
+        )
+    )
     return out

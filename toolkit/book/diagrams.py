@@ -8,11 +8,11 @@ What it does
 What it leaves out
 - Styling for print beyond fixed sizes, colours and fonts.
 """
+
 from __future__ import annotations
 
 import json
 import re
-from importlib.metadata import version
 
 import plotly.graph_objects as go
 
@@ -46,37 +46,63 @@ def round_trip_trace() -> dict:
         return f"北京今天 {body['temperature']}°C。"
 
     backend = ScriptedBackend(tok, [call, answer])
-    trace = run(backend, tok, [{"role": "user", "content": QUESTION_ZH}], {"get_weather": TOOLS["get_weather"]},
-                     template="qwen3", parallel=False)
+    trace = run(
+        backend,
+        tok,
+        [{"role": "user", "content": QUESTION_ZH}],
+        {"get_weather": TOOLS["get_weather"]},
+        template="qwen3",
+        parallel=False,
+    )
     steps = [dict(kind="user", text=QUESTION_ZH)]
     for s in trace.steps:
         d = s.to_json()  # steps serialise themselves; a step type the figure does not draw is skipped
         if d["step"] == "Rendered":
-            steps.append(dict(kind="request", turn=d["turn"], prompt_tokens=d["prompt_tokens"], split=d["split"],
-                              tool_response_tokens=s.rendering.counts["tool_response"]))
+            steps.append(
+                dict(
+                    kind="request",
+                    turn=d["turn"],
+                    prompt_tokens=d["prompt_tokens"],
+                    split=d["split"],
+                    tool_response_tokens=s.rendering.counts["tool_response"],
+                )
+            )
         elif d["step"] == "Generated":
             steps[-1]["reused"] = d["reused"]  # what the (perfect) prefix cache served for this request
-            steps.append(dict(kind="model_output", turn=d["turn"], text=d["text"], tokens=d["new_tokens"],
-                              stop="<|im_end|>" if d["stopped_by"] == "stop" else d["stopped_by"]))
+            steps.append(
+                dict(
+                    kind="model_output",
+                    turn=d["turn"],
+                    text=d["text"],
+                    tokens=d["new_tokens"],
+                    stop="<|im_end|>" if d["stopped_by"] == "stop" else d["stopped_by"],
+                )
+            )
         elif d["step"] == "Parsed":
-            steps += [dict(kind="parse", name=c["name"], arguments=c["arguments"], error=c["error"])
-                      for c in d["calls"]]
+            steps += [
+                dict(kind="parse", name=c["name"], arguments=c["arguments"], error=c["error"]) for c in d["calls"]
+            ]
         elif d["step"] == "Executed":
-            steps += [dict(kind="tool_result", name=r["name"], status=r["status"], result=r["result"])
-                      for r in d["results"]]
+            steps += [
+                dict(kind="tool_result", name=r["name"], status=r["status"], result=r["result"]) for r in d["results"]
+            ]
         elif d["step"] == "Answered":
             steps.append(dict(kind="answer", text=d["text"]))
-    return dict(producer="toolkit.host.run (the kit's host loop), template qwen3, offline Qwen3 tokenizer; "
-                         "get_weather executed by toolkit.tools (a fixed local table, not live data)",
-                example="§14.5.2: get_weather, city 北京", model=f"{trace.model}: replays fixed texts, no neural "
-                "model ran", stop=trace.stop.reason, steps=steps)
+    return dict(
+        producer="toolkit.host.run (the kit's host loop), template qwen3, offline Qwen3 tokenizer; "
+        "get_weather executed by toolkit.tools (a fixed local table, not live data)",
+        example="§14.5.2: get_weather, city 北京",
+        model=f"{trace.model}: replays fixed texts, no neural model ran",
+        stop=trace.stop.reason,
+        steps=steps,
+    )
 
 
 def _wrap(text: str, width: int) -> str:
     """Break ``text`` into lines of about ``width`` columns (a CJK character counts 2) with <br>."""
     lines, line, cols = [], "", 0
     for word in re.split(r"(\s+)", text):
-        for piece in ([word] if word.isascii() else list(word)):
+        for piece in [word] if word.isascii() else list(word):
             w = sum(2 if ord(ch) > 0x2E7F else 1 for ch in piece)
             if cols + w > width and line.strip():
                 lines.append(line.rstrip())
@@ -104,29 +130,59 @@ def _arrows(trace: dict, lang: str) -> list[dict]:
             add("user", "host", "", f"“{s['text']}”", f"“{s['text']}”")
         elif k == "request" and s["turn"] == 1:
             n, t = s["prompt_tokens"], s["split"]["tools"]
-            add("host", "engine", "①", f"工具定义渲染进系统段，连同问题共 {n} 个词元（工具块 {t}）",
-                f"tool schemas rendered into the system turn: {n} tokens with the question (tool block {t})")
+            add(
+                "host",
+                "engine",
+                "①",
+                f"工具定义渲染进系统段，连同问题共 {n} 个词元（工具块 {t}）",
+                f"tool schemas rendered into the system turn: {n} tokens with the question (tool block {t})",
+            )
         elif k == "model_output" and "<tool_call>" in s["text"]:
             call = s["text"].split("<tool_call>", 1)[1].split("</tool_call>", 1)[0].strip()
-            add("engine", "engine", "②", f"逐词元生成 <tool_call>{call}</tool_call>，共 {s['tokens']} 个词元",
-                f"decodes <tool_call>{call}</tool_call>, {s['tokens']} tokens")
-            add("engine", "host", "③", f"生成 {s['stop']} 即停止；请求结束，返回整段文本",
-                f"stops at {s['stop']}; the request ends and the text goes back")
+            add(
+                "engine",
+                "engine",
+                "②",
+                f"逐词元生成 <tool_call>{call}</tool_call>，共 {s['tokens']} 个词元",
+                f"decodes <tool_call>{call}</tool_call>, {s['tokens']} tokens",
+            )
+            add(
+                "engine",
+                "host",
+                "③",
+                f"生成 {s['stop']} 即停止；请求结束，返回整段文本",
+                f"stops at {s['stop']}; the request ends and the text goes back",
+            )
         elif k == "parse":
             args = json.dumps(s["arguments"], ensure_ascii=False)
-            add("host", "tool", "④", f"切出 JSON，校验参数，执行 {s['name']}({args})",
-                f"cuts out the JSON, validates it, runs {s['name']}({args})")
+            add(
+                "host",
+                "tool",
+                "④",
+                f"切出 JSON，校验参数，执行 {s['name']}({args})",
+                f"cuts out the JSON, validates it, runs {s['name']}({args})",
+            )
         elif k == "tool_result":
             shown = {k: v for k, v in s["result"].items() if k in ("city", "temperature", "unit", "condition")}
             res = json.dumps(shown, ensure_ascii=False)  # the full result is in the data file
             add("tool", "host", "", f"结果 {res}", f"result {res}")
         elif k == "request":
             n, r, tr = s["prompt_tokens"], s.get("reused", 0), s.get("tool_response_tokens", 0)
-            add("host", "host", "⑤", f"结果作为 role=\"tool\" 消息加入列表；模板把它放进 user 轮的 "
-                f"<tool_response>（{tr} 个词元）", f"the result joins the list as a role=\"tool\" message; the "
-                f"template puts it in a user turn's <tool_response> ({tr} tokens)")
-            add("host", "engine", "⑥", f"新请求，前缀更长：{n} 个词元，其中 {r} 个命中前缀缓存",
-                f"a new request with a longer prefix: {n} tokens, {r} from the prefix cache")
+            add(
+                "host",
+                "host",
+                "⑤",
+                f'结果作为 role="tool" 消息加入列表；模板把它放进 user 轮的 <tool_response>（{tr} 个词元）',
+                f'the result joins the list as a role="tool" message; the '
+                f"template puts it in a user turn's <tool_response> ({tr} tokens)",
+            )
+            add(
+                "host",
+                "engine",
+                "⑥",
+                f"新请求，前缀更长：{n} 个词元，其中 {r} 个命中前缀缓存",
+                f"a new request with a longer prefix: {n} tokens, {r} from the prefix cache",
+            )
         elif k == "model_output":
             add("engine", "host", "", f"回答（{s['tokens']} 个词元）", f"answer ({s['tokens']} tokens)")
         elif k == "answer":
@@ -148,106 +204,95 @@ def round_trip_figure(trace: dict, lang: str = "en", width: int = 1200) -> go.Fi
     cols = 38  # columns of label text that fit between two neighbouring lifelines at this width
     shapes, ann = [], []
     for name, x in lane_x.items():
-        shapes.append(dict(type="line", x0=x, x1=x, y0=0.2, y1=y_end, line=dict(color="#bbb", width=2, dash="dot"),
-                           layer="below"))
-        ann.append(dict(x=x, y=0.5, text=f"<b>{t['lanes'][name]}</b>", showarrow=False,
-                        font=dict(size=15, color="white"), bgcolor=C_LANES[name], borderpad=7))
+        shapes.append(
+            dict(type="line", x0=x, x1=x, y0=0.2, y1=y_end, line=dict(color="#bbb", width=2, dash="dot"), layer="below")
+        )
+        ann.append(
+            dict(
+                x=x,
+                y=0.5,
+                text=f"<b>{t['lanes'][name]}</b>",
+                showarrow=False,
+                font=dict(size=15, color="white"),
+                bgcolor=C_LANES[name],
+                borderpad=7,
+            )
+        )
     for i, a in enumerate(arrows, 1):
         y = -i + 0.25
         x0, x1 = lane_x[a["src"]], lane_x[a["dst"]]
         step = f"<b>{a['step']}</b> " if a["step"] else ""
         if x0 == x1:  # work inside one participant: an activation bar and a note in the free gap beside it
             side = _NOTE_SIDE[a["src"]]
-            shapes.append(dict(type="rect", x0=x0 - 0.02, x1=x0 + 0.02, y0=y - 0.38, y1=y + 0.38,
-                               fillcolor=C_LANES[a["src"]], line=dict(width=0)))
-            ann.append(dict(x=x0 + side * 0.06, y=y, text=step + _wrap(a["label"], cols), showarrow=False,
-                            xanchor="left" if side > 0 else "right", align="left", font=dict(size=13),
-                            bgcolor="#fff8e6", bordercolor=C_LANES[a["src"]], borderpad=4))
+            shapes.append(
+                dict(
+                    type="rect",
+                    x0=x0 - 0.02,
+                    x1=x0 + 0.02,
+                    y0=y - 0.38,
+                    y1=y + 0.38,
+                    fillcolor=C_LANES[a["src"]],
+                    line=dict(width=0),
+                )
+            )
+            ann.append(
+                dict(
+                    x=x0 + side * 0.06,
+                    y=y,
+                    text=step + _wrap(a["label"], cols),
+                    showarrow=False,
+                    xanchor="left" if side > 0 else "right",
+                    align="left",
+                    font=dict(size=13),
+                    bgcolor="#fff8e6",
+                    bordercolor=C_LANES[a["src"]],
+                    borderpad=4,
+                )
+            )
             continue
-        ann.append(dict(x=x1, y=y - 0.18, ax=x0, ay=y - 0.18, xref="x", yref="y", axref="x", ayref="y", text="",
-                        showarrow=True, arrowhead=2, arrowsize=1.3, arrowwidth=2, arrowcolor=C_LANES[a["src"]]))
+        ann.append(
+            dict(
+                x=x1,
+                y=y - 0.18,
+                ax=x0,
+                ay=y - 0.18,
+                xref="x",
+                yref="y",
+                axref="x",
+                ayref="y",
+                text="",
+                showarrow=True,
+                arrowhead=2,
+                arrowsize=1.3,
+                arrowwidth=2,
+                arrowcolor=C_LANES[a["src"]],
+            )
+        )
         # the label sits in one gap between neighbouring lifelines (the one next to the farther participant),
         # so no lifeline runs through its text
         right = max(x0, x1)
-        ann.append(dict(x=right - 0.5, y=y - 0.1, text=step + _wrap(a["label"], cols),
-                        showarrow=False, xanchor="center", yanchor="bottom", align="center", font=dict(size=13),
-                        bgcolor="rgba(255,255,255,0.92)"))
-    layout = _base_layout(t["seq_title"], width, height, shapes=shapes, annotations=ann, showlegend=False,
-                          xaxis=dict(visible=False, range=[-0.45, 3.45], fixedrange=True),
-                          yaxis=dict(visible=False, range=[y_end - 0.1, 0.85], fixedrange=True))
+        ann.append(
+            dict(
+                x=right - 0.5,
+                y=y - 0.1,
+                text=step + _wrap(a["label"], cols),
+                showarrow=False,
+                xanchor="center",
+                yanchor="bottom",
+                align="center",
+                font=dict(size=13),
+                bgcolor="rgba(255,255,255,0.92)",
+            )
+        )
+    layout = _base_layout(
+        t["seq_title"],
+        width,
+        height,
+        shapes=shapes,
+        annotations=ann,
+        showlegend=False,
+        xaxis=dict(visible=False, range=[-0.45, 3.45], fixedrange=True),
+        yaxis=dict(visible=False, range=[y_end - 0.1, 0.85], fixedrange=True),
+    )
     layout["margin"] = dict(l=10, r=10, t=60, b=10)
-    return go.Figure(layout=layout)
-
-
-# ---------------------------------------------------------------- fig 14-11: MCP architecture
-def mcp_architecture() -> dict:
-    """The facts fig 14-11 shows, read from the installed SDK and the kit's tool registry.
-
-    The SDK version and protocol revisions are recorded here for provenance only; the figure does not print them
-    (§14.5.6 advises against memorising revision numbers)."""
-    import mcp.types as mt  # lazy: the SDK loads only for fig 14-11
-
-    tool = mt.Tool(name="x", description="", input_schema={"type": "object"}).model_dump(by_alias=True)
-    result = mt.CallToolResult(content=[], is_error=False).model_dump(by_alias=True)
-    call = mt.CallToolRequestParams(name="x", arguments={}).model_dump(by_alias=True)
-    return dict(sdk=f"mcp {version('mcp')}", jsonrpc=mt.JSONRPC_VERSION,
-                latest_protocol=mt.LATEST_PROTOCOL_VERSION,
-                tool_fields=[k for k in ("name", "description", "inputSchema") if k in tool],
-                call_fields=[k for k in ("name", "arguments") if k in call],
-                result_fields=[k for k in ("content", "isError") if k in result],
-                kit_tools=sorted(TOOLS), transports=["stdio", "Streamable HTTP"])
-
-
-def mcp_figure(facts: dict, lang: str = "en", width: int = 1100, height: int = 520) -> go.Figure:
-    """Host (with the host loop and one MCP client per server), the engine beside it as in fig 14-9, servers."""
-    zh = lang == "zh"
-    shapes, ann = [], []
-
-    def box(x0, y0, x1, y1, color, text, fill="white", size=14):
-        shapes.append(dict(type="rect", x0=x0, y0=y0, x1=x1, y1=y1, line=dict(color=color, width=2),
-                           fillcolor=fill, layer="below"))
-        if text:
-            ann.append(dict(x=(x0 + x1) / 2, y=(y0 + y1) / 2, text=text, showarrow=False, font=dict(size=size)))
-
-    def arrow(x0, y, x1, color, label, above=True):
-        ann.append(dict(x=x1, y=y, ax=x0, ay=y, xref="x", yref="y", axref="x", ayref="y", text="", showarrow=True,
-                        arrowhead=2, arrowwidth=2, arrowcolor=color))
-        ann.append(dict(x=(x0 + x1) / 2, y=y + (1.2 if above else -1.2), text=label, showarrow=False,
-                        font=dict(size=13), yanchor="bottom" if above else "top"))
-
-    # the engine stands apart from the host, as in fig 14-9: the host sends prompts, the engine returns tokens
-    box(1, 64, 17, 86, C_LANES["engine"], ("推理引擎 / 模型<br>只负责生成词元" if zh else
-                                           "engine / model<br>only generates tokens"), fill="#fdf1e6")
-    box(29, 4, 58, 95, C_LANES["host"], "", fill="#f3f9f1")
-    ann.append(dict(x=30.5, y=93.5, xanchor="left", yanchor="top", showarrow=False, font=dict(size=15),
-                    text="<b>" + ("宿主（LLM 应用）" if zh else "Host (the LLM application)") + "</b>"))
-    box(32, 64, 55, 84, C_LANES["host"], ("宿主循环<br>渲染提示 · 解析调用 · 执行" if zh else
-                                          "host loop<br>render · parse calls · execute"))
-    arrow(31.5, 79, 17.5, C_LANES["host"], "提示<br>（含工具 schema）" if zh else "prompt<br>(tool schemas)")
-    arrow(17.5, 70, 31.5, C_LANES["engine"], "生成的文本" if zh else "generated text", above=False)
-    ys = [(42, 56), (10, 24)]
-    names = facts["kit_tools"]
-    half = (len(names) + 1) // 2
-    servers = [("MCP 服务器：本套件的工具" if zh else "MCP server: the kit's tools") + "<br><i>" +
-               ", ".join(names[:half]) + ",<br>" + ", ".join(names[half:]) + "</i>",
-               ("MCP 服务器：远程服务" if zh else "MCP server: a remote service") +
-               "<br><i>tools · resources · prompts</i>"]
-    req = ("tools/list<br>tools/call {" + ", ".join(facts["call_fields"]) + "}")
-    resp = ("{" + ", ".join(facts["tool_fields"]) + "}<br>{" + ", ".join(facts["result_fields"]) + "}")
-    for (y0, y1), label, transport in zip(ys, servers, facts["transports"]):
-        box(32, y0, 55, y1, C_LANES["host"], ("MCP 客户端" if zh else "MCP client") + f"<br>{transport}")
-        box(76, y0 - 2, 99, y1 + 2, C_LANES["tool"], label, fill="#f7f1f6", size=13)
-        arrow(55.5, y1 - 3, 75.5, C_LANES["host"], req)
-        arrow(75.5, y0 + 3, 55.5, C_LANES["tool"], resp, above=False)
-    shapes.append(dict(type="line", x0=43.5, y0=64, x1=43.5, y1=56, line=dict(color="#999", width=2)))
-    shapes.append(dict(type="line", x0=30.8, y0=74, x1=30.8, y1=17, line=dict(color="#999", width=2)))
-    for y in (74, 17):
-        shapes.append(dict(type="line", x0=30.8, y0=y, x1=32, y1=y, line=dict(color="#999", width=2)))
-    ann.append(dict(x=87.5, y=94, showarrow=False, font=dict(size=13, color="#444"), yanchor="top",
-                    text=(f"JSON-RPC {facts['jsonrpc']}<br>" + ("传输：" if zh else "transports: ") +
-                          ("、" if zh else ", ").join(facts["transports"]))))
-    layout = _base_layout(L[lang]["mcp_title"], width, height, shapes=shapes, annotations=ann, showlegend=False,
-                          xaxis=dict(visible=False, range=[0, 100], fixedrange=True),
-                          yaxis=dict(visible=False, range=[2, 97], fixedrange=True))
-    layout["margin"] = dict(l=10, r=10, t=55, b=5)
     return go.Figure(layout=layout)

@@ -18,6 +18,7 @@ What it leaves out
   (chromium stamps them), only the data files are.
 - Any figure of the chapter other than these four.
 """
+
 from __future__ import annotations
 
 import concurrent.futures as cf
@@ -34,14 +35,9 @@ import plotly.io as pio
 
 from toolkit import cost
 from toolkit.book.claims import write_markdown
-from toolkit.book.diagrams import (
-    _arrows,
-    mcp_architecture,
-    mcp_figure,
-    round_trip_figure,
-    round_trip_trace,
-)
+from toolkit.book.diagrams import _arrows, round_trip_figure, round_trip_trace
 from toolkit.book.fonts import embed_font
+from toolkit.book.mcp_diagram import mcp_architecture, mcp_figure
 from toolkit.plots import context_growth_figure, table_figure
 
 
@@ -65,14 +61,28 @@ def build_static(out: Path, langs=("zh", "en")) -> list[tuple[go.Figure, Path]]:
     _dump_json(out / "fig14-10_context_growth.json", dict(summary=g.summary(), turns=g.rows()))
     _dump_csv(out / "fig14-10_context_growth.csv", g.rows())
     rows = cost.success_table()
-    table_rows = [{"p": r["p"], **{f"k={k}": round(r[k], 6) for k in cost.BOOK_KS},
-                   **{f"k={k} (3 d.p.)": f"{r[k]:.3f}" for k in cost.BOOK_KS}} for r in rows]
+    table_rows = [
+        {
+            "p": r["p"],
+            **{f"k={k}": round(r[k], 6) for k in cost.BOOK_KS},
+            **{f"k={k} (3 d.p.)": f"{r[k]:.3f}" for k in cost.BOOK_KS},
+        }
+        for r in rows
+    ]
     _dump_csv(out / "table14-11_success.csv", table_rows)
     p = cost.required_p(0.9, 20)
-    _dump_json(out / "table14-11_success.json", dict(
-        rows=table_rows, inverse=dict(P=0.9, k=20, required_p=p, steps_per_error=cost.steps_per_error(p))))
-    return [pair for lg in langs for pair in ((context_growth_figure(g, lg), out / f"fig14-10_context_growth.{lg}"),
-                                              (table_figure(rows, cost.BOOK_KS, lg), out / f"table14-11_success.{lg}"))]
+    _dump_json(
+        out / "table14-11_success.json",
+        dict(rows=table_rows, inverse=dict(P=0.9, k=20, required_p=p, steps_per_error=cost.steps_per_error(p))),
+    )
+    return [
+        pair
+        for lg in langs
+        for pair in (
+            (context_growth_figure(g, lg), out / f"fig14-10_context_growth.{lg}"),
+            (table_figure(rows, cost.BOOK_KS, lg), out / f"table14-11_success.{lg}"),
+        )
+    ]
 
 
 def build_traced(out: Path, langs=("zh", "en")) -> list[tuple[go.Figure, Path]]:
@@ -82,8 +92,14 @@ def build_traced(out: Path, langs=("zh", "en")) -> list[tuple[go.Figure, Path]]:
     _dump_json(out / "fig14-9_round_trip.json", dict(trace=trace, arrows={lg: _arrows(trace, lg) for lg in langs}))
     facts = mcp_architecture()
     _dump_json(out / "fig14-11_mcp.json", facts)
-    return [pair for lg in langs for pair in ((round_trip_figure(trace, lg), out / f"fig14-9_round_trip.{lg}"),
-                                              (mcp_figure(facts, lg), out / f"fig14-11_mcp.{lg}"))]
+    return [
+        pair
+        for lg in langs
+        for pair in (
+            (round_trip_figure(trace, lg), out / f"fig14-9_round_trip.{lg}"),
+            (mcp_figure(facts, lg), out / f"fig14-11_mcp.{lg}"),
+        )
+    ]
 
 
 def build_all(out: Path, langs=("zh", "en")) -> list[tuple[go.Figure, Path]]:
@@ -108,8 +124,9 @@ def render_images(todo, formats=("svg", "png", "pdf")) -> int:
     if figs:
         with warnings.catch_warnings():  # plotly always passes kopts; the running server ignores them, as meant
             warnings.filterwarnings("ignore", message="The kopts argument is ignored")
-            pio.write_images(figs, files, width=[f.layout.width for f in figs],
-                             height=[f.layout.height for f in figs], scale=scales)
+            pio.write_images(
+                figs, files, width=[f.layout.width for f in figs], height=[f.layout.height for f in figs], scale=scales
+            )
         for f in files:
             if f.suffix == ".svg":
                 f.write_text(embed_font(f.read_text(encoding="utf-8")), encoding="utf-8")

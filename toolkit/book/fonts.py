@@ -7,6 +7,7 @@ What it does
 What it leaves out
 - Subsetting the font and outlining text (the embedded font is the whole file).
 """
+
 from __future__ import annotations
 
 import base64
@@ -69,10 +70,12 @@ def embed_font(svg: str) -> str:
         buf = io.BytesIO()
         font.save(buf)
         data = base64.b64encode(buf.getvalue()).decode("ascii")
-        faces.append(f"@font-face{{font-family:'{EMBEDDED_FAMILY}';font-weight:{weight};"
-                     f"src:url(data:font/otf;base64,{data}) format('opentype');}}")
+        faces.append(
+            f"@font-face{{font-family:'{EMBEDDED_FAMILY}';font-weight:{weight};"
+            f"src:url(data:font/otf;base64,{data}) format('opentype');}}"
+        )
     style = "<style>" + "".join(faces) + "</style>"
     svg = svg.replace("font-family: 'Noto Sans CJK SC'", f"font-family: '{EMBEDDED_FAMILY}', 'Noto Sans CJK SC'")
     svg = svg.replace('font-family="Noto Sans CJK SC', f'font-family="{EMBEDDED_FAMILY}, Noto Sans CJK SC')
     head = re.search(r"<svg\b[^>]*>", svg)
-    return svg[:head.end()] + style + svg[head.end():]
+    return svg[: head.end()] + style + svg[head.end() :]

@@ -7,6 +7,7 @@ What it does
 What it leaves out
 - The checks themselves (``claims_*`` modules).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,5 +1,5 @@
-"""``python -m toolkit claims``: print (or write) the claims ledger.
-"""
+"""``python -m toolkit claims``: print (or write) the claims ledger."""
+
 from __future__ import annotations
 
 import argparse
@@ -26,13 +26,22 @@ def _print(claims: list[Claim]) -> None:
 def cli(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m toolkit claims", description=__doc__.split("\n")[0])
     ap.add_argument("--json", action="store_true", help="print the ledger as JSON")
-    ap.add_argument("--write", nargs="?", const="figures/claims.md", default=None, metavar="PATH",
-                    help="also write Markdown (default figures/claims.md)")
+    ap.add_argument(
+        "--write",
+        nargs="?",
+        const="figures/claims.md",
+        default=None,
+        metavar="PATH",
+        help="also write Markdown (default figures/claims.md)",
+    )
     args = ap.parse_args(argv)
     claims = check_all()
     if args.json:
-        print(json.dumps(dict(claims=[asdict(c) for c in claims], coverage=coverage(claims)), ensure_ascii=False,
-                         indent=1))
+        print(
+            json.dumps(
+                dict(claims=[asdict(c) for c in claims], coverage=coverage(claims)), ensure_ascii=False, indent=1
+            )
+        )
     else:
         _print(claims)
     if args.write:

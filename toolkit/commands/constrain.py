@@ -1,5 +1,5 @@
-"""``python -m toolkit constrain``: sample outputs under a JSON-Schema grammar and validate them.
-"""
+"""``python -m toolkit constrain``: sample outputs under a JSON-Schema grammar and validate them."""
+
 from __future__ import annotations
 
 import argparse
@@ -16,8 +16,10 @@ from toolkit.grammar.precheck import precheck, read_schema_file
 # ---------------------------------------------------------------- command line
 def cli(argv: list[str]) -> int:
     """``python -m toolkit constrain --schema FILE --samples N --temperature T [--json] [--model NAME]``."""
-    ap = argparse.ArgumentParser(prog="python -m toolkit constrain",
-                                 description="Sample outputs under a JSON-Schema grammar (xgrammar) and validate them.")
+    ap = argparse.ArgumentParser(
+        prog="python -m toolkit constrain",
+        description="Sample outputs under a JSON-Schema grammar (xgrammar) and validate them.",
+    )
     ap.add_argument("--schema", required=True, help="JSON Schema file")
     ap.add_argument("--samples", type=int, default=5)
     ap.add_argument("--temperature", type=float, default=1.0)
@@ -27,8 +29,11 @@ def cli(argv: list[str]) -> int:
     ap.add_argument("--model", default="auto", help="auto | stand-in | qwen2.5-coder-0.5b | folder (default auto)")
     ap.add_argument("--unconstrained", action="store_true", help="sample without the grammar, for comparison")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
-    ap.add_argument("--allow-unenforced", action="store_true",
-                    help="sample even if the schema uses keywords xgrammar does not enforce (printed as warnings)")
+    ap.add_argument(
+        "--allow-unenforced",
+        action="store_true",
+        help="sample even if the schema uses keywords xgrammar does not enforce (printed as warnings)",
+    )
     a = ap.parse_args(argv)
     try:  # every check a schema can fail runs here, before a model loads
         schema = read_schema_file(a.schema)
@@ -50,23 +55,53 @@ def cli(argv: list[str]) -> int:
         return 2
     system = "Reply with only a JSON object that matches this JSON Schema:\n" + json.dumps(schema, ensure_ascii=False)
     prompt = chat_prompt(loaded.tokenizer, a.prompt, system=system)
-    gens = sample(loaded.model, loaded.tokenizer, prompt, None if a.unconstrained else grammar, a.samples,
-                  a.temperature, a.seed, a.max_new_tokens)
+    gens = sample(
+        loaded.model,
+        loaded.tokenizer,
+        prompt,
+        None if a.unconstrained else grammar,
+        a.samples,
+        a.temperature,
+        a.seed,
+        a.max_new_tokens,
+    )
     checks = [check(g.text, schema) for g in gens]
     n_valid = sum(c.valid for c in checks)
     if a.json:
-        print(json.dumps({"model": loaded.description, "semantic": loaded.semantic, "notes": notes,
-                          "constrained": not a.unconstrained, "temperature": a.temperature, "seed": a.seed,
-                          "valid": n_valid, "samples": [
-                              {"text": g.text, "parses": c.parses, "valid": c.valid, "error": c.error,
-                               "terminated": g.terminated, "tokens": len(g.ids)} for g, c in zip(gens, checks)]},
-                         ensure_ascii=False, indent=1))
+        print(
+            json.dumps(
+                {
+                    "model": loaded.description,
+                    "semantic": loaded.semantic,
+                    "notes": notes,
+                    "constrained": not a.unconstrained,
+                    "temperature": a.temperature,
+                    "seed": a.seed,
+                    "valid": n_valid,
+                    "samples": [
+                        {
+                            "text": g.text,
+                            "parses": c.parses,
+                            "valid": c.valid,
+                            "error": c.error,
+                            "terminated": g.terminated,
+                            "tokens": len(g.ids),
+                        }
+                        for g, c in zip(gens, checks)
+                    ],
+                },
+                ensure_ascii=False,
+                indent=1,
+            )
+        )
     else:
         print(f"model: {loaded.description}")
         for n in notes:
             print(f"note: {n}")
         for i, (g, c) in enumerate(zip(gens, checks)):
             print(f"[{i}] {'valid' if c.valid else 'INVALID (' + c.error + ')'}: {g.text}")
-        print(f"{n_valid}/{len(gens)} valid ({'constrained' if not a.unconstrained else 'unconstrained'}, "
-              f"T={a.temperature})")
+        print(
+            f"{n_valid}/{len(gens)} valid ({'constrained' if not a.unconstrained else 'unconstrained'}, "
+            f"T={a.temperature})"
+        )
     return 0

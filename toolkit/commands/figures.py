@@ -1,5 +1,5 @@
-"""``python -m toolkit figures``: regenerate the book's figures and their data.
-"""
+"""``python -m toolkit figures``: regenerate the book's figures and their data."""
+
 from __future__ import annotations
 
 import argparse
@@ -23,6 +23,8 @@ def cli(argv: list[str]) -> int:
     except RuntimeError as e:
         print(f"figures: {e}", file=sys.stderr)
         return 1
-    print(f"wrote {r['figures']} figures as {r['images']} images, with their data, into {args.out}/ "
-          f"in {r['seconds']:.1f} s")
+    print(
+        f"wrote {r['figures']} figures as {r['images']} images, with their data, into {args.out}/ "
+        f"in {r['seconds']:.1f} s"
+    )
     return 0

@@ -1,5 +1,5 @@
-"""``python -m toolkit loop``: run the host loop on an example and print its steps.
-"""
+"""``python -m toolkit loop``: run the host loop on an example and print its steps."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,13 +8,7 @@ import os
 import re
 
 from toolkit.conversations import LOOP_EXAMPLES
-from toolkit.loop.examples import (
-    MAX_QUESTION_CHARS,
-    ask,
-    example,
-    pick_tools,
-    settings_for,
-)
+from toolkit.loop.examples import MAX_QUESTION_CHARS, ask, example, pick_tools, settings_for
 from toolkit.loop.loop import ANSWER_PREFIXES, DEFAULTS, RULE, check_tool_choice
 from toolkit.models import REAL_OFFLINE, STAND_IN, load
 from toolkit.tools import TOOLS
@@ -34,20 +28,28 @@ def _positive(limit: int):
         if not 1 <= n <= limit:
             raise argparse.ArgumentTypeError(f"{n} is not between 1 and {limit}")
         return n
+
     return conv
 
 
 def cli(argv: list[str]) -> int:
-    p = _Parser(prog="python -m toolkit loop", description="Run the host loop on your question (or an example) "
-                "with the kit's demo tools.", epilog=f"Rule printed in every trace: {RULE}")
+    p = _Parser(
+        prog="python -m toolkit loop",
+        description="Run the host loop on your question (or an example) with the kit's demo tools.",
+        epilog=f"Rule printed in every trace: {RULE}",
+    )
     p.add_argument("question", nargs="?", help="what to ask (quote it); or use --example")
     p.add_argument("--example", choices=sorted(LOOP_EXAMPLES), default=None)
     p.add_argument("--tools", default=None, help=f"comma-separated tools to mount (default all: {','.join(TOOLS)})")
     p.add_argument("--tool-choice", default="auto", help="auto | required | none | a mounted tool's name")
     p.add_argument("--model", default="auto", help="auto | stand-in | qwen2.5-coder-0.5b | folder (default auto)")
     p.add_argument("--constrain", choices=["tag", "none"], default="tag")
-    p.add_argument("--answer-prefix", default=None, help="text that starts the answer when the rule says so; "
-                   f"default 'auto' (by the question's language: {ANSWER_PREFIXES}); '' for none")
+    p.add_argument(
+        "--answer-prefix",
+        default=None,
+        help="text that starts the answer when the rule says so; "
+        f"default 'auto' (by the question's language: {ANSWER_PREFIXES}); '' for none",
+    )
     p.add_argument("--no-reuse", action="store_true", help="prefill the whole prompt every turn")
     p.add_argument("--max-turns", type=_positive(20), default=DEFAULTS["max_turns"])
     p.add_argument("--max-new-tokens", type=_positive(4096), default=None, help="per turn (default 160; stand-in 48)")
@@ -67,8 +69,12 @@ def cli(argv: list[str]) -> int:
         choice = check_tool_choice(a.tool_choice, mounted)
     except ValueError as e:
         p.error(str(e))
-    if not (a.model in ("auto", REAL_OFFLINE) or a.model.startswith(STAND_IN) or os.path.exists(a.model)
-            or re.fullmatch(r"[\w.-]+/[\w.-]+", a.model)):
+    if not (
+        a.model in ("auto", REAL_OFFLINE)
+        or a.model.startswith(STAND_IN)
+        or os.path.exists(a.model)
+        or re.fullmatch(r"[\w.-]+/[\w.-]+", a.model)
+    ):
         p.error(f"--model {a.model!r}: not auto, {STAND_IN}, {REAL_OFFLINE}, an existing folder/.gguf or a hub id")
     import torch  # torch loads only after the arguments are checked
 

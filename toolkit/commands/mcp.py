@@ -12,6 +12,7 @@ What it does
 What it leaves out
 - Connecting to third-party servers (``toolkit.mcp.client.Connection`` does that from Python).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,13 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--test-tools", action="store_true", help="add hang (a tool that never answers in time)")
     s.add_argument("--notes-dir", help="folder write_note/delete_notes use")
     s.add_argument("--pid-file", help="write this server's PID here")
-    s.add_argument("--session-idle", type=float, default=None, metavar="SECONDS",
-                   help="HTTP: close a legacy-era session after this long without a request (default 300)")
+    s.add_argument(
+        "--session-idle",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="HTTP: close a legacy-era session after this long without a request (default 300)",
+    )
     w = sub.add_parser("wirelog", help="run a demo session and print its JSON-RPC messages")
     how = w.add_mutually_exclusive_group(required=True)
     how.add_argument("--stdio", action="store_true")
@@ -56,9 +62,11 @@ def demo_session(conn) -> None:
     """The scripted session ``wirelog`` records; the notebook walks through the same steps one by one."""
     conn.list_tools()
     conn.call_tool("calculator", {"expression": "250 * 15%"})
-    conn.call_tool("calculator", {"expression": "1 / 0"})          # a tool failure: isError true
-    for method, params in (("tools/call", {"name": "no_such_tool", "arguments": {}}),  # -32602
-                           ("tools/frobnicate", None)):                              # -32601
+    conn.call_tool("calculator", {"expression": "1 / 0"})  # a tool failure: isError true
+    for method, params in (
+        ("tools/call", {"name": "no_such_tool", "arguments": {}}),  # -32602
+        ("tools/frobnicate", None),
+    ):  # -32601
         try:
             conn.request(method, params)
         except MCPError:
@@ -100,8 +108,10 @@ def cli(argv: list[str]) -> int:
     if args.jsonl:
         print(log.jsonl())
         return 0
-    print(f"# MCP over {'stdio' if args.stdio else 'Streamable HTTP'}, protocol {version}, "
-          f"{len(log)} JSON-RPC messages (-> host to server, <- server to host)")
+    print(
+        f"# MCP over {'stdio' if args.stdio else 'Streamable HTTP'}, protocol {version}, "
+        f"{len(log)} JSON-RPC messages (-> host to server, <- server to host)"
+    )
     print(log.text(hide_meta=args.hide_meta))
     if log.http:
         print("\n# HTTP requests and responses carrying them")

@@ -1,25 +1,19 @@
-"""``python -m toolkit models``: install or inspect the optional real offline model.
-"""
+"""``python -m toolkit models``: install or inspect the optional real offline model."""
+
 from __future__ import annotations
 
 import argparse
 import json
 import sys
 
-from toolkit.fetch import (
-    DISPLAY_NAME,
-    IntegrityError,
-    install,
-    is_installed,
-    manifest,
-    target_folder,
-)
+from toolkit.fetch import DISPLAY_NAME, IntegrityError, install, is_installed, manifest, target_folder
 
 
 # ------------------------------------------------------------------ command line
 def cli(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m toolkit models",
-                                description="Install or inspect the optional real offline model.")
+    p = argparse.ArgumentParser(
+        prog="python -m toolkit models", description="Install or inspect the optional real offline model."
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
     ins = sub.add_parser("install-real", help="download (~480 MB), verify and convert once (~1.2 GB cache)")
     ins.add_argument("--quiet", action="store_true")
@@ -34,7 +28,6 @@ def cli(argv: list[str]) -> int:
             return 1
         print(folder)
         return 0
-    info = {"name": DISPLAY_NAME, "installed": is_installed(), "folder": str(target_folder()),
-            "manifest": manifest()}
+    info = {"name": DISPLAY_NAME, "installed": is_installed(), "folder": str(target_folder()), "manifest": manifest()}
     print(json.dumps(info, indent=2, ensure_ascii=False))
     return 0 if info["installed"] else 1

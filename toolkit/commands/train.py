@@ -1,5 +1,5 @@
-"""``python -m toolkit train``: both fine-tunes (with / without the loss mask), one table.
-"""
+"""``python -m toolkit train``: both fine-tunes (with / without the loss mask), one table."""
+
 from __future__ import annotations
 
 import argparse

@@ -22,6 +22,7 @@ What it leaves out
 - BFCL's per-model prompt tweaks and its other output formats (JSON, XML); the live, multi-turn and non-Python
   categories; positional arguments in prompt mode (BFCL ignores them too).
 """
+
 from __future__ import annotations
 
 import ast
@@ -33,19 +34,23 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from toolkit.grammar.compile import (
-    Grammar,
-    SchemaError,
-    _clean_error,
-    _compiler,
-    compile_tools,
-)
+from toolkit.grammar.compile import Grammar, SchemaError, _clean_error, _compiler, compile_tools
 from toolkit.parse import parse_tool_calls
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
 MODES = ("prompt", "native", "constrained")
-TYPE_MAP = {"dict": "object", "float": "number", "tuple": "array", "any": "string", "integer": "integer",
-            "string": "string", "boolean": "boolean", "array": "array", "number": "number", "object": "object"}
+TYPE_MAP = {
+    "dict": "object",
+    "float": "number",
+    "tuple": "array",
+    "any": "string",
+    "integer": "integer",
+    "string": "string",
+    "boolean": "boolean",
+    "array": "array",
+    "number": "number",
+    "object": "object",
+}
 _DROP = ("optional",)
 
 
@@ -54,8 +59,9 @@ def data_dir() -> Path:
     try:
         import bfcl_eval  # lazy: only when BFCL runs
     except ImportError:
-        raise ImportError("bfcl-eval is not installed: `pip install --no-deps -r requirements-nodeps.txt` "
-                          "(or `make setup`)") from None
+        raise ImportError(
+            "bfcl-eval is not installed: `pip install --no-deps -r requirements-nodeps.txt` (or `make setup`)"
+        ) from None
     return Path(bfcl_eval.__file__).parent / "data"
 
 
@@ -87,8 +93,9 @@ def _load(category: str) -> tuple:
     ans_path = d / "possible_answer" / path.name
     if ans_path.exists():
         answers = {a["id"]: a["ground_truth"] for a in _read_lines(ans_path)}
-    return tuple(Case(e["id"], category, e["question"][0], e["function"], answers.get(e["id"]))
-                 for e in _read_lines(path))
+    return tuple(
+        Case(e["id"], category, e["question"][0], e["function"], answers.get(e["id"])) for e in _read_lines(path)
+    )
 
 
 def load(category: str) -> list[Case]:
@@ -137,8 +144,10 @@ def to_schema(doc: dict) -> dict:
     params = _convert(doc.get("parameters") or {"type": "dict", "properties": {}})
     params["type"] = "object"
     params.setdefault("properties", {})
-    return {"type": "function", "function": {"name": doc["name"], "description": doc.get("description", ""),
-                                             "parameters": params}}
+    return {
+        "type": "function",
+        "function": {"name": doc["name"], "description": doc.get("description", ""), "parameters": params},
+    }
 
 
 # ---------------------------------------------------------------- the three modes
@@ -153,12 +162,16 @@ def prompt_system(functions: list[dict]) -> str:
     )  # lazy: only when BFCL runs
 
     style = PROMPT_STYLE_TEMPLATES["classic"]
-    fmt = style["tool_call_no_tag"].format(output_format=OUTPUT_FORMAT_MAPPING["python"],
-                                           param_types=PARAM_TYPE_MAPPING["python"])
+    fmt = style["tool_call_no_tag"].format(
+        output_format=OUTPUT_FORMAT_MAPPING["python"], param_types=PARAM_TYPE_MAPPING["python"]
+    )
     return PROMPT_TEMPLATE_MAPPING["plaintext"].format(
-        persona=style["persona"], task=style["task"], tool_call_format=fmt,
+        persona=style["persona"],
+        task=style["task"],
+        tool_call_format=fmt,
         multiturn_behavior=style["multiturn_behavior"],
-        available_tools=style["available_tools"].format(format="json", functions=json.dumps(functions, indent=4)))
+        available_tools=style["available_tools"].format(format="json", functions=json.dumps(functions, indent=4)),
+    )
 
 
 def messages_for(case: Case, mode: str, tools: list[dict] | None = None) -> tuple[list[dict], list[dict] | None]:
@@ -191,18 +204,30 @@ def constrained_grammar(tools: list[dict], tokenizer, vocab_width: int | None = 
     # calls: tag ("\n" tag)* with an optional trailing "\n", so after a newline the model still chooses
     # between another call and <|im_end|> (without it, a newline after </tool_call> would force one more call)
     more = {"type": "sequence", "elements": [{"type": "const_string", "value": "\n"}, tag]}
-    many = {"type": "sequence", "elements": [tag, {"type": "repeat", "min": 0, "max": max_calls - 1, "content": more},
-                                             {"type": "repeat", "min": 0, "max": 1,
-                                              "content": {"type": "const_string", "value": "\n"}}]}
-    text = {"type": "any_text", "excludes": list(STRUCTURED_STARTS) + ["<tool_call>"],
-            "max_tokens": DECLINE_MAX_TOKENS}
+    many = {
+        "type": "sequence",
+        "elements": [
+            tag,
+            {"type": "repeat", "min": 0, "max": max_calls - 1, "content": more},
+            {"type": "repeat", "min": 0, "max": 1, "content": {"type": "const_string", "value": "\n"}},
+        ],
+    }
+    text = {"type": "any_text", "excludes": list(STRUCTURED_STARTS) + ["<tool_call>"], "max_tokens": DECLINE_MAX_TOKENS}
     structural = {"type": "structural_tag", "format": {"type": "or", "elements": [many, text]}}
     try:
         compiled = _compiler(tokenizer, vocab_width).compile_structural_tag(structural)
     except Exception as e:  # noqa: BLE001 — xgrammar raises RuntimeError from C++
         raise SchemaError(f"xgrammar could not compile the call-or-text tag: {_clean_error(e)}") from None
-    return Grammar(compiled, str(compiled.grammar), calls.vocab_width, "tag_or_text", calls.schema, 0.0,
-                   calls.stop_token_ids, source=structural)
+    return Grammar(
+        compiled,
+        str(compiled.grammar),
+        calls.vocab_width,
+        "tag_or_text",
+        calls.schema,
+        0.0,
+        calls.stop_token_ids,
+        source=structural,
+    )
 
 
 @lru_cache(maxsize=4)
@@ -252,8 +277,9 @@ class IntentGate:
         self.masses = [float(m) for m in mass]
         for row, m in enumerate(self.masses):
             if self.threshold is None:
-                scores[row, self.tool_call_id] = torch.logsumexp(scores[row, self.ids.to(scores.device)].float(),
-                                                                 dim=-1).to(scores.dtype)
+                scores[row, self.tool_call_id] = torch.logsumexp(
+                    scores[row, self.ids.to(scores.device)].float(), dim=-1
+                ).to(scores.dtype)
             elif m >= self.threshold:
                 keep = scores[row, self.tool_call_id].clone()
                 scores[row] = float("-inf")
@@ -280,8 +306,12 @@ class _Unsupported(ValueError):
     pass
 
 
-_ARITH = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-          ast.Div: lambda a, b: a / b}
+_ARITH = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+}
 
 
 def _value(node):
@@ -291,8 +321,14 @@ def _value(node):
         return node.id
     if isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
         a, b = _value(node.left), _value(node.right)
-        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
-                and not isinstance(b, bool) and abs(a) < 1e12 and abs(b) < 1e12:
+        if (
+            isinstance(a, (int, float))
+            and isinstance(b, (int, float))
+            and not isinstance(a, bool)
+            and not isinstance(b, bool)
+            and abs(a) < 1e12
+            and abs(b) < 1e12
+        ):
             try:
                 return _ARITH[type(node.op)](a, b)
             except ZeroDivisionError:

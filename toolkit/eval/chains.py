@@ -19,6 +19,7 @@ What it leaves out
   business; the 0.5B model often re-emits JSON there).
 - Parallel chains beyond the pair-lookup variant ``task(..., parallel=True)``.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,11 +27,20 @@ from dataclasses import dataclass, field
 
 from toolkit.calculator import calculator
 from toolkit.errors import ToolError
-from toolkit.tools import TOOLS, Tool
+from toolkit.loop.loop import run
+from toolkit.loop.steps import Executed
+from toolkit.tools import TOOLS, Tool, get_weather
 
-CITY_OF = {"Eiffel Tower": "Paris", "Big Ben": "London", "Tokyo Tower": "Tokyo", "Brandenburg Gate": "Berlin",
-           "Sydney Opera House": "Sydney", "Golden Gate Bridge": "San Francisco", "Marina Bay Sands": "Singapore",
-           "Statue of Liberty": "New York"}
+CITY_OF = {
+    "Eiffel Tower": "Paris",
+    "Big Ben": "London",
+    "Tokyo Tower": "Tokyo",
+    "Brandenburg Gate": "Berlin",
+    "Sydney Opera House": "Sydney",
+    "Golden Gate Bridge": "San Francisco",
+    "Marina Bay Sands": "Singapore",
+    "Statue of Liberty": "New York",
+}
 LANDMARKS = tuple(CITY_OF)
 STEPS = ("landmark_city", "get_weather", "c_to_f", "times_two", "minus_100", "f_to_c")
 MAX_K = len(STEPS)
@@ -52,8 +62,12 @@ LANDMARK_TOOL = Tool.from_function(landmark_city, bounds={"landmark": {"maxLengt
 
 
 def tools() -> dict:
-    return {"landmark_city": LANDMARK_TOOL, "get_weather": TOOLS["get_weather"],
-            "convert_units": TOOLS["convert_units"], "calculator": TOOLS["calculator"]}
+    return {
+        "landmark_city": LANDMARK_TOOL,
+        "get_weather": TOOLS["get_weather"],
+        "convert_units": TOOLS["convert_units"],
+        "calculator": TOOLS["calculator"],
+    }
 
 
 _ASK = {
@@ -79,8 +93,11 @@ def task(landmark: str, k: int) -> Task:
         raise ValueError(f"k must be 1..{MAX_K}, got {k}")
     steps = STEPS[:k]
     parts = [_ASK[s].format(landmark=landmark) for s in steps]
-    q = ("Use the tools, one step at a time, each step using the previous step's result: "
-         + "; then ".join(parts) + ". Finally tell me the last result.")
+    q = (
+        "Use the tools, one step at a time, each step using the previous step's result: "
+        + "; then ".join(parts)
+        + ". Finally tell me the last result."
+    )
     return Task(landmark, k, q, steps)
 
 
@@ -109,13 +126,20 @@ def step_ok(step: str, name: str | None, args: dict | None, prev: dict | None, l
     if prev is None:
         return False
     if step == "get_weather":
-        return (name == "get_weather" and str(args.get("city", "")).strip().lower() == str(prev.get("city", "")).lower()
-                and args.get("unit", "celsius") == "celsius")
+        return (
+            name == "get_weather"
+            and str(args.get("city", "")).strip().lower() == str(prev.get("city", "")).lower()
+            and args.get("unit", "celsius") == "celsius"
+        )
     if step in ("c_to_f", "f_to_c"):
         src, dst = ("c", "f") if step == "c_to_f" else ("f", "c")
         value = prev.get("temperature", prev.get("result"))
-        return (name == "convert_units" and _close(args.get("value"), value) and _unit(args.get("from_unit")) == src
-                and _unit(args.get("to_unit")) == dst)
+        return (
+            name == "convert_units"
+            and _close(args.get("value"), value)
+            and _unit(args.get("from_unit")) == src
+            and _unit(args.get("to_unit")) == dst
+        )
     if step in ("times_two", "minus_100"):
         value = _num(prev.get("result", prev.get("value")))
         if name != "calculator" or value is None or not isinstance(args.get("expression"), str):
@@ -148,7 +172,6 @@ class ChainScore:
 
 def executed_calls(trace) -> list:
     """``CallResult`` objects of a :class:`toolkit.loop.loop.Trace`, in the order they ran."""
-    from toolkit.loop.steps import Executed
 
     return [r for s in trace.steps if isinstance(s, Executed) for r in s.results]
 
@@ -175,7 +198,6 @@ def score_calls(calls, t: Task) -> ChainScore:
 
 
 def run_chain(backend, tokenizer, t: Task, **loop_kwargs):
-    from toolkit.loop.loop import run
 
     kw = {"max_turns": t.k + 2, "parallel": False, "max_new_tokens": 96}
     kw.update(loop_kwargs)
@@ -187,7 +209,6 @@ def run_chain(backend, tokenizer, t: Task, **loop_kwargs):
 
 def step_tasks(landmark: str) -> list[tuple[str, str, dict | None]]:
     """Each step alone: ``(step, question, prev)`` with the input the step needs stated in the question."""
-    from toolkit.tools import get_weather
 
     city = CITY_OF[landmark]
     w = get_weather(city)
@@ -197,8 +218,11 @@ def step_tasks(landmark: str) -> list[tuple[str, str, dict | None]]:
     return [
         ("landmark_city", f"Use a tool to find the city the {landmark} is in.", None),
         ("get_weather", f"Use a tool to get the current temperature in {city} in Celsius.", {"city": city}),
-        ("c_to_f", f"Use convert_units to convert {w['temperature']} degrees Celsius to Fahrenheit.",
-         {"temperature": w["temperature"]}),
+        (
+            "c_to_f",
+            f"Use convert_units to convert {w['temperature']} degrees Celsius to Fahrenheit.",
+            {"temperature": w["temperature"]},
+        ),
         ("times_two", f"Use the calculator to multiply {f:g} by 2.", {"result": f}),
         ("minus_100", f"Use the calculator to subtract 100 from {t2:g}.", {"result": t2}),
         ("f_to_c", f"Use convert_units to convert {t3:g} degrees Fahrenheit to Celsius.", {"result": t3}),
@@ -206,7 +230,6 @@ def step_tasks(landmark: str) -> list[tuple[str, str, dict | None]]:
 
 
 def run_step(backend, tokenizer, landmark: str, step: str, question: str, prev, **loop_kwargs) -> bool:
-    from toolkit.loop.loop import run
 
     kw = {"max_turns": 1, "parallel": False, "max_new_tokens": 96}
     kw.update(loop_kwargs)
@@ -229,7 +252,15 @@ def table(chain_rows: list[dict], step_rates: dict[str, float]) -> list[dict]:
             prod = math.prod(rates.get(s, float("nan")) for s in STEPS[:k]) if rates else None
             for scoring in ("strict", "retry"):
                 ok = sum(r[scoring] for r in rs)
-                out.append({"lever": lever if scoring == "strict" else f"{lever} + retry", "k": k, "n": len(rs),
-                            "success": ok / len(rs), "product": prod,
-                            "steps_ok": sum(r[f"{scoring}_steps_ok"] for r in rs), "steps": k * len(rs)})
+                out.append(
+                    {
+                        "lever": lever if scoring == "strict" else f"{lever} + retry",
+                        "k": k,
+                        "n": len(rs),
+                        "success": ok / len(rs),
+                        "product": prod,
+                        "steps_ok": sum(r[f"{scoring}_steps_ok"] for r in rs),
+                        "steps": k * len(rs),
+                    }
+                )
     return out

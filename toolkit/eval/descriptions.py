@@ -13,6 +13,7 @@ What it leaves out
 - Hand-written descriptions per tool: the variants are mechanical so that the same rule applies to every case
   (and a reader can check it); they show the direction of an effect, not the best wording.
 """
+
 from __future__ import annotations
 
 import copy
@@ -49,8 +50,11 @@ def variants(case: Case) -> dict[str, list[dict]]:
     out["lookalike"] = look
     better = copy.deepcopy(tools)
     for t in better:
-        others = [_first_sentence(o["function"].get("description", "")) for o in tools
-                  if o["function"]["name"] != t["function"]["name"]]
+        others = [
+            _first_sentence(o["function"].get("description", ""))
+            for o in tools
+            if o["function"]["name"] != t["function"]["name"]
+        ]
         desc = t["function"].get("description", "").strip()
         if others:
             desc += ("" if desc.endswith(".") else ".") + " Do not use it to " + "; or to ".join(others) + "."

@@ -23,6 +23,7 @@ What it leaves out
 - Judging whether a description is *true* or *clear*: these are text checks, and the verb check is a word
   list plus an English "-s" heuristic, so it can be wrong on unusual verbs (a warning, never an error).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,22 +42,81 @@ from toolkit.mcp.client import Connection
 NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 MAX_DESCRIPTION = 1024
 MAX_PARAMS = 5
-_NOT_VERBS = {"this", "the", "a", "an", "tool", "function", "api", "it", "is", "gets", "does", "has", "helper",
-              "utility", "data", "information", "handles", "manages", "processes", "deals", "works"}
-_VERBS = {"get", "fetch", "find", "search", "calculate", "compute", "send", "create", "delete", "update",
-          "list", "read", "write", "convert", "return", "look", "check", "retrieve", "generate", "set", "add",
-          "remove", "query", "book", "play", "translate", "estimate", "predict", "save", "open", "run", "solve"}
+_NOT_VERBS = {
+    "this",
+    "the",
+    "a",
+    "an",
+    "tool",
+    "function",
+    "api",
+    "it",
+    "is",
+    "gets",
+    "does",
+    "has",
+    "helper",
+    "utility",
+    "data",
+    "information",
+    "handles",
+    "manages",
+    "processes",
+    "deals",
+    "works",
+}
+_VERBS = {
+    "get",
+    "fetch",
+    "find",
+    "search",
+    "calculate",
+    "compute",
+    "send",
+    "create",
+    "delete",
+    "update",
+    "list",
+    "read",
+    "write",
+    "convert",
+    "return",
+    "look",
+    "check",
+    "retrieve",
+    "generate",
+    "set",
+    "add",
+    "remove",
+    "query",
+    "book",
+    "play",
+    "translate",
+    "estimate",
+    "predict",
+    "save",
+    "open",
+    "run",
+    "solve",
+}
 _VAGUE = {"handles", "manages", "processes", "does", "deals", "works", "performs", "helps"}
-_WHEN_NOT = re.compile(r"\b(do not|don't|not for|never use|only for|only use|use only|instead use|"
-                       r"use [a-z_.]+ instead|not use)\b", re.IGNORECASE)
+_WHEN_NOT = re.compile(
+    r"\b(do not|don't|not for|never use|only for|only use|use only|instead use|"
+    r"use [a-z_.]+ instead|not use)\b",
+    re.IGNORECASE,
+)
 _CHOICES = re.compile(r"\b(one of|either|options?:|possible values|allowed values|choose from|e\.g\.)\b", re.IGNORECASE)
 RULES = {
-    "S1": "name is 1-64 characters of letters, digits, _ . -", "S2": "parameters form a valid JSON Schema object",
-    "S3": "every required parameter is defined", "S4": "tool names are unique",
-    "G0": "the tool has a description", "G1": "§3.1: the description starts with a verb (Fetches, Calculates …)",
+    "S1": "name is 1-64 characters of letters, digits, _ . -",
+    "S2": "parameters form a valid JSON Schema object",
+    "S3": "every required parameter is defined",
+    "S4": "tool names are unique",
+    "G0": "the tool has a description",
+    "G1": "§3.1: the description starts with a verb (Fetches, Calculates …)",
     "G2": "§3.1: the description says when not to use the tool",
     "G3": "§3.1: strong typing — enum for a fixed set, minimum/maximum for numbers",
-    "G4": "§3.1: every parameter has a description", "G5": f"§3.1: few top-level parameters (≤ {MAX_PARAMS})",
+    "G4": "§3.1: every parameter has a description",
+    "G5": f"§3.1: few top-level parameters (≤ {MAX_PARAMS})",
     "G6": f"§3.1: the description is at most {MAX_DESCRIPTION} characters",
     "K1": "kit rule: tool names do not look alike (measured: look-alike names cost selection accuracy)",
 }
@@ -99,14 +159,16 @@ def lint(tools) -> list[Finding]:
     if isinstance(tools, dict) and "tools" in tools:
         tools = tools["tools"]  # a tools/list result
     if not isinstance(tools, list):
-        return [Finding("error", "S2", "(file)", "expected a list of tools (or {\"tools\": [...]})")]
+        return [Finding("error", "S2", "(file)", 'expected a list of tools (or {"tools": [...]})')]
     names = []
     for i, tool in enumerate(tools):
         fn = _fn(tool)
         name = fn.get("name") if isinstance(fn.get("name"), str) else f"#{i}"
         names.append(name)
+
         def add(level, rule, msg, name=name):
             out.append(Finding(level, rule, name, msg))
+
         if not isinstance(fn.get("name"), str) or not NAME.match(fn["name"]):
             add("error", "S1", f"invalid name {fn.get('name')!r}")
         desc = fn.get("description")
@@ -115,7 +177,9 @@ def lint(tools) -> list[Finding]:
             desc = ""
         else:
             if len(desc) > MAX_DESCRIPTION:
-                add("error", "G6", f"description is {len(desc)} characters (> {MAX_DESCRIPTION}): it dilutes the signal")
+                add(
+                    "error", "G6", f"description is {len(desc)} characters (> {MAX_DESCRIPTION}): it dilutes the signal"
+                )
             if not _verb_first(desc):
                 add("warning", "G1", f"description starts with {desc.split()[0]!r}, not a verb saying what it does")
             if not _WHEN_NOT.search(desc):
@@ -143,8 +207,11 @@ def lint(tools) -> list[Finding]:
             if not str(s.get("description", "")).strip():
                 add("error", "G4", f"parameter {p!r} has no description")
             t = s.get("type")
-            if t in ("integer", "number") and "enum" not in s and not ({"minimum", "maximum", "exclusiveMinimum",
-                                                                        "exclusiveMaximum"} & set(s)):
+            if (
+                t in ("integer", "number")
+                and "enum" not in s
+                and not ({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & set(s))
+            ):
                 add("warning", "G3", f"numeric parameter {p!r} has no minimum/maximum")
             if t == "string" and "enum" not in s and _CHOICES.search(str(s.get("description", ""))):
                 add("warning", "G3", f"string parameter {p!r} lists choices in prose but has no enum")
@@ -155,7 +222,7 @@ def lint(tools) -> list[Finding]:
         seen[n] = True
     uniq = list(dict.fromkeys(names))
     for i, a in enumerate(uniq):
-        for b in uniq[i + 1:]:
+        for b in uniq[i + 1 :]:
             na, nb = re.sub(r"[_.\-]", "", a.lower()), re.sub(r"[_.\-]", "", b.lower())
             if difflib.SequenceMatcher(None, na, nb).ratio() >= 0.85:
                 out.append(Finding("warning", "K1", a, f"looks like {b!r}: the model may pick the wrong one"))
@@ -169,13 +236,15 @@ def _from_mcp(target: str, stdio: bool) -> list[dict]:
         parts = shlex.split(target)
         target = StdioServerParameters(command=parts[0], args=parts[1:])
     with Connection(target) as conn:
-        return [{"name": t.name, "description": t.description, "inputSchema": t.input_schema}
-                for t in conn.list_tools()]
+        return [
+            {"name": t.name, "description": t.description, "inputSchema": t.input_schema} for t in conn.list_tools()
+        ]
 
 
 def cli(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m toolkit lint-tools",
-                                description="Check tool definitions against the description guidelines.")
+    p = argparse.ArgumentParser(
+        prog="python -m toolkit lint-tools", description="Check tool definitions against the description guidelines."
+    )
     p.add_argument("file", nargs="?", help="a JSON file: a list of tools (OpenAI, bare or MCP style)")
     p.add_argument("--mcp", help="URL of a running MCP server (Streamable HTTP): lint its tools/list")
     p.add_argument("--mcp-stdio", help="command line of an MCP server to start over stdio: lint its tools/list")
@@ -199,8 +268,13 @@ def cli(argv: list[str]) -> int:
     findings = lint(tools)
     errors = sum(f.level == "error" for f in findings)
     if a.json:
-        print(json.dumps({"findings": [asdict(f) for f in findings], "errors": errors, "rules": RULES},
-                         ensure_ascii=False, indent=1))
+        print(
+            json.dumps(
+                {"findings": [asdict(f) for f in findings], "errors": errors, "rules": RULES},
+                ensure_ascii=False,
+                indent=1,
+            )
+        )
     else:
         for f in findings:
             print(f"{f.level:<7} {f.rule}  {f.tool}: {f.message}   [{RULES[f.rule]}]")

@@ -12,6 +12,7 @@ Each returns None when its section is missing, so a notebook can say "not run ye
 What it leaves out
 - Styling beyond readable defaults; static export (``toolkit.figures`` owns the book's figures).
 """
+
 from __future__ import annotations
 
 from toolkit.eval.bfcl import MODES
@@ -39,17 +40,35 @@ def accuracy(doc: dict):
         if not rs:
             continue
         ys = [100 * rs[c]["accuracy"] if c in rs else None for c in cats]
-        fig.add_bar(name=f"{m}", x=cats, y=ys, marker_color=COLORS[m],
-                    error_y={"type": "data", "symmetric": False,
-                                 "array": [100 * (rs[c]["high"] - rs[c]["accuracy"]) if c in rs else 0 for c in cats],
-                                 "arrayminus": [100 * (rs[c]["accuracy"] - rs[c]["low"]) if c in rs else 0 for c in cats]},
-                    text=[f"n={rs[c]['n']}" if c in rs else "" for c in cats], textposition="outside")
+        fig.add_bar(
+            name=f"{m}",
+            x=cats,
+            y=ys,
+            marker_color=COLORS[m],
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": [100 * (rs[c]["high"] - rs[c]["accuracy"]) if c in rs else 0 for c in cats],
+                "arrayminus": [100 * (rs[c]["accuracy"] - rs[c]["low"]) if c in rs else 0 for c in cats],
+            },
+            text=[f"n={rs[c]['n']}" if c in rs else "" for c in cats],
+            textposition="outside",
+        )
     for (label, vals), sym in zip(PUBLISHED.items(), ("diamond", "x")):
-        fig.add_scatter(name=label, x=cats, y=[vals.get(c) for c in cats], mode="markers",
-                        marker={"symbol": sym, "size": 11, "color": "black"})
-    fig.update_layout(barmode="group", yaxis={"title": "accuracy % (Wilson 95% interval)", "range": [0, 105]},
-                      title=f"BFCL accuracy by category × mode — {doc['accuracy']['meta']['model']}",
-                      legend={"orientation": "h", "y": -0.2}, height=460)
+        fig.add_scatter(
+            name=label,
+            x=cats,
+            y=[vals.get(c) for c in cats],
+            mode="markers",
+            marker={"symbol": sym, "size": 11, "color": "black"},
+        )
+    fig.update_layout(
+        barmode="group",
+        yaxis={"title": "accuracy % (Wilson 95% interval)", "range": [0, 105]},
+        title=f"BFCL accuracy by category × mode — {doc['accuracy']['meta']['model']}",
+        legend={"orientation": "h", "y": -0.2},
+        height=460,
+    )
     return fig
 
 
@@ -63,9 +82,13 @@ def taxonomy(doc: dict):
     xs = [[r["mode"] for r in rows], [r["category"] for r in rows]]
     for k in kinds:
         fig.add_bar(name=KINDS[k], x=xs, y=[r["kinds"].get(k, 0) / r["n"] * 100 for r in rows])
-    fig.update_layout(barmode="stack", yaxis={"title": "% of cases"}, height=460,
-                      title="How the failures fail (share of cases per mode and category)",
-                      legend={"orientation": "h", "y": -0.3})
+    fig.update_layout(
+        barmode="stack",
+        yaxis={"title": "% of cases"},
+        height=460,
+        title="How the failures fail (share of cases per mode and category)",
+        legend={"orientation": "h", "y": -0.3},
+    )
     return fig
 
 
@@ -75,14 +98,24 @@ def pass_k(doc: dict):
     go = _go()
     t = doc["pass_k"]["data"]["table"]
     fig = go.Figure()
-    fig.add_scatter(name="pass^k (unbiased, per task)", x=[r["k"] for r in t], y=[r["pass_hat_k"] for r in t],
-                    mode="lines+markers")
-    fig.add_scatter(name="p̄^k (naive)", x=[r["k"] for r in t], y=[r["naive"] for r in t], mode="lines+markers",
-                    line={"dash": "dash"})
+    fig.add_scatter(
+        name="pass^k (unbiased, per task)", x=[r["k"] for r in t], y=[r["pass_hat_k"] for r in t], mode="lines+markers"
+    )
+    fig.add_scatter(
+        name="p̄^k (naive)",
+        x=[r["k"] for r in t],
+        y=[r["naive"] for r in t],
+        mode="lines+markers",
+        line={"dash": "dash"},
+    )
     d = doc["pass_k"]["data"]
-    fig.update_layout(xaxis={"title": "k"}, yaxis={"title": "P(all k samples succeed)", "range": [0, 1]}, height=380,
-                      title=f"pass^k vs p̄^k — {len(d['tasks'])} tasks × {d['samples']} samples, T={d['temperature']}, "
-                            f"{d['mode']} mode")
+    fig.update_layout(
+        xaxis={"title": "k"},
+        yaxis={"title": "P(all k samples succeed)", "range": [0, 1]},
+        height=380,
+        title=f"pass^k vs p̄^k — {len(d['tasks'])} tasks × {d['samples']} samples, T={d['temperature']}, "
+        f"{d['mode']} mode",
+    )
     return fig
 
 
@@ -94,12 +127,22 @@ def chains(doc: dict):
     fig = go.Figure()
     for lever in dict.fromkeys(r["lever"] for r in rows):
         rs = [r for r in rows if r["lever"] == lever]
-        fig.add_scatter(name=f"{lever}: measured", x=[r["k"] for r in rs], y=[r["success"] for r in rs],
-                        mode="lines+markers")
-        fig.add_scatter(name=f"{lever}: product of step rates", x=[r["k"] for r in rs],
-                        y=[r["product"] for r in rs], mode="lines", line={"dash": "dot"})
-    fig.update_layout(xaxis={"title": "steps k"}, yaxis={"title": "chain success", "range": [0, 1.05]}, height=400,
-                      title="Table 14-11, measured: k-step chains vs the product of per-step rates")
+        fig.add_scatter(
+            name=f"{lever}: measured", x=[r["k"] for r in rs], y=[r["success"] for r in rs], mode="lines+markers"
+        )
+        fig.add_scatter(
+            name=f"{lever}: product of step rates",
+            x=[r["k"] for r in rs],
+            y=[r["product"] for r in rs],
+            mode="lines",
+            line={"dash": "dot"},
+        )
+    fig.update_layout(
+        xaxis={"title": "steps k"},
+        yaxis={"title": "chain success", "range": [0, 1.05]},
+        height=400,
+        title="Table 14-11, measured: k-step chains vs the product of per-step rates",
+    )
     return fig
 
 
@@ -109,10 +152,22 @@ def descriptions(doc: dict):
     go = _go()
     rows = doc["descriptions"]["data"]["rows"]
     fig = go.Figure()
-    fig.add_bar(name="accuracy %", x=[r["variant"] for r in rows], y=[100 * r["accuracy"] for r in rows],
-                error_y={"type": "data", "symmetric": False, "array": [100 * (r["high"] - r["accuracy"]) for r in rows],
-                             "arrayminus": [100 * (r["accuracy"] - r["low"]) for r in rows]},
-                text=[f"n={r['n']}, {r['tool_tokens']:.0f} tool tokens" for r in rows], textposition="outside")
-    fig.update_layout(yaxis={"title": "selection accuracy %", "range": [0, 110]}, height=380,
-                      title="Same tasks, different tool descriptions")
+    fig.add_bar(
+        name="accuracy %",
+        x=[r["variant"] for r in rows],
+        y=[100 * r["accuracy"] for r in rows],
+        error_y={
+            "type": "data",
+            "symmetric": False,
+            "array": [100 * (r["high"] - r["accuracy"]) for r in rows],
+            "arrayminus": [100 * (r["accuracy"] - r["low"]) for r in rows],
+        },
+        text=[f"n={r['n']}, {r['tool_tokens']:.0f} tool tokens" for r in rows],
+        textposition="outside",
+    )
+    fig.update_layout(
+        yaxis={"title": "selection accuracy %", "range": [0, 110]},
+        height=380,
+        title="Same tasks, different tool descriptions",
+    )
     return fig

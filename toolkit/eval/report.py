@@ -12,6 +12,7 @@ What it does
 What it leaves out
 - BFCL's weighted "overall" score (it mixes categories this kit does not run).
 """
+
 from __future__ import annotations
 
 import datetime
@@ -27,10 +28,20 @@ from toolkit.eval.score import KINDS
 from toolkit.eval.stats import wilson
 
 PUBLISHED = {
-    "BFCL V3 Qwen2.5-0.5B-Instruct (Prompt)": {"simple_python": 58.25, "multiple": 68.0, "parallel": 53.5,
-                                                "parallel_multiple": 33.0, "irrelevance": 16.44},
-    "BFCL V4 Qwen3-0.6B (FC)": {"simple_python": 64.17, "multiple": 86.0, "parallel": 67.5,
-                                "parallel_multiple": 69.5, "irrelevance": 80.84},
+    "BFCL V3 Qwen2.5-0.5B-Instruct (Prompt)": {
+        "simple_python": 58.25,
+        "multiple": 68.0,
+        "parallel": 53.5,
+        "parallel_multiple": 33.0,
+        "irrelevance": 16.44,
+    },
+    "BFCL V4 Qwen3-0.6B (FC)": {
+        "simple_python": 64.17,
+        "multiple": 86.0,
+        "parallel": 67.5,
+        "parallel_multiple": 69.5,
+        "irrelevance": 80.84,
+    },
 }
 
 
@@ -47,44 +58,81 @@ def summarize(results) -> list[dict]:
             n, ok = len(rs), sum(r.ok for r in rs)
             lo, hi = wilson(ok, n)
             timed = [r.seconds for r in rs if r.seconds > 0]
-            rows.append({"mode": mode, "category": cat, "n": n, "correct": ok, "accuracy": ok / n, "low": lo,
-                         "high": hi, "kinds": dict(Counter(r.kind for r in rs)),
-                         "untagged_json": sum(r.untagged_json for r in rs),
-                         "grammar_errors": sum(bool(r.grammar_error) for r in rs),
-                         "prompt_tokens": sum(r.prompt_tokens for r in rs) / n,
-                         "new_tokens": sum(r.new_tokens for r in rs) / n,
-                         "seconds": (sum(timed) / len(timed)) if timed else None, "timed_cases": len(timed)})
+            rows.append(
+                {
+                    "mode": mode,
+                    "category": cat,
+                    "n": n,
+                    "correct": ok,
+                    "accuracy": ok / n,
+                    "low": lo,
+                    "high": hi,
+                    "kinds": dict(Counter(r.kind for r in rs)),
+                    "untagged_json": sum(r.untagged_json for r in rs),
+                    "grammar_errors": sum(bool(r.grammar_error) for r in rs),
+                    "prompt_tokens": sum(r.prompt_tokens for r in rs) / n,
+                    "new_tokens": sum(r.new_tokens for r in rs) / n,
+                    "seconds": (sum(timed) / len(timed)) if timed else None,
+                    "timed_cases": len(timed),
+                }
+            )
     return rows
 
 
 def machine() -> dict:
     cpu = ""
     try:
-        cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                    if ln.startswith("model name")), "")
+        cpu = next(
+            (
+                ln.split(":", 1)[1].strip()
+                for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")
+            ),
+            "",
+        )
     except OSError:
         pass
     import torch  # lazy: only when a model ran
 
-    return {"host": platform.node(), "platform": platform.platform(), "cpu": cpu, "cores": os.cpu_count(),
-            "torch_threads": torch.get_num_threads(),
-            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+    return {
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+    }
 
 
 def commit(repo: str | Path = ".") -> str:
     try:
-        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=10, check=False)
-        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10, check=False).stdout.strip()
+        out = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        ).stdout.strip()
         return out.stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
 
 def meta(model: str, repo=".", **extra) -> dict:
-    return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "machine": machine(), "model": model, "commit": commit(repo), **extra}
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "model": model,
+        "commit": commit(repo),
+        **extra,
+    }
 
 
 def load_results(path: str | Path) -> dict:
@@ -108,15 +156,18 @@ def _pct(x) -> str:
 
 
 def accuracy_table(rows: list[dict]) -> str:
-    lines = ["| category | " + " | ".join(f"{m} (n, %, 95% CI)" for m in MODES) + " | " +
-             " | ".join(PUBLISHED) + " |",
-             "|---|" + "---|" * (len(MODES) + len(PUBLISHED))]
+    lines = [
+        "| category | " + " | ".join(f"{m} (n, %, 95% CI)" for m in MODES) + " | " + " | ".join(PUBLISHED) + " |",
+        "|---|" + "---|" * (len(MODES) + len(PUBLISHED)),
+    ]
     by = {(r["mode"], r["category"]): r for r in rows}
     for cat in dict.fromkeys(r["category"] for r in rows):
         cells = []
         for m in MODES:
             r = by.get((m, cat))
-            cells.append("—" if r is None else f"{r['n']}, **{_pct(r['accuracy'])}** [{_pct(r['low'])}–{_pct(r['high'])}]")
+            cells.append(
+                "—" if r is None else f"{r['n']}, **{_pct(r['accuracy'])}** [{_pct(r['low'])}–{_pct(r['high'])}]"
+            )
         pub = [f"{PUBLISHED[k].get(cat, '—')}" for k in PUBLISHED]
         lines.append(f"| {cat} | " + " | ".join(cells) + " | " + " | ".join(pub) + " |")
     return "\n".join(lines)
@@ -124,57 +175,107 @@ def accuracy_table(rows: list[dict]) -> str:
 
 def taxonomy_table(rows: list[dict]) -> str:
     kinds = [k for k in KINDS if k != "ok" and any(r["kinds"].get(k) for r in rows)]
-    lines = ["| mode | category | n | " + " | ".join(kinds) + " | untagged JSON |", "|---|---|---|" + "---|" * (len(kinds) + 1)]
+    lines = [
+        "| mode | category | n | " + " | ".join(kinds) + " | untagged JSON |",
+        "|---|---|---|" + "---|" * (len(kinds) + 1),
+    ]
     for r in rows:
-        lines.append(f"| {r['mode']} | {r['category']} | {r['n']} | " +
-                     " | ".join(str(r["kinds"].get(k, 0)) for k in kinds) + f" | {r['untagged_json']} |")
+        lines.append(
+            f"| {r['mode']} | {r['category']} | {r['n']} | "
+            + " | ".join(str(r["kinds"].get(k, 0)) for k in kinds)
+            + f" | {r['untagged_json']} |"
+        )
     return "\n".join(lines)
 
 
 def cost_table(rows: list[dict]) -> str:
-    lines = ["| mode | category | prompt tokens | new tokens | s/case (timed cases) | cases/hour |", "|---|---|---|---|---|---|"]
+    lines = [
+        "| mode | category | prompt tokens | new tokens | s/case (timed cases) | cases/hour |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
         s = r["seconds"]
-        lines.append(f"| {r['mode']} | {r['category']} | {r['prompt_tokens']:.0f} | {r['new_tokens']:.1f} | "
-                     + (f"{s:.2f} ({r['timed_cases']})" if s else "—") + " | " + (f"{3600 / s:.0f}" if s else "—") + " |")
+        lines.append(
+            f"| {r['mode']} | {r['category']} | {r['prompt_tokens']:.0f} | {r['new_tokens']:.1f} | "
+            + (f"{s:.2f} ({r['timed_cases']})" if s else "—")
+            + " | "
+            + (f"{3600 / s:.0f}" if s else "—")
+            + " |"
+        )
     return "\n".join(lines)
 
 
 def _meta_line(m: dict) -> str:
     mc = m.get("machine", {})
-    return (f"date {m.get('date')}, model {m.get('model')}, commit {m.get('commit')}, machine {mc.get('cpu')} "
-            f"({mc.get('cores')} cores, torch threads {mc.get('torch_threads')}, gpu {mc.get('gpu')})"
-            + "".join(f", {k} {v}" for k, v in m.items() if k not in ("date", "model", "commit", "machine")))
+    return (
+        f"date {m.get('date')}, model {m.get('model')}, commit {m.get('commit')}, machine {mc.get('cpu')} "
+        f"({mc.get('cores')} cores, torch threads {mc.get('torch_threads')}, gpu {mc.get('gpu')})"
+        + "".join(f", {k} {v}" for k, v in m.items() if k not in ("date", "model", "commit", "machine"))
+    )
 
 
 def markdown(doc: dict) -> str:
     out = ["# BFCL and chain results (written by benchmarks/bfcl.py; do not edit by hand)", ""]
     if "accuracy" in doc:
         rows = doc["accuracy"]["data"]["rows"]
-        out += ["## Accuracy per category × mode (BFCL AST rules), with published rows", "",
-                _meta_line(doc["accuracy"]["meta"]), "", accuracy_table(rows), "",
-                "## Failure taxonomy (counts)", "", taxonomy_table(rows), "", "## Tokens and time per case", "",
-                cost_table(rows), ""]
+        out += [
+            "## Accuracy per category × mode (BFCL AST rules), with published rows",
+            "",
+            _meta_line(doc["accuracy"]["meta"]),
+            "",
+            accuracy_table(rows),
+            "",
+            "## Failure taxonomy (counts)",
+            "",
+            taxonomy_table(rows),
+            "",
+            "## Tokens and time per case",
+            "",
+            cost_table(rows),
+            "",
+        ]
     if "pass_k" in doc:
         d = doc["pass_k"]["data"]
-        out += ["## pass^k (unbiased, C(c,k)/C(n,k) per task) vs naive p̄^k", "", _meta_line(doc["pass_k"]["meta"]), "",
-                "| k | pass^k | p̄^k | tasks |", "|---|---|---|---|"]
+        out += [
+            "## pass^k (unbiased, C(c,k)/C(n,k) per task) vs naive p̄^k",
+            "",
+            _meta_line(doc["pass_k"]["meta"]),
+            "",
+            "| k | pass^k | p̄^k | tasks |",
+            "|---|---|---|---|",
+        ]
         out += [f"| {r['k']} | {r['pass_hat_k']:.3f} | {r['naive']:.3f} | {r['tasks']} |" for r in d["table"]]
         out.append("")
     if "chains" in doc:
         d = doc["chains"]["data"]
-        out += ["## Chains: measured k-step success vs the product of measured per-step rates", "",
-                _meta_line(doc["chains"]["meta"]), "",
-                "| lever | k | chains | chain success | product of step rates | steps ok / steps |",
-                "|---|---|---|---|---|---|"]
-        out += [f"| {r['lever']} | {r['k']} | {r['n']} | {_pct(r['success'])} | {_pct(r['product'])} | "
-                f"{r['steps_ok']}/{r['steps']} |" for r in d["rows"]]
+        out += [
+            "## Chains: measured k-step success vs the product of measured per-step rates",
+            "",
+            _meta_line(doc["chains"]["meta"]),
+            "",
+            "| lever | k | chains | chain success | product of step rates | steps ok / steps |",
+            "|---|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {r['lever']} | {r['k']} | {r['n']} | {_pct(r['success'])} | {_pct(r['product'])} | "
+            f"{r['steps_ok']}/{r['steps']} |"
+            for r in d["rows"]
+        ]
         out.append("")
     if "descriptions" in doc:
         d = doc["descriptions"]["data"]
-        out += ["## Tool-description variants (same selection tasks)", "", _meta_line(doc["descriptions"]["meta"]), "",
-                "| variant | mode | n | accuracy [95% CI] | tool tokens per request |", "|---|---|---|---|---|"]
-        out += [f"| {r['variant']} | {r['mode']} | {r['n']} | {_pct(r['accuracy'])} [{_pct(r['low'])}–{_pct(r['high'])}] | "
-                f"{r['tool_tokens']:.0f} |" for r in d["rows"]]
+        out += [
+            "## Tool-description variants (same selection tasks)",
+            "",
+            _meta_line(doc["descriptions"]["meta"]),
+            "",
+            "| variant | mode | n | accuracy [95% CI] | tool tokens per request |",
+            "|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {r['variant']} | {r['mode']} | {r['n']} | {_pct(r['accuracy'])} [{_pct(r['low'])}–{_pct(r['high'])}] | "
+            f"{r['tool_tokens']:.0f} |"
+            for r in d["rows"]
+        ]
         out.append("")
     return "\n".join(out)

@@ -22,6 +22,7 @@ What it leaves out
 - Bit-identity with unbatched greedy decoding: padded batches compute in another order; in bf16 a near-tie
   can flip a token.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -32,13 +33,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from toolkit.eval.bfcl import (
-    Case,
-    IntentGate,
-    constrained_grammar,
-    decode,
-    messages_for,
-)
+from toolkit.eval.bfcl import Case, IntentGate, _structured_ids, constrained_grammar, decode, messages_for
 from toolkit.eval.score import score
 from toolkit.grammar.compile import SchemaError
 from toolkit.grammar.hf import generation_kwargs
@@ -85,9 +80,18 @@ def _stopped(ids: list[int], stops: set[int], max_new: int) -> tuple[list[int], 
     return ids[:max_new], "length"
 
 
-def generate_batch(backend, prompts: list[list[int]], *, grammars=None, max_new_tokens: int = 96,
-                   temperature: float = 0.0, seed: int = 0, tokenizer=None,
-                   share_prefix: bool = True, processors=()) -> list[tuple[list[int], str]]:
+def generate_batch(
+    backend,
+    prompts: list[list[int]],
+    *,
+    grammars=None,
+    max_new_tokens: int = 96,
+    temperature: float = 0.0,
+    seed: int = 0,
+    tokenizer=None,
+    share_prefix: bool = True,
+    processors=(),
+) -> list[tuple[list[int], str]]:
     """Generate for several prompts at once (see the module docstring). ``grammars``: one
     :class:`toolkit.constrain.Grammar` (or None) per prompt; all or none. ``share_prefix``: prefill the
     prompts' common leading tokens once (the template's system preamble; the whole prompt for n samples)."""
@@ -102,8 +106,9 @@ def generate_batch(backend, prompts: list[list[int]], *, grammars=None, max_new_
             if hasattr(backend, "reset"):
                 backend.reset()
             mask = GrammarMask(grammars[i]) if grammars else None
-            g = backend.generate(p, max_new_tokens=max_new_tokens, stop_ids=stops, mask=mask,
-                                 temperature=temperature, seed=seed + i)
+            g = backend.generate(
+                p, max_new_tokens=max_new_tokens, stop_ids=stops, mask=mask, temperature=temperature, seed=seed + i
+            )
             out.append((list(g.new_ids), g.stopped_by if g.stopped_by != "grammar" else "stop"))
         return out
     import torch  # lazy: only when a model runs
@@ -129,14 +134,17 @@ def generate_batch(backend, prompts: list[list[int]], *, grammars=None, max_new_
             from transformers import DynamicCache  # lazy: only when a model runs
 
             cache = DynamicCache(config=model.config)
-            model(input_ids=torch.tensor([prompts[0][:common]], device=dev), use_cache=True, logits_to_keep=1,
-                  **{backend._cache_kw: cache})
+            model(
+                input_ids=torch.tensor([prompts[0][:common]], device=dev),
+                use_cache=True,
+                logits_to_keep=1,
+                **{backend._cache_kw: cache},
+            )
             cache.batch_repeat_interleave(len(prompts))
         # padding goes right after the shared part (plain left padding when there is none): positions come from
         # the attention mask, so every row's own tokens continue where the shared part ends
         ids = torch.tensor([p[:common] + [pad] * (n - len(p)) + p[common:] for p in prompts], device=dev)
-        att = torch.tensor([[1] * common + [0] * (n - len(p)) + [1] * (len(p) - common) for p in prompts],
-                           device=dev)
+        att = torch.tensor([[1] * common + [0] * (n - len(p)) + [1] * (len(p) - common) for p in prompts], device=dev)
         extra = {backend._cache_kw: cache} if cache is not None else {}
         out = model.generate(ids, attention_mask=att, logits_processor=procs, **extra, **kw)
     return [_stopped(row, stops, max_new_tokens) for row in out[:, n:].tolist()]
@@ -187,23 +195,72 @@ def _grammar(case: Case, tokenizer, vocab_width, tools=None):
         return None, str(e)
 
 
-def result_from(case: Case, mode: str, sample: int, text: str, prompt_tokens: int, new_tokens: int,
-                seconds: float, stopped_by: str, grammar_error: str = "") -> Result:
+def result_from(
+    case: Case,
+    mode: str,
+    sample: int,
+    text: str,
+    prompt_tokens: int,
+    new_tokens: int,
+    seconds: float,
+    stopped_by: str,
+    grammar_error: str = "",
+) -> Result:
     """Decode and score one output (also used to re-score cached texts)."""
     if grammar_error:
-        return Result(case.id, case.category, mode, sample, text, "irrelevance" in case.category, "malformed"
-                      if "irrelevance" not in case.category else "ok", f"schema rejected: {grammar_error}",
-                      [], prompt_tokens, 0, 0.0, "grammar_error", grammar_error=grammar_error)
+        return Result(
+            case.id,
+            case.category,
+            mode,
+            sample,
+            text,
+            "irrelevance" in case.category,
+            "malformed" if "irrelevance" not in case.category else "ok",
+            f"schema rejected: {grammar_error}",
+            [],
+            prompt_tokens,
+            0,
+            0.0,
+            "grammar_error",
+            grammar_error=grammar_error,
+        )
     d = decode(text, mode)
     s = score(case, d)
-    return Result(case.id, case.category, mode, sample, text, s.ok, s.kind, s.detail, d.calls, prompt_tokens,
-                  new_tokens, seconds, stopped_by, d.untagged_json)
+    return Result(
+        case.id,
+        case.category,
+        mode,
+        sample,
+        text,
+        s.ok,
+        s.kind,
+        s.detail,
+        d.calls,
+        prompt_tokens,
+        new_tokens,
+        seconds,
+        stopped_by,
+        d.untagged_json,
+    )
 
 
-def run_cases(backend, tokenizer, cases: list[Case], mode: str, *, cache: Cache | None = None,
-              batch_size: int = 8, max_new_tokens: int = 96, temperature: float = 0.0, seed: int = 0,
-              samples: int = 1, template: str = "qwen2.5", tools_for=None,
-              cached_only: bool = False, gate: bool = True) -> Iterator[Result]:
+def run_cases(
+    backend,
+    tokenizer,
+    cases: list[Case],
+    mode: str,
+    *,
+    cache: Cache | None = None,
+    batch_size: int = 8,
+    max_new_tokens: int = 96,
+    temperature: float = 0.0,
+    seed: int = 0,
+    samples: int = 1,
+    template: str = "qwen2.5",
+    tools_for=None,
+    cached_only: bool = False,
+    gate: bool = True,
+) -> Iterator[Result]:
     """Yield one :class:`Result` per (case, sample), cached ones first. ``tools_for(case)`` may replace a case's
     tools (description variants). ``samples > 1`` batches the samples of one case together. ``cached_only``:
     yield what the cache holds and generate nothing (to collect several runs into one report). ``gate``: apply
@@ -214,8 +271,17 @@ def run_cases(backend, tokenizer, cases: list[Case], mode: str, *, cache: Cache 
         for s in range(samples):
             row = cache.get(mode, c.id, s) if cache else None
             if row is not None:
-                r = result_from(c, mode, s, row["text"], row["prompt_tokens"], row["new_tokens"], row["seconds"],
-                                row["stopped_by"], row.get("grammar_error", ""))
+                r = result_from(
+                    c,
+                    mode,
+                    s,
+                    row["text"],
+                    row["prompt_tokens"],
+                    row["new_tokens"],
+                    row["seconds"],
+                    row["stopped_by"],
+                    row.get("grammar_error", ""),
+                )
                 r.cached = True
                 yield r
             else:
@@ -231,34 +297,62 @@ def run_cases(backend, tokenizer, cases: list[Case], mode: str, *, cache: Cache 
     for c, s in [(c, s) for c, s in todo if prepared[c.id][2]]:  # schema rejected: a result, not a crash
         r = result_from(c, mode, s, "", len(prepared[c.id][0]), 0, 0.0, "", prepared[c.id][2])
         if cache:
-            cache.put(mode, c.id, s, {"text": "", "prompt_tokens": r.prompt_tokens, "new_tokens": 0, "seconds": 0.0,
-                                      "stopped_by": r.stopped_by, "grammar_error": r.grammar_error})
+            cache.put(
+                mode,
+                c.id,
+                s,
+                {
+                    "text": "",
+                    "prompt_tokens": r.prompt_tokens,
+                    "new_tokens": 0,
+                    "seconds": 0.0,
+                    "stopped_by": r.stopped_by,
+                    "grammar_error": r.grammar_error,
+                },
+            )
         yield r
     todo = [(c, s) for c, s in todo if not prepared[c.id][2]]
     if samples > 1:  # keep a case's samples together: one shared prefill per case
         batches = []
         for cid in dict.fromkeys(c.id for c, _ in todo):
             group = [(c, s) for c, s in todo if c.id == cid]
-            batches += [group[i:i + batch_size] for i in range(0, len(group), batch_size)]
+            batches += [group[i : i + batch_size] for i in range(0, len(group), batch_size)]
     else:
         todo.sort(key=lambda cs: len(prepared[cs[0].id][0]))  # similar lengths: little padding
-        batches = [todo[i:i + batch_size] for i in range(0, len(todo), batch_size)]
+        batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
     for batch in batches:
         prompts = [prepared[c.id][0] for c, _ in batch]
         grammars = [prepared[c.id][1] for c, _ in batch] if mode == "constrained" else None
         t0 = time.perf_counter()
         procs = [IntentGate(tokenizer)] if (mode == "constrained" and gate) else []
-        outs = generate_batch(backend, prompts, grammars=grammars, max_new_tokens=max_new_tokens,
-                              temperature=temperature, seed=seed + 1000 * batch[0][1], tokenizer=tokenizer,
-                              processors=procs)
+        outs = generate_batch(
+            backend,
+            prompts,
+            grammars=grammars,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            seed=seed + 1000 * batch[0][1],
+            tokenizer=tokenizer,
+            processors=procs,
+        )
         share = (time.perf_counter() - t0) / len(batch)
         for (c, s), (ids, stopped_by) in zip(batch, outs):
             body = ids[:-1] if ids and ids[-1] == IM_END_ID else ids
             text = tokenizer.decode(body, skip_special_tokens=False)
             r = result_from(c, mode, s, text, len(prepared[c.id][0]), len(ids), share, stopped_by)
             if cache:
-                cache.put(mode, c.id, s, {"text": text, "prompt_tokens": r.prompt_tokens, "new_tokens": r.new_tokens,
-                                          "seconds": share, "stopped_by": stopped_by})
+                cache.put(
+                    mode,
+                    c.id,
+                    s,
+                    {
+                        "text": text,
+                        "prompt_tokens": r.prompt_tokens,
+                        "new_tokens": r.new_tokens,
+                        "seconds": share,
+                        "stopped_by": stopped_by,
+                    },
+                )
             yield r
 
 
@@ -269,9 +363,7 @@ def as_rows(results) -> list[dict]:
 def first_tokens(backend, tokenizer, case: Case, mode: str = "native", k: int = 6) -> dict:
     """The model's own distribution over the first answer token of one case (one forward, no mask): the top
     ``k`` tokens, p(<tool_call>), and the structured mass the :class:`IntentGate` acts on."""
-    import torch
-
-    from toolkit.eval.bfcl import _structured_ids
+    import torch  # lazy: only when a model runs
 
     ids = prompt_ids(case, mode, tokenizer)
     with torch.inference_mode():
@@ -280,6 +372,10 @@ def first_tokens(backend, tokenizer, case: Case, mode: str = "native", k: int = 
     p = torch.softmax(logits, -1)
     top = torch.topk(p, k)
     struct = torch.tensor(sorted(set(_structured_ids(tokenizer)) | {151657}))
-    return {"id": case.id, "prompt_tokens": len(ids), "p_tool_call": float(p[151657]),
-            "structured_mass": float(p[struct].sum()),
-            "top": [(tokenizer.decode([int(i)]), float(v)) for v, i in zip(top.values, top.indices)]}
+    return {
+        "id": case.id,
+        "prompt_tokens": len(ids),
+        "p_tool_call": float(p[151657]),
+        "structured_mass": float(p[struct].sum()),
+        "top": [(tokenizer.decode([int(i)]), float(v)) for v, i in zip(top.values, top.indices)],
+    }

@@ -17,6 +17,7 @@ What it leaves out
 - Java/JavaScript typing and BFCL's name conversion for APIs that forbid dots in names (not needed here).
 - Partial credit: a case is right or wrong.
 """
+
 from __future__ import annotations
 
 import re
@@ -37,8 +38,16 @@ KINDS = {
     "wrong_value": "wrong value",
     "wrong_count": "wrong number of (parallel) calls",
 }
-PY_TYPES = {"string": str, "integer": int, "float": float, "boolean": bool, "array": list, "tuple": list,
-            "dict": dict, "any": str}
+PY_TYPES = {
+    "string": str,
+    "integer": int,
+    "float": float,
+    "boolean": bool,
+    "array": list,
+    "tuple": list,
+    "dict": dict,
+    "any": str,
+}
 NESTED = ("array", "tuple")
 
 
@@ -78,9 +87,11 @@ def _dict_ok(value: dict, allowed: list) -> bool:
     for a in allowed:
         if a == "":
             continue
-        if all(k in a and (_norm(v) if isinstance(v, str) else v) in
-               [(_norm(x) if isinstance(x, str) else x) for x in a[k]] for k, v in value.items()) \
-                and all(k in value or "" in vs for k, vs in a.items()):
+        if all(
+            k in a
+            and (_norm(v) if isinstance(v, str) else v) in [(_norm(x) if isinstance(x, str) else x) for x in a[k]]
+            for k, v in value.items()
+        ) and all(k in value or "" in vs for k, vs in a.items()):
             return True
     return False
 
@@ -92,14 +103,16 @@ def _list_ok(value: list, allowed: list) -> bool:
 
 
 def _list_dict_ok(value: list, allowed: list) -> bool:
-    return any(isinstance(a, (list, str)) and len(a) == len(value) and all(_dict_ok(v, [d]) for v, d in zip(value, a))
-               for a in allowed)
+    return any(
+        isinstance(a, (list, str)) and len(a) == len(value) and all(_dict_ok(v, [d]) for v, d in zip(value, a))
+        for a in allowed
+    )
 
 
 def check_call(doc: dict, call: dict, answer: dict, known: set[str]) -> Score:
     """One call ``{name: args}`` against one possible answer ``{name: {param: [allowed]}}`` and its doc."""
-    (want_name, allowed), = answer.items()
-    (name, args), = call.items()
+    ((want_name, allowed),) = answer.items()
+    ((name, args),) = call.items()
     if name != want_name:
         return Score(False, "wrong_function" if name in known else "unknown_function", f"{name} instead of {want_name}")
     params = doc["parameters"].get("properties", {})

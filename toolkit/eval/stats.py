@@ -12,6 +12,7 @@ What it does
 What it leaves out
 - Intervals for pass^k (a bootstrap over tasks would give them).
 """
+
 from __future__ import annotations
 
 import math
@@ -47,8 +48,14 @@ def pass_k_table(counts: list[tuple[int, int]], ks=range(1, 9)) -> list[dict]:
         usable = [(n, c) for n, c in counts if n >= k]
         if not usable:
             continue
-        rows.append({"k": k, "pass_hat_k": sum(pass_hat_k(n, c, k) for n, c in usable) / len(usable),
-                     "naive": p_bar ** k, "tasks": len(usable)})
+        rows.append(
+            {
+                "k": k,
+                "pass_hat_k": sum(pass_hat_k(n, c, k) for n, c in usable) / len(usable),
+                "naive": p_bar**k,
+                "tasks": len(usable),
+            }
+        )
     return rows
 
 

@@ -7,6 +7,7 @@ What it does
 What it leaves out
 - Repairing outputs: an invalid output is reported, not fixed.
 """
+
 from __future__ import annotations
 
 import json

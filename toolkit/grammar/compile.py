@@ -11,6 +11,7 @@ What it leaves out
 - Grammars are compact JSON by default (``any_whitespace=False``). Meaning: the mask guarantees shape, never that
   the city is the right city.
 """
+
 from __future__ import annotations
 
 import json
@@ -128,8 +129,15 @@ def compile_schema(schema, tokenizer, vocab_width: int | None = None, any_whites
     except Exception as e:
         raise SchemaError(f"xgrammar could not compile the schema: {_clean_error(e)}") from None
     ms = (time.perf_counter() - t0) * 1e3
-    return Grammar(compiled, str(compiled.grammar), int(vocab_width or VOCAB_WIDTH), "schema", schema, ms,
-                   tuple(_stop_ids(tokenizer)))
+    return Grammar(
+        compiled,
+        str(compiled.grammar),
+        int(vocab_width or VOCAB_WIDTH),
+        "schema",
+        schema,
+        ms,
+        tuple(_stop_ids(tokenizer)),
+    )
 
 
 def _tool_function(tool) -> dict:
@@ -149,13 +157,27 @@ def call_schema(tools) -> dict:
     for tool in tools:
         fn = _tool_function(tool)
         params = _as_schema(fn.get("parameters", {"type": "object", "properties": {}}))
-        cases.append({"type": "object", "properties": {"name": {"const": fn["name"]}, "arguments": params},
-                      "required": ["name", "arguments"], "additionalProperties": False})
+        cases.append(
+            {
+                "type": "object",
+                "properties": {"name": {"const": fn["name"]}, "arguments": params},
+                "required": ["name", "arguments"],
+                "additionalProperties": False,
+            }
+        )
     return cases[0] if len(cases) == 1 else {"anyOf": cases}
 
 
-def compile_tools(tools, tokenizer, mode: str = "tag", parallel: bool = False, vocab_width: int | None = None,
-                  any_whitespace: bool = False, max_calls: int = 4, required: bool = True) -> Grammar:
+def compile_tools(
+    tools,
+    tokenizer,
+    mode: str = "tag",
+    parallel: bool = False,
+    vocab_width: int | None = None,
+    any_whitespace: bool = False,
+    max_calls: int = 4,
+    required: bool = True,
+) -> Grammar:
     """Compile "call one of these tools".
 
     ``mode="tag"``: Qwen's format ``<tool_call>\\n{json}\\n</tool_call>`` where the markers are the single tokens
@@ -176,19 +198,34 @@ def compile_tools(tools, tokenizer, mode: str = "tag", parallel: bool = False, v
     if (start, end) != (TOOL_CALL_ID, TOOL_CALL_END_ID):
         raise SchemaError(f"tokenizer has no single <tool_call> token (got ids {start}, {end}): not a Qwen vocab")
     body = _ebnf(schema, any_whitespace)  # compact JSON the same way compile_schema writes it
-    tag = {"type": "tag", "begin": {"type": "token", "token": start},
-           "content": {"type": "sequence", "elements": [{"type": "const_string", "value": "\n"},
-                                                        {"type": "grammar", "grammar": body},
-                                                        {"type": "const_string", "value": "\n"}]},
-           "end": {"type": "token", "token": end}}
+    tag = {
+        "type": "tag",
+        "begin": {"type": "token", "token": start},
+        "content": {
+            "type": "sequence",
+            "elements": [
+                {"type": "const_string", "value": "\n"},
+                {"type": "grammar", "grammar": body},
+                {"type": "const_string", "value": "\n"},
+            ],
+        },
+        "end": {"type": "token", "token": end},
+    }
     fmt = tag
     if not required:
-        fmt = {"type": "token_triggered_tags", "trigger_tokens": [start], "tags": [tag], "at_least_one": False,
-               "stop_after_first": not parallel}
+        fmt = {
+            "type": "token_triggered_tags",
+            "trigger_tokens": [start],
+            "tags": [tag],
+            "at_least_one": False,
+            "stop_after_first": not parallel,
+        }
     elif parallel:
         more = {"type": "sequence", "elements": [{"type": "const_string", "value": "\n"}, tag]}
-        fmt = {"type": "sequence", "elements": [tag, {"type": "repeat", "min": 0, "max": max_calls - 1,
-                                                      "content": more}]}
+        fmt = {
+            "type": "sequence",
+            "elements": [tag, {"type": "repeat", "min": 0, "max": max_calls - 1, "content": more}],
+        }
     structural = {"type": "structural_tag", "format": fmt}
     compiler = _compiler(tokenizer, vocab_width)
     t0 = time.perf_counter()
@@ -197,12 +234,21 @@ def compile_tools(tools, tokenizer, mode: str = "tag", parallel: bool = False, v
     except Exception as e:
         raise SchemaError(f"xgrammar could not compile the tool-call tag: {_clean_error(e)}") from None
     ms = (time.perf_counter() - t0) * 1e3
-    return Grammar(compiled, str(compiled.grammar), int(vocab_width or VOCAB_WIDTH), "tag", schema, ms,
-                   tuple(_stop_ids(tokenizer)), source=structural)
+    return Grammar(
+        compiled,
+        str(compiled.grammar),
+        int(vocab_width or VOCAB_WIDTH),
+        "tag",
+        schema,
+        ms,
+        tuple(_stop_ids(tokenizer)),
+        source=structural,
+    )
 
 
-def compile_tool_choice(tools, tokenizer, choice: str = "auto", vocab_width: int | None = None,
-                        any_whitespace: bool = False) -> Grammar:
+def compile_tool_choice(
+    tools, tokenizer, choice: str = "auto", vocab_width: int | None = None, any_whitespace: bool = False
+) -> Grammar:
     """The grammar of one assistant turn under an API-style tool choice (Qwen's ``<tool_call>`` format).
 
     ``"auto"``: free text; each ``<tool_call>`` token (151657) the model writes starts a call whose JSON must fit
@@ -218,8 +264,13 @@ def compile_tool_choice(tools, tokenizer, choice: str = "auto", vocab_width: int
     else:
         one = compile_tools(tools, tokenizer, mode="tag", vocab_width=vocab_width, any_whitespace=any_whitespace)
         tag, schema = one.source["format"], one.schema
-        fmt = {"type": "token_triggered_tags", "trigger_tokens": [TOOL_CALL_ID], "tags": [tag],
-               "at_least_one": False, "stop_after_first": False}
+        fmt = {
+            "type": "token_triggered_tags",
+            "trigger_tokens": [TOOL_CALL_ID],
+            "tags": [tag],
+            "at_least_one": False,
+            "stop_after_first": False,
+        }
         if choice == "required":
             fmt = {"type": "sequence", "elements": [tag, fmt]}
     structural = {"type": "structural_tag", "format": fmt}
@@ -228,8 +279,16 @@ def compile_tool_choice(tools, tokenizer, choice: str = "auto", vocab_width: int
         compiled = _compiler(tokenizer, vocab_width).compile_structural_tag(structural)
     except Exception as e:
         raise SchemaError(f"xgrammar could not compile tool choice {choice!r}: {_clean_error(e)}") from None
-    return Grammar(compiled, str(compiled.grammar), int(vocab_width or VOCAB_WIDTH), "tag", schema,
-                   (time.perf_counter() - t0) * 1e3, tuple(_stop_ids(tokenizer)), source=structural)
+    return Grammar(
+        compiled,
+        str(compiled.grammar),
+        int(vocab_width or VOCAB_WIDTH),
+        "tag",
+        schema,
+        (time.perf_counter() - t0) * 1e3,
+        tuple(_stop_ids(tokenizer)),
+        source=structural,
+    )
 
 
 def bounded(schema, max_length: int = 24, max_items: int = 4):
@@ -243,8 +302,10 @@ def bounded(schema, max_length: int = 24, max_items: int = 4):
         return [bounded(s, max_length, max_items) for s in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {k: bounded(v, max_length, max_items) if k not in ("enum", "const", "default", "examples") else v
-           for k, v in schema.items()}
+    out = {
+        k: bounded(v, max_length, max_items) if k not in ("enum", "const", "default", "examples") else v
+        for k, v in schema.items()
+    }
     if out.get("type") == "string" and "enum" not in out and "const" not in out and "pattern" not in out:
         out["maxLength"] = min(out.get("maxLength", max_length), max_length)  # a looser existing bound is capped
     if out.get("type") == "array":

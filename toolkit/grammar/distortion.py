@@ -8,6 +8,7 @@ What it does (book §9.4.5's warning, made concrete)
 What it leaves out
 - Large grammars: the walk is exponential; ``max_nodes`` bounds it and ``pruned`` reports what was cut.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -52,8 +53,9 @@ class Distortion:
         return "\n".join(lines)
 
 
-def distortion(model, tokenizer, prompt_ids, grammar: Grammar, eps: float = 1e-4, max_nodes: int = 400,
-               max_depth: int = 24) -> Distortion:
+def distortion(
+    model, tokenizer, prompt_ids, grammar: Grammar, eps: float = 1e-4, max_nodes: int = 400, max_depth: int = 24
+) -> Distortion:
     """Walk every token path the grammar allows (all tokenisations of every valid output), one forward per
     tree node with the KV cache cropped back on the way up, and sum path probabilities per output text.
 
@@ -85,7 +87,7 @@ def distortion(model, tokenizer, prompt_ids, grammar: Grammar, eps: float = 1e-4
                 if tok in stops:
                     leaves.append((path, child_logp, child_pmask))
                     continue
-                best = max((l[1] for l in leaves), default=child_logp)
+                best = max((leaf[1] for leaf in leaves), default=child_logp)
                 negligible = child_pmask < eps and child_logp - max(best, child_logp) < np.log(eps)
                 if negligible or len(path) >= max_depth or state["nodes"] >= max_nodes:
                     state["pruned"] += child_pmask
@@ -93,8 +95,7 @@ def distortion(model, tokenizer, prompt_ids, grammar: Grammar, eps: float = 1e-4
                 child = matcher.fork()
                 child.accept_token(tok)
                 length = n0 + len(path)
-                step = model(input_ids=torch.tensor([[tok]], device=dev), cache=cache, use_cache=True,
-                             logits_to_keep=1)
+                step = model(input_ids=torch.tensor([[tok]], device=dev), cache=cache, use_cache=True, logits_to_keep=1)
                 visit(child, path + [tok], step.logits[0, -1], child_logp, child_pmask)
                 cache.crop(-(cache.get_seq_length() - length))  # back to this node's prefix for the next sibling
 

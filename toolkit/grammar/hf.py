@@ -7,6 +7,7 @@ What it does
 What it leaves out
 - Our own decode loop (``toolkit.backends.decode``); the tests check the two agree.
 """
+
 from __future__ import annotations
 
 import time
@@ -41,8 +42,13 @@ class Sampled:
 def generation_kwargs(tokenizer, max_new_tokens: int, temperature: float, stops) -> dict:
     """Explicit settings, so a model folder's own generation_config (Qwen ships top_k=20, top_p=0.8,
     repetition_penalty=1.05) cannot silently change what "greedy" or "temperature T" means here."""
-    kw = dict(max_new_tokens=max_new_tokens, eos_token_id=list(stops), pad_token_id=tokenizer.pad_token_id,
-              repetition_penalty=1.0, min_new_tokens=0)
+    kw = dict(
+        max_new_tokens=max_new_tokens,
+        eos_token_id=list(stops),
+        pad_token_id=tokenizer.pad_token_id,
+        repetition_penalty=1.0,
+        min_new_tokens=0,
+    )
     if temperature > 0:  # top_k=0 / top_p=1.0: sample from the whole (masked) distribution
         kw.update(do_sample=True, temperature=float(temperature), top_k=0, top_p=1.0)
     else:
@@ -50,8 +56,15 @@ def generation_kwargs(tokenizer, max_new_tokens: int, temperature: float, stops)
     return kw
 
 
-def generate(model, tokenizer, prompt_ids, grammar: Grammar | None = None, max_new_tokens: int = 48,
-             temperature: float = 0.0, seed: int = 0) -> Sampled:
+def generate(
+    model,
+    tokenizer,
+    prompt_ids,
+    grammar: Grammar | None = None,
+    max_new_tokens: int = 48,
+    temperature: float = 0.0,
+    seed: int = 0,
+) -> Sampled:
     """``model.generate`` with xgrammar's own LogitsProcessor (a fresh one per call: it cannot be reset)."""
     stops = list(grammar.stop_token_ids if grammar else _stop_ids(tokenizer))
     procs = []
@@ -62,10 +75,14 @@ def generate(model, tokenizer, prompt_ids, grammar: Grammar | None = None, max_n
     torch.manual_seed(seed)
     t0 = time.perf_counter()
     with torch.no_grad():
-        out = model.generate(ids, attention_mask=torch.ones_like(ids), logits_processor=procs,
-                             **generation_kwargs(tokenizer, max_new_tokens, temperature, stops))
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            logits_processor=procs,
+            **generation_kwargs(tokenizer, max_new_tokens, temperature, stops),
+        )
     secs = time.perf_counter() - t0
-    new = [int(t) for t in out[0, ids.shape[1]:]]
+    new = [int(t) for t in out[0, ids.shape[1] :]]
     if grammar is not None:
         # The processor is not called after the stop token, so its matcher never sees it: replay instead.
         ok, terminated = replay(grammar, new)
@@ -75,8 +92,16 @@ def generate(model, tokenizer, prompt_ids, grammar: Grammar | None = None, max_n
     return Sampled(new, _decode_text(tokenizer, new, set(stops)), terminated, secs, grammar is not None)
 
 
-def sample(model, tokenizer, prompt_ids, grammar: Grammar | None, n: int, temperature: float = 1.0,
-           seed: int = 0, max_new_tokens: int = 48) -> list[Sampled]:
+def sample(
+    model,
+    tokenizer,
+    prompt_ids,
+    grammar: Grammar | None,
+    n: int,
+    temperature: float = 1.0,
+    seed: int = 0,
+    max_new_tokens: int = 48,
+) -> list[Sampled]:
     """``n`` samples in one batched ``model.generate`` (one matcher per row inside xgrammar's processor)."""
     stops = list(grammar.stop_token_ids if grammar else _stop_ids(tokenizer))
     procs = []
@@ -87,11 +112,15 @@ def sample(model, tokenizer, prompt_ids, grammar: Grammar | None, n: int, temper
     torch.manual_seed(seed)
     t0 = time.perf_counter()
     with torch.no_grad():
-        out = model.generate(ids, attention_mask=torch.ones_like(ids), logits_processor=procs,
-                             **generation_kwargs(tokenizer, max_new_tokens, temperature, stops))
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            logits_processor=procs,
+            **generation_kwargs(tokenizer, max_new_tokens, temperature, stops),
+        )
     secs = time.perf_counter() - t0
     gens = []
-    for row in out[:, ids.shape[1]:].tolist():
+    for row in out[:, ids.shape[1] :].tolist():
         cut = next((k + 1 for k, t in enumerate(row) if t in stops), len(row))  # drop the padding after a stop
         new = row[:cut]
         if grammar is not None:

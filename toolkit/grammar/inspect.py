@@ -8,6 +8,7 @@ What it does
 What it leaves out
 - Batches; ``trace`` decodes one sequence, one token per step.
 """
+
 from __future__ import annotations
 
 import time
@@ -64,12 +65,23 @@ class StepTrace:
 
 def _top(tokenizer, by, before, after, k):
     vals, idx = by.topk(k)
-    return [(int(i), token_text(tokenizer, int(i)), float(before[i]), float(after[i]))
-            for v, i in zip(vals, idx) if float(v) > 0]
+    return [
+        (int(i), token_text(tokenizer, int(i)), float(before[i]), float(after[i]))
+        for v, i in zip(vals, idx)
+        if float(v) > 0
+    ]
 
 
-def trace(model, tokenizer, prompt_ids, grammar: Grammar | None, max_new_tokens: int = 48,
-          temperature: float = 0.0, seed: int = 0, top_k: int = 10) -> StepTrace:
+def trace(
+    model,
+    tokenizer,
+    prompt_ids,
+    grammar: Grammar | None,
+    max_new_tokens: int = 48,
+    temperature: float = 0.0,
+    seed: int = 0,
+    top_k: int = 10,
+) -> StepTrace:
     """Decode one sequence, driving the grammar matcher ourselves, and record every step (see :class:`TokenStep`).
 
     ``temperature=0`` is greedy (the shown probabilities are then at temperature 1); otherwise sampling from the
@@ -82,11 +94,22 @@ def trace(model, tokenizer, prompt_ids, grammar: Grammar | None, max_new_tokens:
     rec = _Recorder(model, tokenizer, list(prompt_ids), temperature, seed, top_k, width, grammar is not None)
     t0 = time.perf_counter()
     with torch.no_grad():
-        out_ids, stopped = decode(rec, max_new_tokens=max_new_tokens, stop_ids=stops,
-                                  mask=_Strict(grammar) if grammar else None)
+        out_ids, stopped = decode(
+            rec, max_new_tokens=max_new_tokens, stop_ids=stops, mask=_Strict(grammar) if grammar else None
+        )
     secs = time.perf_counter() - t0
-    return StepTrace(len(prompt_ids), out_ids, rec.steps, _decode_text(tokenizer, out_ids, stops),
-                     stopped != "length", temperature, seed, width, grammar is not None, secs)
+    return StepTrace(
+        len(prompt_ids),
+        out_ids,
+        rec.steps,
+        _decode_text(tokenizer, out_ids, stops),
+        stopped != "length",
+        temperature,
+        seed,
+        width,
+        grammar is not None,
+        secs,
+    )
 
 
 class _Strict(GrammarMask):
@@ -114,8 +137,13 @@ class _Recorder:
     def launch(self, i: int, bitmask) -> None:
         ids = self.prompt if i == 0 else [self.tokens[-1]]
         attn = torch.ones(1, len(self.prompt) + i, dtype=torch.long, device=self.dev)
-        out = self.model(input_ids=torch.tensor([ids], device=self.dev), attention_mask=attn, cache=self.past,
-                         use_cache=True, logits_to_keep=1)
+        out = self.model(
+            input_ids=torch.tensor([ids], device=self.dev),
+            attention_mask=attn,
+            cache=self.past,
+            use_cache=True,
+            logits_to_keep=1,
+        )
         self.past = out.past_key_values
         logits = out.logits[:, -1, :].float()
         t = self.temperature or 1.0
@@ -130,9 +158,19 @@ class _Recorder:
         tok = int(choose(masked.cpu() if self.temperature > 0 else masked, self.temperature, gen=self.gen)[0])
         removed = float(1.0 - before[after > 0].sum()) if bitmask is not None else 0.0
         tk = self.tokenizer
-        self.steps.append(TokenStep(i, allowed, _top(tk, before, before, after, self.top_k),
-                                    _top(tk, after, before, after, self.top_k), max(removed, 0.0), tok,
-                                    token_text(tk, tok), float(before[tok]), float(after[tok])))
+        self.steps.append(
+            TokenStep(
+                i,
+                allowed,
+                _top(tk, before, before, after, self.top_k),
+                _top(tk, after, before, after, self.top_k),
+                max(removed, 0.0),
+                tok,
+                token_text(tk, tok),
+                float(before[tok]),
+                float(after[tok]),
+            )
+        )
         self.tokens.append(tok)
 
     def token(self, i: int) -> int:

@@ -8,6 +8,7 @@ What it does
 What it leaves out
 - Jump-forward decoding and speculative masks.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -8,6 +8,7 @@ What it does
 What it leaves out
 - Enforcing those keywords: the grammar cannot; ``toolkit.grammar.check`` validates outputs afterwards.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,16 +28,40 @@ from toolkit.grammar.compile import SchemaError, _as_schema, _check_schema, _ebn
 # the same, and an instance the keyword forbids is accepted) and read from its own warnings. A sampled output can
 # break these; ``precheck`` names them before a model is loaded.
 UNENFORCED_KEYWORDS = {
-    "not": "ignored", "if": "ignored", "then": "ignored", "else": "ignored",
-    "dependentRequired": "ignored", "dependentSchemas": "ignored", "dependencies": "ignored",
-    "unevaluatedProperties": "ignored", "unevaluatedItems": "ignored",
-    "contains": "ignored", "minContains": "ignored", "maxContains": "ignored",
-    "$dynamicRef": "not followed", "$dynamicAnchor": "not followed", "$recursiveRef": "not followed",
+    "not": "ignored",
+    "if": "ignored",
+    "then": "ignored",
+    "else": "ignored",
+    "dependentRequired": "ignored",
+    "dependentSchemas": "ignored",
+    "dependencies": "ignored",
+    "unevaluatedProperties": "ignored",
+    "unevaluatedItems": "ignored",
+    "contains": "ignored",
+    "minContains": "ignored",
+    "maxContains": "ignored",
+    "$dynamicRef": "not followed",
+    "$dynamicAnchor": "not followed",
+    "$recursiveRef": "not followed",
 }
 
 
-ENFORCED_FORMATS = {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uri",
-                    "uri-reference", "uuid", "uri-template", "json-pointer", "relative-json-pointer"}
+ENFORCED_FORMATS = {
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+}
 
 
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
@@ -45,8 +70,19 @@ _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "d
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 
 
-_SUBSCHEMA_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
-                  "unevaluatedProperties", "unevaluatedItems", "additionalItems")
+_SUBSCHEMA_ONE = (
+    "items",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "additionalItems",
+)
 
 
 _LOOKAROUND = re.compile(r"\(\?(?:=|!|<=|<!)")
@@ -163,8 +199,8 @@ def read_schema_file(path: str) -> dict | bool:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise SchemaError(f"schema file is not UTF-8 text (byte {e.start} of {len(data):,}): is it binary?") \
-            from None
+        raise SchemaError(f"schema file is not UTF-8 text (byte {e.start} of {len(data):,}): is it binary?") from None
+
     def not_json(constant):
         raise SchemaError(f"schema is not valid JSON: {constant} is not a JSON value")
 
@@ -194,8 +230,10 @@ def precheck(schema, allow_unenforced: bool = False) -> list[str]:
         found = unenforced(schema)
         if found and not allow_unenforced:  # say so now, before importing xgrammar (seconds: it loads torch)
             raise SchemaError(_unenforced_line(found))
-        covered = ("Lookahead" if any("lookaround" in f for f in found) else "\0",
-                   "URI should" if any("$ref" in f for f in found) else "\0")
+        covered = (
+            "Lookahead" if any("lookaround" in f for f in found) else "\0",
+            "URI should" if any("$ref" in f for f in found) else "\0",
+        )
         found += [f"xgrammar: {w}" for w in _xgrammar_warnings(schema) if not w.startswith(covered)]
     except RecursionError:
         raise SchemaError("schema is nested too deeply") from None

@@ -11,9 +11,10 @@ What it does
 What it leaves out
 - Free-form questions (call ``toolkit.loop.loop.run`` with your own messages).
 """
+
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from toolkit.backends.hf import HFBackend
 from toolkit.conversations import LOOP_EXAMPLES
@@ -57,8 +58,9 @@ def settings_for(loaded, **kw) -> dict:
     return out
 
 
-def ask(question: str | list[dict], loaded, *, tools=None, reuse: bool = True, on_step: Callable | None = None,
-        **kw) -> Trace:
+def ask(
+    question: str | list[dict], loaded, *, tools=None, reuse: bool = True, on_step: Callable | None = None, **kw
+) -> Trace:
     """Run the loop on a question (or a message list) with the named tools (default: all four demo tools) and
     :func:`settings_for`'s defaults; keyword arguments override them."""
     messages = [{"role": "user", "content": question}] if isinstance(question, str) else question

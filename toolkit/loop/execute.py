@@ -10,13 +10,15 @@ What it leaves out
 - Killing a timed-out tool: Python threads cannot be stopped, so a timed-out call is abandoned (its daemon thread
   finishes in the background, or dies with the process) and its result ignored.
 """
+
 from __future__ import annotations
 
 import json
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from toolkit.errors import ToolError
 from toolkit.parse import ToolCall
@@ -39,8 +41,12 @@ class CallResult:
 
     def message(self) -> dict:
         """The role="tool" message the model will see."""
-        return {"role": "tool", "tool_call_id": self.call_id, "name": self.name or "",
-                "content": json.dumps(self.result, ensure_ascii=False, default=str)}
+        return {
+            "role": "tool",
+            "tool_call_id": self.call_id,
+            "name": self.name or "",
+            "content": json.dumps(self.result, ensure_ascii=False, default=str),
+        }
 
 
 def _error(kind: str, message: str) -> dict:
@@ -59,8 +65,14 @@ def _run_one(tool, args):
         return "error", _error(kind, msg[:300]), time.perf_counter() - t0
 
 
-def execute(calls: list[ToolCall], tools: Mapping[str, Any], *, confirm: Callable | None = None,
-            timeout_s: float = 5.0, parallel: bool = True) -> list[CallResult]:
+def execute(
+    calls: list[ToolCall],
+    tools: Mapping[str, Any],
+    *,
+    confirm: Callable | None = None,
+    timeout_s: float = 5.0,
+    parallel: bool = True,
+) -> list[CallResult]:
     """Validate and run ``calls``; independent ones at the same time. Results come back in call order."""
     results: list[CallResult | None] = [None] * len(calls)
     todo = []
@@ -68,16 +80,30 @@ def execute(calls: list[ToolCall], tools: Mapping[str, Any], *, confirm: Callabl
         if not c.ok:
             results[i] = CallResult(c.id, c.name, c.arguments, "error", {"error": c.error})
         elif c.name not in tools:
-            results[i] = CallResult(c.id, c.name, c.arguments, "error",
-                                    _error("unknown_tool", f"no tool named {c.name!r}; available: {sorted(tools)}"))
+            results[i] = CallResult(
+                c.id,
+                c.name,
+                c.arguments,
+                "error",
+                _error("unknown_tool", f"no tool named {c.name!r}; available: {sorted(tools)}"),
+            )
         elif (why := check_arguments(tools[c.name], c.arguments)) is not None:
             results[i] = CallResult(c.id, c.name, c.arguments, "error", _error("invalid_arguments", why))
         elif getattr(tools[c.name], "needs_confirmation", False) and not (confirm and confirm(c)):
-            results[i] = CallResult(c.id, c.name, c.arguments, "denied",
-                                    _error("denied", f"{c.name} changes something outside the chat and the user "
-                                                     "did not approve this call; it was not run"))
+            results[i] = CallResult(
+                c.id,
+                c.name,
+                c.arguments,
+                "denied",
+                _error(
+                    "denied",
+                    f"{c.name} changes something outside the chat and the user "
+                    "did not approve this call; it was not run",
+                ),
+            )
         else:
             todo.append(i)
+
     # One daemon thread per call, not a ThreadPoolExecutor: the executor's exit hook would join a hung tool's
     # thread and keep the process alive; a daemon thread is simply abandoned.
     def start(i):
@@ -97,9 +123,14 @@ def execute(calls: list[ToolCall], tools: Mapping[str, Any], *, confirm: Callabl
             status, out, secs = box["out"]
             results[i] = CallResult(c.id, c.name, c.arguments, status, out, secs)
         else:
-            results[i] = CallResult(c.id, c.name, c.arguments, "timeout",
-                                    _error("timeout", f"{c.name} did not finish within {timeout_s:g} s"),
-                                    time.perf_counter() - t0)
+            results[i] = CallResult(
+                c.id,
+                c.name,
+                c.arguments,
+                "timeout",
+                _error("timeout", f"{c.name} did not finish within {timeout_s:g} s"),
+                time.perf_counter() - t0,
+            )
 
     if parallel:
         running = {i: start(i) for i in todo}

@@ -42,29 +42,22 @@ What it leaves out
 
 The backend protocol and ``Generation`` are in ``toolkit.backends.base``; the options in :class:`LoopConfig`.
 """
+
 from __future__ import annotations
 
 import datetime
 import json
 import re
 import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 from toolkit.backends.base import Generation
 from toolkit.grammar.compile import bounded, compile_tool_choice
 from toolkit.grammar.mask import GrammarMask
 from toolkit.loop.execute import CallResult, _error, execute
-from toolkit.loop.steps import (
-    Answered,
-    Executed,
-    Generated,
-    Parsed,
-    Rendered,
-    Step,
-    Stopped,
-    Trace,
-)
+from toolkit.loop.steps import Answered, Executed, Generated, Parsed, Rendered, Step, Stopped, Trace
 from toolkit.parse import ToolCall, parse_tool_calls
 from toolkit.qwen import IM_END_ID, TOOL_CALL_ID
 from toolkit.render import render
@@ -87,17 +80,27 @@ TOOL_CHOICES = ("auto", "required", "none")  # or a tool's name
 CALL_OPENERS = ("<", "{", "```")
 
 
-DEFAULTS = dict(tool_choice="auto", constrain="tag", max_turns=4, max_new_tokens=160, repeat_limit=1, max_calls=8,
-                answer_prefix="auto", template="qwen2.5")
+DEFAULTS = dict(
+    tool_choice="auto",
+    constrain="tag",
+    max_turns=4,
+    max_new_tokens=160,
+    repeat_limit=1,
+    max_calls=8,
+    answer_prefix="auto",
+    template="qwen2.5",
+)
 
 
-RULE = ("tool_choice applies to the turn that answers the user; after tool results the turn is 'auto' (as an "
-        "agent SDK resets it, so a forced call cannot loop). Under 'auto' the model's own first token decides: "
-        "one that opens a call (<tool_call>, or '<', '{', '```' — a call in another spelling) makes the turn a "
-        "call under the tools' grammar; any other starts free text, in which a <tool_call> token still starts a "
-        "well-formed call. The answer is started for the model (tools off) only after a tool result AND when its "
-        "previous turn's calls were all repeats (that turn stays in the trace, out of the history: its results "
-        "are already there), or this is the last turn allowed.")
+RULE = (
+    "tool_choice applies to the turn that answers the user; after tool results the turn is 'auto' (as an "
+    "agent SDK resets it, so a forced call cannot loop). Under 'auto' the model's own first token decides: "
+    "one that opens a call (<tool_call>, or '<', '{', '```' — a call in another spelling) makes the turn a "
+    "call under the tools' grammar; any other starts free text, in which a <tool_call> token still starts a "
+    "well-formed call. The answer is started for the model (tools off) only after a tool result AND when its "
+    "previous turn's calls were all repeats (that turn stays in the trace, out of the history: its results "
+    "are already there), or this is the last turn allowed."
+)
 
 
 def _answer_prefix(option: str | None, messages: list[dict]) -> str:
@@ -121,8 +124,9 @@ def check_tool_choice(tool_choice, names) -> str:
         return tool_choice
     if isinstance(tool_choice, str) and tool_choice in names:
         return tool_choice
-    raise ValueError(f"tool_choice must be one of {list(TOOL_CHOICES)} or a mounted tool's name "
-                     f"{sorted(names)}, got {tool_choice!r}")
+    raise ValueError(
+        f"tool_choice must be one of {list(TOOL_CHOICES)} or a mounted tool's name {sorted(names)}, got {tool_choice!r}"
+    )
 
 
 def _peek(backend, prompt, temperature, seed, top_p=1.0) -> Generation:
@@ -130,8 +134,7 @@ def _peek(backend, prompt, temperature, seed, top_p=1.0) -> Generation:
     fn = getattr(backend, "peek", None)
     if fn is not None:
         return fn(prompt, temperature=temperature, top_p=top_p, seed=seed)
-    return backend.generate(prompt, max_new_tokens=1, stop_ids=set(), temperature=temperature, top_p=top_p,
-                            seed=seed)
+    return backend.generate(prompt, max_new_tokens=1, stop_ids=set(), temperature=temperature, top_p=top_p, seed=seed)
 
 
 @dataclass(frozen=True)
@@ -167,8 +170,9 @@ class LoopConfig:
     seed: int = 0
 
 
-def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], config: LoopConfig | None = None,
-         **overrides) -> Iterator[Step]:
+def loop(
+    backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], config: LoopConfig | None = None, **overrides
+) -> Iterator[Step]:
     """Run the host loop; yield steps. ``messages`` is extended in place with the assistant and tool messages.
 
     ``tools`` maps name -> any object with ``name``, ``schema``, ``needs_confirmation`` and ``call(args)``
@@ -194,8 +198,12 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], con
                 chosen = [s for s in schemas if kind in ("auto", "required") or s["function"]["name"] == kind]
                 if cfg.bound_strings:
                     chosen = [bounded(s, max_length=cfg.bound_strings) for s in chosen]
-                grammars[kind] = compile_tool_choice(chosen, tokenizer, kind if kind in TOOL_CHOICES else "required",
-                                                     vocab_width=getattr(backend, "vocab_width", None))
+                grammars[kind] = compile_tool_choice(
+                    chosen,
+                    tokenizer,
+                    kind if kind in TOOL_CHOICES else "required",
+                    vocab_width=getattr(backend, "vocab_width", None),
+                )
         return grammars[kind]
 
     counts: dict[str, str] = {}  # call key -> id of the first call that ran it
@@ -218,8 +226,9 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], con
         if after_tools and (nothing_new or turn == cfg.max_turns):
             kind, mode = "none", "answer"
             forced = _answer_prefix(cfg.answer_prefix, messages)
-            why = ("the previous turn only repeated calls" if nothing_new else f"last turn allowed ({cfg.max_turns})") + \
-                  (f": tools off, answer started with {forced!r}" if forced else ": tools off")
+            why = (
+                "the previous turn only repeated calls" if nothing_new else f"last turn allowed ({cfg.max_turns})"
+            ) + (f": tools off, answer started with {forced!r}" if forced else ": tools off")
         elif choice == "none" or not tools:
             kind, mode, why = "none", "text", "tool_choice 'none': the <tool_call> token is masked out"
         elif choice != "auto" and not after_tools:
@@ -232,9 +241,11 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], con
             text0 = tokenizer.decode([first], skip_special_tokens=False).lstrip()
             opens = first == TOOL_CALL_ID or text0.startswith(CALL_OPENERS)
             kind, mode = ("required", "call") if opens else ("auto", "text")
-            why = (f"'auto'{' after tool results' if after_tools else ''}: the model's first token {text0!r} "
-                   + ("opens a call: decoded under the tools' grammar" if opens else
-                      "starts text: free text, a <tool_call> token would start a well-formed call"))
+            why = f"'auto'{' after tool results' if after_tools else ''}: the model's first token {text0!r} " + (
+                "opens a call: decoded under the tools' grammar"
+                if opens
+                else "starts text: free text, a <tool_call> token would start a well-formed call"
+            )
         prompt = list(rendering.ids) + (tokenizer.encode(forced, add_special_tokens=False) if forced else [])
         n_tools = rendering.counts.get("tools", 0)
         new = len(prompt) - n_tools if prev_len is None else max(0, min(len(prompt) - prev_len, len(prompt)))
@@ -247,11 +258,24 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], con
         if g_used is not None:
             mask = GrammarMask(g_used)
         budget_left = max(1, cfg.token_budget - spent - len(prompt))
-        g = backend.generate(prompt, max_new_tokens=min(cfg.max_new_tokens, budget_left), stop_ids=stop_ids,
-                             mask=mask, temperature=cfg.temperature, top_p=cfg.top_p, seed=cfg.seed + turn)
+        g = backend.generate(
+            prompt,
+            max_new_tokens=min(cfg.max_new_tokens, budget_left),
+            stop_ids=stop_ids,
+            mask=mask,
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            seed=cfg.seed + turn,
+        )
         if peeked is not None:  # the peek prefilled the prompt; account for it in this turn's numbers
-            g = Generation(g.new_ids, peeked.reused, peeked.prefilled, peeked.prefill_s + g.prefill_s,
-                           peeked.decode_s + g.decode_s, g.stopped_by)
+            g = Generation(
+                g.new_ids,
+                peeked.reused,
+                peeked.prefilled,
+                peeked.prefill_s + g.prefill_s,
+                peeked.decode_s + g.decode_s,
+                g.stopped_by,
+            )
         spent += g.prefilled + len(g.new_ids)
         body = g.new_ids[:-1] if g.new_ids and g.new_ids[-1] in stop_ids else g.new_ids
         text = forced + tokenizer.decode(body, skip_special_tokens=False)
@@ -274,8 +298,15 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], con
         held: dict[int, CallResult] = {}
         for i, c in enumerate(calls):
             if i >= cfg.max_calls:
-                held[i] = CallResult(c.id, c.name, c.arguments, "skipped", _error(
-                    "too_many_calls", f"only {cfg.max_calls} calls run per turn; this one (#{i + 1}) was not run"))
+                held[i] = CallResult(
+                    c.id,
+                    c.name,
+                    c.arguments,
+                    "skipped",
+                    _error(
+                        "too_many_calls", f"only {cfg.max_calls} calls run per turn; this one (#{i + 1}) was not run"
+                    ),
+                )
             elif c.ok:
                 key = _call_key(c)
                 seen[key] = seen.get(key, 0) + 1
@@ -286,9 +317,16 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], con
         # Well-formed calls go into history the API way (the template re-serialises them: the prefix may
         # change); if any block was malformed, keep the raw text so the model sees exactly what it wrote.
         if all(c.ok for c in calls):
-            messages.append({"role": "assistant", "content": content, "tool_calls": [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                for c in calls]})
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": content,
+                    "tool_calls": [
+                        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                        for c in calls
+                    ],
+                }
+            )
         else:
             messages.append({"role": "assistant", "content": text})
         t0 = time.perf_counter()
@@ -301,8 +339,10 @@ def loop(backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], con
         for r in results:  # a repeat is told what the first call returned (a bare "error" confused the model)
             if r.status == "repeated":
                 first = counts[r.result]
-                r.result = {"repeated_call": f"same tool and arguments as {first}: not run again; its result "
-                                            "was", "result": earlier.get(first, "(that call failed)")}
+                r.result = {
+                    "repeated_call": f"same tool and arguments as {first}: not run again; its result was",
+                    "result": earlier.get(first, "(that call failed)"),
+                }
         nothing_new = all(r.status in ("repeated", "skipped") for r in results)
         yield Executed(turn, results, time.perf_counter() - t0)
         if nothing_new:

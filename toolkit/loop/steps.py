@@ -9,6 +9,7 @@ What it does
 What it leaves out
 - Producing steps (``toolkit.loop.loop``) and drawing them (``toolkit.widgets.trace``).
 """
+
 from __future__ import annotations
 
 import html
@@ -60,8 +61,15 @@ class Rendered(Step):
     rule: str = ""  # why, in words
 
     def to_json(self) -> dict:
-        return {"step": "Rendered", "turn": self.turn, "prompt_tokens": len(self.prompt_ids), "split": self.split,
-                "forced_prefix": self.forced_prefix, "mode": self.mode, "rule": self.rule}
+        return {
+            "step": "Rendered",
+            "turn": self.turn,
+            "prompt_tokens": len(self.prompt_ids),
+            "split": self.split,
+            "forced_prefix": self.forced_prefix,
+            "mode": self.mode,
+            "rule": self.rule,
+        }
 
     def row(self) -> dict:
         return dict(prompt=len(self.prompt_ids), **self.split, forced_prefix=self.forced_prefix, mode=self.mode)
@@ -88,26 +96,42 @@ class Generated(Step):
 
     def to_json(self) -> dict:
         g = self.generation
-        return {"step": "Generated", "turn": self.turn, "text": self.text, "constrained": self.constrained,
-                **{k: v for k, v in asdict(g).items() if k != "new_ids"}, "new_tokens": len(g.new_ids)}
+        return {
+            "step": "Generated",
+            "turn": self.turn,
+            "text": self.text,
+            "constrained": self.constrained,
+            **{k: v for k, v in asdict(g).items() if k != "new_ids"},
+            "new_tokens": len(g.new_ids),
+        }
 
     def row(self) -> dict:
         g = self.generation
-        return dict(reused=g.reused, prefilled=g.prefilled, generated=len(g.new_ids),
-                    prefill_ms=round(g.prefill_s * 1e3, 2), decode_ms=round(g.decode_s * 1e3, 2),
-                    stopped_by=g.stopped_by, constrained=self.constrained)
+        return dict(
+            reused=g.reused,
+            prefilled=g.prefilled,
+            generated=len(g.new_ids),
+            prefill_ms=round(g.prefill_s * 1e3, 2),
+            decode_ms=round(g.decode_s * 1e3, 2),
+            stopped_by=g.stopped_by,
+            constrained=self.constrained,
+        )
 
     def lines(self) -> str:
         g = self.generation
-        return (f"   generated {len(g.new_ids)} tokens ({'constrained' if self.constrained else 'free'}), "
-                f"reused {g.reused}, prefilled {g.prefilled}, prefill {g.prefill_s * 1e3:.0f} ms, "
-                f"decode {g.decode_s * 1e3:.0f} ms: {self.text!r}")
+        return (
+            f"   generated {len(g.new_ids)} tokens ({'constrained' if self.constrained else 'free'}), "
+            f"reused {g.reused}, prefilled {g.prefilled}, prefill {g.prefill_s * 1e3:.0f} ms, "
+            f"decode {g.decode_s * 1e3:.0f} ms: {self.text!r}"
+        )
 
     def html(self) -> str:
         g = self.generation
         kind = "constrained (tool-call tag)" if self.constrained else "free"
-        return (f"&nbsp;&nbsp;generated {len(g.new_ids)} tokens, {kind}, stopped by {g.stopped_by}: "
-                f"<code>{html.escape(self.text)}</code>")
+        return (
+            f"&nbsp;&nbsp;generated {len(g.new_ids)} tokens, {kind}, stopped by {g.stopped_by}: "
+            f"<code>{html.escape(self.text)}</code>"
+        )
 
 
 @dataclass
@@ -117,16 +141,22 @@ class Parsed(Step):
     calls: list[ToolCall]
 
     def to_json(self) -> dict:
-        return {"step": "Parsed", "turn": self.turn, "content": self.content,
-                "calls": [{"id": c.id, "name": c.name, "arguments": c.arguments, "error": c.error} for c in self.calls]}
+        return {
+            "step": "Parsed",
+            "turn": self.turn,
+            "content": self.content,
+            "calls": [{"id": c.id, "name": c.name, "arguments": c.arguments, "error": c.error} for c in self.calls],
+        }
 
     def row(self) -> dict:
         return {"calls": [c.name if c.ok else f"!{c.error['type']}" for c in self.calls]}
 
     def html(self) -> str:
         e = html.escape
-        return "&nbsp;&nbsp;parsed: " + (", ".join(e(c.name or "?") if c.ok else f"<i>{e(c.error['type'])}</i>"
-                                                  for c in self.calls) or "no tool call → answer")
+        return "&nbsp;&nbsp;parsed: " + (
+            ", ".join(e(c.name or "?") if c.ok else f"<i>{e(c.error['type'])}</i>" for c in self.calls)
+            or "no tool call → answer"
+        )
 
 
 @dataclass
@@ -136,20 +166,30 @@ class Executed(Step):
     wall_s: float
 
     def to_json(self) -> dict:
-        return {"step": "Executed", "turn": self.turn, "wall_s": self.wall_s,
-                "results": [asdict(r) for r in self.results]}
+        return {
+            "step": "Executed",
+            "turn": self.turn,
+            "wall_s": self.wall_s,
+            "results": [asdict(r) for r in self.results],
+        }
 
     def row(self) -> dict:
         return {"statuses": [x.status for x in self.results], "tool_ms": round(self.wall_s * 1e3, 2)}
 
     def lines(self) -> str:
-        return "\n".join(f"   {r.status:>8} {r.name}({json.dumps(r.arguments, ensure_ascii=False)}) -> "
-                         f"{json.dumps(r.result, ensure_ascii=False)[:300]}" for r in self.results)
+        return "\n".join(
+            f"   {r.status:>8} {r.name}({json.dumps(r.arguments, ensure_ascii=False)}) -> "
+            f"{json.dumps(r.result, ensure_ascii=False)[:300]}"
+            for r in self.results
+        )
 
     def html(self) -> str:
         e = html.escape
-        return "<br>".join(f"&nbsp;&nbsp;{e(r.status)}: {e(str(r.name))}({e(json.dumps(r.arguments, ensure_ascii=False))})"
-                           f" → <code>{e(json.dumps(r.result, ensure_ascii=False))}</code>" for r in self.results)
+        return "<br>".join(
+            f"&nbsp;&nbsp;{e(r.status)}: {e(str(r.name))}({e(json.dumps(r.arguments, ensure_ascii=False))})"
+            f" → <code>{e(json.dumps(r.result, ensure_ascii=False))}</code>"
+            for r in self.results
+        )
 
 
 @dataclass
@@ -207,5 +247,10 @@ class Trace:
         return turn_rows(self.steps)
 
     def to_json(self) -> dict:
-        return {"model": self.model, "steps": [s.to_json() for s in self.steps], "turns": self.turns(),
-                "answer": self.answer, "stop_reason": self.stop.reason if self.stop else None}
+        return {
+            "model": self.model,
+            "steps": [s.to_json() for s in self.steps],
+            "turns": self.turns(),
+            "answer": self.answer,
+            "stop_reason": self.stop.reason if self.stop else None,
+        }

@@ -13,6 +13,7 @@ What it does
 What it leaves out
 - Resources, prompts, sampling, roots, elicitation and subscriptions; OAuth; resuming a broken HTTP stream.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -35,14 +36,22 @@ class Connection:
     ...     c.list_tools(); c.call_tool("calculator", {"expression": "250*15%"})
     """
 
-    def __init__(self, target: StdioServerParameters | str, *, mode: str = "auto", log: WireLog | None = None,
-                 timeout: float = 60.0, call_timeout: float = 30.0, label: str | None = None,
-                 ready: str | None = "auto"):
+    def __init__(
+        self,
+        target: StdioServerParameters | str,
+        *,
+        mode: str = "auto",
+        log: WireLog | None = None,
+        timeout: float = 60.0,
+        call_timeout: float = 30.0,
+        label: str | None = None,
+        ready: str | None = "auto",
+    ):
         self.target, self.mode, self.timeout, self.call_timeout = target, mode, timeout, call_timeout
         # "auto": wait for READY_MARK when the target is the kit's own stdio server, else do not wait
         is_kit = not isinstance(target, str) and target.args[:4] == ["-m", "toolkit", "mcp", "serve"]
         self.ready = (READY_MARK if is_kit else None) if ready == "auto" else ready
-        self.server_pid: int | None = None   # stdio: the PID the kit's server announced (tests check it is gone)
+        self.server_pid: int | None = None  # stdio: the PID the kit's server announced (tests check it is gone)
         self.log = log if log is not None else WireLog()
         # identity: how the host reaches the server (what an allowlist trusts); label: a short name for people
         self.identity = target if isinstance(target, str) else " ".join([target.command, *target.args])
@@ -52,17 +61,26 @@ class Connection:
         self._errlog = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
 
     # lifecycle -------------------------------------------------------
-    def open(self) -> "Connection":
+    def open(self) -> Connection:
         from anyio.from_thread import start_blocking_portal  # lazy: only when a session runs
 
         self._portal_cm = start_blocking_portal()
         self._portal = self._portal_cm.__enter__()
         try:
-            transport = logged_transport(self.target, self.log, self._errlog, ready=self.ready,
-                                         on_ready=lambda pid: setattr(self, "server_pid", pid))
-            client = Client(transport, mode=self.mode,
-                            read_timeout_seconds=self.timeout, cache=None,  # every list_tools goes on the wire
-                            client_info=types.Implementation(name="toolcall-kit-host", version="0.1.0"))
+            transport = logged_transport(
+                self.target,
+                self.log,
+                self._errlog,
+                ready=self.ready,
+                on_ready=lambda pid: setattr(self, "server_pid", pid),
+            )
+            client = Client(
+                transport,
+                mode=self.mode,
+                read_timeout_seconds=self.timeout,
+                cache=None,  # every list_tools goes on the wire
+                client_info=types.Implementation(name="toolcall-kit-host", version="0.1.0"),
+            )
             self._client_cm = self._portal.wrap_async_context_manager(client)
             self._client = self._client_cm.__enter__()
         except BaseException:
@@ -84,7 +102,7 @@ class Connection:
                 self._portal_cm.__exit__(None, None, None)
                 self._portal = None
 
-    def __enter__(self) -> "Connection":
+    def __enter__(self) -> Connection:
         return self.open()
 
     def __exit__(self, *exc) -> None:
@@ -121,10 +139,10 @@ class Connection:
                 cursor = page.next_cursor
                 if cursor is None:
                     return tools
+
         return self._run(all_pages)
 
-    def call_tool(self, name: str, arguments: dict | None = None, timeout: float | None = None
-                  ) -> types.CallToolResult:
+    def call_tool(self, name: str, arguments: dict | None = None, timeout: float | None = None) -> types.CallToolResult:
         """``tools/call``. A tool failure comes back as a result with ``is_error``; a protocol error (unknown
         tool, bad params) or a timeout raises :class:`MCPError` (timeout: code -32001, raised on this side)."""
         t = self.call_timeout if timeout is None else timeout
@@ -138,11 +156,13 @@ class Connection:
         async def send():
             # a Request whose params stay a plain dict: the SDK's typed params would drop unknown keys
             req = types.Request[dict[str, Any] | None, str](method=method, params=params)
-            return await self._client.session.send_request(req, TypeAdapter(dict[str, Any]),
-                                                            request_read_timeout_seconds=timeout or self.timeout)
+            return await self._client.session.send_request(
+                req, TypeAdapter(dict[str, Any]), request_read_timeout_seconds=timeout or self.timeout
+            )
+
         return self._run(send)
 
-    def tools(self, allowlist=None) -> dict[str, "MCPTool"]:
+    def tools(self, allowlist=None) -> dict[str, MCPTool]:
         """The server's tools as host-side tool objects; with an ``allowlist`` (see ``toolkit.mcp.safety``) only
         approved ones, each marked for confirmation as the allowlist says."""
         listed = self.list_tools()

@@ -8,6 +8,7 @@ What it does
 What it leaves out
 - Detecting injections: marking lowers the chance a model obeys them; it prevents nothing.
 """
+
 from __future__ import annotations
 
 OPEN, CLOSE = "<untrusted-data", "</untrusted-data>"

@@ -11,6 +11,7 @@ What it leaves out
 - Windows process handling; starting third-party servers (pass their own ``StdioServerParameters`` or URL to
   ``toolkit.mcp.client.Connection``).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -25,7 +26,7 @@ from mcp import StdioServerParameters
 
 from toolkit.mcp.wire import read_shared
 
-READY_MARK = "toolcall-kit MCP server ready"   # the kit's stdio server prints this (and its PID) to stderr
+READY_MARK = "toolcall-kit MCP server ready"  # the kit's stdio server prints this (and its PID) to stderr
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -38,16 +39,17 @@ def _server_args(demo: bool, test_tools: bool, notes_dir: str | os.PathLike | No
 
 def _child_env() -> dict[str, str]:
     # the SDK passes only a few safe variables to a stdio server; the kit must still import and stay offline
-    env = {"HF_HUB_OFFLINE": "1", "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT),
-                                                                             os.environ.get("PYTHONPATH")]))}
+    env = {
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+    }
     for key in ("TOOLKIT_CACHE", "TOOLKIT_NOTES_DIR", "HF_HOME"):
         if key in os.environ:
             env[key] = os.environ[key]
     return env
 
 
-def stdio_server(demo: bool = False, test_tools: bool = False, notes_dir=None, pid_file=None
-                 ) -> StdioServerParameters:
+def stdio_server(demo: bool = False, test_tools: bool = False, notes_dir=None, pid_file=None) -> StdioServerParameters:
     """How to launch ``python -m toolkit mcp serve --stdio`` as the host's subprocess."""
     args = ["-m", "toolkit", "mcp", "serve", "--stdio", *_server_args(demo, test_tools, notes_dir)]
     args += ["--pid-file", str(pid_file)] if pid_file else []
@@ -57,14 +59,35 @@ def stdio_server(demo: bool = False, test_tools: bool = False, notes_dir=None, p
 class HTTPServer:
     """``python -m toolkit mcp serve --http --port 0`` as a subprocess; ``url`` once it listens, ``stop()`` by PID."""
 
-    def __init__(self, demo: bool = False, test_tools: bool = False, notes_dir=None, startup_timeout: float = 60,
-                 session_idle: float | None = None):
-        cmd = [sys.executable, "-m", "toolkit", "mcp", "serve", "--http", "--port", "0",
-               *_server_args(demo, test_tools, notes_dir)]
+    def __init__(
+        self,
+        demo: bool = False,
+        test_tools: bool = False,
+        notes_dir=None,
+        startup_timeout: float = 60,
+        session_idle: float | None = None,
+    ):
+        cmd = [
+            sys.executable,
+            "-m",
+            "toolkit",
+            "mcp",
+            "serve",
+            "--http",
+            "--port",
+            "0",
+            *_server_args(demo, test_tools, notes_dir),
+        ]
         cmd += ["--session-idle", str(session_idle)] if session_idle else []
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
-                                     env={**os.environ, **_child_env()}, cwd=str(REPO_ROOT))
+        self.proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            env={**os.environ, **_child_env()},
+            cwd=str(REPO_ROOT),
+        )
         self.pid = self.proc.pid
         atexit.register(self.stop)  # never leave a server behind when the notebook or test process ends
         self.url = self._wait_for_url(startup_timeout)
@@ -100,7 +123,7 @@ class HTTPServer:
             self.proc.stdout.close()
         return self.proc.returncode
 
-    def __enter__(self) -> "HTTPServer":
+    def __enter__(self) -> HTTPServer:
         return self
 
     def __exit__(self, *exc) -> None:

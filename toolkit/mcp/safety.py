@@ -20,6 +20,7 @@ What it leaves out
   what prevents a risky call.
 - Credential scoping, file-system sandboxing, per-session isolation, audit and rollback (also in §14.5.6).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -43,8 +44,8 @@ def _identity(target) -> str:
 
 @dataclass
 class ServerApproval:
-    identity: str                       # the command line or URL the host uses
-    tools: dict[str, str]               # approved tool name -> digest of the reviewed definition
+    identity: str  # the command line or URL the host uses
+    tools: dict[str, str]  # approved tool name -> digest of the reviewed definition
     confirm: set[str] = field(default_factory=set)
 
 
@@ -53,10 +54,11 @@ class Allowlist:
 
     def __init__(self):
         self.servers: dict[str, ServerApproval] = {}
-        self.rejected: list[tuple[str, str, str]] = []   # (server identity, tool, reason)
+        self.rejected: list[tuple[str, str, str]] = []  # (server identity, tool, reason)
 
-    def pin(self, target, listed: Iterable, names: Iterable[str] | None = None,
-            confirm: Iterable[str] = ()) -> "Allowlist":
+    def pin(
+        self, target, listed: Iterable, names: Iterable[str] | None = None, confirm: Iterable[str] = ()
+    ) -> Allowlist:
         """Approve the server ``target`` (a Connection, command line or URL) and the tools ``names`` (default:
         all) exactly as they are defined in ``listed`` now; ``confirm`` names the ones that need a person's yes."""
         listed = list(listed)
@@ -65,7 +67,8 @@ class Allowlist:
         if missing:
             raise KeyError(f"cannot approve tools the server did not list: {sorted(missing)}")
         self.servers[_identity(target)] = ServerApproval(
-            _identity(target), {t.name: tool_digest(t) for t in listed if t.name in names}, set(confirm))
+            _identity(target), {t.name: tool_digest(t) for t in listed if t.name in names}, set(confirm)
+        )
         return self
 
     def check(self, target, tool) -> str | None:
@@ -102,7 +105,7 @@ def call_parts(call) -> tuple[str, dict]:
         fn = call.get("function", call)
         name, args = fn.get("name"), fn.get("arguments", fn.get("args", {}))
     else:
-        name = getattr(call, "name")
+        name = call.name
         args = getattr(call, "arguments", getattr(call, "args", {}))
     if isinstance(args, str):
         try:
@@ -121,9 +124,9 @@ def _key(call) -> str:
 class ConfirmGate:
     """``confirm(call) -> bool``: False unless this exact call was approved; each approval is used once."""
 
-    asked: list[tuple[str, dict, bool]] = field(default_factory=list)   # (name, arguments, answer), in order
-    _approved: list[str] = field(default_factory=list)                  # approvals not used yet
-    _decided_at: dict[str, int] = field(default_factory=dict)           # key -> len(asked) when approved
+    asked: list[tuple[str, dict, bool]] = field(default_factory=list)  # (name, arguments, answer), in order
+    _approved: list[str] = field(default_factory=list)  # approvals not used yet
+    _decided_at: dict[str, int] = field(default_factory=dict)  # key -> len(asked) when approved
 
     def approve(self, call) -> None:
         key = _key(call)

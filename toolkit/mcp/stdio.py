@@ -18,6 +18,7 @@ What it does
 What it leaves out
 - Windows handles; message batching (removed from MCP in revision 2025-06-18, so a batch is an invalid request).
 """
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,9 @@ _ID_HEAD = re.compile(rb'\s*"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
 
 
 def error_line(code: int, message: str, request_id=None) -> bytes:
-    err = types.JSONRPCError(jsonrpc="2.0", id=request_id,
-                             error=types.ErrorData(code=code, message=bounded_message(message)))
+    err = types.JSONRPCError(
+        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=bounded_message(message))
+    )
     return err.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
 
 
@@ -54,12 +56,14 @@ def bounded_error(message):
     err = message.error
     data = err.data
     if data is not None and len(json.dumps(data, default=str)) > MAX_ERROR_DATA_CHARS:
-        data = bounded_message(data if isinstance(data, str) else json.dumps(data, default=str),
-                               MAX_ERROR_DATA_CHARS)
+        data = bounded_message(data if isinstance(data, str) else json.dumps(data, default=str), MAX_ERROR_DATA_CHARS)
     if len(err.message) <= MAX_ERROR_DATA_CHARS and data is err.data:
         return message
-    return types.JSONRPCError(jsonrpc="2.0", id=message.id, error=types.ErrorData(
-        code=err.code, message=bounded_message(err.message), data=data))
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=message.id,
+        error=types.ErrorData(code=err.code, message=bounded_message(err.message), data=data),
+    )
 
 
 def _valid_id(value):
@@ -73,13 +77,13 @@ def top_level_id(head: bytes):
         if in_str:
             if esc:
                 esc = False
-            elif ch == 0x5C:      # backslash
+            elif ch == 0x5C:  # backslash
                 esc = True
-            elif ch == 0x22:      # closing quote
+            elif ch == 0x22:  # closing quote
                 in_str = False
             continue
         if ch == 0x22:
-            if depth == 1 and (m := _ID_HEAD.match(head, i)) and head[m.end():m.end() + 40].lstrip()[:1] in b",}":
+            if depth == 1 and (m := _ID_HEAD.match(head, i)) and head[m.end() : m.end() + 40].lstrip()[:1] in b",}":
                 try:
                     return _valid_id(json.loads(m.group(1)))
                 except ValueError:
@@ -106,27 +110,38 @@ def parse_line(line: bytes) -> SessionMessage | bytes | None:
     except json.JSONDecodeError as e:
         return error_line(types.PARSE_ERROR, f"Parse error: {e.msg} at column {e.colno} of {size}")
     except RecursionError:
-        return error_line(types.PARSE_ERROR, f"Parse error: JSON nested too deeply in {size}",
-                          top_level_id(line[:CHUNK]))
+        return error_line(
+            types.PARSE_ERROR, f"Parse error: JSON nested too deeply in {size}", top_level_id(line[:CHUNK])
+        )
     if isinstance(obj, list):
-        return error_line(types.INVALID_REQUEST, f"Invalid Request: batch arrays are not supported ({len(obj):,} "
-                                                 "elements); send one JSON-RPC object per line")
+        return error_line(
+            types.INVALID_REQUEST,
+            f"Invalid Request: batch arrays are not supported ({len(obj):,} "
+            "elements); send one JSON-RPC object per line",
+        )
     if not isinstance(obj, dict):
-        return error_line(types.INVALID_REQUEST, f"Invalid Request: a JSON-RPC message must be an object, "
-                                                 f"got {type(obj).__name__} ({size})")
+        return error_line(
+            types.INVALID_REQUEST,
+            f"Invalid Request: a JSON-RPC message must be an object, got {type(obj).__name__} ({size})",
+        )
     rid = _valid_id(obj.get("id"))
     if "id" in obj and rid is None:
         # The SDK would read {"id": {...}, "method": ...} as a notification and answer nothing
-        return error_line(types.INVALID_REQUEST, f"Invalid Request: id must be a string or an integer, not "
-                                                 f"{type(obj['id']).__name__} ({size})")
+        return error_line(
+            types.INVALID_REQUEST,
+            f"Invalid Request: id must be a string or an integer, not {type(obj['id']).__name__} ({size})",
+        )
     try:
         message = types.jsonrpc_message_adapter.validate_python(obj, by_name=False)
     except ValidationError as e:
         first = e.errors()[0] if e.error_count() else {}
         where = ".".join(str(p) for p in first.get("loc", ())[1:3]) or "message"
-        why = "jsonrpc must be \"2.0\"" if obj.get("jsonrpc") != "2.0" else f"{where}: {first.get('msg', e)}"
-        return error_line(types.INVALID_REQUEST, f"Invalid Request: not a JSON-RPC 2.0 request, notification or "
-                                                 f"response ({why}; {size})", rid)
+        why = 'jsonrpc must be "2.0"' if obj.get("jsonrpc") != "2.0" else f"{where}: {first.get('msg', e)}"
+        return error_line(
+            types.INVALID_REQUEST,
+            f"Invalid Request: not a JSON-RPC 2.0 request, notification or response ({why}; {size})",
+            rid,
+        )
     except RecursionError:
         return error_line(types.INVALID_REQUEST, f"Invalid Request: nested too deeply ({size})", rid)
     return SessionMessage(message)
@@ -142,8 +157,9 @@ def _claim(fd: int, diversion: int) -> int:
 
 
 @asynccontextmanager
-async def stdio_transport(stdin_fd: int | None = None, stdout_fd: int | None = None,
-                          max_bytes: int = MAX_MESSAGE_BYTES):
+async def stdio_transport(
+    stdin_fd: int | None = None, stdout_fd: int | None = None, max_bytes: int = MAX_MESSAGE_BYTES
+):
     """(read, write) streams over stdin/stdout (or the given descriptors) for ``Server.run``."""
     restore = []
     if stdin_fd is None:
@@ -166,7 +182,7 @@ async def stdio_transport(stdin_fd: int | None = None, stdout_fd: int | None = N
 
     async def reader() -> None:
         buf = bytearray()
-        skipping = 0          # > 0 while discarding an over-long line: bytes seen so far
+        skipping = 0  # > 0 while discarding an over-long line: bytes seen so far
         head = b""
         async with read_writer:
             while True:
@@ -176,7 +192,7 @@ async def stdio_transport(stdin_fd: int | None = None, stdout_fd: int | None = N
                 start = 0
                 while start < len(chunk):
                     nl = chunk.find(b"\n", start)
-                    piece = chunk[start:nl if nl >= 0 else len(chunk)]
+                    piece = chunk[start : nl if nl >= 0 else len(chunk)]
                     start = len(chunk) if nl < 0 else nl + 1
                     if skipping:
                         skipping += len(piece)
@@ -189,9 +205,14 @@ async def stdio_transport(stdin_fd: int | None = None, stdout_fd: int | None = N
                     if nl < 0:
                         continue
                     if skipping:
-                        await emit(error_line(types.INVALID_REQUEST, f"Invalid Request: message of {skipping:,} "
-                                              f"bytes exceeds the limit of {max_bytes:,} bytes",
-                                              top_level_id(head)))
+                        await emit(
+                            error_line(
+                                types.INVALID_REQUEST,
+                                f"Invalid Request: message of {skipping:,} "
+                                f"bytes exceeds the limit of {max_bytes:,} bytes",
+                                top_level_id(head),
+                            )
+                        )
                         skipping, head = 0, b""
                         continue
                     item = parse_line(bytes(buf))
@@ -201,8 +222,13 @@ async def stdio_transport(stdin_fd: int | None = None, stdout_fd: int | None = N
                     elif item is not None:
                         await read_writer.send(item)
             if skipping:
-                await emit(error_line(types.INVALID_REQUEST, f"Invalid Request: message of {skipping:,} bytes "
-                                      f"exceeds the limit of {max_bytes:,} bytes", top_level_id(head)))
+                await emit(
+                    error_line(
+                        types.INVALID_REQUEST,
+                        f"Invalid Request: message of {skipping:,} bytes exceeds the limit of {max_bytes:,} bytes",
+                        top_level_id(head),
+                    )
+                )
             elif buf.strip():  # a last line without its newline
                 item = parse_line(bytes(buf))
                 if isinstance(item, bytes):

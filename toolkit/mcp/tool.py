@@ -8,6 +8,7 @@ What it does
 What it leaves out
 - The connection itself (``toolkit.mcp.client``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,8 +29,9 @@ def function_schema(tool: types.Tool) -> dict:
 
 def result_text(result: types.CallToolResult) -> str:
     """The text a model would read from a tool result (text blocks joined; other blocks named)."""
-    parts = [c.text if getattr(c, "type", None) == "text" else f"[{getattr(c, 'type', '?')} content]"
-             for c in result.content]
+    parts = [
+        c.text if getattr(c, "type", None) == "text" else f"[{getattr(c, 'type', '?')} content]" for c in result.content
+    ]
     return "\n".join(parts)
 
 
@@ -45,11 +47,16 @@ class MCPTool:
     server: str = ""
 
     @classmethod
-    def from_mcp(cls, tool: types.Tool, connection, needs_confirmation: bool | None = None
-                 ) -> "MCPTool":
+    def from_mcp(cls, tool: types.Tool, connection, needs_confirmation: bool | None = None) -> MCPTool:
         hinted = bool(tool.annotations and tool.annotations.destructive_hint)
-        return cls(tool.name, function_schema(tool), hinted if needs_confirmation is None else needs_confirmation,
-                   connection, tool, connection.label)
+        return cls(
+            tool.name,
+            function_schema(tool),
+            hinted if needs_confirmation is None else needs_confirmation,
+            connection,
+            tool,
+            connection.label,
+        )
 
     @property
     def description(self) -> str:
@@ -70,8 +77,11 @@ class MCPTool:
             kind = "timed out" if e.code == types.REQUEST_TIMEOUT else f"protocol error {e.code}"
             raise ToolError(bounded_message(f"{self.name}: {kind}: {e.error.message}")) from None
         if result.is_error:  # a third-party server may send any length: bounded like the kit's own errors
-            raise ToolError(bounded_message(f"{self.name} failed (untrusted text from MCP server {self.server}): "
-                                            f"{result_text(result)}"))
+            raise ToolError(
+                bounded_message(
+                    f"{self.name} failed (untrusted text from MCP server {self.server}): {result_text(result)}"
+                )
+            )
         # structuredContent when the server sent it (no JSON inside a JSON string), else the text blocks
         content = result.structured_content if result.structured_content is not None else result_text(result)
         return untrusted(content, server=self.server, tool=self.name)

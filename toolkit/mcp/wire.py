@@ -12,6 +12,7 @@ What it leaves out
 - The bytes on the pipe or socket themselves: the tap sits one layer up, on parsed JSON-RPC messages (for stdio
   that is exactly one JSON line each way; HTTP framing is summarised in ``WireLog.http``).
 """
+
 from __future__ import annotations
 
 import json
@@ -35,9 +36,9 @@ TO_SERVER, TO_HOST = "->", "<-"
 @dataclass
 class WireEntry:
     seq: int
-    t: float                 # seconds since the log started
-    direction: str           # "->" host to server, "<-" server to host
-    message: dict            # the JSON-RPC message as serialised on the wire
+    t: float  # seconds since the log started
+    direction: str  # "->" host to server, "<-" server to host
+    message: dict  # the JSON-RPC message as serialised on the wire
     transport: str = ""
 
     @property
@@ -60,7 +61,7 @@ class WireEntry:
 @dataclass
 class HTTPEvent:
     t: float
-    line: str                # "POST /mcp" or "200 application/json"
+    line: str  # "POST /mcp" or "200 application/json"
     headers: dict
 
 
@@ -82,8 +83,7 @@ class WireLog:
     t0: float = field(default_factory=time.perf_counter)
 
     def record(self, direction: str, message: dict, transport: str = "") -> None:
-        self.entries.append(WireEntry(len(self.entries), time.perf_counter() - self.t0, direction, message,
-                                      transport))
+        self.entries.append(WireEntry(len(self.entries), time.perf_counter() - self.t0, direction, message, transport))
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -95,7 +95,7 @@ class WireLog:
         self.entries.clear()
         self.http.clear()
 
-    def since(self, start: int) -> "WireLog":
+    def since(self, start: int) -> WireLog:
         """A view of the messages from index ``start`` on (e.g. ``n = len(log)`` before a step, then ``since(n)``)."""
         return WireLog(self.entries[start:], [], self.t0)
 
@@ -109,8 +109,14 @@ class WireLog:
         if len(reqs) <= nth:
             raise KeyError(f"no request #{nth} for {method!r}; sent: {self.methods()}")
         req = reqs[nth]
-        reply = next((e.message for e in self.entries[req.seq:] if e.direction == TO_HOST
-                      and e.kind in ("result", "error") and e.message.get("id") == req.message["id"]), None)
+        reply = next(
+            (
+                e.message
+                for e in self.entries[req.seq :]
+                if e.direction == TO_HOST and e.kind in ("result", "error") and e.message.get("id") == req.message["id"]
+            ),
+            None,
+        )
         return req.message, reply
 
     def text(self, hide_meta: bool = False, width: int | None = None) -> str:
@@ -120,9 +126,13 @@ class WireLog:
         return "\n".join(f"{e.line:<28} {json.dumps(e.headers)}" for e in self.http)
 
     def jsonl(self) -> str:
-        return "\n".join(json.dumps({"seq": e.seq, "t": round(e.t, 4), "dir": e.direction,
-                                     "transport": e.transport, "message": e.message}, ensure_ascii=False)
-                         for e in self.entries)
+        return "\n".join(
+            json.dumps(
+                {"seq": e.seq, "t": round(e.t, 4), "dir": e.direction, "transport": e.transport, "message": e.message},
+                ensure_ascii=False,
+            )
+            for e in self.entries
+        )
 
 
 def _dump(item: Any) -> dict:
@@ -202,14 +212,20 @@ async def _wait_ready(errlog, marker: str, timeout: float) -> int | None:
     with anyio.fail_after(timeout):
         while marker not in (text := read_shared(errlog)):
             await anyio.sleep(0.05)
-    line = text[text.index(marker):].splitlines()[0]
+    line = text[text.index(marker) :].splitlines()[0]
     digits = "".join(ch for ch in line.rsplit("pid", 1)[-1] if ch.isdigit())
     return int(digits) if digits else None
 
 
 @asynccontextmanager
-async def logged_transport(target: StdioServerParameters | str, log: WireLog, errlog=None,
-                           ready: str | None = None, ready_timeout: float = 120.0, on_ready=None):
+async def logged_transport(
+    target: StdioServerParameters | str,
+    log: WireLog,
+    errlog=None,
+    ready: str | None = None,
+    ready_timeout: float = 120.0,
+    on_ready=None,
+):
     """An SDK transport for ``target`` (stdio parameters or an http URL) whose streams record into ``log``.
 
     ``ready``: for stdio, first wait until the server's stderr (``errlog``, a real file) shows this text, then
@@ -226,17 +242,23 @@ async def logged_transport(target: StdioServerParameters | str, log: WireLog, er
     t0 = log.t0
 
     def keep(headers) -> dict:
-        return {k: v for k, v in headers.items() if k.lower().startswith("mcp") or k.lower() in
-                ("content-type", "origin")}
+        return {
+            k: v for k, v in headers.items() if k.lower().startswith("mcp") or k.lower() in ("content-type", "origin")
+        }
 
     async def on_request(request):
-        log.http.append(HTTPEvent(time.perf_counter() - t0, f"{request.method} {request.url.path}",
-                                  keep(request.headers)))
+        log.http.append(
+            HTTPEvent(time.perf_counter() - t0, f"{request.method} {request.url.path}", keep(request.headers))
+        )
 
     async def on_response(response):
-        log.http.append(HTTPEvent(time.perf_counter() - t0,
-                                  f"  {response.status_code} {response.headers.get('content-type', '')}",
-                                  keep(response.headers)))
+        log.http.append(
+            HTTPEvent(
+                time.perf_counter() - t0,
+                f"  {response.status_code} {response.headers.get('content-type', '')}",
+                keep(response.headers),
+            )
+        )
 
     http = create_mcp_http_client()
     http.event_hooks = {"request": [on_request], "response": [on_response]}

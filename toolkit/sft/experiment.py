@@ -7,6 +7,7 @@ What it does
 What it leaves out
 - Anything but the random-weight stand-in: it learns the format, never meaning.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -49,17 +50,31 @@ class Experiment:
         for part in ("model_output", "tool_results", "prompt"):
             add(f"held-out NLL, {part.replace('_', ' ')} (nats/token)", lambda k, p=part: round(self.nll[k][p], 2))
         for mode in ("greedy", "sampled"):
-            for key, what in (("tool_response", "writes <tool_response> itself"),
-                              ("user_turn", "opens a user turn itself"),
-                              ("matches_real", "its made-up result equals the real one")):
+            for key, what in (
+                ("tool_response", "writes <tool_response> itself"),
+                ("user_turn", "opens a user turn itself"),
+                ("matches_real", "its made-up result equals the real one"),
+            ):
                 add(f"{mode}: {what}", lambda k, m=mode, kk=key: "{}/{}".format(*self.measurements[k].count(m, kk)))
         return rows
 
 
-def experiment(template: str = "qwen3", n_train: int = 200, n_held_out: int = 40, steps: int = 220,
-               batch_size: int = 8, lr: float = 8e-3, seed: int = 0, data_seed: int = 1, held_out_seed: int = 2,
-               max_new_tokens: int = 40, samples: int = 1, n_probes: int = 30, model_kw: dict | None = None,
-               progress=None) -> Experiment:
+def experiment(
+    template: str = "qwen3",
+    n_train: int = 200,
+    n_held_out: int = 40,
+    steps: int = 220,
+    batch_size: int = 8,
+    lr: float = 8e-3,
+    seed: int = 0,
+    data_seed: int = 1,
+    held_out_seed: int = 2,
+    max_new_tokens: int = 40,
+    samples: int = 1,
+    n_probes: int = 30,
+    model_kw: dict | None = None,
+    progress=None,
+) -> Experiment:
     """Make the data set, fine-tune twice (with / without the mask) and measure both. Seeded end to end.
 
     ``progress(run_name, step, loss)`` is called during training if given.
@@ -75,8 +90,21 @@ def experiment(template: str = "qwen3", n_train: int = 200, n_held_out: int = 40
         runs[name] = fine_tune(train_ex, masked, steps, batch_size, lr, seed, vocab, model_kw, progress=cb)
         meas[name] = measure(runs[name], probe_list, max_new_tokens, samples, seed)
         nll[name] = nll_by_part(runs[name], held)
-    settings = dict(template=template, n_train=n_train, n_held_out=n_held_out, steps=steps, batch_size=batch_size,
-                    lr=lr, seed=seed, data_seed=data_seed, held_out_seed=held_out_seed, vocab=len(vocab),
-                    max_new_tokens=max_new_tokens, samples=samples, probes=len(probe_list),
-                    model=runs["masked"].settings["model_kw"], params=runs["masked"].settings["params"])
+    settings = dict(
+        template=template,
+        n_train=n_train,
+        n_held_out=n_held_out,
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        data_seed=data_seed,
+        held_out_seed=held_out_seed,
+        vocab=len(vocab),
+        max_new_tokens=max_new_tokens,
+        samples=samples,
+        probes=len(probe_list),
+        model=runs["masked"].settings["model_kw"],
+        params=runs["masked"].settings["params"],
+    )
     return Experiment(settings, train_ex, held, probe_list, vocab, runs, meas, nll)

@@ -8,6 +8,7 @@ What it does
 What it leaves out
 - A full-vocabulary softmax by default (``vocab="full"`` does it); packing, LoRA, RL.
 """
+
 from __future__ import annotations
 
 import time
@@ -151,9 +152,18 @@ def loss_on(head: _Head, ids, labels, attn, share_prefix: bool = True):
     return F.cross_entropy(logits, head.column[target[keep]]), int(keep.sum())
 
 
-def fine_tune(examples: list[Labelled], masked: bool, steps: int = 120, batch_size: int = 8, lr: float = 3e-3,
-              seed: int = 0, vocab: str | list[int] = "data", model_kw: dict | None = None,
-              n_threads: int | None = 1, progress=None) -> Run:
+def fine_tune(
+    examples: list[Labelled],
+    masked: bool,
+    steps: int = 120,
+    batch_size: int = 8,
+    lr: float = 3e-3,
+    seed: int = 0,
+    vocab: str | list[int] = "data",
+    model_kw: dict | None = None,
+    n_threads: int | None = 1,
+    progress=None,
+) -> Run:
     """Train a fresh stand-in (same seed -> same start for both runs) on ``examples`` with or without the mask.
 
     ``vocab="data"`` restricts the softmax to :func:`data_vocab` (see the module docstring); a list gives the
@@ -161,8 +171,13 @@ def fine_tune(examples: list[Labelled], masked: bool, steps: int = 120, batch_si
     """
     template = examples[0].template
     model = _model(flavor_of(template), seed, model_kw)
-    ids_vocab = (list(range(model.config.vocab_size)) if vocab == "full"
-                 else data_vocab(examples) if vocab == "data" else sorted(vocab))
+    ids_vocab = (
+        list(range(model.config.vocab_size))
+        if vocab == "full"
+        else data_vocab(examples)
+        if vocab == "data"
+        else sorted(vocab)
+    )
     head = _Head(model, ids_vocab)
     params = head.body_parameters() + [head.weight]
     g = torch.Generator().manual_seed(seed)
@@ -189,8 +204,23 @@ def fine_tune(examples: list[Labelled], masked: bool, steps: int = 120, batch_si
                 progress(step, losses[-1])
     head.write_back()
     model.eval()
-    return Run(masked, model, ids_vocab, losses, time.perf_counter() - t0, steps, seen,
-               dict(batch_size=batch_size, lr=lr, seed=seed, vocab=len(ids_vocab), template=template,
-                    model_kw=model_kw or "stand-in default", threads=n_threads,
-                    params=sum(p.numel() for p in model.parameters())),
-               time.process_time() - c0)
+    return Run(
+        masked,
+        model,
+        ids_vocab,
+        losses,
+        time.perf_counter() - t0,
+        steps,
+        seen,
+        dict(
+            batch_size=batch_size,
+            lr=lr,
+            seed=seed,
+            vocab=len(ids_vocab),
+            template=template,
+            model_kw=model_kw or "stand-in default",
+            threads=n_threads,
+            params=sum(p.numel() for p in model.parameters()),
+        ),
+        time.process_time() - c0,
+    )

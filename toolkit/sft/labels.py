@@ -8,6 +8,7 @@ What it does
 What it leaves out
 - Templates that rewrite earlier turns: :class:`MaskError` (``reason="prefix-unstable"``) says so.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,7 +26,8 @@ CONVENTION = (
     "header '<|im_start|>role\\n' -- the assistant header too, because at inference the host writes it as the "
     "generation prompt -- and the '\\n' after each '<|im_end|>' (template glue written after the model has "
     "stopped). Trained: everything the model writes after the generation prompt: a <think> block if the "
-    "template puts one there, its text, its <tool_call> blocks, up to and including its own '<|im_end|>'.")
+    "template puts one there, its text, its <tool_call> blocks, up to and including its own '<|im_end|>'."
+)
 
 
 class MaskError(ValueError):
@@ -65,7 +67,7 @@ class Labelled:
             else:
                 out.append(dict(trained=keep, start=t.index, end=t.index + 1, char_start=t.start, char_end=t.end))
         for r in out:
-            r["text"] = self.rendering.text[r.pop("char_start"):r.pop("char_end")]
+            r["text"] = self.rendering.text[r.pop("char_start") : r.pop("char_end")]
         return out
 
     def counts(self) -> dict[str, dict[str, int]]:
@@ -81,8 +83,9 @@ class Labelled:
         return list(self.ids)
 
 
-def trained_char_spans(messages, tools=None, template: str = "qwen3", text: str | None = None,
-                       tokenizer=None, **kw) -> list[tuple[int, int]]:
+def trained_char_spans(
+    messages, tools=None, template: str = "qwen3", text: str | None = None, tokenizer=None, **kw
+) -> list[tuple[int, int]]:
     """Character spans of each assistant message's own output in the rendered trajectory ``text``."""
     if text is None:
         text = render_text(messages, tools, template, False, tokenizer, **kw)
@@ -93,9 +96,12 @@ def trained_char_spans(messages, tools=None, template: str = "qwen3", text: str 
         prompt = render_text(messages[:k], tools, template, True, tokenizer, **kw)
         if not text.startswith(prompt):
             at = next((i for i, (a, b) in enumerate(zip(text, prompt)) if a != b), min(len(text), len(prompt)))
-            raise MaskError("prefix-unstable", f"the prompt before assistant message {k} is not a prefix of the "
-                            f"rendered trajectory (they differ at character {at}: {text[at:at + 30]!r} vs "
-                            f"{prompt[at:at + 30]!r}); this template rewrites earlier turns")
+            raise MaskError(
+                "prefix-unstable",
+                f"the prompt before assistant message {k} is not a prefix of the "
+                f"rendered trajectory (they differ at character {at}: {text[at : at + 30]!r} vs "
+                f"{prompt[at : at + 30]!r}); this template rewrites earlier turns",
+            )
         end = text.find(EOT, len(prompt))
         if end < 0:
             raise MaskError("no-stop-token", f"assistant message {k} has no closing {EOT}")

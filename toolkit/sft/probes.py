@@ -8,6 +8,7 @@ What it does
 What it leaves out
 - Stop tokens during probing (the point is to see what the model writes next).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,13 +44,13 @@ def probes(examples: list[Labelled], kinds: list[str] | None = None) -> list[Pro
         if span is None:
             continue
         cut = span[1] + 1
-        if text[span[1] - len(AFTER_CALL) + 1:cut] != AFTER_CALL:
+        if text[span[1] - len(AFTER_CALL) + 1 : cut] != AFTER_CALL:
             raise MaskError("no-call-boundary", f"example {j}: the call turn does not end with {AFTER_CALL!r}")
         n = next(t.index for t in ex.rendering.tokens if t.start >= cut)
         k = sum(1 for a, _ in ex.trained_spans if a < span[0])  # which assistant message this is
         msg_i = [i for i, m in enumerate(ex.messages) if m.get("role") == "assistant"][k]
         real = []
-        for m in ex.messages[msg_i + 1:]:
+        for m in ex.messages[msg_i + 1 :]:
             if m.get("role") != "tool":
                 break
             real.append(m["content"])
@@ -65,8 +66,8 @@ def continue_batch(run: Run, prompts: list[list[int]], max_new_tokens: int = 40,
     ids = torch.full((len(prompts), width), int(head.vocab[0]), dtype=torch.long)
     attn = torch.zeros((len(prompts), width), dtype=torch.long)
     for j, p in enumerate(prompts):
-        ids[j, width - len(p):] = torch.tensor(p)
-        attn[j, width - len(p):] = 1
+        ids[j, width - len(p) :] = torch.tensor(p)
+        attn[j, width - len(p) :] = 1
     pos = (attn.cumsum(-1) - 1).clamp(min=0)
     out = []
     with torch.no_grad():
@@ -94,10 +95,12 @@ def classify(continuation: str, real_results: list[str]) -> dict:
     invented = ""
     if opened:
         invented = continuation.split("<tool_response>", 1)[1].split("</tool_response>", 1)[0].strip("\n")
-    return dict(tool_response=opened,
-                user_turn=continuation.startswith("<|im_start|>user"),
-                invented=invented,
-                matches_real=opened and invented.strip() in [r.strip() for r in real_results])
+    return dict(
+        tool_response=opened,
+        user_turn=continuation.startswith("<|im_start|>user"),
+        invented=invented,
+        matches_real=opened and invented.strip() in [r.strip() for r in real_results],
+    )
 
 
 @dataclass
@@ -114,8 +117,14 @@ class Measurement:
         return sum(bool(r[key]) for r in sel), len(sel)
 
 
-def measure(run: Run, probe_list: list[Probe], max_new_tokens: int = 40, samples: int = 1,
-            seed: int = 0, n_threads: int | None = 1) -> Measurement:
+def measure(
+    run: Run,
+    probe_list: list[Probe],
+    max_new_tokens: int = 40,
+    samples: int = 1,
+    seed: int = 0,
+    n_threads: int | None = 1,
+) -> Measurement:
     """Continue every probe greedily and ``samples`` times sampled; classify each continuation."""
     tok = tokenizer_for(run.settings["template"])
     g = torch.Generator().manual_seed(seed)
@@ -141,17 +150,20 @@ def nll_by_part(run: Run, examples: list[Labelled], batch_size: int = 8, n_threa
     sums = {"model_output": [0.0, 0], "tool_results": [0.0, 0], "prompt": [0.0, 0]}
     with torch.no_grad(), threads(n_threads):
         for s in range(0, len(examples), batch_size):
-            chunk = examples[s:s + batch_size]
+            chunk = examples[s : s + batch_size]
             ids, _, attn = _batch(chunk, range(len(chunk)), False, pad)
             logp = F.log_softmax(head.logits(head.hidden(ids, attn).last_hidden_state[:, :-1]), -1)
             for j, ex in enumerate(chunk):
                 cols = head.column[torch.tensor(ex.ids[1:])]
                 ok = cols >= 0
-                nll = -logp[j, :len(ex.ids) - 1].gather(1, cols.clamp(min=0)[:, None])[:, 0]
+                nll = -logp[j, : len(ex.ids) - 1].gather(1, cols.clamp(min=0)[:, None])[:, 0]
                 trained = torch.tensor(ex.trained[1:])
                 tool = torch.tensor([t.segment == "tool_response" for t in ex.rendering.tokens[1:]])
-                for part, sel in (("model_output", trained), ("tool_results", tool & ~trained),
-                                  ("prompt", ~tool & ~trained)):
+                for part, sel in (
+                    ("model_output", trained),
+                    ("tool_results", tool & ~trained),
+                    ("prompt", ~tool & ~trained),
+                ):
                     sel = sel & ok
                     sums[part][0] += float(nll[sel].sum())
                     sums[part][1] += int(sel.sum())

@@ -14,6 +14,7 @@ through ``toolkit.widgets.plot.FigureView`` (plotly's mime renderer in an Output
 (new numbers, figure changed, redrawn). Leaves out: partial cache hits, batching, anything the ``toolkit.cost``
 docstring leaves out.
 """
+
 from __future__ import annotations
 
 import time
@@ -22,12 +23,7 @@ import ipywidgets as W
 import plotly.graph_objects as go
 
 from toolkit import cost
-from toolkit.plots import (
-    context_growth_figure,
-    decay_figure,
-    update_context_growth,
-    update_decay,
-)
+from toolkit.plots import context_growth_figure, decay_figure, update_context_growth, update_decay
 from toolkit.widgets.plot import FigureView, wrap
 
 
@@ -64,8 +60,9 @@ class GrowthView(_Timed):
             w.style.description_width = "initial"
             w.observe(self._on_change, names="value")
         self.summary = W.HTML(self._summary_html())
-        self.widget = W.VBox([W.HBox(list(self.sliders.values()), layout=_wrap()), self.warm, self.summary,
-                              self.plot.widget])
+        self.widget = W.VBox(
+            [W.HBox(list(self.sliders.values()), layout=_wrap()), self.warm, self.summary, self.plot.widget]
+        )
 
     def _on_change(self, _change=None) -> None:
         self._timed(self._update)
@@ -80,9 +77,11 @@ class GrowthView(_Timed):
 
     def _summary_html(self) -> str:
         g = self.growth
-        return (f"<b>no cache</b> {g.total_no_cache:,} tokens · <b>full cache hit</b> {g.total_cache:,} tokens · "
-                f"<b>ratio</b> {g.ratio:.2f}× (closed form {cost.ratio_closed(g.T, g.delta, g.R, g.warm):.2f}; "
-                f"constant T/Δ = {g.T / g.delta:.2f})")
+        return (
+            f"<b>no cache</b> {g.total_no_cache:,} tokens · <b>full cache hit</b> {g.total_cache:,} tokens · "
+            f"<b>ratio</b> {g.ratio:.2f}× (closed form {cost.ratio_closed(g.T, g.delta, g.R, g.warm):.2f}; "
+            f"constant T/Δ = {g.T / g.delta:.2f})"
+        )
 
 
 class DecayView(_Timed):
@@ -99,8 +98,13 @@ class DecayView(_Timed):
         self.table = W.HTML()
         self.inverse = W.HTML()
         self._refresh_text()
-        self.widget = W.VBox([W.HBox([self.p, self.k, self.target], layout=_wrap()), self.plot.widget,
-                              W.HBox([self.table, self.inverse], layout=_wrap())])
+        self.widget = W.VBox(
+            [
+                W.HBox([self.p, self.k, self.target], layout=_wrap()),
+                self.plot.widget,
+                W.HBox([self.table, self.inverse], layout=_wrap()),
+            ]
+        )
 
     @property
     def ps(self) -> tuple:
@@ -132,24 +136,35 @@ class DecayView(_Timed):
         head = "".join(f"<th>{k} steps</th>" for k in ks)
         body = ""
         for r in self.rows:
-            cells = "".join(f"<td style='{'font-weight:bold' if (r['p'] == mine_p or k == mine_k) else ''}'>"
-                            f"{r[k]:.3f}</td>" for k in ks)
+            cells = "".join(
+                f"<td style='{'font-weight:bold' if (r['p'] == mine_p or k == mine_k) else ''}'>{r[k]:.3f}</td>"
+                for k in ks
+            )
             body += f"<tr><td>{r['p']:.3f}</td>{cells}</tr>"
-        self.table.value = (f"<table style='border-collapse:collapse'><tr><th>p</th>{head}</tr>{body}</table>"
-                            "<small>table 14-11 (§14.5.4) plus your p and k, in bold</small>")
+        self.table.value = (
+            f"<table style='border-collapse:collapse'><tr><th>p</th>{head}</tr>{body}</table>"
+            "<small>table 14-11 (§14.5.4) plus your p and k, in bold</small>"
+        )
         need = self.required
-        self.inverse.value = (f"<div style='margin-left:2em'>For overall <b>{self.target.value:.2f}</b> over "
-                              f"<b>{self.k.value}</b> steps each step needs p = {self.target.value:.2f}^(1/"
-                              f"{self.k.value}) = <b>{need:.4f}</b>:<br>at most one error per "
-                              f"{cost.steps_per_error(need):.0f} steps.</div>")
+        self.inverse.value = (
+            f"<div style='margin-left:2em'>For overall <b>{self.target.value:.2f}</b> over "
+            f"<b>{self.k.value}</b> steps each step needs p = {self.target.value:.2f}^(1/"
+            f"{self.k.value}) = <b>{need:.4f}</b>:<br>at most one error per "
+            f"{cost.steps_per_error(need):.0f} steps.</div>"
+        )
 
 
 _PRECISION = {"BF16 (2 bytes)": 2.0, "INT8 (1 byte)": 1.0, "INT4 (0.5 byte)": 0.5}
 
 
 class DecodeView(_Timed):
-    def __init__(self, model: str = "Llama 3 8B", hardware: str = "NVIDIA H100 SXM (3.35 TB/s)",
-                 precision: str = "BF16 (2 bytes)", tokens: int = 15_000):
+    def __init__(
+        self,
+        model: str = "Llama 3 8B",
+        hardware: str = "NVIDIA H100 SXM (3.35 TB/s)",
+        precision: str = "BF16 (2 bytes)",
+        tokens: int = 15_000,
+    ):
         self.model = W.Dropdown(options=list(cost.MODELS), value=model, description="model")
         self.hardware = W.Dropdown(options=list(cost.HARDWARE), value=hardware, description="hardware")
         self.precision = W.Dropdown(options=list(_PRECISION), value=precision, description="weights")
@@ -159,25 +174,49 @@ class DecodeView(_Timed):
             w.observe(self._on_change, names="value")
         self.budget = self._budget()
         names = list(cost.HARDWARE)
-        self.plot = FigureView(go.Figure(
-            data=[go.Bar(x=names, y=self._bounds(), marker_color=self._colors(), text=self._labels(),
-                         textposition="outside", cliponaxis=False)],
-            layout=dict(title=self._title(), height=400, template="plotly_white",
-                        yaxis=dict(title="batch-1 decode bound (tokens/s)", type="log"),
-                        margin=dict(l=70, r=20, t=80, b=110))))
+        self.plot = FigureView(
+            go.Figure(
+                data=[
+                    go.Bar(
+                        x=names,
+                        y=self._bounds(),
+                        marker_color=self._colors(),
+                        text=self._labels(),
+                        textposition="outside",
+                        cliponaxis=False,
+                    )
+                ],
+                layout=dict(
+                    title=self._title(),
+                    height=400,
+                    template="plotly_white",
+                    yaxis=dict(title="batch-1 decode bound (tokens/s)", type="log"),
+                    margin=dict(l=70, r=20, t=80, b=110),
+                ),
+            )
+        )
         self.figure = self.plot.figure
         self.text = W.HTML(self._html())
-        self.widget = W.VBox([W.HBox([self.model, self.hardware], layout=_wrap()),
-                              W.HBox([self.precision, self.tokens], layout=_wrap()), self.text, self.plot.widget])
+        self.widget = W.VBox(
+            [
+                W.HBox([self.model, self.hardware], layout=_wrap()),
+                W.HBox([self.precision, self.tokens], layout=_wrap()),
+                self.text,
+                self.plot.widget,
+            ]
+        )
 
     def _budget(self) -> cost.DecodeBudget:
-        return cost.decode_budget(self.model.value, self.tokens.value, cost.HARDWARE[self.hardware.value],
-                                  _PRECISION[self.precision.value])
+        return cost.decode_budget(
+            self.model.value, self.tokens.value, cost.HARDWARE[self.hardware.value], _PRECISION[self.precision.value]
+        )
 
     def _bounds(self) -> list[float]:
         spec = cost.MODELS[self.model.value]
-        return [cost.bandwidth_tokens_per_s(spec.active_params, bw, _PRECISION[self.precision.value])
-                for bw in cost.HARDWARE.values()]
+        return [
+            cost.bandwidth_tokens_per_s(spec.active_params, bw, _PRECISION[self.precision.value])
+            for bw in cost.HARDWARE.values()
+        ]
 
     def _colors(self) -> list[str]:
         return ["#f28e2b" if h == self.hardware.value else "#9aa5b1" for h in cost.HARDWARE]
@@ -190,12 +229,14 @@ class DecodeView(_Timed):
 
     def _html(self) -> str:
         b, spec = self.budget, cost.MODELS[self.model.value]
-        return (f"<b>{b.flops_per_token / 1e9:.1f} GFLOPs per token</b> (2 × {spec.active_params / 1e9:.2f}B active) "
-                f"· {b.tokens:,} tokens → <b>{b.total_flops / 1e15:.3f} PFLOPs</b> · each token reads "
-                f"{cost.bytes_per_token(spec.active_params, b.bytes_per_param) / 1e9:.1f} GB of weights → at most "
-                f"<b>{b.tokens_per_s_bound:,.0f} tokens/s</b>"
-                f" on {self.hardware.value} at batch 1, so ≥ {b.seconds_floor:,.1f} s for all tokens"
-                + (f"<br><small>{spec.note}</small>" if spec.note else ""))
+        return (
+            f"<b>{b.flops_per_token / 1e9:.1f} GFLOPs per token</b> (2 × {spec.active_params / 1e9:.2f}B active) "
+            f"· {b.tokens:,} tokens → <b>{b.total_flops / 1e15:.3f} PFLOPs</b> · each token reads "
+            f"{cost.bytes_per_token(spec.active_params, b.bytes_per_param) / 1e9:.1f} GB of weights → at most "
+            f"<b>{b.tokens_per_s_bound:,.0f} tokens/s</b>"
+            f" on {self.hardware.value} at batch 1, so ≥ {b.seconds_floor:,.1f} s for all tokens"
+            + (f"<br><small>{spec.note}</small>" if spec.note else "")
+        )
 
     def _on_change(self, _change=None) -> None:
         self._timed(self._update)

@@ -8,6 +8,7 @@ ipywidgets box with a trajectory picker and a with/without-mask toggle. Tests re
 
 Leaves out: editing labels, and trajectories of more than a few thousand tokens (one span per token).
 """
+
 from __future__ import annotations
 
 import html
@@ -30,10 +31,12 @@ class MaskData:
     rows: list[dict] = field(default_factory=list)
 
     @classmethod
-    def from_labelled(cls, ex: Labelled, title: str = "", masked: bool = True) -> "MaskData":
+    def from_labelled(cls, ex: Labelled, title: str = "", masked: bool = True) -> MaskData:
         labels = ex.labels if masked else ex.unmasked_labels()
-        rows = [dict(index=t.index, id=t.id, text=t.text, segment=t.segment, label=lab,
-                     trained=lab != IGNORE_INDEX) for t, lab in zip(ex.rendering.tokens, labels)]
+        rows = [
+            dict(index=t.index, id=t.id, text=t.text, segment=t.segment, label=lab, trained=lab != IGNORE_INDEX)
+            for t, lab in zip(ex.rendering.tokens, labels)
+        ]
         return cls(title, ex.template, masked, rows)
 
     def summary(self) -> dict:
@@ -48,35 +51,45 @@ class MaskData:
 
 def _chip(r: dict) -> str:
     shown = html.escape(r["text"]).replace("\n", "\u21b5<br>")
-    tip = html.escape(f"#{r['index']} id={r['id']} {r['text']!r} segment={r['segment']} label={r['label']}",
-                      quote=True)
+    tip = html.escape(f"#{r['index']} id={r['id']} {r['text']!r} segment={r['segment']} label={r['label']}", quote=True)
     seg = COLOURS.get(r["segment"], "#999")
     if r["trained"]:
         style = f"background:{TRAINED};color:#fff;"
     else:
         style = f"background:{MASKED};color:#777;"
-    return (f'<span class="tk-mask" data-index="{r["index"]}" data-trained="{int(r["trained"])}" title="{tip}" '
-            f'style="{style}border-bottom:3px solid {seg};padding:0 1px;margin:0 1px 2px 0;border-radius:2px">'
-            f"{shown}</span>")
+    return (
+        f'<span class="tk-mask" data-index="{r["index"]}" data-trained="{int(r["trained"])}" title="{tip}" '
+        f'style="{style}border-bottom:3px solid {seg};padding:0 1px;margin:0 1px 2px 0;border-radius:2px">'
+        f"{shown}</span>"
+    )
 
 
 def legend_html() -> str:
-    segs = "".join(f'<span style="border-bottom:3px solid {c};margin-right:6px">{html.escape(s)}</span>'
-                   for s, c in COLOURS.items() if s != "generation_prompt")
-    return ('<div style="font-family:monospace;font-size:12px;margin:4px 0">'
-            f'<span style="background:{TRAINED};color:#fff;padding:0 4px">trained (label = id)</span> '
-            f'<span style="background:{MASKED};color:#777;padding:0 4px">'
-            f"masked (label = {IGNORE_INDEX})</span> &nbsp; segment underline: {segs}</div>")
+    segs = "".join(
+        f'<span style="border-bottom:3px solid {c};margin-right:6px">{html.escape(s)}</span>'
+        for s, c in COLOURS.items()
+        if s != "generation_prompt"
+    )
+    return (
+        '<div style="font-family:monospace;font-size:12px;margin:4px 0">'
+        f'<span style="background:{TRAINED};color:#fff;padding:0 4px">trained (label = id)</span> '
+        f'<span style="background:{MASKED};color:#777;padding:0 4px">'
+        f"masked (label = {IGNORE_INDEX})</span> &nbsp; segment underline: {segs}</div>"
+    )
 
 
 def mask_html(data: MaskData) -> str:
     s = data.summary()
-    head = (f"<b>{html.escape(data.title)}</b> [{data.template}, "
-            f"{'with the mask' if data.masked else 'WITHOUT the mask: every token is a target'}] "
-            f"{s['tokens']} tokens: {s['trained']} trained, {s['masked']} masked")
+    head = (
+        f"<b>{html.escape(data.title)}</b> [{data.template}, "
+        f"{'with the mask' if data.masked else 'WITHOUT the mask: every token is a target'}] "
+        f"{s['tokens']} tokens: {s['trained']} trained, {s['masked']} masked"
+    )
     body = "".join(_chip(r) for r in data.rows)
-    return (f'<div style="font-family:monospace;font-size:12px">{head}</div>{legend_html()}'
-            f'<div style="font-family:monospace;font-size:12px;line-height:1.9;white-space:normal">{body}</div>')
+    return (
+        f'<div style="font-family:monospace;font-size:12px">{head}</div>{legend_html()}'
+        f'<div style="font-family:monospace;font-size:12px;line-height:1.9;white-space:normal">{body}</div>'
+    )
 
 
 class MaskView:

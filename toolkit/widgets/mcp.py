@@ -14,6 +14,7 @@ What it does
 What it leaves out
 - Live streaming of messages while a request is in flight (call ``refresh()``); editing a call before approval.
 """
+
 from __future__ import annotations
 
 import html
@@ -24,8 +25,12 @@ from IPython.display import display
 
 from toolkit.mcp.wire import without_meta
 
-KIND_FILTERS = {"all": None, "requests": ("request", "notification"), "replies": ("result", "error"),
-                "errors": ("error", "is_error")}
+KIND_FILTERS = {
+    "all": None,
+    "requests": ("request", "notification"),
+    "replies": ("result", "error"),
+    "errors": ("error", "is_error"),
+}
 
 
 def wire_rows(log, hide_meta: bool = True) -> list[dict]:
@@ -39,12 +44,22 @@ def wire_rows(log, hide_meta: bool = True) -> list[dict]:
             asked[(e.direction, e.message.get("id"))] = e.method
         # a reply names no method; show the one its id answers, in parentheses
         other = "<-" if e.direction == "->" else "->"
-        method = e.method or (f"({asked[(other, e.message.get('id'))]})"
-                              if (other, e.message.get("id")) in asked else "")
+        method = e.method or (
+            f"({asked[(other, e.message.get('id'))]})" if (other, e.message.get("id")) in asked else ""
+        )
         t0 = e.t if t0 is None else t0
-        rows.append({"seq": e.seq, "ms": round((e.t - t0) * 1e3, 1), "dir": e.direction, "kind": kind,
-                     "method": method, "id": e.message.get("id", ""), "transport": e.transport,
-                     "json": json.dumps(msg, ensure_ascii=False)})
+        rows.append(
+            {
+                "seq": e.seq,
+                "ms": round((e.t - t0) * 1e3, 1),
+                "dir": e.direction,
+                "kind": kind,
+                "method": method,
+                "id": e.message.get("id", ""),
+                "transport": e.transport,
+                "json": json.dumps(msg, ensure_ascii=False),
+            }
+        )
     return rows
 
 
@@ -61,13 +76,17 @@ def wire_html(rows: list[dict], width: int = 400) -> str:
     body = []
     for r in rows:
         text = r["json"] if len(r["json"]) <= width else r["json"][: width - 1] + "…"
-        body.append(f'<tr style="background:{_colour(r)}"><td>{r["ms"]}</td><td><b>{html.escape(r["dir"])}</b>'
-                    f'</td><td>{r["kind"]}</td><td>{html.escape(r["method"])}</td><td>{r["id"]}</td>'
-                    f'<td style="font-family:monospace;white-space:pre-wrap;word-break:break-all">'
-                    f'{html.escape(text)}</td></tr>')
-    legend = ("<div style='font-size:90%'>-> host to server, &lt;- server to host. "
-              "<span style='background:#fde2e1'>JSON-RPC error</span> (protocol level) · "
-              "<span style='background:#fff3cd'>isError result</span> (the tool failed; the model reads it)</div>")
+        body.append(
+            f'<tr style="background:{_colour(r)}"><td>{r["ms"]}</td><td><b>{html.escape(r["dir"])}</b>'
+            f"</td><td>{r['kind']}</td><td>{html.escape(r['method'])}</td><td>{r['id']}</td>"
+            f'<td style="font-family:monospace;white-space:pre-wrap;word-break:break-all">'
+            f"{html.escape(text)}</td></tr>"
+        )
+    legend = (
+        "<div style='font-size:90%'>-> host to server, &lt;- server to host. "
+        "<span style='background:#fde2e1'>JSON-RPC error</span> (protocol level) · "
+        "<span style='background:#fff3cd'>isError result</span> (the tool failed; the model reads it)</div>"
+    )
     return f"{legend}<table style='font-size:85%'>{head}{''.join(body)}</table>"
 
 
@@ -82,7 +101,9 @@ class WireLogView:
         self.filter.observe(lambda _: self.refresh(), names="value")
         self.hide_meta.observe(lambda _: self.refresh(), names="value")
         parts = ([w.HTML(f"<b>{html.escape(title)}</b>")] if title else []) + [
-            w.HBox([self.filter, self.hide_meta]), self.html]
+            w.HBox([self.filter, self.hide_meta]),
+            self.html,
+        ]
         self.widget = w.VBox(parts)
         self.refresh()
 
@@ -115,8 +136,16 @@ class ConfirmPanel:
             b = w.Button(description=f"Approve {name}", button_style="danger", icon="check")
             b.on_click(lambda _b, n=name, a=args: self._approve(n, a))
             self.buttons.append(b)
-            rows.append(w.HBox([b, w.HTML(f"<code>{html.escape(name)}"
-                                          f"({html.escape(json.dumps(args, ensure_ascii=False))})</code>")]))
+            rows.append(
+                w.HBox(
+                    [
+                        b,
+                        w.HTML(
+                            f"<code>{html.escape(name)}({html.escape(json.dumps(args, ensure_ascii=False))})</code>"
+                        ),
+                    ]
+                )
+            )
         self.box.children = rows or [w.HTML("<i>none: no risky call was asked for, or all were decided</i>")]
 
     def _approve(self, name: str, args: dict) -> None:

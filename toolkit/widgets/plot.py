@@ -15,6 +15,7 @@ breaks a long title into lines, since plotly never wraps text and a 1,024-px win
 Leaves out: events from the browser back to the kernel (clicks, selections, zoom): controls are ipywidgets;
 incremental updates (each redraw sends the whole figure, a few kB for the kit's figures).
 """
+
 from __future__ import annotations
 
 import json

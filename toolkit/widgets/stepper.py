@@ -11,6 +11,7 @@ distribution of the selected step.
 Leaves out: comparing two traces in one view (show two steppers), and tokens outside the recorded top-k
 (the trace keeps only those).
 """
+
 from __future__ import annotations
 
 import html
@@ -53,16 +54,22 @@ class StepperState:
                 seen.add(tid)
                 rows.append((tid, text, pb, pa))
         rows = sorted(rows, key=lambda r: -max(r[2], r[3]))[:limit]
-        return {"ids": [r[0] for r in rows], "labels": [f"{r[1]!r} ({r[0]})" for r in rows],
-                "before": [r[2] for r in rows], "after": [r[3] for r in rows],
-                "chosen": [r[0] == s.chosen for r in rows]}
+        return {
+            "ids": [r[0] for r in rows],
+            "labels": [f"{r[1]!r} ({r[0]})" for r in rows],
+            "before": [r[2] for r in rows],
+            "after": [r[3] for r in rows],
+            "chosen": [r[0] == s.chosen for r in rows],
+        }
 
     def caption(self) -> str:
         s, t = self.trace.steps[self.step], self.trace
         kind = "greedy" if t.temperature == 0 else f"sampled at T={t.temperature}, seed {t.seed}"
-        return (f"step {s.index + 1}/{self.n_steps} ({kind}): {s.allowed:,} of {t.vocab_width:,} token ids allowed; "
-                f"the mask removed {s.removed_mass:.1%} of the model's probability; chose {s.chosen_text!r} "
-                f"(id {s.chosen}) with p={s.p_before:.3g} before, {s.p_after:.3g} after the mask")
+        return (
+            f"step {s.index + 1}/{self.n_steps} ({kind}): {s.allowed:,} of {t.vocab_width:,} token ids allowed; "
+            f"the mask removed {s.removed_mass:.1%} of the model's probability; chose {s.chosen_text!r} "
+            f"(id {s.chosen}) with p={s.p_before:.3g} before, {s.p_after:.3g} after the mask"
+        )
 
 
 class Stepper:
@@ -74,27 +81,62 @@ class Stepper:
         sizes = self.state.allowed_sizes
         xs = list(range(1, len(sizes) + 1))
         bars = self.state.bars()
-        fig = make_subplots(rows=2, cols=1, row_heights=[0.4, 0.6], vertical_spacing=0.18,
-                            subplot_titles=("allowed token ids per step (log scale)",
-                                            "top tokens: probability before vs after the mask"))
-        fig.add_trace(go.Scatter(x=xs, y=sizes, mode="lines+markers", name="allowed", line=dict(color="#636363"),
-                                 hovertext=[repr(s.chosen_text) for s in trace.steps]), row=1, col=1)
-        fig.add_trace(go.Scatter(x=[1], y=[sizes[0]], mode="markers", name="this step",
-                                 marker=dict(size=14, color=AFTER)), row=1, col=1)
+        fig = make_subplots(
+            rows=2,
+            cols=1,
+            row_heights=[0.4, 0.6],
+            vertical_spacing=0.18,
+            subplot_titles=(
+                "allowed token ids per step (log scale)",
+                "top tokens: probability before vs after the mask",
+            ),
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=sizes,
+                mode="lines+markers",
+                name="allowed",
+                line=dict(color="#636363"),
+                hovertext=[repr(s.chosen_text) for s in trace.steps],
+            ),
+            row=1,
+            col=1,
+        )
+        fig.add_trace(
+            go.Scatter(x=[1], y=[sizes[0]], mode="markers", name="this step", marker=dict(size=14, color=AFTER)),
+            row=1,
+            col=1,
+        )
         fig.add_trace(go.Bar(x=bars["labels"], y=bars["before"], name="before mask", marker_color=BEFORE), 2, 1)
-        fig.add_trace(go.Bar(x=bars["labels"], y=bars["after"], name="after mask (renormalised)",
-                             marker_color=self._colours(bars)), 2, 1)
+        fig.add_trace(
+            go.Bar(
+                x=bars["labels"], y=bars["after"], name="after mask (renormalised)", marker_color=self._colours(bars)
+            ),
+            2,
+            1,
+        )
         fig.update_yaxes(type="log", title_text="tokens", range=[-0.2, 5.4], row=1, col=1)
         fig.update_yaxes(title_text="probability", range=[0, 1.02], row=2, col=1)
         fig.update_xaxes(title_text="step", row=1, col=1)
         # Title, then the legend (one or two rows, by width), then the panels: each has its own band at the top.
-        fig.update_layout(height=620, barmode="group", margin=dict(t=150, b=120),
-                          title=dict(text=wrap(title), yref="container", y=0.99, yanchor="top", pad=dict(t=8)),
-                          legend=dict(orientation="h", yref="container", y=0.88, yanchor="top"))
+        fig.update_layout(
+            height=620,
+            barmode="group",
+            margin=dict(t=150, b=120),
+            title=dict(text=wrap(title), yref="container", y=0.99, yanchor="top", pad=dict(t=8)),
+            legend=dict(orientation="h", yref="container", y=0.88, yanchor="top"),
+        )
         self.plot = FigureView(fig)
         self.figure = self.plot.figure
-        self.slider = W.IntSlider(value=0, min=0, max=max(self.state.n_steps - 1, 0), description="step",
-                                  continuous_update=True, layout=W.Layout(width="95%", max_width="820px"))
+        self.slider = W.IntSlider(
+            value=0,
+            min=0,
+            max=max(self.state.n_steps - 1, 0),
+            description="step",
+            continuous_update=True,
+            layout=W.Layout(width="95%", max_width="820px"),
+        )
         self.caption = W.HTML(self._caption_html())
         self.slider.observe(self._on_step, names="value")
         self.widget = W.VBox([self.slider, self.caption, self.plot.widget])

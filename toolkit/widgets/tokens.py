@@ -6,6 +6,7 @@
 
 Leaves out: editing, and views of more than a few thousand tokens (every token is one DOM span).
 """
+
 from __future__ import annotations
 
 import html
@@ -14,8 +15,15 @@ import anywidget
 import traitlets
 
 COLOURS = {
-    "control": "#d9d9d9", "system": "#c6dbef", "tools": "#fdd0a2", "user": "#c7e9c0", "assistant": "#dadaeb",
-    "think": "#f2f0f7", "tool_call": "#fc9272", "tool_response": "#9ecae1", "generation_prompt": "#fdae6b",
+    "control": "#d9d9d9",
+    "system": "#c6dbef",
+    "tools": "#fdd0a2",
+    "user": "#c7e9c0",
+    "assistant": "#dadaeb",
+    "think": "#f2f0f7",
+    "tool_call": "#fc9272",
+    "tool_response": "#9ecae1",
+    "generation_prompt": "#fdae6b",
 }
 
 _ESM = r"""
@@ -87,8 +95,10 @@ class TokenView(anywidget.AnyWidget):
         i = change["new"]
         if 0 <= i < len(self.tokens):
             t = self.tokens[i]
-            self.details = (f"token #{i}: id {t['id']}  {t['text']!r}  segment={t['segment']}  "
-                            f"special={t['special']}  added={t['added']}")
+            self.details = (
+                f"token #{i}: id {t['id']}  {t['text']!r}  segment={t['segment']}  "
+                f"special={t['special']}  added={t['added']}"
+            )
 
 
 def segment_table(rendering) -> list[dict]:
@@ -98,6 +108,8 @@ def segment_table(rendering) -> list[dict]:
 
 
 def legend_html() -> str:
-    chips = "".join(f'<span style="background:{c};padding:1px 6px;margin-right:4px;border-radius:3px">'
-                    f"{html.escape(s)}</span>" for s, c in COLOURS.items())
+    chips = "".join(
+        f'<span style="background:{c};padding:1px 6px;margin-right:4px;border-radius:3px">{html.escape(s)}</span>'
+        for s, c in COLOURS.items()
+    )
     return f'<div style="font-family:monospace;font-size:12px">{chips}</div>'

@@ -6,6 +6,7 @@ rendering N tool definitions with the real tokenizer (cached per N), not extrapo
 
 Leaves out: which tools a real agent would mount; the catalogue in ``toolkit.book.catalog`` stands in for them.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -25,13 +26,27 @@ class ToolCountCost:
         self.points = [(k, self._measure(k)) for k in grid]
         self.slider = W.IntSlider(value=n, min=0, max=len(tools), description="tools", continuous_update=False)
         xs, ys = zip(*self.points)
-        self.plot = FigureView(go.Figure(
-            data=[go.Scatter(x=list(xs), y=list(ys), mode="lines+markers", name="measured"),
-                  go.Scatter(x=[n], y=[self._measure(n)], mode="markers", marker=dict(size=14, color="#d62728"),
-                             name="current")],
-            layout=go.Layout(title=self._title(n), xaxis_title="tools mounted",
-                             yaxis_title="tokens added to every request", height=340,
-                             margin=dict(l=60, r=20, t=50, b=50))))
+        self.plot = FigureView(
+            go.Figure(
+                data=[
+                    go.Scatter(x=list(xs), y=list(ys), mode="lines+markers", name="measured"),
+                    go.Scatter(
+                        x=[n],
+                        y=[self._measure(n)],
+                        mode="markers",
+                        marker=dict(size=14, color="#d62728"),
+                        name="current",
+                    ),
+                ],
+                layout=go.Layout(
+                    title=self._title(n),
+                    xaxis_title="tools mounted",
+                    yaxis_title="tokens added to every request",
+                    height=340,
+                    margin=dict(l=60, r=20, t=50, b=50),
+                ),
+            )
+        )
         self.figure = self.plot.figure
         self.label = W.HTML(self.summary_html(n))
         self.slider.observe(self._on_change, names="value")
@@ -54,8 +69,10 @@ class ToolCountCost:
         k = self.n if k is None else k
         t = self._measure(k)
         per = f"{t / k:.0f} per tool" if k else "no tool block at all"
-        return (f"{k} tools: {t:,} tokens on every request ({per}); over {self.turns} turns that is "
-                f"{t * self.turns:,} tokens of tool definitions sent to the model.")
+        return (
+            f"{k} tools: {t:,} tokens on every request ({per}); over {self.turns} turns that is "
+            f"{t * self.turns:,} tokens of tool definitions sent to the model."
+        )
 
     def summary_html(self, k: int) -> str:
         return f"<span style='font-family:monospace'>{self.summary(k)}</span>"

@@ -11,6 +11,7 @@ plain data (``view.rows``, ``panel_data(rows)``) so tests check them without a b
 Leaves out: token-level detail (``widgets.tokens`` shows a rendering token by token) and comparing two runs in one
 figure (the notebook puts two views side by side).
 """
+
 from __future__ import annotations
 
 import html
@@ -23,10 +24,15 @@ from toolkit.widgets.plot import FigureView
 
 # (panel, key, label, colour); panel 1 = prompt split, 2 = cache, 3 = time
 SERIES = [
-    (1, "tools", "tool definitions", "#fdae6b"), (1, "history", "history", "#9ecae1"), (1, "new", "new tokens", "#74c476"),
-    (2, "reused", "reused from cache", "#6baed6"), (2, "prefilled", "prefilled", "#fb6a4a"),
+    (1, "tools", "tool definitions", "#fdae6b"),
+    (1, "history", "history", "#9ecae1"),
+    (1, "new", "new tokens", "#74c476"),
+    (2, "reused", "reused from cache", "#6baed6"),
+    (2, "prefilled", "prefilled", "#fb6a4a"),
     (2, "generated", "generated", "#9e9ac8"),
-    (3, "prefill_ms", "prefill ms", "#fb6a4a"), (3, "decode_ms", "decode ms", "#9e9ac8"), (3, "tool_ms", "tools ms", "#bdbdbd"),
+    (3, "prefill_ms", "prefill ms", "#fb6a4a"),
+    (3, "decode_ms", "decode ms", "#9e9ac8"),
+    (3, "tool_ms", "tools ms", "#bdbdbd"),
 ]
 _TITLES = ("prompt tokens: what they are", "prompt tokens: cache", "wall time per turn (ms, stacked)")
 
@@ -38,17 +44,36 @@ def panel_data(rows: list[dict]) -> dict[str, list]:
 
 def _figure(rows) -> go.Figure:
     data = panel_data(rows)
-    traces = [go.Bar(x=data["turn"], y=data[key], name=label, marker_color=colour, legendgroup=str(panel),
-                     xaxis=f"x{panel}", yaxis=f"y{panel}", hovertemplate=f"turn %{{x}}<br>{label}: %{{y}}<extra></extra>")
-              for panel, key, label, colour in SERIES]
+    traces = [
+        go.Bar(
+            x=data["turn"],
+            y=data[key],
+            name=label,
+            marker_color=colour,
+            legendgroup=str(panel),
+            xaxis=f"x{panel}",
+            yaxis=f"y{panel}",
+            hovertemplate=f"turn %{{x}}<br>{label}: %{{y}}<extra></extra>",
+        )
+        for panel, key, label, colour in SERIES
+    ]
     layout = go.Layout(
-        barmode="stack", height=330, margin=dict(l=50, r=10, t=40, b=40),
-        legend=dict(orientation="h", y=-0.22), template="plotly_white",
-        xaxis1=dict(domain=[0, 0.3], title="turn", dtick=1), xaxis2=dict(domain=[0.35, 0.65], title="turn", dtick=1),
+        barmode="stack",
+        height=330,
+        margin=dict(l=50, r=10, t=40, b=40),
+        legend=dict(orientation="h", y=-0.22),
+        template="plotly_white",
+        xaxis1=dict(domain=[0, 0.3], title="turn", dtick=1),
+        xaxis2=dict(domain=[0.35, 0.65], title="turn", dtick=1),
         xaxis3=dict(domain=[0.7, 1.0], title="turn", dtick=1),
-        yaxis1=dict(anchor="x1", title="tokens"), yaxis2=dict(anchor="x2"), yaxis3=dict(anchor="x3"),
-        annotations=[dict(text=t, x=(a + b) / 2, y=1.1, xref="paper", yref="paper", showarrow=False)
-                     for t, (a, b) in zip(_TITLES, [(0, 0.3), (0.35, 0.65), (0.7, 1.0)])])
+        yaxis1=dict(anchor="x1", title="tokens"),
+        yaxis2=dict(anchor="x2"),
+        yaxis3=dict(anchor="x3"),
+        annotations=[
+            dict(text=t, x=(a + b) / 2, y=1.1, xref="paper", yref="paper", showarrow=False)
+            for t, (a, b) in zip(_TITLES, [(0, 0.3), (0.35, 0.65), (0.7, 1.0)])
+        ],
+    )
     return go.Figure(data=traces, layout=layout)
 
 
@@ -66,8 +91,12 @@ class TraceView(widgets.VBox):
         self.set_model(model_name, semantic)
 
     def set_model(self, name: str, semantic: bool = True) -> None:
-        warn = ("" if semantic else " <b style='color:#b30000'>RANDOM-WEIGHT STAND-IN: shows the mechanics; "
-                                    "the calls and text mean nothing</b>")
+        warn = (
+            ""
+            if semantic
+            else " <b style='color:#b30000'>RANDOM-WEIGHT STAND-IN: shows the mechanics; "
+            "the calls and text mean nothing</b>"
+        )
         self.header.value = f"<div style='font-family:monospace'>model: {html.escape(name)}{warn}</div>"
 
     def clear(self) -> None:

@@ -1,0 +1,99 @@
+"""The house rules the README states, checked by tools: import-linter's contracts in pyproject.toml (layers, forbidden
+imports), ruff (lint and format), kit imports at the top of each file, lazy third-party imports that say why, and
+module sizes."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+KIT = ROOT / "toolkit"
+MAX_LINES = 420  # "no kit module over ~400 lines"
+CHECKED = ["toolkit", "tests", "benchmarks", "notebooks"]
+
+
+def _bin(name: str) -> str:
+    path = Path(sys.executable).with_name(name)
+    if not path.exists():
+        pytest.fail(f"{name} is not installed next to {sys.executable}: run `make setup` (requirements.txt pins it)")
+    return str(path)
+
+
+def _kit_files():
+    return sorted(p for p in KIT.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_import_contracts_hold():
+    res = subprocess.run([_bin("lint-imports"), "--no-cache"], cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
+    assert "broken" in res.stdout and " 0 broken" in res.stdout
+
+
+def test_ruff_lint():
+    res = subprocess.run([_bin("ruff"), "check", "--no-cache", *CHECKED], cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout[-6000:]
+
+
+def test_ruff_format():
+    res = subprocess.run(
+        [_bin("ruff"), "format", "--check", "--no-cache", *CHECKED], cwd=ROOT, capture_output=True, text=True
+    )
+    assert res.returncode == 0, res.stdout[-6000:]
+
+
+def _imports_inside_functions(tree):
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    yield node
+
+
+def _is_kit(node) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return node.level > 0 or (node.module or "").split(".")[0] == "toolkit"
+    return any(a.name.split(".")[0] == "toolkit" for a in node.names)
+
+
+def test_kit_imports_sit_at_the_top_of_each_file():
+    lazy = []
+    for p in _kit_files():
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+        lazy += [f"{p.relative_to(ROOT)}:{n.lineno}" for n in _imports_inside_functions(tree) if _is_kit(n)]
+    assert not lazy, f"kit imports inside functions (move them to the top): {lazy}"
+
+
+def test_lazy_third_party_imports_give_a_reason():
+    """A third-party import inside a function must say why on its line (e.g. ``# torch: only when a model runs``)."""
+    missing = []
+    for p in _kit_files():
+        src = p.read_text(encoding="utf-8")
+        lines = src.splitlines()
+        for n in _imports_inside_functions(ast.parse(src)):
+            top = (n.module if isinstance(n, ast.ImportFrom) else n.names[0].name) or ""
+            if _is_kit(n) or top.split(".")[0] in sys.stdlib_module_names:
+                continue
+            if "#" not in lines[n.end_lineno - 1]:
+                missing.append(f"{p.relative_to(ROOT)}:{n.lineno} {top}")
+    assert not missing, f"lazy third-party imports without a reason on their line: {missing}"
+
+
+def test_no_kit_module_is_a_monolith():
+    big = {
+        str(p.relative_to(ROOT)): n
+        for p in _kit_files()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert not big, f"modules over {MAX_LINES} lines: {big}"
+
+
+def test_every_kit_module_says_what_it_does_and_leaves_out():
+    missing = []
+    for p in _kit_files():
+        doc = ast.get_docstring(ast.parse(p.read_text(encoding="utf-8"))) or ""
+        if not doc:
+            missing.append(str(p.relative_to(ROOT)))
+    assert not missing, f"modules without a docstring: {missing}"

@@ -1,0 +1,160 @@
+"""Claims about decode FLOPs, memory bandwidth and wall clock (book §14.5.4), checked with ``toolkit.cost``.
+
+Leaves out: measured timings (benchmarks do those).
+"""
+
+from __future__ import annotations
+
+import math
+
+from toolkit import cost
+from toolkit.book.ledger import Claim, _rounds_to, _verdict
+
+# Peak dense BF16 throughput and bandwidth of an H100 SXM (vendor spec sheet), for the wall-clock comparison only.
+H100_BF16_FLOPS, H100_BW = 989e12, 3.35e12
+
+
+# Llama 3 8B's KV cache per position: 2 (K, V) × 32 layers × 8 KV heads × 128 dims × 2 bytes (bf16).
+LLAMA3_KV_BYTES = 2 * 32 * 8 * 128 * 2
+
+
+def flops_claims() -> list[Claim]:
+    out = []
+    llama, ds = cost.MODELS["Llama 3 8B"], cost.MODELS["DeepSeek-V3 (37B active)"]
+    f8, f8x, f37 = (
+        cost.decode_flops_per_token(8e9),
+        cost.decode_flops_per_token(llama.active_params),
+        cost.decode_flops_per_token(ds.active_params),
+    )
+    ctx_mid, ctx_end = 10_000 + 2048 * 15, 10_000 + 2048 * 30
+    att_mid = cost.attention_flops_per_token(llama.layers, llama.attn_width, ctx_mid)
+    att_end = cost.attention_flops_per_token(llama.layers, llama.attn_width, ctx_end)
+    out.append(
+        Claim(
+            "flops-llama",
+            "§14.5.3",
+            "Decoding one token of Llama 3 8B takes about 2 × parameters ≈ 16 GFLOPs.",
+            f"2 × 8e9 = {f8 / 1e9:.1f} GFLOPs (2 × 8.03e9 = {f8x / 1e9:.2f}); attention over "
+            f"the context adds {att_mid / 1e9:.1f} GFLOPs at {ctx_mid:,} tokens and {att_end / 1e9:.1f} at "
+            f"{ctx_end:,}",
+            *_verdict(
+                _rounds_to(f8x / 1e9, 16, 0),
+                "2 × 8.03e9 does not round to 16",
+                [
+                    (
+                        att_mid / f8x > 0.05,
+                        "the 2N rule counts the weights only; at this loop's context "
+                        f"lengths attention adds {att_mid / f8x:.0%}–{att_end / f8x:.0%} on top",
+                    )
+                ],
+            ),
+        )
+    )
+    out.append(
+        Claim(
+            "flops-deepseek",
+            "§14.5.3",
+            "DeepSeek-V3 with 37B active parameters takes about 74 GFLOPs per token.",
+            f"2 × 37e9 = {f37 / 1e9:.0f} GFLOPs (of 671B parameters only the active ones count)",
+            *_verdict(_rounds_to(f37 / 1e9, 74, 0), "2 × 37e9 does not round to 74"),
+        )
+    )
+    t = 30 * 500
+    p8, p37 = cost.decode_flops(8e9, t) / 1e15, cost.decode_flops(ds.active_params, t) / 1e15
+    out.append(
+        Claim(
+            "pflops",
+            "§14.5.3",
+            "30 turns × 500 output tokens = 15,000 tokens: ≈ 0.24 PFLOPs (Llama 3 8B) and ≈ 1.11 PFLOPs (DeepSeek-V3).",
+            f"{t:,} tokens: {p8:.3f} and {p37:.3f} PFLOPs "
+            f"(with 8.03e9: {cost.decode_flops(llama.active_params, t) / 1e15:.3f})",
+            *_verdict(_rounds_to(p8, 0.24, 2) and _rounds_to(p37, 1.11, 2), "a total does not round"),
+        )
+    )
+    g = cost.growth()
+    fold = g.total_no_cache / t
+
+    out.append(
+        Claim(
+            "decode-vs-prefill-tokens",
+            "§14.5.3",
+            "Decoded tokens are two orders of magnitude fewer than the 1.25M prefilled ones.",
+            f"{g.total_no_cache:,} / {t:,} = {fold:.0f}× "
+            f"(10^{math.log10(fold):.2f}); against the cached prefill ({g.total_cache:,}) only "
+            f"{g.total_cache / t:.1f}×",
+            *_verdict(
+                round(math.log10(fold)) == 2,
+                "not about two orders of magnitude",
+                [
+                    (
+                        fold < 100,
+                        f"{fold:.0f}× rounds to two orders (10^{math.log10(fold):.2f}); it compares "
+                        "with the uncached prefill only",
+                    )
+                ],
+            ),
+        )
+    )
+    ai = cost.arithmetic_intensity(llama.active_params)
+    ridge = H100_BF16_FLOPS / H100_BW
+    batch_at_ridge = ridge / ai
+    out.append(
+        Claim(
+            "decode-memory-bound",
+            "§14.5.3",
+            "Decoding is limited by memory bandwidth, not compute.",
+            f"batch-1 BF16 decode does {ai:.1f} FLOP per byte of weights read; an H100 SXM needs "
+            f"{ridge:.0f} FLOP/byte (989 TFLOPS / 3.35 TB/s) to be compute-bound, i.e. a batch of "
+            f"~{batch_at_ridge:.0f} sequences",
+            *_verdict(
+                ai < ridge / 10,
+                "intensity is near the ridge point",
+                [
+                    (
+                        batch_at_ridge < 512,
+                        f"for one sequence; a serving batch of ~{batch_at_ridge:.0f} "
+                        "sequences reaches the ridge point (fewer once KV reads are counted per sequence)",
+                    )
+                ],
+            ),
+        )
+    )
+    # Wall clock, batch 1, one H100 SXM, spec-sheet bounds. Decode reads the weights and the whole KV cache per
+    # token; prefill costs 2N FLOPs per token plus causal attention over the prefix (KV reads are hidden by it).
+    T, D, R, out_tok = 10_000, 2048, 30, 500
+    w_bytes = llama.active_params * 2
+    L_, W = llama.layers, llama.attn_width
+    dec_s = kv_s = 0.0
+    pre_unc = pre_c = 0.0
+    for k in range(1, R + 1):
+        ctx = T + D * k
+        kv = LLAMA3_KV_BYTES * (ctx + out_tok / 2)  # mean KV size while this turn's 500 tokens are decoded
+        dec_s += out_tok * (w_bytes + kv) / H100_BW
+        kv_s += out_tok * kv / H100_BW
+        pre_unc += 2 * llama.active_params * ctx + 4 * L_ * W * ctx * ctx / 2
+        pre_c += 2 * llama.active_params * D + 4 * L_ * W * D * (ctx - D / 2)
+    pre_unc_s, pre_c_s = pre_unc / H100_BF16_FLOPS, pre_c / H100_BF16_FLOPS
+    mfu = 0.4  # a typical sustained fraction of peak for long prefills (assumption, stated in the evidence)
+    out.append(
+        Claim(
+            "decode-wall-clock",
+            "§14.5.3",
+            "In wall-clock time decode often dominates despite its few tokens.",
+            f"Llama 3 8B, one H100 SXM, batch 1, spec-sheet bounds: decode ≥ {dec_s:.0f} s "
+            f"({kv_s:.0f} s of it reading the KV cache); prefill with causal attention ≥ {pre_unc_s:.0f} s "
+            f"uncached / {pre_c_s:.1f} s cached at 100% of peak FLOPs, {pre_unc_s / mfu:.0f} s / "
+            f"{pre_c_s / mfu:.1f} s at {mfu:.0%}",
+            *_verdict(
+                dec_s > pre_c_s / mfu,
+                "cached prefill is slower",
+                [
+                    (
+                        pre_unc_s / mfu > dec_s,
+                        "with the prefix cache; without it prefill at a realistic "
+                        f"{mfu:.0%} of peak ({pre_unc_s / mfu:.0f} s) overtakes decode ({dec_s:.0f} s)",
+                    )
+                ],
+            ),
+        )
+    )
+    return out

@@ -1,0 +1,221 @@
+"""Claims about the "Tool Use" chapter's printed conversation (§3.1), checked against the kit's templates, tokenizers
+and parser.
+
+Leaves out: the chapter's prose about why to use tools (not checkable here).
+"""
+
+from __future__ import annotations
+
+import json
+from importlib.metadata import version
+
+from toolkit.book.ledger import Claim, _verdict
+from toolkit.conversations import tool_use_conversation
+from toolkit.parse import parse_tool_calls
+from toolkit.render import render, tokenize
+from toolkit.tokenizer import tokenizer_for
+from toolkit.tools import TOOLS
+
+# The system block as the second chapter prints it (§3.1, readable form), line by line; tools elided.
+PRINTED_SYSTEM_LINES = (
+    "# Tools",
+    "You may call one or more functions to assist with the user query.",
+    "You are provided with function signatures within <tools></tools> XML tags:",
+    "For each function call, return a json object with function name and arguments within <tool_call></tool_call> "
+    "XML tags.",
+)
+
+
+FORMAT_EXAMPLE = '{"name": <function-name>, "arguments": <args-json-object>}'
+
+
+def tool_use_claims() -> list[Claim]:
+    msgs, tools = tool_use_conversation()
+    r = {t: render(msgs, tools, t, add_generation_prompt=False) for t in ("qwen2.5", "qwen3")}
+    out = []
+    tool_turn = {t: "<|im_start|>tool" in x.text for t, x in r.items()}
+    in_user = {t: "<|im_start|>user\n<tool_response>" in x.text for t, x in r.items()}
+    out.append(
+        Claim(
+            "tool-role-turn",
+            "Tool Use §3.1",
+            "The printed token sequence shows the result in its own '<|im_start|>tool' turn.",
+            "rendered: " + "; ".join(f"{t}: tool turn {tool_turn[t]}, result in a user turn {in_user[t]}" for t in r),
+            *_verdict(
+                all(tool_turn.values()),
+                "both Qwen2.5's and Qwen3's templates put tool results in a "
+                "user turn wrapped in <tool_response>; the 'tool' role exists only in the API message "
+                "list (as §14.5.2 step 5 says)",
+            ),
+        )
+    )
+    colon = {t: any(f"<|im_start|>{role}:" in x.text for role in ("system", "user", "assistant")) for t, x in r.items()}
+    newline = {t: "<|im_start|>system\n" in x.text for t, x in r.items()}
+    out.append(
+        Claim(
+            "im-start-colon",
+            "Tool Use §3.1",
+            "In the one-line token sequence a role is followed by a colon: <|im_start|>system:…",
+            "rendered: "
+            + "; ".join(f"{t}: '<|im_start|>role:' {colon[t]}, '<|im_start|>system\\n' {newline[t]}" for t in r),
+            *_verdict(
+                all(colon.values()),
+                "the templates put a newline after the role, never a colon; "
+                "the colon is not in the token stream (the readable form below it is right)",
+            ),
+        )
+    )
+    sys25 = r["qwen2.5"].text.split("<|im_end|>", 1)[0]
+    present = [line in sys25 for line in PRINTED_SYSTEM_LINES]
+    last_rendered = PRINTED_SYSTEM_LINES[-1][:-1] + ":"
+    dropped = FORMAT_EXAMPLE in sys25
+    out.append(
+        Claim(
+            "system-block",
+            "Tool Use §3.1",
+            "The printed system block is what the Qwen2.5 template writes for the book's messages and tools.",
+            f"printed lines found verbatim in the rendered system "
+            f"turn: {sum(present)} of {len(present)}; the rendering ends the last line with ':' "
+            f"({last_rendered in sys25}) and follows it with the call-format example {FORMAT_EXAMPLE} "
+            f"({dropped}); blank lines between sections in the rendering: {sys25.count(chr(10) * 2)}",
+            *_verdict(
+                sum(present) >= len(present) - 1,
+                "most printed lines are not in the rendering",
+                [
+                    (
+                        dropped and not present[-1],
+                        "the wording matches except the last line: the template ends "
+                        "it with ':' and then shows the expected call format (<tool_call> with name and "
+                        "<args-json-object>), which the printout drops; the printout also drops the blank lines",
+                    )
+                ],
+            ),
+        )
+    )
+    tok25 = tokenizer_for("qwen2.5")
+    got = tok25.apply_chat_template(msgs[:2], tools=tools)
+    kind = type(got).__name__
+    ids = got["input_ids"] if hasattr(got, "keys") else got
+    as_text = tok25.apply_chat_template(msgs[:2], tools=tools, tokenize=False)
+
+    out.append(
+        Claim(
+            "apply-chat-template",
+            "Tool Use §3.1",
+            "tokenizer.apply_chat_template(messages, tools=tools) does the template conversion, giving the text shown.",
+            f"transformers {version('transformers')}"
+            f", offline Qwen2.5 tokenizer: the snippet returns a {kind} of {len(ids)} token ids; with "
+            f"tokenize=False it returns a str of {len(as_text)} characters that starts "
+            f"{as_text[:22]!r}",
+            *_verdict(
+                isinstance(got, str),
+                "as written the call returns token ids "
+                f"({kind} with input_ids), not text; pass tokenize=False for the "
+                "text the chapter then prints",
+            ),
+        )
+    )
+    body = {t: x.segment_text("tool_response") for t, x in r.items()}
+    printed = '{"name": "calculator", "content": "37.5"}'
+    out.append(
+        Claim(
+            "tool-response-body",
+            "Tool Use §3.1",
+            f"Inside <tool_response> the template writes {printed}.",
+            "rendered bodies: " + "; ".join(f"{t}: {json.dumps(b[0] if b else '')}" for t, b in body.items()),
+            *_verdict(
+                all(printed in (b[0] if b else "") for b in body.values()),
+                "both templates write the message content as is (37.5); name and the wrapper object are not added",
+            ),
+        )
+    )
+    listed = {t: "<tools>\n[" in x.text or "<tools>[" in x.text for t, x in r.items()}
+    out.append(
+        Claim(
+            "tools-as-array",
+            "Tool Use §3.1",
+            "The tool definitions appear inside <tools> as one JSON array.",
+            "rendered: " + "; ".join(f"{t}: array {v}" for t, v in listed.items()),
+            *_verdict(
+                all(listed.values()),
+                "both templates write one JSON object per tool, one per line, with no enclosing [ ]",
+            ),
+        )
+    )
+    # What the model writes: arguments as a JSON object inside <tool_call>. Checked on the generation side (the
+    # format the template asks for, and what the host parser accepts); replaying OpenAI-style string arguments
+    # through a template is a separate, computed caveat.
+    _, calls = parse_tool_calls(
+        '<tool_call>\n{"name": "calculator", "arguments": {"expression": "250 * 0.15"}}\n</tool_call>'
+    )
+    args_obj = {t: '"arguments": {"expression": "250 * 0.15"}' in x.text for t, x in r.items()}
+    out.append(
+        Claim(
+            "arguments-object",
+            "Tool Use §3.1",
+            "Inside <tool_call> the arguments are a JSON object "
+            '({"expression": "250 * 0.15"}), although the message list carries them as a string.',
+            f"the template's call format asks for <args-json-object> ({FORMAT_EXAMPLE in sys25}); the host "
+            f"parser reads the object form as {calls[0].arguments} (ok {calls[0].ok}); replaying the "
+            "printed message list (string arguments): "
+            + "; ".join(f"{t} writes an object {v}" for t, v in args_obj.items()),
+            *_verdict(
+                FORMAT_EXAMPLE in sys25 and calls[0].ok and isinstance(calls[0].arguments, dict),
+                "the object form is not what the template asks for or the parser reads",
+                [
+                    (
+                        not all(args_obj.values()),
+                        "when the history is replayed with OpenAI-style "
+                        "string arguments, "
+                        + ", ".join(t for t, v in args_obj.items() if not v)
+                        + " writes the string escaped, not as an object: pass a dict",
+                    )
+                ],
+            ),
+        )
+    )
+    n_tr = len([t for t in r["qwen2.5"].tokens if t.segment == "tool_response"])
+    pieces = len(tokenize("<tool_response>", "qwen2.5").ids)
+    out.append(
+        Claim(
+            "qwen25-tool-response",
+            "Tool Use §3.1",
+            "The Qwen2.5 sequence wraps the result in <tool_response> tags.",
+            f"Qwen2.5: <tool_response> is {pieces} ordinary tokens, {n_tr} tokens "
+            "for the wrapped result; Qwen3: 1 added token",
+            *_verdict("<tool_response>" in r["qwen2.5"].text, "no <tool_response> in the rendering"),
+        )
+    )
+    calc = {e: TOOLS["calculator"].fn(e)["result"] for e in ("250 * 0.15", "250 * 15%")}
+    out.append(
+        Claim(
+            "calc-37.5",
+            "Tool Use §3.1",
+            "250 × 15% = 37.5, the result the calculator returns.",
+            f"toolkit.tools calculator: {calc}",
+            *_verdict(all(v == 37.5 for v in calc.values()), "the calculator returns another value"),
+        )
+    )
+    # Two messages per call, checked against the book's own list and what the template does with it
+    roles = [m["role"] + ("(tool_calls)" if m.get("tool_calls") else "") for m in msgs]
+    i_call = roles.index("assistant(tool_calls)")
+    t25 = r["qwen2.5"].text
+    call_turn = t25.count("<|im_start|>assistant\n<tool_call>")
+    out.append(
+        Claim(
+            "two-messages",
+            "Tool Use §3.1",
+            "One tool call adds two messages: the assistant's call and a "
+            "'tool' message with the result; then the model answers.",
+            f"the printed list: {', '.join(roles)}"
+            f"; Qwen2.5 renders the call as {call_turn} assistant turn opening with <tool_call> and the "
+            f"result as {t25.count('<tool_response>')} <tool_response> block, then the answer turn",
+            *_verdict(
+                roles[i_call : i_call + 3] == ["assistant(tool_calls)", "tool", "assistant"]
+                and call_turn == 1
+                and t25.count("<tool_response>") == 1,
+                "the list or its rendering has another shape",
+            ),
+        )
+    )
+    return out
