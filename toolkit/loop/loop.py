@@ -189,10 +189,10 @@ def loop(
     grammars: dict = {}
 
     def grammar_for(kind: str):  # "auto" | "required" | "none" | a tool's name; compiled once per run
-        if cfg.constrain != "tag" or (not tools and kind != "none"):
+        if cfg.constrain != "tag" or (not tools and kind not in ("none", "answer")):
             return None
         if kind not in grammars:
-            if cfg.grammar is not None and kind not in ("auto", "none"):
+            if cfg.grammar is not None and kind not in ("auto", "none", "answer"):
                 grammars[kind] = cfg.grammar
             else:
                 chosen = [s for s in schemas if kind in ("auto", "required") or s["function"]["name"] == kind]
@@ -201,7 +201,7 @@ def loop(
                 grammars[kind] = compile_tool_choice(
                     chosen,
                     tokenizer,
-                    kind if kind in TOOL_CHOICES else "required",
+                    kind if kind in TOOL_CHOICES + ("answer",) else "required",
                     vocab_width=getattr(backend, "vocab_width", None),
                 )
         return grammars[kind]
@@ -224,7 +224,7 @@ def loop(
         after_tools = bool(messages) and messages[-1]["role"] == "tool"
         forced, peeked = "", None
         if after_tools and (nothing_new or turn == cfg.max_turns):
-            kind, mode = "none", "answer"
+            kind, mode = "answer", "answer"
             forced = _answer_prefix(cfg.answer_prefix, messages)
             why = (
                 "the previous turn only repeated calls" if nothing_new else f"last turn allowed ({cfg.max_turns})"
