@@ -33,7 +33,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name:<10} {help_}")
         return 0 if not argv or argv[0] in ("-h", "--help") else 2
     module = importlib.import_module(COMMANDS[argv[0]][0])
-    return int(module.cli(argv[1:]) or 0)
+    try:
+        return int(module.cli(argv[1:]) or 0)
+    except BrokenPipeError:  # output piped into `head` & co.: stop quietly, as other command-line tools do
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":
