@@ -97,3 +97,19 @@ def test_plots_read_the_saved_results(tmp_path):
     assert plots.taxonomy(doc).data[0].name == "no call when one was needed"
     assert list(plots.pass_k(doc).data[0].y) == [0.5]
     assert plots.chains(doc) is None and plots.descriptions(doc) is None
+
+
+def test_every_saved_results_figure_has_a_title_that_fits_a_narrow_window():
+    """A 1,024-px window leaves ~600 px for a figure: each title line stays within 52 columns (the browser test
+    checks the drawn text; this checks the data, with the saved results' long model label)."""
+    import json
+    from pathlib import Path
+
+    from toolkit.plots import _cols
+
+    doc = json.loads((Path(__file__).parents[1] / "benchmarks/results/bfcl_qwen2.5-coder-0.5b.json").read_text())
+    drawn = [f(doc) for f in (plots.accuracy, plots.taxonomy, plots.pass_k, plots.chains, plots.descriptions)]
+    titles = [fig.layout.title.text for fig in drawn if fig is not None]
+    assert len(titles) >= 3 and any(len(t) > 52 for t in titles)  # long enough to need wrapping
+    for t in titles:
+        assert all(_cols(line) <= 52 for line in t.split("<br>")), t

@@ -61,7 +61,7 @@ def test_each_view_redraws_its_figure_on_a_control_move(i):
 
 
 def test_wrap_breaks_long_titles_before_a_parenthesis():
-    from toolkit.widgets.plot import wrap
+    from toolkit.plots import wrap
 
     assert wrap("short title") == "short title"
     assert (

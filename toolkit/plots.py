@@ -16,6 +16,32 @@ from plotly.subplots import make_subplots
 
 from toolkit import cost
 
+
+def _cols(text: str) -> int:
+    return sum(2 if ord(c) >= 0x2E80 else 1 for c in text)  # CJK characters are about twice as wide
+
+
+def wrap(text: str, width: int = 52) -> str:
+    """Break a long title into lines of at most ``width`` columns (plotly never wraps text itself), preferring a
+    break before an opening parenthesis, then at a space; an existing ``<br>`` is kept."""
+    if "<br>" in text or _cols(text) <= width:
+        return text
+    fit = max(n for n in range(len(text) + 1) if _cols(text[:n]) <= width)
+    cuts = [text.rfind(" (", 0, fit), text.rfind("（", 0, fit)]
+    cut = max(cuts) if max(cuts) > fit // 3 else text.rfind(" ", 0, fit)
+    if cut <= 0:
+        return text
+    rest = text[cut:].lstrip(" ")
+    return text[:cut] + "<br>" + wrap(rest, width)
+
+
+def wrap_title(fig: go.Figure, width: int = 52) -> go.Figure:
+    """Wrap the figure's title in place (see ``wrap``), so it fits a ~600-px plot in a 1,024-px window."""
+    if fig.layout.title.text:
+        fig.layout.title.text = wrap(fig.layout.title.text, width)
+    return fig
+
+
 FONT = "Noto Sans CJK SC, Noto Sans, Arial, sans-serif"
 
 

@@ -7,7 +7,7 @@ What it does
 - ``pass_k(doc)``: the unbiased pass^k beside the naive p̄^k, per k.
 - ``chains(doc)``: measured k-step chain success beside the product of measured step rates, per lever.
 - ``descriptions(doc)``: accuracy and tool-block tokens per description variant.
-Each returns None when its section is missing, so a notebook can say "not run yet" instead of failing.
+Titles are wrapped to fit a 1,024-px window. Each returns None when its section is missing, so a notebook can say "not run yet" instead of failing.
 
 What it leaves out
 - Styling beyond readable defaults; static export (``toolkit.figures`` owns the book's figures).
@@ -18,6 +18,7 @@ from __future__ import annotations
 from toolkit.eval.bfcl import MODES
 from toolkit.eval.report import PUBLISHED
 from toolkit.eval.score import KINDS
+from toolkit.plots import wrap_title
 
 COLORS = {"prompt": "#4C78A8", "native": "#F58518", "constrained": "#54A24B"}
 
@@ -69,7 +70,7 @@ def accuracy(doc: dict):
         legend={"orientation": "h", "y": -0.2},
         height=460,
     )
-    return fig
+    return wrap_title(fig)
 
 
 def taxonomy(doc: dict):
@@ -89,7 +90,7 @@ def taxonomy(doc: dict):
         title="How the failures fail (share of cases per mode and category)",
         legend={"orientation": "h", "y": -0.3},
     )
-    return fig
+    return wrap_title(fig)
 
 
 def pass_k(doc: dict):
@@ -116,7 +117,7 @@ def pass_k(doc: dict):
         title=f"pass^k vs p̄^k — {len(d['tasks'])} tasks × {d['samples']} samples, T={d['temperature']}, "
         f"{d['mode']} mode",
     )
-    return fig
+    return wrap_title(fig)
 
 
 def chains(doc: dict):
@@ -143,7 +144,7 @@ def chains(doc: dict):
         height=400,
         title="Table 14-11, measured: k-step chains vs the product of per-step rates",
     )
-    return fig
+    return wrap_title(fig)
 
 
 def descriptions(doc: dict):
@@ -170,4 +171,4 @@ def descriptions(doc: dict):
         height=380,
         title="Same tasks, different tool descriptions",
     )
-    return fig
+    return wrap_title(fig)

@@ -23,8 +23,8 @@ import ipywidgets as W
 import plotly.graph_objects as go
 
 from toolkit import cost
-from toolkit.plots import context_growth_figure, decay_figure, update_context_growth, update_decay
-from toolkit.widgets.plot import FigureView, wrap
+from toolkit.plots import context_growth_figure, decay_figure, update_context_growth, update_decay, wrap
+from toolkit.widgets.plot import FigureView
 
 
 def _wrap() -> W.Layout:

@@ -10,7 +10,7 @@ and an ``Output`` widget (``view.widget``) whose ``outputs`` are set to the figu
 in place, then call ``redraw()``: the new JSON replaces the old in the widget's state, so JupyterLab, Voila and a
 reloaded page all draw the current figure. ``last_ms`` is how long the last redraw took in the kernel.
 Fixed widths are dropped by default (``responsive=True``) so a figure fits the window it is shown in; ``wrap``
-breaks a long title into lines, since plotly never wraps text and a 1,024-px window leaves ~600 px for a figure.
+(from ``toolkit.plots``) breaks a long title into lines, which a responsive view does on every redraw, since plotly never wraps text and a 1,024-px window leaves ~600 px for a figure.
 
 Leaves out: events from the browser back to the kernel (clicks, selections, zoom): controls are ipywidgets;
 incremental updates (each redraw sends the whole figure, a few kB for the kit's figures).
@@ -27,6 +27,8 @@ import plotly.graph_objects as go
 from IPython.display import display
 from plotly.io import to_json
 
+from toolkit.plots import wrap_title
+
 MIME = "application/vnd.plotly.v1+json"
 # Every live view, so a browser test can ask the kernel what each figure should show right now.
 LIVE: weakref.WeakSet[FigureView] = weakref.WeakSet()
@@ -35,24 +37,6 @@ LIVE: weakref.WeakSet[FigureView] = weakref.WeakSet()
 def mime_bundle(fig: go.Figure) -> dict:
     """The figure as plotly's JupyterLab renderer reads it (plain JSON: numpy arrays become lists)."""
     return {MIME: json.loads(to_json(fig, validate=False, remove_uids=False))}
-
-
-def _cols(text: str) -> int:
-    return sum(2 if ord(c) >= 0x2E80 else 1 for c in text)  # CJK characters are about twice as wide
-
-
-def wrap(text: str, width: int = 52) -> str:
-    """Break a long title into lines of at most ``width`` columns (plotly never wraps text itself), preferring a
-    break before an opening parenthesis, then at a space; an existing ``<br>`` is kept."""
-    if "<br>" in text or _cols(text) <= width:
-        return text
-    fit = max(n for n in range(len(text) + 1) if _cols(text[:n]) <= width)
-    cuts = [text.rfind(" (", 0, fit), text.rfind("（", 0, fit)]
-    cut = max(cuts) if max(cuts) > fit // 3 else text.rfind(" ", 0, fit)
-    if cut <= 0:
-        return text
-    rest = text[cut:].lstrip(" ")
-    return text[:cut] + "<br>" + wrap(rest, width)
 
 
 class FigureView:
@@ -65,6 +49,7 @@ class FigureView:
             self.figure.layout.width = None
             self.figure.layout.autosize = True
         height = min_height or self.figure.layout.height or 450
+        self.responsive = responsive
         self.widget = W.Output(layout=W.Layout(min_height=f"{height}px", width="100%"))
         self.last_ms = 0.0
         self.redraws = 0
@@ -73,6 +58,8 @@ class FigureView:
 
     def redraw(self) -> None:
         t0 = time.perf_counter()
+        if self.responsive:
+            wrap_title(self.figure)  # a title set after construction is wrapped too
         self.widget.outputs = ({"output_type": "display_data", "data": mime_bundle(self.figure), "metadata": {}},)
         self.redraws += 1
         self.last_ms = (time.perf_counter() - t0) * 1e3

@@ -22,7 +22,8 @@ import plotly.graph_objects as go
 from IPython.display import display
 from plotly.subplots import make_subplots
 
-from toolkit.widgets.plot import FigureView, wrap
+from toolkit.plots import wrap
+from toolkit.widgets.plot import FigureView
 
 BEFORE, AFTER, CHOSEN = "#9ecae1", "#e6550d", "#31a354"
 
