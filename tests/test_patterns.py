@@ -1,0 +1,219 @@
+"""The agent patterns (toolkit.patterns) on scripted backends: what each loop does turn by turn, the token
+accounting, plan-and-execute's replanning, sub-agent isolation, and the seeded task set. One run on the
+random-weight stand-in checks the mechanics with a real decode loop and grammars."""
+
+import json
+import re
+
+import pytest
+
+from toolkit.patterns import tasks as T
+from toolkit.patterns.agents import direct, plan_execute, react
+from toolkit.patterns.registry import PATTERNS, run_all
+from toolkit.patterns.setup import Setup
+from toolkit.patterns.subagent import subagent
+from toolkit.tokenizer import qwen_tokenizer
+from toolkit.tools import WEATHER_TABLE
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return qwen_tokenizer("qwen2.5")
+
+
+def call(name, **args):
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": args}, ensure_ascii=False) + "\n</tool_call>"
+
+
+# Tokyo 21 °C, London 14 °C in the kit's table: 7 degrees.
+DIFF = T.Task("diff-x", "How many degrees Celsius warmer is it in Tokyo than in London right now?", 7.0, "diff", 3)
+
+
+def _consistent(run):
+    for t in run.turns:
+        assert t.reused + t.prefilled == t.prompt, t
+        assert t.decoded > 0
+    assert run.prefilled == sum(t.prefilled for t in run.turns) and run.decoded == sum(t.decoded for t in run.turns)
+
+
+# ------------------------------------------------------------------ tasks
+def test_task_answers_come_from_the_kit_tools_and_are_seeded():
+    a, b = T.tasks(10, seed=3), T.tasks(10, seed=3)
+    assert a == b and a != T.tasks(10, seed=4)
+    assert {t.kind for t in a} == {"diff", "fahrenheit", "mean", "distance", "humidity"}
+    for t in a:
+        if t.kind == "diff":
+            c1, c2 = re.search(r"in (.+) than in (.+) right now", t.question).groups()
+            assert t.expected == WEATHER_TABLE[c1][0] - WEATHER_TABLE[c2][0] > 0
+
+
+@pytest.mark.parametrize(
+    "answer,ok",
+    [("It is 7 degrees warmer.", True), ("about 7.05", True), ("21 and 14", False), ("", False), (None, False)],
+)
+def test_task_check(answer, ok):
+    assert DIFF.check(answer) is ok
+
+
+def test_tasks_rejects_empty():
+    with pytest.raises(ValueError):
+        T.tasks(0)
+
+
+# ------------------------------------------------------------------ direct
+def test_direct_counts_every_turn_and_scores_the_answer(tok):
+    script = [
+        call("get_weather", city="Tokyo") + call("get_weather", city="London"),
+        call("calculator", expression="21 - 14"),
+        "Tokyo is 7 degrees warmer than London.",
+    ]
+    run = direct(Setup.scripted(tok, {"main": script}), DIFF)
+    assert run.success and run.n_turns == 3 and [t.kind for t in run.turns] == ["call", "call", "text"]
+    assert [s["name"] for s in run.steps if s["kind"] == "call"] == ["get_weather", "get_weather", "calculator"]
+    _consistent(run)
+    sizes = run.context_sizes()
+    assert sizes == sorted(sizes) and sizes[-1] > sizes[0]  # the one context grows every turn
+    assert run.turns[1].reused >= run.turns[0].prompt  # and the prefix cache covers the earlier turns
+    wrong = direct(Setup.scripted(tok, {"main": script[:2] + ["It is 9 degrees warmer."]}), DIFF)
+    assert not wrong.success and wrong.n_turns == 3
+
+
+# ------------------------------------------------------------------ ReAct
+def test_react_puts_a_visible_thought_before_each_action(tok):
+    script = [
+        " I need Tokyo's and London's temperatures.",
+        call("get_weather", city="Tokyo") + call("get_weather", city="London"),
+        " Now subtract them.",
+        call("calculator", expression="21 - 14"),
+        " I have the difference.",
+        "Tokyo is 7 degrees warmer.",
+    ]
+    setup = Setup.scripted(tok, {"main": script})
+    run = react(setup, DIFF)
+    assert [t.kind for t in run.turns] == ["thought", "call", "thought", "call", "thought", "text"]
+    thoughts = [s["text"] for s in run.steps if s["kind"] == "thought"]
+    assert thoughts[0] == "Thought: I need Tokyo's and London's temperatures." and len(thoughts) == 3
+    assert run.success
+    _consistent(run)
+    # the thoughts are real turns: ReAct costs more decoded tokens and turns than the direct run of the same calls
+    plain = direct(Setup.scripted(tok, {"main": [script[1], script[3], script[5]]}), DIFF)
+    assert run.n_turns == plain.n_turns + 3 and run.decoded > plain.decoded
+
+
+def test_react_step_cap_asks_for_the_answer_and_says_so(tok):
+    script = [" look", call("get_weather", city="Tokyo"), " look", call("get_weather", city="London"), "7"]
+    run = react(Setup.scripted(tok, {"main": script}), DIFF, max_steps=2)
+    assert run.turns[-1].kind == "answer" and run.turns[-1].forced == "Based on the tool results,"
+    assert any("step cap 2" in n for n in run.notes) and any("started the answer" in n for n in run.notes)
+
+
+# ------------------------------------------------------------------ plan-and-execute
+def test_plan_execute_runs_the_plan_step_by_step(tok):
+    steps = ["get the temperature in Tokyo", "get the temperature in London", "subtract London from Tokyo"]
+    seen = []
+
+    def step_call(name, **args):
+        def entry(prompt_ids):
+            seen.append(tok.decode(prompt_ids))
+            return call(name, **args)
+
+        return entry
+
+    script = [
+        call("plan", steps=steps),
+        step_call("get_weather", city="Tokyo"),
+        step_call("get_weather", city="London"),
+        step_call("calculator", expression="21 - 14"),
+        " 7 degrees.",
+    ]
+    run = plan_execute(Setup.scripted(tok, {"main": script}), DIFF)
+    assert run.steps[0] == {"kind": "plan", "steps": steps}
+    assert [t.kind for t in run.turns] == ["plan", "call", "call", "call", "answer"]
+    for i, prompt in enumerate(seen):  # each execution turn is told its step, in order
+        assert f"Step {i + 1} of 3: {steps[i]}" in prompt and f"Step {i + 2} of" not in prompt
+    assert run.success and run.answer.startswith("Based on the tool results,")
+    _consistent(run)
+
+
+def test_plan_execute_replans_after_a_failed_step(tok):
+    script = [
+        call("plan", steps=["get the weather in Londres", "subtract"]),
+        call("get_weather", city="Londres"),  # unknown city: an error result
+        call("plan", steps=["get the weather in Tokyo", "get the weather in London", "subtract"]),
+        call("get_weather", city="Tokyo"),
+        call("get_weather", city="London"),
+        call("calculator", expression="21 - 14"),
+        " 7.",
+    ]
+    run = plan_execute(Setup.scripted(tok, {"main": script}), DIFF)
+    plans = [s for s in run.steps if s["kind"] == "plan"]
+    assert len(plans) == 2 and "failed" in plans[1]["why"] and len(plans[1]["steps"]) == 3
+    statuses = [s["status"] for s in run.steps if s["kind"] == "call" and s["name"] != "plan"]
+    assert statuses == ["error", "ok", "ok", "ok"] and run.success
+
+
+def test_plan_execute_replans_at_most_max_replans(tok):
+    bad = call("get_weather", city="Atlantis")
+    script = [call("plan", steps=["a"]), bad, call("plan", steps=["b"]), bad, " no idea"]
+    run = plan_execute(Setup.scripted(tok, {"main": script}), DIFF, max_replans=1)
+    assert sum(s["kind"] == "plan" for s in run.steps) == 2 and not run.success
+
+
+# ------------------------------------------------------------------ sub-agents
+def _sub_scripts(tok):
+    return {
+        "main": [
+            call("delegate", task="What is the temperature in Tokyo in Celsius?"),
+            call("delegate", task="What is the temperature in London in Celsius?"),
+            call("calculator", expression="21 - 14"),
+            "Tokyo is 7 degrees warmer.",
+        ],
+        "sub1": [call("get_weather", city="Tokyo"), "It is 21 degrees in Tokyo."],
+        "sub2": [call("get_weather", city="London"), "It is 14 degrees in London."],
+    }
+
+
+def test_subagent_has_its_own_context_and_returns_only_a_summary(tok):
+    backends = {}
+    scripts = _sub_scripts(tok)
+    setup = Setup.scripted(tok, scripts)
+    make = setup.new_backend
+    setup.new_backend = lambda label: backends.setdefault(label, make(label))
+    run = subagent(setup, DIFF)
+    assert run.success and {t.context for t in run.turns} == {"main", "sub1", "sub2"}
+    sub_prompt = tok.decode(backends["sub1"].prompts[0])
+    assert "What is the temperature in Tokyo in Celsius?" in sub_prompt and DIFF.question not in sub_prompt
+    main_last = tok.decode(backends["main"].prompts[-1])
+    assert "It is 21 degrees in Tokyo." in main_last and '"humidity"' not in main_last  # no raw weather dict
+    # turn order: a sub-agent's turns sit between the main turn that delegated and the next main turn
+    assert [t.context for t in run.turns] == ["main", "sub1", "sub1", "main", "sub2", "sub2", "main", "main"]
+    _consistent(run)
+
+
+def test_without_isolation_the_main_context_absorbs_the_sub_agents_work(tok):
+    iso = subagent(Setup.scripted(tok, _sub_scripts(tok)), DIFF, isolate=True)
+    shared = subagent(Setup.scripted(tok, _sub_scripts(tok)), DIFF, isolate=False)
+    a, b = iso.context_sizes("main"), shared.context_sizes("main")
+    assert len(a) == len(b) == 4 and a[0] == b[0]  # same first turn, then the shared context grows faster
+    assert all(y > x for x, y in zip(a[1:], b[1:]))
+    # the sub-agents' own contexts are the same size either way: only the main context changes
+    assert iso.context_sizes("sub1") == shared.context_sizes("sub1")
+
+
+# ------------------------------------------------------------------ registry, stand-in
+def test_run_all_and_unknown_pattern(tok):
+    with pytest.raises(ValueError, match="unknown pattern"):
+        run_all(Setup.scripted(tok, {}), [DIFF], names=["nope"])
+    assert set(PATTERNS) == {"direct", "react", "plan_execute", "subagent", "subagent_shared"}
+
+
+def test_patterns_run_on_the_stand_in_model_and_say_so():
+    from toolkit.models import load
+
+    setup = Setup.from_loaded(load("stand-in", quiet=True))
+    assert "STAND-IN" in setup.model and setup.first_choice() == "required"
+    run = react(setup, T.tasks(1)[0], max_steps=1)
+    assert run.turns[0].kind == "thought" and run.turns[0].decoded <= setup.thought_tokens
+    assert run.turns[1].calls  # a required first call: the grammar made it well-formed (its meaning is noise)
+    _consistent(run)
+    assert json.loads(json.dumps(run.to_json()))["model"] == setup.model
