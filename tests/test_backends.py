@@ -105,3 +105,57 @@ def test_grammar_trace_draws_what_the_backend_draws(lm, tag_grammar, temperature
         )
         t = trace(lm, tok, prompt, grammar, max_new_tokens=16, temperature=temperature, seed=seed)
         assert t.ids == g.new_ids and len(t.ids) > 1, (seed, t.ids, g.new_ids)
+
+
+@pytest.mark.parametrize("constrained", [False, True])
+def test_batched_decode_gives_the_tokens_of_the_single_path(lm, tag_grammar, constrained):
+    """``HFBackend.generate_batch`` (padded rows, shared prefix prefilled once) runs the one decode loop and sampler:
+    greedy, every row gets the tokens ``generate`` gives that prompt alone; one row sampled, the same draw."""
+    backend = HFBackend(lm)
+    shared = _prompt(24, seed=9)  # a common leading part (prefilled once) and rows of different lengths
+    prompts = [shared + _prompt(n, seed=n) for n in (5, 12, 8)]
+
+    def masks():
+        return [GrammarMask(tag_grammar) for _ in prompts] if constrained else None
+
+    rows = backend.generate_batch(prompts, max_new_tokens=12, stop_ids={151645}, masks=masks())
+    assert rows[0].reused == 24 and rows[1].prefilled == 12
+    for i, p in enumerate(prompts):
+        backend.reset()
+        one = backend.generate(
+            p, max_new_tokens=12, stop_ids={151645}, mask=GrammarMask(tag_grammar) if constrained else None
+        )
+        assert (rows[i].new_ids, rows[i].stopped_by) == (one.new_ids, one.stopped_by), i
+        assert len(one.new_ids) > 1
+    for seed in range(2):
+        (row,) = backend.generate_batch(
+            prompts[:1], max_new_tokens=12, stop_ids={151645}, masks=masks() and masks()[:1], temperature=0.9, seed=seed
+        )
+        backend.reset()
+        one = backend.generate(
+            prompts[0],
+            max_new_tokens=12,
+            stop_ids={151645},
+            mask=GrammarMask(tag_grammar) if constrained else None,
+            temperature=0.9,
+            seed=seed,
+        )
+        assert row.new_ids == one.new_ids, seed
+
+
+def test_decode_rows_stops_each_row_on_its_own():
+    """A row that stops keeps its tokens while the others go on; stop ids and the grammar's end per row."""
+    from toolkit.backends.decode import decode_rows
+
+    class Rows:
+        depth = 1
+        script = [[5, 7, 9, 9], [5, 1, 2, 3], [4, 4, 4, 4]]
+
+        def launch(self, i, bitmasks):
+            assert bitmasks is None
+
+        def token(self, i):
+            return [r[i] for r in self.script]
+
+    out = decode_rows(Rows(), rows=3, max_new_tokens=4, stop_ids={7, 2})
+    assert out == [([5, 7], "stop"), ([5, 1, 2], "stop"), ([4, 4, 4, 4], "length")]

@@ -5,10 +5,14 @@ What it does
   ``stopped_by`` in ``"stop" | "grammar" | "length"``. Per token: the grammar mask fills its bitmask, the stepper
   picks a token under it (``launch``), the loop reads it (``token``), the matcher accepts it, and a stop id or the
   grammar's end ends the turn. ``HFBackend``, ``Engine`` and ``toolkit.grammar.inspect.trace`` all decode here.
+- ``decode_rows(stepper, rows=..., ...)`` is the same loop over several sequences at once (one grammar mask per
+  row, or none): each step the stepper picks one token per row; a row that stops keeps its tokens and the loop
+  runs until every row has stopped. ``decode`` is ``decode_rows`` with one row. ``HFBackend.generate_batch``
+  (BFCL runs) and ``toolkit.sft.probes.continue_batch`` decode here.
 - A stepper may run ``depth`` steps ahead of the host (the engine keeps a few decode steps queued on the GPU while
   the host reads tokens); under a grammar the next mask needs the current token, so ``depth`` is 1 there.
 
-Stepper protocol::
+Stepper protocol (one row; a several-row stepper takes a list of bitmasks and returns a list of tokens)::
 
     stepper.depth: int                        # launches the device may run ahead of the host (1 = lock-step)
     stepper.launch(i: int, bitmask) -> None   # pick token i from the current logits under ``bitmask`` (or None)
@@ -16,8 +20,11 @@ Stepper protocol::
     stepper.token(i: int) -> int              # token i, waiting for it if need be
     stepper.allocate(mask) -> bitmask         # optional: the buffer the mask fills (default mask.allocate())
 
+In a several-row launch a row that has stopped gets ``None`` as its bitmask (its token is ignored).
+
 What it leaves out
-- Several sequences at once, speculative decoding, stop strings (only stop token ids).
+- Speculative decoding, stop strings (only stop token ids), dropping finished rows from a batch (they idle until
+  the last row stops).
 """
 
 from __future__ import annotations
@@ -33,32 +40,74 @@ class Stepper(Protocol):
     def token(self, i: int) -> int: ...
 
 
+class _OneRow:
+    """A one-row stepper seen as a several-row one (lists of one bitmask and one token)."""
+
+    def __init__(self, stepper):
+        self.stepper = stepper
+        self.depth = getattr(stepper, "depth", 1)
+        if hasattr(stepper, "allocate"):
+            self.allocate = stepper.allocate
+
+    def launch(self, i: int, bitmasks) -> None:
+        self.stepper.launch(i, None if bitmasks is None else bitmasks[0])
+
+    def token(self, i: int) -> list[int]:
+        return [self.stepper.token(i)]
+
+
 def decode(stepper: Stepper, *, max_new_tokens: int, stop_ids, mask=None) -> tuple[list[int], str]:
     """Run the loop to a stop id, the grammar's end or ``max_new_tokens``; see the module docstring."""
-    new: list[int] = []
-    stopped, launched = "length", 0
-    bitmask = None
-    if mask is not None:  # a stepper may hand out its own buffer (the engine's is pinned host memory)
-        bitmask = stepper.allocate(mask) if hasattr(stepper, "allocate") else mask.allocate()
-    depth = 1 if mask is not None else max(1, int(getattr(stepper, "depth", 1)))
-    while len(new) < max_new_tokens:
-        if mask is not None and mask.is_terminated():
-            stopped = "grammar"
+    masks = None if mask is None else [mask]
+    return decode_rows(_OneRow(stepper), rows=1, max_new_tokens=max_new_tokens, stop_ids=stop_ids, masks=masks)[0]
+
+
+def decode_rows(stepper, *, rows: int, max_new_tokens: int, stop_ids, masks=None) -> list[tuple[list[int], str]]:
+    """The loop over ``rows`` sequences; ``masks``: one grammar mask (or None) per row, or None for all free.
+    Returns one ``(new_ids, stopped_by)`` per row."""
+    new: list[list[int]] = [[] for _ in range(rows)]
+    stopped = ["length"] * rows
+    live = [True] * rows
+    bitmasks = None
+    if masks is not None and any(m is not None for m in masks):
+        # a stepper may hand out its own buffer (the engine's is pinned host memory)
+        alloc = getattr(stepper, "allocate", None)
+        bitmasks = [None if m is None else (alloc(m) if alloc else m.allocate()) for m in masks]
+    else:
+        masks = None
+    depth = 1 if masks is not None else max(1, int(getattr(stepper, "depth", 1)))
+
+    def end(r: int, why: str) -> None:
+        stopped[r], live[r] = why, False
+
+    step = launched = 0
+    while step < max_new_tokens:
+        for r in range(rows):
+            if live[r] and masks is not None and masks[r] is not None and masks[r].is_terminated():
+                end(r, "grammar")
+        if not any(live):
             break
-        while launched < max_new_tokens and launched - len(new) < depth:
-            if mask is not None:
-                mask.fill(bitmask)
-            stepper.launch(launched, bitmask)
+        while launched < max_new_tokens and launched - step < depth:
+            if masks is not None:
+                for r in range(rows):
+                    if live[r] and masks[r] is not None:
+                        masks[r].fill(bitmasks[r])
+                stepper.launch(launched, [b if live[r] else None for r, b in enumerate(bitmasks)])
+            else:
+                stepper.launch(launched, None)
             launched += 1
-        tok = stepper.token(len(new))
-        new.append(tok)
-        if mask is not None and not mask.accept(tok):
-            stopped = "grammar"  # the mask allowed a token its matcher refuses: should not happen
-            break
-        if tok in stop_ids:
-            stopped = "stop"
-            break
-        if mask is not None and mask.is_terminated():
-            stopped = "grammar"
-            break
-    return new, stopped
+        toks = stepper.token(step)
+        step += 1
+        for r in range(rows):
+            if not live[r]:
+                continue
+            tok = toks[r]
+            new[r].append(tok)
+            m = masks[r] if masks is not None else None
+            if m is not None and not m.accept(tok):
+                end(r, "grammar")  # the mask allowed a token its matcher refuses: should not happen
+            elif tok in stop_ids:
+                end(r, "stop")
+            elif m is not None and m.is_terminated():
+                end(r, "grammar")
+    return list(zip(new, stopped))

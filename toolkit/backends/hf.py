@@ -4,9 +4,14 @@ What it does (book §14.5.3, §14.5.8)
 - :class:`HFBackend` keeps one ``DynamicCache`` across turns and prefills only the tokens after the longest shared
   prefix; when the new rendering does not extend the old one it crops the cache to the shared prefix.
   ``reuse=False`` prefills the whole prompt every turn (what a server without prefix caching does).
+- ``generate_batch(prompts, ...)`` decodes several prompts at once through the same decode loop and sampler
+  (``toolkit.backends.decode.decode_rows``): the prompts' common leading tokens are prefilled once and their cache
+  copied to every row; padding sits between that shared part and each row's own tokens (positions come from the
+  attention mask), one grammar mask per row. Greedy, it gives the tokens ``generate`` gives each prompt alone
+  (tested on the stand-in; in bf16 a near-tie can flip a token, as padded batches compute in another order).
 
 What it leaves out
-- Batches, paged caches, anything but one sequence.
+- Paged caches; dropping finished rows from a batch; the conversation cache is not used by batches.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import torch
 from transformers import DynamicCache
 
 from toolkit.backends.base import Generation
-from toolkit.backends.decode import decode
+from toolkit.backends.decode import decode, decode_rows
 from toolkit.backends.sampling import allowed_from_bitmask, choose, generator
 from toolkit.prefix import shared_prefix
 
@@ -79,6 +84,113 @@ class HFBackend:
             self._sync()
             t2 = time.perf_counter()
         return Generation(new, keep, len(prompt_ids) - keep, t1 - t0, t2 - t1, stopped_by)
+
+    def generate_batch(
+        self,
+        prompts,
+        *,
+        max_new_tokens,
+        stop_ids,
+        masks=None,
+        temperature=0.0,
+        top_p=1.0,
+        seed=0,
+        pad_id: int = 151643,
+        share_prefix: bool = True,
+        processors=(),
+    ) -> list[Generation]:
+        """One :class:`Generation` per prompt (see the module docstring). ``processors``: callables
+        ``(ids_so_far, scores) -> scores`` applied to each step's ``[rows, V]`` logits before the mask, as
+        transformers' logits processors are (the BFCL first-token gate, a recorder in tests)."""
+        prompts = [list(p) for p in prompts]
+        common = min(shared_prefix(prompts[0], p) for p in prompts) if share_prefix else 0
+        common = min(common, min(map(len, prompts)) - 1)
+        with torch.inference_mode():
+            self._sync()
+            t0 = time.perf_counter()
+            stepper = _Rows(self, prompts, common, pad_id, temperature, top_p, generator(seed), processors)
+            self._sync()
+            t1 = time.perf_counter()
+            outs = decode_rows(
+                stepper, rows=len(prompts), max_new_tokens=max_new_tokens, stop_ids=stop_ids, masks=masks
+            )
+            self._sync()
+            t2 = time.perf_counter()
+        shared = common if common >= _SHARE_MIN else 0
+        return [Generation(ids, shared, len(p) - shared, t1 - t0, t2 - t1, why) for p, (ids, why) in zip(prompts, outs)]
+
+
+_SHARE_MIN = 16  # a shorter common prefix is not worth a separate prefill
+
+
+class _Rows:
+    """Several prompts under the one decode loop: prefill (the shared part once, then each row's own tokens behind
+    padding), then one forward of the last tokens per step. The call shapes are transformers' ``generate``'s
+    (attention mask over everything so far, positions from it), so the logits are the ones it computes."""
+
+    depth = 1
+
+    def __init__(self, backend: HFBackend, prompts, common, pad, temperature, top_p, gen, processors):
+        self.backend, self.temperature, self.top_p, self.gen = backend, temperature, top_p, gen
+        self.processors = list(processors)
+        model, dev, kw = backend.model, backend.device, backend._cache_kw
+        n = max(map(len, prompts))
+        self.cache = DynamicCache(config=model.config)
+        start = 0
+        if common >= _SHARE_MIN:  # prefill the shared part once, copy its cache to every row
+            model(
+                input_ids=torch.tensor([prompts[0][:common]], device=dev),
+                use_cache=True,
+                logits_to_keep=1,
+                **{kw: self.cache},
+            )
+            self.cache.batch_repeat_interleave(len(prompts))
+            start = common
+        # padding goes right after the shared part (plain left padding when there is none)
+        self.ids = torch.tensor([p[:common] + [pad] * (n - len(p)) + p[common:] for p in prompts], device=dev)
+        self.att = torch.tensor(
+            [[1] * common + [0] * (n - len(p)) + [1] * (len(p) - common) for p in prompts], device=dev
+        )
+        self.logits = self._forward(self.ids[:, start:])
+        self.tokens: list[list[int]] = []
+
+    def _forward(self, x):
+        pos = (self.att.cumsum(-1) - 1).masked_fill(self.att == 0, 1)[:, -x.shape[1] :]
+        out = self.backend.model(
+            input_ids=x,
+            attention_mask=self.att,
+            position_ids=pos,
+            use_cache=True,
+            logits_to_keep=1,
+            **{self.backend._cache_kw: self.cache},
+        )
+        return out.logits[:, -1].float()
+
+    def launch(self, i: int, bitmasks) -> None:
+        if i > 0:
+            last = torch.tensor(self.tokens[i - 1], device=self.ids.device)[:, None]
+            self.ids = torch.cat([self.ids, last], 1)
+            self.att = torch.cat([self.att, torch.ones_like(last)], 1)
+            self.logits = self._forward(last)
+        scores = self.logits
+        for proc in self.processors:
+            scores = proc(self.ids, scores)
+        allowed = None
+        if bitmasks is not None:
+            rows = [
+                torch.ones(scores.shape[-1], dtype=torch.bool, device=scores.device)
+                if b is None
+                else allowed_from_bitmask(b.to(scores.device), scores.shape[-1])
+                for b in bitmasks
+            ]
+            allowed = torch.stack(rows)
+        # sampling reads a CPU generator: the same seed draws the same tokens on every device
+        if self.temperature > 0:
+            scores, allowed = scores.cpu(), (allowed.cpu() if allowed is not None else None)
+        self.tokens.append([int(t) for t in choose(scores, self.temperature, self.top_p, allowed, self.gen)])
+
+    def token(self, i: int) -> list[int]:
+        return self.tokens[i]
 
 
 class _Stepper:

@@ -3,14 +3,13 @@
 What it does
 - ``prompt_ids(case, mode, tokenizer)`` renders a case for one mode with :func:`toolkit.render.render` (the
   kit's Qwen2.5 template by default; ``tools=`` for native/constrained, BFCL's system text for prompt).
-- ``generate_batch(backend, prompts, ...)`` → one ``(new_ids, stopped_by)`` per prompt. For an
-  :class:`toolkit.host.HFBackend` it calls transformers' own ``model.generate`` on a padded batch (one
-  xgrammar matcher per row through ``xgrammar.contrib.hf.LogitsProcessor``, explicit greedy/temperature
-  settings from :func:`toolkit.constrain.generation_kwargs`). The prompts' common leading tokens (the
-  template's system preamble; BFCL's instructions in prompt mode; the whole prompt for n samples of one task)
-  are prefilled once and the cache copied to every row; padding sits between that shared part and each row's
-  own tokens. Any other backend (scripted, engine) is called one
-  prompt at a time through the backend protocol.
+- ``generate_batch(backend, prompts, ...)`` → one ``(new_ids, stopped_by)`` per prompt. A backend with
+  ``generate_batch`` (:class:`toolkit.backends.hf.HFBackend`) decodes the padded batch through the kit's one decode
+  loop and sampler (one grammar mask per row; the first-token gate as a logits processor). The prompts' common
+  leading tokens (the template's system preamble; BFCL's instructions in prompt mode; the whole prompt for n
+  samples of one task) are prefilled once and the cache copied to every row; padding sits between that shared
+  part and each row's own tokens. Any other backend (scripted, engine) is called one prompt at a time through
+  the backend protocol.
 - ``run_cases(...)`` groups cases of similar prompt length into batches, skips what the cache already holds
   (``<cache>/<model>/<settings>/<mode>/<case id>.json``), decodes and scores each output, and yields
   :class:`Result` rows as they finish (for a progress bar). A schema xgrammar rejects is a result
@@ -33,12 +32,10 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from toolkit.eval.bfcl import Case, IntentGate, _structured_ids, constrained_grammar, decode, messages_for
+from toolkit.eval.bfcl import Case, IntentGate, constrained_grammar, decode, messages_for
 from toolkit.eval.score import score
 from toolkit.grammar.compile import SchemaError
-from toolkit.grammar.hf import generation_kwargs
 from toolkit.grammar.mask import GrammarMask
-from toolkit.prefix import shared_prefix as _shared
 from toolkit.qwen import IM_END_ID
 from toolkit.render import render
 
@@ -69,10 +66,6 @@ class Result:
 
 
 # ---------------------------------------------------------------- batched generation
-def _is_hf(backend) -> bool:
-    return hasattr(backend, "model") and hasattr(backend.model, "generate")
-
-
 def _stopped(ids: list[int], stops: set[int], max_new: int) -> tuple[list[int], str]:
     cut = next((i + 1 for i, t in enumerate(ids) if t in stops), None)
     if cut is not None:
@@ -93,14 +86,15 @@ def generate_batch(
     processors=(),
 ) -> list[tuple[list[int], str]]:
     """Generate for several prompts at once (see the module docstring). ``grammars``: one
-    :class:`toolkit.constrain.Grammar` (or None) per prompt; all or none. ``share_prefix``: prefill the
+    :class:`toolkit.grammar.compile.Grammar` (or None) per prompt; all or none. ``share_prefix``: prefill the
     prompts' common leading tokens once (the template's system preamble; the whole prompt for n samples)."""
     stops = {IM_END_ID}
     if grammars is not None and any(g is None for g in grammars) and not all(g is None for g in grammars):
         raise ValueError("a batch is either all constrained or all free")
     if grammars is not None and all(g is None for g in grammars):
         grammars = None
-    if not _is_hf(backend):
+    batched = getattr(backend, "generate_batch", None)
+    if batched is None:  # one prompt at a time through the backend protocol
         out = []
         for i, p in enumerate(prompts):
             if hasattr(backend, "reset"):
@@ -111,43 +105,19 @@ def generate_batch(
             )
             out.append((list(g.new_ids), g.stopped_by if g.stopped_by != "grammar" else "stop"))
         return out
-    import torch  # lazy: only when a model runs
-
-    model = backend.model
-    dev = next(model.parameters()).device
     pad = getattr(tokenizer, "pad_token_id", None) if tokenizer is not None else None
-    pad = 151643 if pad is None else pad
-    kw = generation_kwargs(tokenizer, max_new_tokens, temperature, sorted(stops)) if tokenizer is not None else {}
-    kw["pad_token_id"] = pad
-    procs = list(processors)  # extra transformers LogitsProcessors (tests record scores with one)
-    if grammars:
-        from xgrammar.contrib.hf import LogitsProcessor  # lazy: only when a model runs
-
-        procs.append(LogitsProcessor([g.compiled for g in grammars]))
-    torch.manual_seed(seed)
-    common = min(_shared(prompts[0], p) for p in prompts) if share_prefix else 0
-    common = min(common, min(map(len, prompts)) - 1)
-    n = max(map(len, prompts))
-    with torch.inference_mode():
-        cache = None
-        if common >= 16:  # prefill the shared part once, copy its cache to every row
-            from transformers import DynamicCache  # lazy: only when a model runs
-
-            cache = DynamicCache(config=model.config)
-            model(
-                input_ids=torch.tensor([prompts[0][:common]], device=dev),
-                use_cache=True,
-                logits_to_keep=1,
-                **{backend._cache_kw: cache},
-            )
-            cache.batch_repeat_interleave(len(prompts))
-        # padding goes right after the shared part (plain left padding when there is none): positions come from
-        # the attention mask, so every row's own tokens continue where the shared part ends
-        ids = torch.tensor([p[:common] + [pad] * (n - len(p)) + p[common:] for p in prompts], device=dev)
-        att = torch.tensor([[1] * common + [0] * (n - len(p)) + [1] * (len(p) - common) for p in prompts], device=dev)
-        extra = {backend._cache_kw: cache} if cache is not None else {}
-        out = model.generate(ids, attention_mask=att, logits_processor=procs, **extra, **kw)
-    return [_stopped(row, stops, max_new_tokens) for row in out[:, n:].tolist()]
+    gens = batched(
+        prompts,
+        max_new_tokens=max_new_tokens,
+        stop_ids=stops,
+        masks=[GrammarMask(g) for g in grammars] if grammars else None,
+        temperature=temperature,
+        seed=seed,
+        pad_id=151643 if pad is None else pad,
+        share_prefix=share_prefix,
+        processors=processors,
+    )
+    return [_stopped(list(g.new_ids), stops, max_new_tokens) for g in gens]
 
 
 # ---------------------------------------------------------------- the cached runner
@@ -371,7 +341,7 @@ def first_tokens(backend, tokenizer, case: Case, mode: str = "native", k: int = 
         logits = backend.model(input_ids=x, logits_to_keep=1).logits[0, -1].float().cpu()
     p = torch.softmax(logits, -1)
     top = torch.topk(p, k)
-    struct = torch.tensor(sorted(set(_structured_ids(tokenizer)) | {151657}))
+    struct = IntentGate(tokenizer).ids  # the structured starts and <tool_call>
     return {
         "id": case.id,
         "prompt_tokens": len(ids),

@@ -1,8 +1,8 @@
 """What a fine-tuned run learned: continuations of held-out trajectories and NLL by who wrote the text.
 
 What it does
-- ``probes`` cuts held-out trajectories right after a call turn; ``measure`` continues them (greedy and sampled)
-  and counts invented ``<tool_response>`` blocks; ``nll_by_part`` scores held-out text by model output / tool
+- ``probes`` cuts held-out trajectories right after a call turn; ``measure`` continues them (greedy and sampled,
+  batched through the kit's one decode loop and sampler) and counts invented ``<tool_response>`` blocks; ``nll_by_part`` scores held-out text by model output / tool
   results / prompt.
 
 What it leaves out
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from toolkit.backends.decode import decode_rows
 from toolkit.backends.sampling import choose
 from toolkit.sft.finetune import Run, _batch, _Head, threads
 from toolkit.sft.labels import EOT, Labelled, MaskError
@@ -58,30 +59,49 @@ def probes(examples: list[Labelled], kinds: list[str] | None = None) -> list[Pro
     return out
 
 
+class _Rows:
+    """The trained run under the one decode loop (``toolkit.backends.decode.decode_rows``): prompts left-padded into
+    one batch, one forward of the last tokens per step, tokens picked by the one sampler over the run's output
+    vocabulary (greedy, or temperature 1 from ``generator``)."""
+
+    depth = 1
+
+    def __init__(self, run: Run, prompts: list[list[int]], generator):
+        self.head, self.generator = _Head(run.model, run.vocab), generator
+        width = max(len(p) for p in prompts)
+        ids = torch.full((len(prompts), width), int(self.head.vocab[0]), dtype=torch.long)
+        self.attn = torch.zeros((len(prompts), width), dtype=torch.long)
+        for j, p in enumerate(prompts):
+            ids[j, width - len(p) :] = torch.tensor(p)
+            self.attn[j, width - len(p) :] = 1
+        self.pos = (self.attn.cumsum(-1) - 1).clamp(min=0)
+        self.res = self.head.hidden(ids, self.attn, position_ids=self.pos, use_cache=True)
+        self.tokens: list[torch.Tensor] = []
+
+    def launch(self, i: int, bitmasks) -> None:
+        if i > 0:  # the forward of the previous token runs only when the next one is asked for
+            nxt = self.tokens[i - 1]
+            self.attn = torch.cat([self.attn, torch.ones((len(nxt), 1), dtype=torch.long)], 1)
+            self.pos = self.pos[:, -1:] + 1
+            self.res = self.head.hidden(
+                nxt[:, None], self.attn, position_ids=self.pos, cache=self.res.cache, use_cache=True
+            )
+        logits = self.head.logits(self.res.last_hidden_state[:, -1])
+        cols = choose(logits) if self.generator is None else choose(logits, 1.0, gen=self.generator)
+        self.tokens.append(self.head.vocab[cols])
+
+    def token(self, i: int) -> list[int]:
+        return self.tokens[i].tolist()
+
+
 def continue_batch(run: Run, prompts: list[list[int]], max_new_tokens: int = 40, generator=None) -> list[list[int]]:
     """Let the trained model continue each prompt with no stop token: greedy, or sampled (temperature 1) with
     ``generator``. Prompts are left-padded into one batch. Decoding covers the run's output vocabulary."""
-    head = _Head(run.model, run.vocab)
-    width = max(len(p) for p in prompts)
-    ids = torch.full((len(prompts), width), int(head.vocab[0]), dtype=torch.long)
-    attn = torch.zeros((len(prompts), width), dtype=torch.long)
-    for j, p in enumerate(prompts):
-        ids[j, width - len(p) :] = torch.tensor(p)
-        attn[j, width - len(p) :] = 1
-    pos = (attn.cumsum(-1) - 1).clamp(min=0)
-    out = []
     with torch.no_grad():
-        res = head.hidden(ids, attn, position_ids=pos, use_cache=True)
-        for _ in range(max_new_tokens):
-            logits = head.logits(res.last_hidden_state[:, -1])
-            # the one sampler (toolkit.backends.sampling): greedy, or temperature 1 from ``generator``
-            cols = choose(logits) if generator is None else choose(logits, 1.0, gen=generator)
-            nxt = head.vocab[cols]
-            out.append(nxt)
-            attn = torch.cat([attn, torch.ones((len(prompts), 1), dtype=torch.long)], 1)
-            pos = pos[:, -1:] + 1
-            res = head.hidden(nxt[:, None], attn, position_ids=pos, cache=res.cache, use_cache=True)
-    return torch.stack(out, 1).tolist()
+        rows = decode_rows(
+            _Rows(run, prompts, generator), rows=len(prompts), max_new_tokens=max_new_tokens, stop_ids=set()
+        )
+    return [ids for ids, _ in rows]
 
 
 def continue_ids(run: Run, prompt_ids: list[int], max_new_tokens: int = 40, generator=None) -> list[int]:
