@@ -97,3 +97,17 @@ def test_every_kit_module_says_what_it_does_and_leaves_out():
         if not doc:
             missing.append(str(p.relative_to(ROOT)))
     assert not missing, f"modules without a docstring: {missing}"
+
+
+def test_only_paths_finds_files_through_the_package_location():
+    """A module that reads ``<repo>/...`` through ``__file__`` breaks a non-editable install (the fault speed.py and the
+    claims had): ``toolkit.paths`` is the one place that locates the package and the saved results."""
+    offenders = []
+    for p in _kit_files():
+        if p == KIT / "paths.py":
+            continue
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if "__file__" in code or "parents[" in code:
+                offenders.append(f"{p.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not offenders, "use toolkit.paths (results_file, data_file, kit_root):\n" + "\n".join(offenders)

@@ -95,3 +95,38 @@ def test_notebook_07_data_is_packaged(installed):
     )
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.strip() == "True"
+
+
+def test_saved_results_outside_a_checkout_are_missing_with_a_clear_message(installed):
+    code = (
+        "from toolkit.paths import ResultsMissing, results_file\n"
+        "try:\n    print(results_file('bfcl_qwen2.5-coder-0.5b.json'))\n"
+        "except ResultsMissing as e:\n    print('MISSING', e)\n"
+    )
+    res = run(installed, "-c", code)  # cwd: a temporary folder, no checkout above it
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.startswith("MISSING") and "TOOLKIT_RESULTS" in res.stdout, res.stdout
+
+
+def test_saved_results_through_toolkit_results(installed):
+    """Pointed at a checkout's benchmarks/results, the installed kit computes the claims that read them as here."""
+    py, env, cwd, _ = installed
+    code = "import json; from toolkit.book.claims_chains import chain_claims; print(json.dumps([c.__dict__ for c in chain_claims()], default=str))"
+    there = subprocess.run(
+        [str(py), "-c", code],
+        env={**env, "TOOLKIT_RESULTS": str(ROOT / "benchmarks" / "results")},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert there.returncode == 0, there.stderr[-2000:]
+    here = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert json.loads(there.stdout) == json.loads(here.stdout)
+    assert "not measured" not in there.stdout  # the saved chains were read

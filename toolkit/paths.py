@@ -6,6 +6,12 @@ What it does
 - ``hub_reachable()``: never hangs (``HF_HUB_OFFLINE=1`` answers at once, otherwise one TCP connect with a timeout).
 - ``data_file(name)``: a file shipped inside the package (``toolkit/data/``), read with ``importlib.resources`` so it
   works from a wheel as well as from a checkout.
+- ``results_file(name)``: a saved benchmark result (``benchmarks/results/<name>``). The one place that finds that
+  folder: ``$TOOLKIT_RESULTS`` if set, else ``benchmarks/results`` beside the imported package (a checkout), else
+  in the current folder or one above it (a notebook in ``notebooks/``). A kit installed from a wheel outside a
+  checkout has none: ``results_file`` then raises :class:`ResultsMissing`, whose message says where it looked and
+  how to point the kit at a checkout; ``results_file(name, required=False)`` returns None instead.
+- ``kit_root()``: the folder that holds the imported ``toolkit`` package (a checkout's root, or site-packages).
 
 What it leaves out
 - Downloading anything (``toolkit.fetch`` does that) and any cache eviction.
@@ -36,6 +42,42 @@ def hub_reachable(timeout: float = 3.0) -> bool:
             return True
     except OSError:
         return False
+
+
+class ResultsMissing(FileNotFoundError):
+    """A saved benchmark result the kit cannot find (the message says where it looked and what to do)."""
+
+
+def kit_root() -> Path:
+    """The folder holding the imported ``toolkit`` package: a checkout's root, or site-packages for a wheel."""
+    return Path(str(files("toolkit"))).resolve().parent
+
+
+def results_dirs() -> list[Path]:
+    """Where saved benchmark results are looked for, in order (see the module docstring)."""
+    if os.environ.get("TOOLKIT_RESULTS"):
+        return [Path(os.environ["TOOLKIT_RESULTS"]).expanduser()]
+    here = Path.cwd().resolve()
+    out = [
+        kit_root() / "benchmarks" / "results",
+        here / "benchmarks" / "results",
+        here.parent / "benchmarks" / "results",
+    ]
+    return list(dict.fromkeys(out))
+
+
+def results_file(name: str, required: bool = True) -> Path | None:
+    """``benchmarks/results/<name>`` from the first folder of :func:`results_dirs` that has it."""
+    tried = results_dirs()
+    for d in tried:
+        if (d / name).is_file():
+            return d / name
+    if not required:
+        return None
+    raise ResultsMissing(
+        f"saved result {name!r} not found (looked in {', '.join(map(str, tried))}): it lives in a checkout's "
+        "benchmarks/results; run from the checkout or set TOOLKIT_RESULTS=/path/to/checkout/benchmarks/results"
+    )
 
 
 def data_file(name: str) -> Traversable:

@@ -10,15 +10,16 @@ import json
 from pathlib import Path
 
 from toolkit.book.ledger import Claim, _verdict
+from toolkit.paths import results_file
 
-BFCL_RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "bfcl_qwen2.5-coder-0.5b.json"
+BFCL_RESULTS = "bfcl_qwen2.5-coder-0.5b.json"  # in benchmarks/results (toolkit.paths.results_file finds it)
 
 
 def chain_claims(path: Path | None = None) -> list[Claim]:
     """§14.5.4 measured: the kit's k-step chains (``python benchmarks/bfcl.py chains`` saves them) beside the
     product of per-step rates measured on each step alone."""
-    path = BFCL_RESULTS if path is None else Path(path)
-    doc = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    path = results_file(BFCL_RESULTS, required=False) if path is None else Path(path)
+    doc = json.loads(path.read_text(encoding="utf-8")) if (path is not None and path.exists()) else {}
     # the kit loop as it ships (levers other than "plain", whose format fails every step and proves nothing)
     rows = [
         r
@@ -26,7 +27,9 @@ def chain_claims(path: Path | None = None) -> list[Claim]:
         if r.get("product") is not None and not r["lever"].startswith("plain")
     ]
     if not rows:
-        why = f"no saved chain results at {path.name} (python benchmarks/bfcl.py chains)"
+        why = f"no saved chain results at {BFCL_RESULTS if path is None else path.name} (python benchmarks/bfcl.py chains)"
+        if path is None:  # a kit installed outside a checkout: say how to point it at one
+            why += "; benchmarks/results not found: run from a checkout or set TOOLKIT_RESULTS"
         return [
             Claim(
                 "pk-measured-chains",

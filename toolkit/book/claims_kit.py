@@ -7,7 +7,6 @@ Leaves out: re-running the real-model measurement (its saved results are read).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from toolkit.backends.scripted import ScriptedBackend
 from toolkit.book.ledger import Claim, _verdict
@@ -18,6 +17,7 @@ from toolkit.loop.examples import example
 from toolkit.loop.loop import run
 from toolkit.loop.steps import Executed, Generated
 from toolkit.parse import parse_tool_calls
+from toolkit.paths import results_file
 from toolkit.sft.labels import IGNORE_INDEX, label
 from toolkit.tokenizer import tokenizer_for
 from toolkit.tools import TOOLS, schemas
@@ -158,14 +158,15 @@ def kit_claims() -> list[Claim]:
     return out
 
 
-MULTIPLICATION_RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "multiplication.json"
+MULTIPLICATION_RESULTS = "multiplication.json"  # in benchmarks/results (toolkit.paths.results_file finds it)
 
 
 def _multiplication_claim() -> Claim | None:
     """§14.5.1 from a measured run (``python benchmarks/multiplication.py`` writes it; notebook 04 reruns it)."""
-    if not MULTIPLICATION_RESULTS.exists():
+    path = results_file(MULTIPLICATION_RESULTS, required=False)
+    if path is None:
         return None
-    r = json.loads(MULTIPLICATION_RESULTS.read_text(encoding="utf-8"))
+    r = json.loads(path.read_text(encoding="utf-8"))
     alone, tool = r["summary"]["alone_exact"], r["summary"]["tool_exact"]
     n = r["summary"]["n"]
     return Claim(

@@ -32,6 +32,7 @@ import random
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from importlib.resources import files
 from pathlib import Path
 
 from toolkit.grammar.compile import Grammar, SchemaError, _clean_error, _compiler, compile_tools
@@ -62,7 +63,7 @@ def data_dir() -> Path:
         raise ImportError(
             "bfcl-eval is not installed: `pip install --no-deps -r requirements-nodeps.txt` (or `make setup`)"
         ) from None
-    return Path(bfcl_eval.__file__).parent / "data"
+    return Path(str(files(bfcl_eval))) / "data"
 
 
 @dataclass

@@ -25,9 +25,10 @@ from pathlib import Path
 from mcp import StdioServerParameters
 
 from toolkit.mcp.wire import read_shared
+from toolkit.paths import kit_root
 
 READY_MARK = "toolcall-kit MCP server ready"  # the kit's stdio server prints this (and its PID) to stderr
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = kit_root()  # the folder holding this toolkit package: the child imports the same copy
 
 
 def _server_args(demo: bool, test_tools: bool, notes_dir: str | os.PathLike | None) -> list[str]:
