@@ -17,7 +17,10 @@ COMMANDS = {
     "claims": ("toolkit.commands.claims", "check the chapters' numbers and claims"),
     "figures": ("toolkit.commands.figures", "regenerate the book's figures and their data"),
     "mcp": ("toolkit.commands.mcp", "serve the kit's tools over MCP / print wire logs"),
-    "lint-tools": ("toolkit.eval.lint", "check tool definitions against the description guidelines (exit 1 on errors)"),
+    "lint-tools": (
+        "toolkit.commands.lint_tools",
+        "check tool definitions against the description guidelines (exit 1 on errors)",
+    ),
     "train": (
         "toolkit.commands.train",
         "fine-tune the stand-in with and without the SFT loss mask; compare what each learned",

@@ -1,5 +1,5 @@
-"""``python -m toolkit lint-tools``: check tool definitions against the description guidelines of the "Tool Use"
-chapter (§3.1) plus the structural rules a host needs; each finding cites its rule.
+"""Check tool definitions against the description guidelines of the "Tool Use" chapter (§3.1) plus the structural
+rules a host needs; each finding cites its rule (``python -m toolkit lint-tools``: ``toolkit/commands/lint_tools.py``).
 
 What it does
 - ``lint(tools)`` takes OpenAI-style (``{"type": "function", "function": {...}}``), bare (``{name, description,
@@ -16,8 +16,7 @@ What it does
   G4 error (§3.1): every parameter has a description; G5 warning (§3.1): at most 5 top-level parameters;
   G6 error (§3.1): the description is at most 1024 characters; G0 error: a description at all;
   K1 warning (kit rule, measured by the description benchmark): two tools whose names look alike.
-- ``cli``: ``python -m toolkit lint-tools FILE.json`` or ``--mcp URL`` (Streamable HTTP) or
-  ``--mcp-stdio "command args"`` (a running server's ``tools/list``); ``--json``; exit 1 when any error.
+- ``RULES``: each rule id and what it says (the command prints it beside each finding).
 
 What it leaves out
 - Judging whether a description is *true* or *clear*: these are text checks, and the verb check is a word
@@ -26,18 +25,11 @@ What it leaves out
 
 from __future__ import annotations
 
-import argparse
 import difflib
-import json
 import re
-import shlex
-import sys
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 
 import jsonschema
-
-from toolkit.mcp.client import Connection
 
 NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 MAX_DESCRIPTION = 1024
@@ -227,61 +219,3 @@ def lint(tools) -> list[Finding]:
             if difflib.SequenceMatcher(None, na, nb).ratio() >= 0.85:
                 out.append(Finding("warning", "K1", a, f"looks like {b!r}: the model may pick the wrong one"))
     return out
-
-
-def _from_mcp(target: str, stdio: bool) -> list[dict]:
-    if stdio:
-        from mcp import StdioServerParameters  # lazy: only when a server is linted
-
-        parts = shlex.split(target)
-        target = StdioServerParameters(command=parts[0], args=parts[1:])
-    with Connection(target) as conn:
-        return [
-            {"name": t.name, "description": t.description, "inputSchema": t.input_schema} for t in conn.list_tools()
-        ]
-
-
-def cli(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m toolkit lint-tools", description="Check tool definitions against the description guidelines."
-    )
-    p.add_argument("file", nargs="?", help="a JSON file: a list of tools (OpenAI, bare or MCP style)")
-    p.add_argument("--mcp", help="URL of a running MCP server (Streamable HTTP): lint its tools/list")
-    p.add_argument("--mcp-stdio", help="command line of an MCP server to start over stdio: lint its tools/list")
-    p.add_argument("--json", action="store_true")
-    a = p.parse_args(argv)
-    if sum(bool(x) for x in (a.file, a.mcp, a.mcp_stdio)) != 1:
-        p.print_usage(sys.stderr)
-        print("give exactly one of FILE, --mcp URL, --mcp-stdio COMMAND", file=sys.stderr)
-        return 2
-    try:
-        if a.file:
-            tools = json.loads(Path(a.file).read_text(encoding="utf-8"))
-        else:
-            tools = _from_mcp(a.mcp or a.mcp_stdio, stdio=bool(a.mcp_stdio))
-    except (OSError, ValueError) as e:
-        print(f"lint-tools: cannot read tools: {str(e)[:200]}", file=sys.stderr)
-        return 2
-    except Exception as e:  # noqa: BLE001 — a server that is down or speaks something else
-        print(f"lint-tools: cannot list tools: {type(e).__name__}: {str(e)[:200]}", file=sys.stderr)
-        return 2
-    findings = lint(tools)
-    errors = sum(f.level == "error" for f in findings)
-    if a.json:
-        print(
-            json.dumps(
-                {"findings": [asdict(f) for f in findings], "errors": errors, "rules": RULES},
-                ensure_ascii=False,
-                indent=1,
-            )
-        )
-    else:
-        for f in findings:
-            print(f"{f.level:<7} {f.rule}  {f.tool}: {f.message}   [{RULES[f.rule]}]")
-        n = len(tools) if isinstance(tools, list) else len(tools.get("tools", [])) if isinstance(tools, dict) else 0
-        print(f"{n} tool(s), {errors} error(s), {len(findings) - errors} warning(s)")
-    return 1 if errors else 0
-
-
-if __name__ == "__main__":
-    sys.exit(cli(sys.argv[1:]))
