@@ -1,0 +1,153 @@
+"""Agent patterns on one seeded task set: success rate (Wilson 95% interval), tokens prefilled and decoded per task,
+turns, and the main context's size turn by turn with and without sub-agent isolation (book §14.5.5).
+
+Runs every pattern of ``toolkit.patterns.registry.PATTERNS`` on ``--n`` tasks of ``toolkit.patterns.tasks.tasks``
+(seeded) with the model ``--model`` picks (``auto``: the real offline model when installed, else the random-weight
+stand-in, whose numbers are mechanics only: the file and the table say which ran). Greedy decoding: one run per task
+is the whole distribution. Results are saved after every run (a long run stopped early keeps what it measured) to
+``benchmarks/results/patterns_<model>.json`` with date, machine, model and commit, and a table is printed.
+
+Run:  nice python benchmarks/patterns.py --n 3                 # the real model here: slow on 2 busy cores
+      python benchmarks/patterns.py --model stand-in --n 5     # mechanics only
+Leaves out: sampling several runs per task, timing asserts (times are printed, not judged).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from toolkit.eval.report import meta  # noqa: E402
+from toolkit.eval.stats import wilson  # noqa: E402
+from toolkit.patterns.registry import PATTERNS  # noqa: E402
+from toolkit.patterns.tasks import tasks  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def summarize(runs: list[dict]) -> list[dict]:
+    """One row per pattern: n, successes, rate with its Wilson interval, mean tokens and turns per task."""
+    rows = []
+    for name in PATTERNS:
+        rs = [r for r in runs if r["pattern"] == name]
+        if not rs:
+            continue
+        n, ok = len(rs), sum(r["success"] for r in rs)
+        low, high = wilson(ok, n)
+        mean = lambda k: round(sum(r[k] for r in rs) / n, 1)
+        rows.append(
+            dict(
+                pattern=name,
+                n=n,
+                successes=ok,
+                rate=ok / n,
+                low=low,
+                high=high,
+                prefilled=mean("prefilled"),
+                decoded=mean("decoded"),
+                turns=mean("n_turns"),
+                main_peak=mean("main_peak"),
+            )
+        )
+    return rows
+
+
+def isolation(runs: list[dict]) -> list[dict]:
+    """Per task: the main context's prompt length turn by turn, sub-agent isolated vs shared."""
+    out = []
+    for tid in dict.fromkeys(r["task"]["id"] for r in runs):
+        pair = {r["pattern"]: r for r in runs if r["task"]["id"] == tid}
+        if "subagent" in pair and "subagent_shared" in pair:
+            sizes = {
+                k: [t["prompt"] for t in pair[k]["turns"] if t["context"] == "main"]
+                for k in pair
+                if k.startswith("subagent")
+            }
+            out.append(dict(task=tid, isolated=sizes["subagent"], shared=sizes["subagent_shared"]))
+    return out
+
+
+def table(rows: list[dict]) -> str:
+    head = "| pattern | n | success | 95% interval | prefilled/task | decoded/task | turns/task | main peak |"
+    lines = [head, "|" + "---|" * 8]
+    for r in rows:
+        lines.append(
+            f"| {r['pattern']} | {r['n']} | {r['successes']}/{r['n']} ({100 * r['rate']:.0f}%) | "
+            f"{100 * r['low']:.0f}–{100 * r['high']:.0f}% | {r['prefilled']:.0f} | {r['decoded']:.0f} | "
+            f"{r['turns']:.1f} | {r['main_peak']:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="auto")
+    ap.add_argument("--n", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--patterns", default=",".join(PATTERNS))
+    ap.add_argument("--max-new-tokens", type=int, default=64)
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args(argv)
+    names = [p for p in a.patterns.split(",") if p]
+    unknown = [p for p in names if p not in PATTERNS]
+    if unknown or a.n < 1:
+        ap.error(f"unknown pattern(s) {unknown}; known: {', '.join(PATTERNS)}" if unknown else "--n must be >= 1")
+
+    import torch  # lazy: only a run needs it
+
+    from toolkit.models import load
+    from toolkit.patterns.setup import Setup
+
+    torch.set_num_threads(min(2, os.cpu_count() or 1))
+    loaded = load(a.model)
+    setup = Setup.from_loaded(loaded, max_new_tokens=a.max_new_tokens)
+    slug = re.sub(r"[^a-z0-9.]+", "-", (loaded.name if loaded.semantic else "stand-in").lower()).strip("-")
+    out = Path(a.out) if a.out else RESULTS / f"patterns_{slug}.json"
+    run_meta = meta(
+        loaded.description,
+        repo=Path(__file__).resolve().parents[1],
+        n_tasks=a.n,
+        seed=a.seed,
+        settings=setup.settings,
+        semantic=loaded.semantic,
+        label="real model" if loaded.semantic else "RANDOM-WEIGHT STAND-IN: mechanics only",
+    )
+    print(f"model: {loaded.description}\nsettings: {setup.settings}\nresults: {out}")
+    runs: list[dict] = []
+    for t in tasks(a.n, a.seed):  # tasks outer: a run stopped early has every pattern on the first tasks
+        for name in names:
+            t0 = time.perf_counter()
+            r = PATTERNS[name](setup, t).to_json()
+            r["seconds"] = round(time.perf_counter() - t0, 1)
+            runs.append(r)
+            print(
+                f"{name:>16} {t.id:<14} {'ok ' if r['success'] else 'no '} turns {r['n_turns']:>2} "
+                f"prefilled {r['prefilled']:>5} decoded {r['decoded']:>4} {r['seconds']:>6.1f} s  "
+                f"answer: {(r['answer'] or '')[:70]!r}",
+                flush=True,
+            )
+            doc = {"meta": run_meta, "summary": summarize(runs), "isolation": isolation(runs), "runs": runs}
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n")
+    rows = summarize(runs)
+    md = (
+        f"# Agent patterns — {run_meta['label']}\n\n{run_meta['model']} · {run_meta['date']} · commit "
+        f"{run_meta['commit']} · {run_meta['machine']['cpu']} ({run_meta['machine']['cores']} cores)\n\n" + table(rows)
+    )
+    out.with_suffix(".md").write_text(md + "\n")
+    print("\n" + table(rows))
+    for row in isolation(runs):
+        print(f"main context by turn, {row['task']}: isolated {row['isolated']} vs shared {row['shared']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
