@@ -47,6 +47,7 @@ from toolkit.loop.examples import example, run_example, settings_for
 from toolkit.loop.loop import RULE, TOOL_CHOICES, run, timestamp_prefix
 from toolkit.loop.steps import Executed, Rendered
 from toolkit.models import load, template_for
+from toolkit.paths import results_file
 from toolkit.prefix import prefix_stability
 from toolkit.qwen import IM_END_ID, TOOL_CALL_ID
 from toolkit.tokenizer import qwen_tokenizer
@@ -321,12 +322,10 @@ display(W.HBox([pick, choice_, go_]))
 # results; it does not rerun them (that takes tens of minutes on two cores).
 
 # %%
-from pathlib import Path
-
 saved = {}
 for which in ("before", "after"):
-    f = Path("..") / "benchmarks" / "results" / f"loop_questions_{which}.json"
-    if f.exists():
+    f = results_file(f"loop_questions_{which}.json", required=False)  # benchmarks/results (toolkit.paths)
+    if f is not None:
         saved[which] = json.loads(f.read_text(encoding="utf-8"))
 if saved:
     bench = pd.DataFrame(

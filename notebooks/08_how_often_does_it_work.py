@@ -38,19 +38,18 @@
 import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-from pathlib import Path
 
 import pandas as pd
 import torch
 from IPython.display import Markdown, display
 
-import toolkit
 from toolkit.eval import bfcl, plots, report
 from toolkit.eval.score import KINDS
+from toolkit.paths import results_file
 
 torch.manual_seed(0)
 torch.set_num_threads(min(2, os.cpu_count() or 1))
-RESULTS = Path(toolkit.__file__).resolve().parents[1] / "benchmarks" / "results" / "bfcl_qwen2.5-coder-0.5b.json"
+RESULTS = results_file("bfcl_qwen2.5-coder-0.5b.json")  # benchmarks/results, found by toolkit.paths
 doc = report.load_results(RESULTS)
 for section, body in doc.items():
     m = body["meta"]
