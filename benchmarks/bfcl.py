@@ -25,6 +25,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from toolkit.eval import bfcl, report
+from toolkit.eval.report import _pct
 from toolkit.eval.run import Cache, run_cases
 
 MAX_NEW = {"simple_python": 64, "multiple": 64, "irrelevance": 64, "parallel": 128, "parallel_multiple": 128}
@@ -52,6 +53,27 @@ def _progress(total, desc):
     return tqdm(total=total, desc=desc, unit="case", file=sys.stderr, dynamic_ncols=True)
 
 
+def _save(a, loaded, section: str, data: dict, **meta) -> None:
+    """Add ``section`` to ``benchmarks/results/bfcl_<model>.json`` (+ .md) with date, machine, model and commit."""
+    if a.no_save:
+        return
+    out = os.path.join(a.out, f"bfcl_{_slug(a.model)}.json")
+    report.save_results(out, section, data, report.meta(loaded.description, semantic=loaded.semantic, **meta))
+    print(f"wrote {out} and .md")
+
+
+def _cached(a, loaded, backend, cases, mode, desc, settings: dict, **run) -> list:
+    """``run_cases`` over ``cases`` with its cache under ``a.cache`` (keyed by ``settings``) and a progress bar."""
+    cache = Cache(a.cache, loaded.name, template="qwen2.5", version=VERSION, **settings)
+    bar = _progress(len(cases) * run.get("samples", 1), desc)
+    out = []
+    for r in run_cases(backend, loaded.tokenizer, cases, mode, cache=cache, cached_only=a.cached_only, **run):
+        out.append(r)
+        bar.update(1)
+    bar.close()
+    return out
+
+
 def run_accuracy(a, loaded, backend) -> list:
     cases = bfcl.subset(a.categories, a.limit, a.seed)
     results, speed = [], {}
@@ -59,32 +81,14 @@ def run_accuracy(a, loaded, backend) -> list:
         fresh_s, fresh_n = 0.0, 0
         for cat in a.categories:
             cs = [c for c in cases if c.category == cat]
-            cache = Cache(
-                a.cache,
-                loaded.name,
-                template="qwen2.5",
-                max_new_tokens=MAX_NEW.get(cat, 128),
-                temperature=0.0,
-                seed=0,
-                version=VERSION,
-            )
-            bar = _progress(len(cs), f"{mode:>11} {cat}")
             t0 = time.perf_counter()
-            n0 = 0
-            for r in run_cases(
-                backend,
-                loaded.tokenizer,
-                cs,
-                mode,
-                cache=cache,
-                batch_size=a.batch,
-                max_new_tokens=MAX_NEW.get(cat, 128),
-                cached_only=a.cached_only,
-            ):
-                results.append(r)
-                n0 += not r.cached
-                bar.update(1)
-            bar.close()
+            n_new = MAX_NEW.get(cat, 128)
+            settings = dict(max_new_tokens=n_new, temperature=0.0, seed=0)
+            got = _cached(
+                a, loaded, backend, cs, mode, f"{mode:>11} {cat}", settings, batch_size=a.batch, max_new_tokens=n_new
+            )
+            results += got
+            n0 = sum(not r.cached for r in got)
             if n0:
                 fresh_s += time.perf_counter() - t0
                 fresh_n += n0
@@ -114,9 +118,6 @@ def cmd_accuracy(a) -> int:
             f"{m} {s['fresh_cases']} cases in {s['seconds']} s = {s['cases_per_s']} cases/s" for m, s in speed.items()
         )
     )
-    if a.no_save:
-        return 0
-    out = os.path.join(a.out, f"bfcl_{_slug(a.model)}.json")
     data = {
         "rows": rows,
         "speed_this_run": speed,
@@ -140,13 +141,7 @@ def cmd_accuracy(a) -> int:
             for r in results
         ],
     }
-    report.save_results(
-        out,
-        "accuracy",
-        data,
-        report.meta(loaded.description, semantic=loaded.semantic, template="qwen2.5", decoding="greedy"),
-    )
-    print(f"wrote {out} and .md")
+    _save(a, loaded, "accuracy", data, template="qwen2.5", decoding="greedy")
     return 0
 
 
@@ -159,33 +154,22 @@ def cmd_passk(a) -> int:
     results = []
     for cat in a.categories:
         cs = [c for c in cases if c.category == cat]
-        cache = Cache(
-            a.cache,
-            loaded.name,
-            template="qwen2.5",
-            max_new_tokens=MAX_NEW.get(cat, 128),
-            temperature=a.temperature,
-            seed=a.seed,
-            samples=a.samples,
-            version=VERSION,
-        )
-        bar = _progress(len(cs) * a.samples, f"pass^k {a.mode} {cat}")
-        for r in run_cases(
+        n_new = MAX_NEW.get(cat, 128)
+        settings = dict(max_new_tokens=n_new, temperature=a.temperature, seed=a.seed, samples=a.samples)
+        results += _cached(
+            a,
+            loaded,
             backend,
-            loaded.tokenizer,
             cs,
             a.mode,
-            cache=cache,
+            f"pass^k {a.mode} {cat}",
+            settings,
             batch_size=a.samples,
-            max_new_tokens=MAX_NEW.get(cat, 128),
+            max_new_tokens=n_new,
             temperature=a.temperature,
             seed=a.seed,
             samples=a.samples,
-            cached_only=a.cached_only,
-        ):
-            results.append(r)
-            bar.update(1)
-        bar.close()
+        )
     per_task: dict[str, list] = {}
     for r in results:
         per_task.setdefault(r.id, []).append(r.ok)
@@ -193,25 +177,16 @@ def cmd_passk(a) -> int:
     counts = [(len(v), sum(v)) for v in per_task.values()]
     table = pass_k_table(counts, range(1, a.samples + 1))
     print(f"\nmodel: {loaded.description}; mode {a.mode}; T={a.temperature}; {len(counts)} tasks × {a.samples} samples")
-    print("| k | pass^k | p̄^k |")
-    for r in table:
-        print(f"| {r['k']} | {r['pass_hat_k']:.3f} | {r['naive']:.3f} |")
-    if not a.no_save:
-        out = os.path.join(a.out, f"bfcl_{_slug(a.model)}.json")
-        report.save_results(
-            out,
-            "pass_k",
-            {
-                "table": table,
-                "tasks": {k: v for k, v in per_task.items()},
-                "mode": a.mode,
-                "temperature": a.temperature,
-                "samples": a.samples,
-                "categories": a.categories,
-            },
-            report.meta(loaded.description, semantic=loaded.semantic),
-        )
-        print(f"wrote {out}")
+    print(report.pass_k_table(table))
+    data = {
+        "table": table,
+        "tasks": {k: v for k, v in per_task.items()},
+        "mode": a.mode,
+        "temperature": a.temperature,
+        "samples": a.samples,
+        "categories": a.categories,
+    }
+    _save(a, loaded, "pass_k", data)
     return 0
 
 
@@ -259,25 +234,15 @@ def cmd_chains(a) -> int:
     table = chains.table(rows, step_rates)
     print(f"\nmodel: {loaded.description}; {len(marks)} landmark(s); {time.perf_counter() - t0:.0f} s")
     print("isolated step rates:", json.dumps(step_rates))
-    print("| lever | k | n | chain success | Π step rates | steps ok |")
-    for r in table:
-        prod = "—" if r["product"] is None else f"{r['product']:.2f}"
-        print(f"| {r['lever']} | {r['k']} | {r['n']} | {r['success']:.2f} | {prod} | {r['steps_ok']}/{r['steps']} |")
-    if not a.no_save:
-        out = os.path.join(a.out, f"bfcl_{_slug(a.model)}.json")
-        report.save_results(
-            out,
-            "chains",
-            {
-                "rows": table,
-                "chains": rows,
-                "step_rates": step_rates,
-                "landmarks": list(marks),
-                "levers": {k: LEVERS[k] for k in a.levers},
-            },
-            report.meta(loaded.description, semantic=loaded.semantic),
-        )
-        print(f"wrote {out}")
+    print(report.chains_table(table))
+    data = {
+        "rows": table,
+        "chains": rows,
+        "step_rates": step_rates,
+        "landmarks": list(marks),
+        "levers": {k: LEVERS[k] for k in a.levers},
+    }
+    _save(a, loaded, "chains", data)
     return 0
 
 
@@ -292,32 +257,19 @@ def cmd_descriptions(a) -> int:
     for v in a.variants:
         tools_of = {c.id: variants(c)[v] for c in cases}
         scored = {c.id: renamed_answer(c, tools_of[c.id]) for c in cases}
-        cache = Cache(
-            a.cache,
-            loaded.name,
-            template="qwen2.5",
-            max_new_tokens=64,
-            temperature=0.0,
-            seed=0,
-            version=VERSION,
-            variant=v,
-        )
-        bar = _progress(len(cases), f"descriptions {v}")
-        res = []
-        for r in run_cases(
+        settings = dict(max_new_tokens=64, temperature=0.0, seed=0, variant=v)
+        res = _cached(
+            a,
+            loaded,
             backend,
-            loaded.tokenizer,
             list(scored.values()),
             a.mode,
-            cache=cache,
+            f"descriptions {v}",
+            settings,
             batch_size=8,
             max_new_tokens=64,
             tools_for=lambda c, t=tools_of: t[c.id],
-            cached_only=a.cached_only,
-        ):
-            res.append(r)
-            bar.update(1)
-        bar.close()
+        )
         if not res:
             continue
         n, sel = len(res), sum(selected(r.calls, scored[r.id]) for r in res)
@@ -351,21 +303,9 @@ def cmd_descriptions(a) -> int:
             for r in res
         ]
     print(f"\nmodel: {loaded.description}; up to {len(cases)} BFCL 'multiple' cases, {a.mode} mode")
-    print("| variant | n | selection % | AST % | tool tokens |")
-    for r in rows:
-        print(
-            f"| {r['variant']} | {r['n']} | {100 * r['accuracy']:.1f} [{100 * r['low']:.1f}–{100 * r['high']:.1f}] | "
-            f"{100 * r['ast_accuracy']:.1f} | {r['tool_tokens']:.0f} |"
-        )
-    if not a.no_save:
-        out = os.path.join(a.out, f"bfcl_{_slug(a.model)}.json")
-        report.save_results(
-            out,
-            "descriptions",
-            {"rows": rows, "cases": per_case, "variants": list(VARIANTS)},
-            report.meta(loaded.description, semantic=loaded.semantic),
-        )
-        print(f"wrote {out}")
+    print(report.descriptions_table(rows))
+    print("AST-correct (BFCL rules): " + ", ".join(f"{r['variant']} {_pct(r['ast_accuracy'])}" for r in rows))
+    _save(a, loaded, "descriptions", {"rows": rows, "cases": per_case, "variants": list(VARIANTS)})
     return 0
 
 

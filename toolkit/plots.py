@@ -112,6 +112,30 @@ def _base_layout(title: str, width: int, height: int, **kw) -> dict:
     )
 
 
+def arrow(x0, y0, x1, y1, color: str, **style) -> dict:
+    """A plotly annotation drawing an arrow from (x0, y0) to (x1, y1) in data coordinates (the sequence diagrams)."""
+    return dict(
+        x=x1,
+        y=y1,
+        ax=x0,
+        ay=y0,
+        xref="x",
+        yref="y",
+        axref="x",
+        ayref="y",
+        text="",
+        showarrow=True,
+        arrowhead=2,
+        **style,
+        arrowwidth=2,
+        arrowcolor=color,
+    )
+
+
+def _line(name: str, x, y, color: str, legend: str, **kw) -> go.Scatter:
+    return go.Scatter(name=name, x=x, y=y, mode="lines", line=dict(color=color, width=3), legend=legend, **kw)
+
+
 # ---------------------------------------------------------------- fig 14-10
 def context_growth_figure(g: cost.Growth, lang: str = "en", width: int = 1100, height: int = 500) -> go.Figure:
     """Left: per-turn prefix stacked as cached + computed, with the tool block's size as a dashed line; right:
@@ -129,30 +153,8 @@ def context_growth_figure(g: cost.Growth, lang: str = "en", width: int = 1100, h
     )
     fig.add_trace(go.Bar(name=t["from_cache"], x=g.turns, y=g.from_cache, marker_color=C_CACHE, legend="legend"), 1, 1)
     fig.add_trace(go.Bar(name=t["computed"], x=g.turns, y=g.computed, marker_color=C_COMPUTE, legend="legend"), 1, 1)
-    fig.add_trace(
-        go.Scatter(
-            name=t["cum_no_cache"],
-            x=g.turns,
-            y=g.cum_no_cache,
-            mode="lines",
-            line=dict(color=C_NOCACHE, width=3),
-            legend="legend2",
-        ),
-        1,
-        2,
-    )
-    fig.add_trace(
-        go.Scatter(
-            name=t["cum_cache"],
-            x=g.turns,
-            y=g.cum_cache,
-            mode="lines",
-            line=dict(color=C_CACHED_LINE, width=3),
-            legend="legend2",
-        ),
-        1,
-        2,
-    )
+    fig.add_trace(_line(t["cum_no_cache"], g.turns, g.cum_no_cache, C_NOCACHE, "legend2"), 1, 2)
+    fig.add_trace(_line(t["cum_cache"], g.turns, g.cum_cache, C_CACHED_LINE, "legend2"), 1, 2)
     fig.add_trace(
         go.Scatter(
             name=t["tool_line"].format(T=g.T),

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 
 from toolkit.backends.scripted import ScriptedBackend
 from toolkit.loop.loop import run
-from toolkit.plots import C_LANES, L, _base_layout
+from toolkit.plots import C_LANES, L, _base_layout, arrow
 from toolkit.tokenizer import tokenizer_for
 from toolkit.tools import TOOLS
 
@@ -250,24 +250,7 @@ def round_trip_figure(trace: dict, lang: str = "en", width: int = 1200) -> go.Fi
                 )
             )
             continue
-        ann.append(
-            dict(
-                x=x1,
-                y=y - 0.18,
-                ax=x0,
-                ay=y - 0.18,
-                xref="x",
-                yref="y",
-                axref="x",
-                ayref="y",
-                text="",
-                showarrow=True,
-                arrowhead=2,
-                arrowsize=1.3,
-                arrowwidth=2,
-                arrowcolor=C_LANES[a["src"]],
-            )
-        )
+        ann.append(arrow(x0, y - 0.18, x1, y - 0.18, C_LANES[a["src"]], arrowsize=1.3))
         # the label sits in one gap between neighbouring lifelines (the one next to the farther participant),
         # so no lifeline runs through its text
         right = max(x0, x1)

@@ -15,6 +15,7 @@ from importlib.metadata import version
 import plotly.graph_objects as go
 
 from toolkit.plots import C_LANES, L, _base_layout
+from toolkit.plots import arrow as arrow_annotation
 from toolkit.tools import TOOLS
 
 
@@ -56,23 +57,7 @@ def mcp_figure(facts: dict, lang: str = "en", width: int = 1100, height: int = 5
             ann.append(dict(x=(x0 + x1) / 2, y=(y0 + y1) / 2, text=text, showarrow=False, font=dict(size=size)))
 
     def arrow(x0, y, x1, color, label, above=True):
-        ann.append(
-            dict(
-                x=x1,
-                y=y,
-                ax=x0,
-                ay=y,
-                xref="x",
-                yref="y",
-                axref="x",
-                ayref="y",
-                text="",
-                showarrow=True,
-                arrowhead=2,
-                arrowwidth=2,
-                arrowcolor=color,
-            )
-        )
+        ann.append(arrow_annotation(x0, y, x1, y, color))
         ann.append(
             dict(
                 x=(x0 + x1) / 2,

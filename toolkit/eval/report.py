@@ -214,68 +214,65 @@ def _meta_line(m: dict) -> str:
     )
 
 
+def pass_k_table(table: list[dict]) -> str:
+    """pass^k beside the naive p̄^k, one row per k (``toolkit.eval.stats.pass_k_table``'s rows)."""
+    lines = ["| k | pass^k | p̄^k | tasks |", "|---|---|---|---|"]
+    lines += [f"| {r['k']} | {r['pass_hat_k']:.3f} | {r['naive']:.3f} | {r['tasks']} |" for r in table]
+    return "\n".join(lines)
+
+
+def chains_table(rows: list[dict]) -> str:
+    """Measured k-step chain success beside the product of measured per-step rates (``chains.table``'s rows)."""
+    lines = [
+        "| lever | k | chains | chain success | product of step rates | steps ok / steps |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['lever']} | {r['k']} | {r['n']} | {_pct(r['success'])} | {_pct(r['product'])} | "
+        f"{r['steps_ok']}/{r['steps']} |"
+        for r in rows
+    ]
+    return "\n".join(lines)
+
+
+def descriptions_table(rows: list[dict]) -> str:
+    """Selection accuracy per tool-description variant, with its Wilson interval and the tools' token cost."""
+    lines = ["| variant | mode | n | accuracy [95% CI] | tool tokens per request |", "|---|---|---|---|---|"]
+    lines += [
+        f"| {r['variant']} | {r['mode']} | {r['n']} | {_pct(r['accuracy'])} [{_pct(r['low'])}–{_pct(r['high'])}] | "
+        f"{r['tool_tokens']:.0f} |"
+        for r in rows
+    ]
+    return "\n".join(lines)
+
+
+SECTIONS = (  # (key in the results file, heading, the tables drawn from its data)
+    (
+        "accuracy",
+        "Accuracy per category × mode (BFCL AST rules), with published rows",
+        lambda d: [
+            accuracy_table(d["rows"]),
+            "## Failure taxonomy (counts)",
+            taxonomy_table(d["rows"]),
+            "## Tokens and time per case",
+            cost_table(d["rows"]),
+        ],
+    ),
+    ("pass_k", "pass^k (unbiased, C(c,k)/C(n,k) per task) vs naive p̄^k", lambda d: [pass_k_table(d["table"])]),
+    (
+        "chains",
+        "Chains: measured k-step success vs the product of measured per-step rates",
+        lambda d: [chains_table(d["rows"])],
+    ),
+    ("descriptions", "Tool-description variants (same selection tasks)", lambda d: [descriptions_table(d["rows"])]),
+)
+
+
 def markdown(doc: dict) -> str:
     out = ["# BFCL and chain results (written by benchmarks/bfcl.py; do not edit by hand)", ""]
-    if "accuracy" in doc:
-        rows = doc["accuracy"]["data"]["rows"]
-        out += [
-            "## Accuracy per category × mode (BFCL AST rules), with published rows",
-            "",
-            _meta_line(doc["accuracy"]["meta"]),
-            "",
-            accuracy_table(rows),
-            "",
-            "## Failure taxonomy (counts)",
-            "",
-            taxonomy_table(rows),
-            "",
-            "## Tokens and time per case",
-            "",
-            cost_table(rows),
-            "",
-        ]
-    if "pass_k" in doc:
-        d = doc["pass_k"]["data"]
-        out += [
-            "## pass^k (unbiased, C(c,k)/C(n,k) per task) vs naive p̄^k",
-            "",
-            _meta_line(doc["pass_k"]["meta"]),
-            "",
-            "| k | pass^k | p̄^k | tasks |",
-            "|---|---|---|---|",
-        ]
-        out += [f"| {r['k']} | {r['pass_hat_k']:.3f} | {r['naive']:.3f} | {r['tasks']} |" for r in d["table"]]
-        out.append("")
-    if "chains" in doc:
-        d = doc["chains"]["data"]
-        out += [
-            "## Chains: measured k-step success vs the product of measured per-step rates",
-            "",
-            _meta_line(doc["chains"]["meta"]),
-            "",
-            "| lever | k | chains | chain success | product of step rates | steps ok / steps |",
-            "|---|---|---|---|---|---|",
-        ]
-        out += [
-            f"| {r['lever']} | {r['k']} | {r['n']} | {_pct(r['success'])} | {_pct(r['product'])} | "
-            f"{r['steps_ok']}/{r['steps']} |"
-            for r in d["rows"]
-        ]
-        out.append("")
-    if "descriptions" in doc:
-        d = doc["descriptions"]["data"]
-        out += [
-            "## Tool-description variants (same selection tasks)",
-            "",
-            _meta_line(doc["descriptions"]["meta"]),
-            "",
-            "| variant | mode | n | accuracy [95% CI] | tool tokens per request |",
-            "|---|---|---|---|---|",
-        ]
-        out += [
-            f"| {r['variant']} | {r['mode']} | {r['n']} | {_pct(r['accuracy'])} [{_pct(r['low'])}–{_pct(r['high'])}] | "
-            f"{r['tool_tokens']:.0f} |"
-            for r in d["rows"]
-        ]
-        out.append("")
+    for key, heading, tables in SECTIONS:
+        if key in doc:
+            out += [f"## {heading}", "", _meta_line(doc[key]["meta"]), ""]
+            for part in tables(doc[key]["data"]):
+                out += [part, ""]
     return "\n".join(out)

@@ -65,31 +65,8 @@ def generate(
     temperature: float = 0.0,
     seed: int = 0,
 ) -> Sampled:
-    """``model.generate`` with xgrammar's own LogitsProcessor (a fresh one per call: it cannot be reset)."""
-    stops = list(grammar.stop_token_ids if grammar else _stop_ids(tokenizer))
-    procs = []
-    if grammar is not None:
-        procs = [LogitsProcessor(grammar.compiled)]
-    dev = next(model.parameters()).device
-    ids = torch.tensor([list(prompt_ids)], device=dev)
-    torch.manual_seed(seed)
-    t0 = time.perf_counter()
-    with torch.no_grad():
-        out = model.generate(
-            ids,
-            attention_mask=torch.ones_like(ids),
-            logits_processor=procs,
-            **generation_kwargs(tokenizer, max_new_tokens, temperature, stops),
-        )
-    secs = time.perf_counter() - t0
-    new = [int(t) for t in out[0, ids.shape[1] :]]
-    if grammar is not None:
-        # The processor is not called after the stop token, so its matcher never sees it: replay instead.
-        ok, terminated = replay(grammar, new)
-        terminated = ok and terminated
-    else:
-        terminated = bool(new) and new[-1] in stops
-    return Sampled(new, _decode_text(tokenizer, new, set(stops)), terminated, secs, grammar is not None)
+    """``model.generate`` with xgrammar's own LogitsProcessor (a fresh one per call: it cannot be reset): one sample."""
+    return sample(model, tokenizer, prompt_ids, grammar, 1, temperature, seed, max_new_tokens)[0]
 
 
 def sample(
