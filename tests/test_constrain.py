@@ -15,7 +15,7 @@ from toolkit.grammar.hf import generate, sample
 from toolkit.grammar.inspect import score, trace
 from toolkit.grammar.mask import GrammarMask, replay
 from toolkit.grammar.precheck import precheck
-from toolkit.qwen import IM_END_ID, TOOL_CALL_END_ID, TOOL_CALL_ID, VOCAB_WIDTH
+from toolkit.qwen import IM_END_ID, STOP_IDS, TOOL_CALL_END_ID, TOOL_CALL_ID, VOCAB_WIDTH
 
 WEATHER_ARGS = {
     "type": "object",
@@ -233,7 +233,7 @@ def test_trace_equals_xgrammar_generate_under_greedy(stand_in):
     tr = trace(stand_in.model, tok, prompt, g, max_new_tokens=60)
     gen = generate(stand_in.model, tok, prompt, g, max_new_tokens=60)
     assert tr.ids == gen.ids and tr.terminated and gen.terminated
-    assert tr.ids[0] == TOOL_CALL_ID and tr.ids[-1] == IM_END_ID
+    assert tr.ids[0] == TOOL_CALL_ID and tr.ids[-1] in STOP_IDS  # <|im_end|> or <|endoftext|>
     assert check_output(gen.text, g).valid
 
 
@@ -273,7 +273,10 @@ def test_distortion_is_exact_and_matches_sampling(stand_in):
     # One path checked independently: greedy decoding's path has masked probability = product of its steps.
     tr = trace(stand_in.model, tok, prompt, g, max_new_tokens=12)
     path = [p for p in d.paths if p[0] == tr.ids[:-1]]
-    assert len(path) == 1 and math.isclose(path[0][2], math.prod(s.p_after for s in tr.steps), rel_tol=1e-3)
+    # The path ends at any stop id (<|im_end|> or <|endoftext|>): its probability sums over them.
+    stop_mass = sum(t[3] for t in tr.steps[-1].top_after if t[0] in STOP_IDS)
+    expected = math.prod(s.p_after for s in tr.steps[:-1]) * stop_mass
+    assert len(path) == 1 and math.isclose(path[0][2], expected, rel_tol=1e-3)
     assert d.greedy == tr.text
     # Scoring a whole output in one forward (no KV cache) agrees with the tree walk's path probabilities.
     for text in ('"Paris"', '"Lyon"'):

@@ -741,3 +741,41 @@ def test_loop_hands_temperature_top_p_and_seed_to_the_backend(tok):
         tool_choice="required",
     )
     assert seen == [dict(temperature=0.7, top_p=0.9, seed=6), dict(temperature=0.7, top_p=0.9, seed=7)]
+
+
+def test_a_turn_ends_at_endoftext_too(tok):
+    """Qwen2.5-Coder-0.5B sometimes writes <|endoftext|> (an eos in Qwen's generation_config) right after
+    </tool_call>. The turn must end there, under the grammar and without it; what follows is never decoded."""
+    from toolkit.backends.base import Generation
+    from toolkit.backends.decode import decode
+    from toolkit.qwen import ENDOFTEXT_ID, STOP_IDS
+
+    garbage = tok.encode(" and then some more text", add_special_tokens=False)
+
+    class Replay(ScriptedBackend):  # replays fixed ids through the one decode loop, as a model would emit them
+        def generate(self, prompt_ids, *, max_new_tokens, stop_ids, mask=None, **kw):
+            self.prompts.append(list(prompt_ids))
+            ids = tok.encode(self.script[len(self.prompts) - 1], add_special_tokens=False) + [ENDOFTEXT_ID] + garbage
+
+            class Stepper:
+                depth = 1
+
+                def launch(self, i, bitmask):
+                    pass
+
+                def token(self, i):
+                    return ids[i]
+
+            new, stopped = decode(Stepper(), max_new_tokens=max_new_tokens, stop_ids=stop_ids, mask=mask)
+            return Generation(new, 0, len(prompt_ids), 0.0, 0.0, stopped)
+
+    for constrain in ("tag", "none"):
+        backend = Replay(tok, [call("calculator", expression="2+2"), "It is 4."])
+        trace = run(
+            backend, tok, [{"role": "user", "content": "2+2?"}], TOOLS, tool_choice="required", constrain=constrain
+        )
+        gens = [s for s in trace.steps if isinstance(s, Generated)]
+        assert [g.generation.new_ids[-1] for g in gens] == [ENDOFTEXT_ID, ENDOFTEXT_ID], constrain
+        assert all("endoftext" not in g.text and "more text" not in g.text for g in gens), constrain
+        assert trace.steps[-1].reason == "answered" and gens[-1].text == "It is 4."
+    assert set(STOP_IDS) == {IM_END_ID, ENDOFTEXT_ID}

@@ -3,7 +3,8 @@
 What it does
 - ``VOCAB_WIDTH`` (151,936: the logit width of every Qwen2/2.5/3 model, larger than ``len(tokenizer)``), the added
   tokens of Qwen2.5 and Qwen3 with their official ids and special flags (``ADDED_TOKENS``), the pre-tokenizer
-  pattern, and the ids the loop and the grammar use: ``<|im_end|>`` (``IM_END_ID``) and ``<tool_call>`` /
+  pattern, and the ids the loop and the grammar use: ``<|im_end|>`` (``IM_END_ID``), the turn's stop ids (``STOP_IDS``: also
+  ``<|endoftext|>``) and ``<tool_call>`` /
   ``</tool_call>`` (``TOOL_CALL_ID`` / ``TOOL_CALL_END_ID``). Each is written once, here.
 
 What it leaves out
@@ -64,6 +65,15 @@ IM_END = "<|im_end|>"
 
 
 IM_END_ID = 151645
+
+
+ENDOFTEXT_ID = 151643
+
+
+# The ids that end a generated turn: <|im_end|> as the template closes every turn, and <|endoftext|>, which Qwen's
+# generation_config.json lists as an eos too (transformers' generate stops at both). Qwen2.5-Coder-0.5B writes
+# <|endoftext|> right after a </tool_call> now and then; a host that stops only at <|im_end|> decodes on past it.
+STOP_IDS = (IM_END_ID, ENDOFTEXT_ID)
 
 
 TOOL_CALL_ID, TOOL_CALL_END_ID = 151657, 151658  # <tool_call>, </tool_call>: single added tokens in Qwen vocabs

@@ -23,7 +23,7 @@ from typing import Any
 import jsonschema
 import xgrammar as xgr
 
-from toolkit.qwen import IM_END_ID, TOOL_CALL_END_ID, TOOL_CALL_ID, VOCAB_WIDTH
+from toolkit.qwen import STOP_IDS, TOOL_CALL_END_ID, TOOL_CALL_ID, VOCAB_WIDTH
 from toolkit.schema import function_of
 
 
@@ -39,11 +39,11 @@ _COMPILERS: dict[int, Any] = {}  # keyed by id() of a TokenizerInfo kept alive i
 
 
 def _stop_ids(tokenizer) -> list[int]:
-    # A chat turn ends with <|im_end|>; fall back to the tokenizer's eos for non-Qwen vocabularies.
-    im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
-    if isinstance(im_end, int) and im_end >= 0 and im_end != tokenizer.unk_token_id:
-        return [im_end]
-    return [tokenizer.eos_token_id]
+    # A chat turn ends with <|im_end|> (or <|endoftext|>: toolkit.qwen.STOP_IDS); the tokenizer's eos for other
+    # vocabularies.
+    found = [tokenizer.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>")]
+    ids = [i for i in found if isinstance(i, int) and i >= 0 and i != tokenizer.unk_token_id]
+    return ids if found and found[0] in ids else [tokenizer.eos_token_id]
 
 
 def tokenizer_info(tokenizer, vocab_width: int | None = None):
@@ -74,7 +74,7 @@ class Grammar:
     kind: str  # "schema" | "tag" | "one_of"
     schema: dict  # the JSON Schema every output (or every call, for "tag") must validate against
     compile_ms: float
-    stop_token_ids: tuple = (IM_END_ID,)
+    stop_token_ids: tuple = STOP_IDS
     source: Any = None  # the structural tag, for kind == "tag"
 
     def __str__(self) -> str:

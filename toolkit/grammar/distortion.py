@@ -102,6 +102,12 @@ def distortion(
         visit(root.matcher, [], out.logits[0, -1], 0.0, 1.0)
     if not leaves:
         raise ValueError("no complete output found: is the grammar finite and small (an enum)?")
+    merged: dict[tuple, list] = {}  # one output per path: each stop id that ends it adds its probability
+    for path, lp, pm in leaves:
+        m = merged.setdefault(tuple(path), [0.0, 0.0])
+        m[0] += float(np.exp(lp))
+        m[1] += pm
+    leaves = [(list(p), float(np.log(m[0])) if m[0] > 0 else -np.inf, m[1]) for p, m in merged.items()]
     texts: dict[str, list] = {}
     for path, lp, pm in leaves:
         t = tokenizer.decode(path)

@@ -188,22 +188,25 @@ class Score:
 
 
 def score(model, tokenizer, prompt_ids, grammar: Grammar, text: str) -> Score:
-    """Score ``text`` (plus the stop token) in one forward: how likely is it with and without the mask?"""
-    ids = tokenizer.encode(text, add_special_tokens=False) + [grammar.stop_token_ids[0]]
+    """Score ``text`` followed by a stop (any of the grammar's stop ids: their probabilities add up) in one
+    forward: how likely is it with and without the mask?"""
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    stops = list(grammar.stop_token_ids)
     dev = next(model.parameters()).device
     with torch.no_grad():
-        # Only the rows that predict ``ids`` (the last len(ids)+1 positions, minus the very last).
+        # Only the rows that predict ``ids`` and the stop after them (the last len(ids)+1 positions).
         out = model(torch.tensor([list(prompt_ids) + ids], device=dev), logits_to_keep=len(ids) + 1)
-        logits = out.logits[0, :-1].float()
+        logits = out.logits[0].float()
     m = GrammarMask(grammar)
     bm = m.allocate()
     lp_model = lp_masked = 0.0
-    for row, tid in zip(logits, ids):
-        lp_model += float(torch.log_softmax(row, -1)[tid])
+    for row, tid in zip(logits, ids + [stops]):
         m.fill(bm)
         masked = row.clone().unsqueeze(0)
         m.apply(masked, bm)
-        lp_masked += float(torch.log_softmax(masked[0], -1)[tid])
-        if not m.accept(tid):
+        pick = torch.as_tensor(tid if isinstance(tid, list) else [tid], device=row.device)
+        lp_model += float(torch.logsumexp(torch.log_softmax(row, -1)[pick], 0))
+        lp_masked += float(torch.logsumexp(torch.log_softmax(masked[0], -1)[pick], 0))
+        if not m.accept(tid[0] if isinstance(tid, list) else tid):
             return Score(lp_model, float("-inf"), False, False)
     return Score(lp_model, lp_masked, True, m.is_terminated())

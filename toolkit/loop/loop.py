@@ -3,7 +3,7 @@
 
 What it does
 - ``loop(...)`` is a generator of typed steps. Per turn: render the messages (``Rendered``), generate until
-  ``<|im_end|>`` (``Generated``), cut out zero, one or several ``<tool_call>`` blocks (``Parsed``), validate the
+  ``<|im_end|>`` (or ``<|endoftext|>``: ``toolkit.qwen.STOP_IDS``) (``Generated``), cut out zero, one or several ``<tool_call>`` blocks (``Parsed``), validate the
   arguments with jsonschema, execute independent calls in parallel (one daemon thread each, per-call timeout)
   (``Executed``), append one ``role="tool"`` message per call and go again — until the model answers
   (``Answered``) or a guard stops it (``Stopped(reason)``, always the last step). ``run(...)`` collects a
@@ -59,7 +59,7 @@ from toolkit.grammar.mask import GrammarMask
 from toolkit.loop.execute import CallResult, _error, execute
 from toolkit.loop.steps import Answered, Executed, Generated, Parsed, Rendered, Step, Stopped, Trace
 from toolkit.parse import ToolCall, parse_tool_calls
-from toolkit.qwen import IM_END_ID, TOOL_CALL_ID
+from toolkit.qwen import IM_END_ID, STOP_IDS, TOOL_CALL_ID
 from toolkit.render import render
 from toolkit.schema import openai_schema
 
@@ -185,7 +185,7 @@ def loop(
         raise ValueError(f"constrain must be 'none' or 'tag', got {cfg.constrain!r}")
     choice = check_tool_choice(cfg.tool_choice, tools)
     schemas = [openai_schema(t) for t in tools.values()]
-    stop_ids = {IM_END_ID}
+    stop_ids = set(STOP_IDS)
     grammars: dict = {}
 
     def grammar_for(kind: str):  # "auto" | "required" | "none" | a tool's name; compiled once per run
