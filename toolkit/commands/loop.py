@@ -7,10 +7,13 @@ import json
 import os
 import re
 
+from toolkit.backends import http, http_chat
 from toolkit.conversations import LOOP_EXAMPLES
 from toolkit.loop.examples import MAX_QUESTION_CHARS, ask, example, pick_tools, settings_for
-from toolkit.loop.loop import ANSWER_PREFIXES, DEFAULTS, RULE, check_tool_choice
+from toolkit.loop.loop import ANSWER_PREFIXES, DEFAULTS, RULE, check_tool_choice, run
 from toolkit.models import REAL_OFFLINE, STAND_IN, load
+from toolkit.schema import openai_schema
+from toolkit.tokenizer import qwen_tokenizer
 from toolkit.tools import TOOLS
 
 
@@ -53,6 +56,14 @@ def cli(argv: list[str]) -> int:
     p.add_argument("--no-reuse", action="store_true", help="prefill the whole prompt every turn")
     p.add_argument("--max-turns", type=_positive(20), default=DEFAULTS["max_turns"])
     p.add_argument("--max-new-tokens", type=_positive(4096), default=None, help="per turn (default 160; stand-in 48)")
+    p.add_argument(
+        "--backend",
+        default=None,
+        help=f"an OpenAI-compatible server's base URL, e.g. http://127.0.0.1:8000/v1 (default: ${http.ENV} if set); "
+        "the model is the server's",
+    )
+    p.add_argument("--backend-mode", choices=http.MODES, default="tokens", help="tokens (kit renders) | chat")
+    p.add_argument("--timeout", type=_positive(3600), default=int(http.DEFAULT_TIMEOUT_S), help="seconds per request")
     p.add_argument("--json", action="store_true", help="print the steps as JSON")
     a = p.parse_args(argv)
     # Everything a user typed is checked before a model loads.
@@ -76,6 +87,14 @@ def cli(argv: list[str]) -> int:
         or re.fullmatch(r"[\w.-]+/[\w.-]+", a.model)
     ):
         p.error(f"--model {a.model!r}: not auto, {STAND_IN}, {REAL_OFFLINE}, an existing folder/.gguf or a hub id")
+    try:
+        url = http.check_url(a.backend) if a.backend else http.from_env()
+    except ValueError as e:
+        p.error(f"--backend / ${http.ENV}: {e}")
+    if url is not None:
+        if a.model != "auto":
+            p.error("--model and --backend exclude each other: the server decides the model")
+        return _served(a, p, url, mounted, choice)
     import torch  # torch loads only after the arguments are checked
 
     torch.manual_seed(0)
@@ -104,4 +123,44 @@ def cli(argv: list[str]) -> int:
         if s.lines():
             print(s.lines())
     print(f"answer: {trace.answer}")
+    return 0
+
+
+def _served(a, p, url: str, mounted: dict, choice) -> int:
+    """The same loop against a server (toolkit.backends.http); every failure is one line, exit 1."""
+    messages = example(a.example)["messages"] if a.example else [{"role": "user", "content": a.question}]
+    try:
+        info = http.probe(url, timeout_s=min(a.timeout, http.PROBE_TIMEOUT_S))
+        tokenizer = qwen_tokenizer("qwen3" if "qwen3" in info.model.lower() else "qwen2.5")
+        kw = dict(DEFAULTS, template="qwen3" if "qwen3" in info.model.lower() else "qwen2.5")
+        kw.update(max_turns=a.max_turns, tool_choice=choice, constrain=a.constrain)
+        if a.max_new_tokens:
+            kw["max_new_tokens"] = a.max_new_tokens
+        if a.answer_prefix is not None:
+            kw["answer_prefix"] = a.answer_prefix or None
+        notes = []
+        if a.backend_mode == "chat":
+            notes.append("chat mode: the server renders and parses; no grammar, no answer prefix")
+            kw.update(constrain="none", answer_prefix=None)
+        schemas = [openai_schema(t) for t in mounted.values()]
+        backend = http_chat.backend_from(url, tokenizer, mode=a.backend_mode, messages=messages, tools=schemas,
+                                    timeout_s=a.timeout, info=info)  # fmt: skip
+        trace = run(backend, tokenizer, messages, mounted, **kw)
+    except http.ServerError as e:
+        p.exit(1, f"{p.prog}: server error ({e.kind}): {e}\n")
+    notes += backend.notes
+    if a.json:
+        out = trace.to_json()
+        out.update(server=info.description, url=url, mode=a.backend_mode, settings=kw, notes=notes, rule=RULE)
+        print(json.dumps(out, ensure_ascii=False, indent=1, default=str))
+        return 0
+    print(f"model: {info.model} | server: {url} ({info.kind}, {a.backend_mode} mode)")
+    print(f"tools: {', '.join(mounted)} | settings: {kw}\nrule: {RULE}")
+    for s in trace.steps:
+        if s.lines():
+            print(s.lines())
+    for n in notes:
+        print(f"note: {n}")
+    print(f"answer: {trace.answer}")
+    print(f"(model {info.model} served at {url})")
     return 0

@@ -1,0 +1,264 @@
+"""Tokens mode: the kit renders with its own template and sends the prompt to ``/v1/completions`` (§14.5.8).
+
+What it does
+- :class:`TokensBackend` sends the prompt as token ids; a server that refuses ids (``transformers serve`` 5.24:
+  HTTP 400 "prompt must be a string.") gets the kit's rendered text instead, and the backend says so. Either way the
+  server's ``usage.prompt_tokens`` is checked against the kit's own count, and the server's ``completion_tokens``
+  against the kit's re-encoding of the returned text (the server returns text, not ids: where they differ, that
+  is re-tokenization drift). It streams by default, so ``prefill_s`` is the time to the first token (without
+  streaming ``prefill_s`` is 0 and the whole request counts as decode).
+- Under a grammar mask, a server without a structured-output parameter decodes freely: the kit enforces the
+  grammar on the host by jump-forward — the tokens the grammar forces are appended to the prompt (e.g.
+  ``<tool_call>\\n{"name": "calculator", "arguments": {"expression":``), the server's tokens are kept up to the
+  first one the grammar refuses (plus the characters of that token the grammar still allows), and the server is
+  asked again after the next forced stretch, at most ``MAX_ROUNDS`` requests per turn. Every token kept is one the
+  grammar allows; where the grammar forces nothing after a refusal, the turn ends there (the parser then reports an
+  unclosed call as a structured error the model sees).
+
+What it leaves out
+- Sending the grammar to the server (vLLM ``structured_outputs``, SGLang ``ebnf``): not done; the host enforces it.
+  Sampling: the server draws with its own sampler, so a seed gives the server's tokens, not the kit's sampler's
+  (greedy agrees up to numerics).
+"""
+
+from __future__ import annotations
+
+import time
+
+from toolkit.backends.http import MAX_ROUNDS, ServedGeneration, ServerError, _call, _Served, _usage
+from toolkit.qwen import IM_END_ID
+
+
+class TokensBackend(_Served):
+    """The kit renders and counts; ``/v1/completions`` decodes. See the module docstring."""
+
+    mode = "tokens"
+
+    def __init__(self, url: str, tokenizer, *, prompt_format: str = "auto", stream: bool = True, **kw):
+        super().__init__(url, tokenizer, stream=stream, **kw)
+        if prompt_format not in ("auto", "ids", "text"):
+            raise ValueError(f"prompt_format must be auto, ids or text, got {prompt_format!r}")
+        self.prompt_format = prompt_format
+
+    def complete(self, ids: list[int], *, max_new_tokens: int, stop_ids, temperature=0.0, top_p=1.0, seed=0) -> dict:
+        """One ``/v1/completions`` request for ``ids``: the server's text, finish reason, usage and the checks."""
+        kw, extra = self._sampling(max_new_tokens, stop_ids, temperature, top_p, seed)
+        if self.prompt_format == "auto":
+            try:
+                return self._request(ids, "ids", kw, extra)
+            except ServerError as e:
+                if not (e.kind in ("http_400", "http_422") and "prompt" in str(e).lower()):
+                    raise
+                self.prompt_format = "text"
+                self._note(
+                    f"the server refuses token ids ({e}); the kit sends its rendered text instead and checks "
+                    "the server's prompt_tokens against its own count"
+                )
+        return self._request(ids, self.prompt_format, kw, extra)
+
+    def _request(self, ids, fmt, kw, extra) -> dict:
+        prompt = list(ids) if fmt == "ids" else self.tokenizer.decode(ids, skip_special_tokens=False)
+        t_sent, t0 = time.time(), time.perf_counter()
+        if self.stream:
+
+            def run():
+                pieces, finish, usage, first = [], None, None, None
+                for chunk in self.client.completions.create(prompt=prompt, stream=True, extra_body=extra, **kw):
+                    if chunk.choices:
+                        c = chunk.choices[0]
+                        if c.text and first is None:
+                            first = time.perf_counter()
+                        pieces.append(c.text or "")
+                        finish = c.finish_reason or finish
+                    usage = chunk.usage or usage
+                return "".join(pieces), finish, usage, first
+
+            text, finish, usage, first = _call(self.url, "POST /completions (stream)", run, self.timeout_s)
+            u = _usage(type("R", (), {"usage": usage})())
+        else:
+            resp = _call(
+                self.url,
+                "POST /completions",
+                lambda: self.client.completions.create(prompt=prompt, extra_body=extra, **kw),
+                self.timeout_s,
+            )
+            if not getattr(resp, "choices", None):
+                raise ServerError("malformed_response", f"POST /completions at {self.url}: no choices in the answer")
+            text, finish, first, u = resp.choices[0].text or "", resp.choices[0].finish_reason, None, _usage(resp)
+        t1 = time.perf_counter()
+        return dict(
+            url=self.url,
+            model=self.model,
+            mode=self.mode,
+            endpoint="/v1/completions",
+            prompt_format=fmt,
+            stream=self.stream,
+            text=text,
+            finish_reason=finish,
+            usage=u,
+            prompt_tokens_kit=len(ids),
+            prompt_count_ok=u.get("prompt_tokens") in (None, len(ids)),
+            t_sent=t_sent,
+            t_done=t_sent + (t1 - t0),
+            first_token_s=None if first is None else first - t0,
+            wall_s=t1 - t0,
+        )
+
+    def _ids_of(self, r: dict, stop_ids) -> list[int]:
+        """The kit's ids for the server's text (+ the stop id the server hit but did not return as text)."""
+        ids = self.tokenizer.encode(r["text"], add_special_tokens=False)
+        if r["finish_reason"] == "stop" and stop_ids:
+            ids.append(IM_END_ID if IM_END_ID in stop_ids else min(stop_ids))
+        server_n = r["usage"].get("completion_tokens")
+        r["completion_ids_kit"] = len(ids)
+        r["completion_count_ok"] = server_n in (None, len(ids))
+        if not r["prompt_count_ok"]:
+            self._note(
+                f"prompt tokens differ: server {r['usage'].get('prompt_tokens')} vs kit {r['prompt_tokens_kit']}"
+            )
+        if not r["completion_count_ok"]:
+            self._note(f"the server generated {server_n} tokens, its text re-encodes to {len(ids)} (re-tokenization)")
+        return ids
+
+    def generate(self, prompt_ids, *, max_new_tokens, stop_ids, mask=None, temperature=0.0, top_p=1.0, seed=0):
+        prompt, new, rounds = list(prompt_ids), [], []
+        stopped, t0 = "length", time.perf_counter()
+        if mask is None:
+            r = self.complete(
+                prompt,
+                max_new_tokens=max_new_tokens,
+                stop_ids=stop_ids,
+                temperature=temperature,
+                top_p=top_p,
+                seed=seed,
+            )
+            new, stopped = (
+                self._ids_of(r, stop_ids)[:max_new_tokens],
+                "stop" if r["finish_reason"] == "stop" else "length",
+            )
+            rounds.append(r)
+        else:
+            self._note(
+                "this server takes no grammar: the host enforces it by jump-forward (forced tokens appended, "
+                "the server's tokens kept up to the first one the grammar refuses)"
+            )
+            bitmask = mask.allocate()
+            for _ in range(MAX_ROUNDS):
+                forced = _forced(mask, bitmask, max_new_tokens - len(new))
+                new += forced
+                if mask.is_terminated() or len(new) >= max_new_tokens:
+                    stopped = "stop" if new and new[-1] in stop_ids else "grammar" if mask.is_terminated() else "length"
+                    break
+                r = self.complete(
+                    prompt + new,
+                    max_new_tokens=max_new_tokens - len(new),
+                    stop_ids=stop_ids,
+                    temperature=temperature,
+                    top_p=top_p,
+                    seed=seed,
+                )
+                r["forced_before"] = len(forced)
+                rounds.append(r)
+                got = self._ids_of(r, stop_ids)
+                kept = 0
+                for tok in got:
+                    if not mask.accept(tok):
+                        break
+                    kept += 1
+                new += got[:kept]
+                r["kept"], r["refused"] = kept, (got[kept] if kept < len(got) else None)
+                if kept < len(got):  # the refused token may still start with characters the grammar allows
+                    part = _accept_chars(mask, self.tokenizer.decode(got[kept:], skip_special_tokens=False))
+                    if part:
+                        new += self.tokenizer.encode(part, add_special_tokens=False)
+                        r["kept_chars"] = part
+                if new and new[-1] in stop_ids:
+                    stopped = "stop"
+                    break
+                if mask.is_terminated():
+                    stopped = "grammar"
+                    break
+                if kept == len(got) and r["finish_reason"] == "length":
+                    stopped = "length"
+                    break
+                if kept < len(got) and not _forced_available(mask, bitmask):
+                    stopped = "grammar"  # refused and nothing forced: asking again would give the same tokens
+                    r["gave_up"] = "the server's next token is outside the grammar and the grammar forces nothing"
+                    break
+        wall = time.perf_counter() - t0
+        cached = sum((r["usage"].get("cached_tokens") or 0) for r in rounds[:1])
+        reused = min(int(cached), len(prompt))
+        last = rounds[-1] if rounds else {}
+        server = dict(last, rounds=len(rounds), requests=[_brief(r) for r in rounds], notes=list(self.notes))
+        if rounds:
+            server.update(t_sent=rounds[0]["t_sent"], t_done=rounds[-1]["t_done"])
+        first = rounds[0].get("first_token_s") if rounds else None
+        return ServedGeneration(new, reused, len(prompt) - reused, first or 0.0, wall - (first or 0.0), stopped, server)
+
+
+def _brief(r: dict) -> dict:
+    keep = (
+        "prompt_format",
+        "finish_reason",
+        "usage",
+        "prompt_tokens_kit",
+        "prompt_count_ok",
+        "completion_ids_kit",
+        "completion_count_ok",
+        "forced_before",
+        "kept",
+        "refused",
+        "wall_s",
+        "t_sent",
+        "t_done",
+    )
+    return {k: r[k] for k in keep if k in r}
+
+
+def _allowed(mask, bitmask) -> list[int]:
+    mask.fill(bitmask)
+    words = bitmask.reshape(-1).tolist()
+    out = []
+    for i, w in enumerate(words):
+        w &= 0xFFFFFFFF
+        while w:
+            low = w & -w
+            out.append(32 * i + low.bit_length() - 1)
+            if len(out) > 1:
+                return out
+            w ^= low
+    return out
+
+
+def _accept_chars(mask, text: str) -> str:
+    """The longest prefix of ``text`` the grammar accepts character by character (accepted into ``mask``)."""
+    best = 0
+    for n in range(1, len(text) + 1):
+        if not mask.matcher.fork().accept_string(text[:n]):
+            break
+        best = n
+    if best:
+        mask.matcher.accept_string(text[:best])
+    return text[:best]
+
+
+def _forced_available(mask, bitmask) -> bool:
+    return len(_allowed(mask, bitmask)) == 1 or bool(mask.matcher.find_jump_forward_string())
+
+
+def _forced(mask, bitmask, budget: int) -> list[int]:
+    """The tokens the grammar forces from here (one allowed token, or xgrammar's jump-forward tokens), accepted."""
+    out: list[int] = []
+    while len(out) < budget and not mask.is_terminated():
+        allowed = _allowed(mask, bitmask)
+        if len(allowed) == 1:
+            step = allowed
+        else:
+            step = list(mask.matcher.find_jump_forward_tokens())[: budget - len(out)]
+            if not step:
+                break
+        for tok in step:
+            if not mask.accept(tok):
+                return out
+            out.append(tok)
+    return out

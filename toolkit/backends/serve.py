@@ -1,0 +1,150 @@
+"""Start and stop a local ``transformers serve`` (OpenAI-compatible) on 127.0.0.1, by PID.
+
+What it does
+- :class:`LocalServer` runs ``transformers serve MODEL --host 127.0.0.1 --port P --device cpu`` (P a free port),
+  waits for ``GET /health`` (bounded), and ``stop()`` ends it by PID (SIGTERM, then SIGKILL). ``url`` is the
+  ``/v1`` base the kit's HTTP backend takes. The model defaults to the real offline model's folder
+  (``toolkit.fetch.installed_folder()``); the server's log goes to a temporary file (``log_tail()`` shows its end).
+- ``command(...)`` is the exact command line, for the README and for a teacher who starts it by hand.
+
+What it leaves out
+- vLLM / SGLang (CUDA only here: the README gives their commands); Windows; several models per server.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from toolkit import fetch
+
+START_TIMEOUT_S = 180.0
+
+
+def free_port() -> int:
+    """A port that was free on 127.0.0.1 a moment ago (the server binds it itself; a lost race fails its start)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _executable() -> list[str]:
+    exe = Path(sys.executable).with_name("transformers")
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("transformers")
+    if found:
+        return [found]
+    return [sys.executable, "-m", "transformers.cli.transformers"]
+
+
+def command(model: str, port: int, *, device: str = "cpu", dtype: str = "bfloat16", extra=()) -> list[str]:
+    """The ``transformers serve`` command line the kit runs (bound to 127.0.0.1)."""
+    return [
+        *_executable(),
+        "serve",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--device",
+        device,
+        "--dtype",
+        dtype,
+        *extra,
+    ]
+
+
+class LocalServer:
+    """A ``transformers serve`` subprocess on 127.0.0.1; use as a context manager or call ``stop()``."""
+
+    def __init__(
+        self,
+        model: str | os.PathLike | None = None,
+        *,
+        port: int | None = None,
+        device: str = "cpu",
+        dtype: str = "bfloat16",
+        threads: int | None = None,
+        extra=(),
+        start_timeout_s=START_TIMEOUT_S,
+    ):
+        if model is None:
+            folder = fetch.installed_folder()
+            if folder is None:
+                raise FileNotFoundError("the real offline model is not installed: run `make real-model`")
+            model = folder
+        self.model = str(model)
+        self.port = int(port or free_port())
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.argv = command(self.model, self.port, device=device, dtype=dtype, extra=extra)
+        env = dict(os.environ, HF_HUB_OFFLINE="1")
+        if threads:
+            env["OMP_NUM_THREADS"] = str(threads)
+        self._log = tempfile.NamedTemporaryFile("w+", prefix="toolkit-serve-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(
+            self.argv, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        self.pid = self.proc.pid
+        try:
+            self._wait(start_timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"transformers serve exited with {self.proc.returncode}: {self.log_tail()}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise TimeoutError(f"transformers serve did not answer /health within {timeout_s:g} s: {self.log_tail()}")
+
+    def log_tail(self, chars: int = 600) -> str:
+        try:
+            text = Path(self._log.name).read_text(errors="replace")
+        except OSError:
+            return ""
+        return " ".join(text[-chars:].split())
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """SIGTERM by PID (its process group), then SIGKILL after ``grace_s``; removes the log."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait(5)
+        self._log.close()
+        Path(self._log.name).unlink(missing_ok=True)
+
+    def __enter__(self) -> LocalServer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
