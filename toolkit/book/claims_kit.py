@@ -162,7 +162,7 @@ MULTIPLICATION_RESULTS = "multiplication.json"  # in benchmarks/results (toolkit
 
 
 def _multiplication_claim() -> Claim | None:
-    """§14.5.1 from a measured run (``python benchmarks/multiplication.py`` writes it; notebook 04 reruns it)."""
+    """§14.5.1 from a measured run (``python benchmarks/multiplication.py`` writes it: real model, greedy)."""
     path = results_file(MULTIPLICATION_RESULTS, required=False)
     if path is None:
         return None
