@@ -57,217 +57,138 @@ def _call(name, args, wrap=True, as_string=False):
     return {"type": "function", "function": fn} if wrap else fn
 
 
+def _msg(role, content):
+    return {"role": role, "content": content}
+
+
+def _asst(content, *calls, **extra):
+    """An assistant message: text, then any tool calls (``extra``: e.g. ``reasoning_content``)."""
+    m = {"role": "assistant", "content": content, **extra}
+    return {**m, "tool_calls": list(calls)} if calls else m
+
+
+def _results(*contents):
+    return [_msg("tool", c) for c in contents]
+
+
+def _case(name, *messages, tools=TOOLS, **kwargs):
+    return dict(name=name, messages=list(messages), tools=tools, kwargs=kwargs)
+
+
 def conversations() -> list[dict]:
     """Reference conversations: each is ``{name, messages, tools, kwargs}`` (kwargs go to apply_chat_template)."""
-    u_calc = {"role": "user", "content": "What is 15% of 250?"}
-    u_bj = {"role": "user", "content": "北京今天天气怎么样？"}
-    sys_ = {"role": "system", "content": "You are a careful assistant. Use tools for arithmetic."}
-    call_calc = {"role": "assistant", "content": "", "tool_calls": [_call("calculator", {"expression": "0.15 * 250"})]}
-    res_calc = {"role": "tool", "content": "37.5"}
+    u_calc, u_bj, hi = _msg("user", "What is 15% of 250?"), _msg("user", "北京今天天气怎么样？"), _msg("user", "Hi")
+    sys_ = _msg("system", "You are a careful assistant. Use tools for arithmetic.")
+    calc = _call("calculator", {"expression": "0.15 * 250"})
+    call_calc, res_calc = _asst("", calc), _msg("tool", "37.5")
+    bj = _call("get_weather", {"city": "北京"})
+    no_prompt = {"add_generation_prompt": False}
     c = [
-        dict(name="user_only", messages=[u_calc], tools=None),
-        dict(name="system_user", messages=[sys_, u_calc], tools=None),
-        dict(name="tools_user", messages=[u_calc], tools=TOOLS),
-        dict(name="tools_system_user", messages=[sys_, u_calc], tools=TOOLS),
-        dict(name="one_call_then_result", messages=[u_calc, call_calc, res_calc], tools=TOOLS),
-        dict(
-            name="round_trip_answer",
-            messages=[sys_, u_calc, call_calc, res_calc, {"role": "assistant", "content": "15% of 250 is 37.5."}],
-            tools=TOOLS,
-            kwargs={"add_generation_prompt": False},
+        _case("user_only", u_calc, tools=None),
+        _case("system_user", sys_, u_calc, tools=None),
+        _case("tools_user", u_calc),
+        _case("tools_system_user", sys_, u_calc),
+        _case("one_call_then_result", u_calc, call_calc, res_calc),
+        _case("round_trip_answer", sys_, u_calc, call_calc, res_calc, _asst("15% of 250 is 37.5."), **no_prompt),
+        _case(
+            "parallel_calls",
+            _msg("user", "Weather in Beijing and in Shanghai, please."),
+            _asst("", bj, _call("get_weather", {"city": "上海", "unit": "celsius"})),
+            *_results('{"city": "北京", "temp_c": 21}', '{"city": "上海", "temp_c": 24}'),
         ),
-        dict(
-            name="parallel_calls",
-            messages=[
-                {"role": "user", "content": "Weather in Beijing and in Shanghai, please."},
-                {
-                    "role": "assistant",
-                    "content": "",
-                    "tool_calls": [
-                        _call("get_weather", {"city": "北京"}),
-                        _call("get_weather", {"city": "上海", "unit": "celsius"}),
-                    ],
-                },
-                {"role": "tool", "content": '{"city": "北京", "temp_c": 21}'},
-                {"role": "tool", "content": '{"city": "上海", "temp_c": 24}'},
-            ],
-            tools=TOOLS,
+        _case(
+            "three_results_in_a_row",
+            _msg("user", "Compute 1+1, 2*3 and 10/4."),
+            _asst(None, *[_call("calculator", {"expression": e}) for e in ("1+1", "2*3", "10/4")]),
+            *_results("2", "6", "2.5"),
         ),
-        dict(
-            name="three_results_in_a_row",
-            messages=[
-                {"role": "user", "content": "Compute 1+1, 2*3 and 10/4."},
-                {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [_call("calculator", {"expression": e}) for e in ("1+1", "2*3", "10/4")],
-                },
-                {"role": "tool", "content": "2"},
-                {"role": "tool", "content": "6"},
-                {"role": "tool", "content": "2.5"},
-            ],
-            tools=TOOLS,
+        _case(
+            "arguments_as_json_string",
+            u_calc,
+            _asst("", _call("calculator", {"expression": "0.15 * 250"}, as_string=True)),
+            res_calc,
         ),
-        dict(
-            name="arguments_as_json_string",
-            messages=[
-                u_calc,
-                {
-                    "role": "assistant",
-                    "content": "",
-                    "tool_calls": [_call("calculator", {"expression": "0.15 * 250"}, as_string=True)],
-                },
-                res_calc,
-            ],
-            tools=TOOLS,
+        _case("content_before_call", u_bj, _asst("我来查一下。", bj), *_results("晴，21°C")),
+        _case(
+            "call_without_function_wrapper",
+            u_calc,
+            _asst("", _call("calculator", {"expression": "0.15*250"}, wrap=False)),
+            res_calc,
         ),
-        dict(
-            name="content_before_call",
-            messages=[
-                u_bj,
-                {
-                    "role": "assistant",
-                    "content": "我来查一下。",
-                    "tool_calls": [_call("get_weather", {"city": "北京"})],
-                },
-                {"role": "tool", "content": "晴，21°C"},
-            ],
-            tools=TOOLS,
-        ),
-        dict(
-            name="call_without_function_wrapper",
-            messages=[
-                u_calc,
-                {
-                    "role": "assistant",
-                    "content": "",
-                    "tool_calls": [_call("calculator", {"expression": "0.15*250"}, wrap=False)],
-                },
-                res_calc,
-            ],
-            tools=TOOLS,
-        ),
-        dict(
-            name="multi_turn_plain",
-            messages=[
-                sys_,
-                {"role": "user", "content": "Hi!"},
-                {"role": "assistant", "content": "Hello! How can I help?"},
-                {"role": "user", "content": "Tell me a fact about the number 7."},
-            ],
+        _case(
+            "multi_turn_plain",
+            sys_,
+            _msg("user", "Hi!"),
+            _asst("Hello! How can I help?"),
+            _msg("user", "Tell me a fact about the number 7."),
             tools=None,
         ),
-        dict(
-            name="multi_turn_tools",
-            messages=[
-                u_calc,
-                call_calc,
-                res_calc,
-                {"role": "assistant", "content": "It is 37.5."},
-                u_bj,
-                {"role": "assistant", "content": "", "tool_calls": [_call("get_weather", {"city": "北京"})]},
-                {"role": "tool", "content": "晴，21°C"},
-            ],
-            tools=TOOLS,
+        _case(
+            "multi_turn_tools",
+            u_calc,
+            call_calc,
+            res_calc,
+            _asst("It is 37.5."),
+            u_bj,
+            _asst("", bj),
+            *_results("晴，21°C"),
         ),
-        dict(
-            name="chinese_round_trip",
-            messages=[
-                {"role": "system", "content": "你是一个乐于助人的助手。"},
-                u_bj,
-                {
-                    "role": "assistant",
-                    "content": "",
-                    "tool_calls": [_call("get_weather", {"city": "北京", "unit": "celsius"})],
-                },
-                {"role": "tool", "content": '{"天气": "晴", "温度": 21}'},
-                {"role": "assistant", "content": "北京今天晴，气温 21°C。"},
-            ],
-            tools=TOOLS,
-            kwargs={"add_generation_prompt": False},
+        _case(
+            "chinese_round_trip",
+            _msg("system", "你是一个乐于助人的助手。"),
+            u_bj,
+            _asst("", _call("get_weather", {"city": "北京", "unit": "celsius"})),
+            *_results('{"天气": "晴", "温度": 21}'),
+            _asst("北京今天晴，气温 21°C。"),
+            **no_prompt,
         ),
-        dict(
-            name="system_message_midway",
-            messages=[
-                {"role": "user", "content": "Hi"},
-                {"role": "assistant", "content": "Hello."},
-                {"role": "system", "content": "From now on answer in French."},
-                {"role": "user", "content": "Bye"},
-            ],
+        _case(
+            "system_message_midway",
+            hi,
+            _asst("Hello."),
+            _msg("system", "From now on answer in French."),
+            _msg("user", "Bye"),
             tools=None,
         ),
         # --- <think> handling (Qwen3 drops reasoning before the last real user query; Qwen2.5 prints it as text)
-        dict(
-            name="think_kept_after_last_query",
-            messages=[
-                u_calc,
-                {
-                    "role": "assistant",
-                    "content": "<think>\nI should use the calculator.\n</think>\n\n",
-                    "tool_calls": [_call("calculator", {"expression": "0.15 * 250"})],
-                },
-                res_calc,
-            ],
-            tools=TOOLS,
+        _case(
+            "think_kept_after_last_query",
+            u_calc,
+            _asst("<think>\nI should use the calculator.\n</think>\n\n", calc),
+            res_calc,
         ),
-        dict(
-            name="think_dropped_before_last_query",
-            messages=[
-                {"role": "user", "content": "Hi"},
-                {"role": "assistant", "content": "<think>\nA greeting; reply briefly.\n</think>\n\nHello!"},
-                {"role": "user", "content": "What is 2+2?"},
-            ],
+        _case(
+            "think_dropped_before_last_query",
+            hi,
+            _asst("<think>\nA greeting; reply briefly.\n</think>\n\nHello!"),
+            _msg("user", "What is 2+2?"),
             tools=None,
         ),
-        dict(
-            name="reasoning_content_field",
-            messages=[
-                {"role": "user", "content": "Hi"},
-                {"role": "assistant", "content": "Hello!", "reasoning_content": "Old reasoning, dropped later."},
-                {"role": "user", "content": "What is 15% of 250?"},
-                {
-                    "role": "assistant",
-                    "content": "",
-                    "reasoning_content": "\nNeed the calculator.\n",
-                    "tool_calls": [_call("calculator", {"expression": "0.15 * 250"})],
-                },
-                res_calc,
-            ],
-            tools=TOOLS,
+        _case(
+            "reasoning_content_field",
+            hi,
+            _asst("Hello!", reasoning_content="Old reasoning, dropped later."),
+            u_calc,
+            _asst("", calc, reasoning_content="\nNeed the calculator.\n"),
+            res_calc,
         ),
-        dict(
-            name="reasoning_field_and_leading_newlines",
-            messages=[
-                u_calc,
-                {"role": "assistant", "content": "\n\n15% of 250 is 37.5.", "reasoning_content": "0.15*250"},
-            ],
+        _case(
+            "reasoning_field_and_leading_newlines",
+            u_calc,
+            _asst("\n\n15% of 250 is 37.5.", reasoning_content="0.15*250"),
             tools=None,
-            kwargs={"add_generation_prompt": False},
+            **no_prompt,
         ),
-        dict(
-            name="last_assistant_gets_empty_think",
-            messages=[{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}],
-            tools=None,
-            kwargs={"add_generation_prompt": False},
+        _case("last_assistant_gets_empty_think", hi, _asst("Hello!"), tools=None, **no_prompt),
+        _case(
+            "tool_response_text_is_not_a_query",
+            u_calc,
+            _asst("<think>\nuse it\n</think>\n\n", calc),
+            _msg("user", "<tool_response>\n37.5\n</tool_response>"),
         ),
-        dict(
-            name="tool_response_text_is_not_a_query",
-            messages=[
-                u_calc,
-                {
-                    "role": "assistant",
-                    "content": "<think>\nuse it\n</think>\n\n",
-                    "tool_calls": [_call("calculator", {"expression": "0.15 * 250"})],
-                },
-                {"role": "user", "content": "<tool_response>\n37.5\n</tool_response>"},
-            ],
-            tools=TOOLS,
-        ),
-        dict(name="enable_thinking_false", messages=[u_calc], tools=TOOLS, kwargs={"enable_thinking": False}),
-        dict(name="enable_thinking_true", messages=[u_calc], tools=None, kwargs={"enable_thinking": True}),
+        _case("enable_thinking_false", u_calc, enable_thinking=False),
+        _case("enable_thinking_true", u_calc, tools=None, enable_thinking=True),
     ]
-    for case in c:
-        case.setdefault("kwargs", {})
     return copy.deepcopy(c)
 
 

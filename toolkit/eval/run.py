@@ -157,6 +157,11 @@ class Cache:
         tmp.write_text(json.dumps(row, ensure_ascii=False, default=str))
         tmp.replace(p)
 
+    def put_result(self, r: Result) -> None:
+        """What ``run_cases`` reads back for ``r`` (the text and its counts; a schema rejection's error)."""
+        row = {k: getattr(r, k) for k in ("text", "prompt_tokens", "new_tokens", "seconds", "stopped_by")}
+        self.put(r.mode, r.id, r.sample, {**row, **({"grammar_error": r.grammar_error} if r.grammar_error else {})})
+
 
 def _grammar(case: Case, tokenizer, vocab_width, tools=None):
     try:
@@ -177,40 +182,32 @@ def result_from(
     grammar_error: str = "",
 ) -> Result:
     """Decode and score one output (also used to re-score cached texts)."""
+    same = dict(id=case.id, category=case.category, mode=mode, sample=sample, text=text, prompt_tokens=prompt_tokens)
     if grammar_error:
+        none_fits = "irrelevance" in case.category  # declining is right when no tool fits
         return Result(
-            case.id,
-            case.category,
-            mode,
-            sample,
-            text,
-            "irrelevance" in case.category,
-            "malformed" if "irrelevance" not in case.category else "ok",
-            f"schema rejected: {grammar_error}",
-            [],
-            prompt_tokens,
-            0,
-            0.0,
-            "grammar_error",
+            **same,
+            ok=none_fits,
+            kind="ok" if none_fits else "malformed",
+            detail=f"schema rejected: {grammar_error}",
+            calls=[],
+            new_tokens=0,
+            seconds=0.0,
+            stopped_by="grammar_error",
             grammar_error=grammar_error,
         )
     d = decode(text, mode)
     s = score(case, d)
     return Result(
-        case.id,
-        case.category,
-        mode,
-        sample,
-        text,
-        s.ok,
-        s.kind,
-        s.detail,
-        d.calls,
-        prompt_tokens,
-        new_tokens,
-        seconds,
-        stopped_by,
-        d.untagged_json,
+        **same,
+        ok=s.ok,
+        kind=s.kind,
+        detail=s.detail,
+        calls=d.calls,
+        new_tokens=new_tokens,
+        seconds=seconds,
+        stopped_by=stopped_by,
+        untagged_json=d.untagged_json,
     )
 
 
@@ -267,19 +264,7 @@ def run_cases(
     for c, s in [(c, s) for c, s in todo if prepared[c.id][2]]:  # schema rejected: a result, not a crash
         r = result_from(c, mode, s, "", len(prepared[c.id][0]), 0, 0.0, "", prepared[c.id][2])
         if cache:
-            cache.put(
-                mode,
-                c.id,
-                s,
-                {
-                    "text": "",
-                    "prompt_tokens": r.prompt_tokens,
-                    "new_tokens": 0,
-                    "seconds": 0.0,
-                    "stopped_by": r.stopped_by,
-                    "grammar_error": r.grammar_error,
-                },
-            )
+            cache.put_result(r)
         yield r
     todo = [(c, s) for c, s in todo if not prepared[c.id][2]]
     if samples > 1:  # keep a case's samples together: one shared prefill per case
@@ -311,18 +296,7 @@ def run_cases(
             text = tokenizer.decode(body, skip_special_tokens=False)
             r = result_from(c, mode, s, text, len(prepared[c.id][0]), len(ids), share, stopped_by)
             if cache:
-                cache.put(
-                    mode,
-                    c.id,
-                    s,
-                    {
-                        "text": text,
-                        "prompt_tokens": r.prompt_tokens,
-                        "new_tokens": r.new_tokens,
-                        "seconds": share,
-                        "stopped_by": stopped_by,
-                    },
-                )
+                cache.put_result(r)
             yield r
 
 
