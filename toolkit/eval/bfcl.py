@@ -36,6 +36,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from toolkit.grammar.compile import Grammar, SchemaError, _clean_error, _compiler, compile_tools
+from toolkit.loop.gate import FirstTokenGate, starting_ids
 from toolkit.parse import parse_tool_calls
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
@@ -231,23 +232,17 @@ def constrained_grammar(tools: list[dict], tokenizer, vocab_width: int | None = 
     )
 
 
-@lru_cache(maxsize=4)
 def _structured_ids(tokenizer) -> tuple:
-    ids = []
-    for tid in range(len(tokenizer)):
-        t = tokenizer.decode([tid]).lstrip()
-        if t.startswith(STRUCTURED_STARTS):
-            ids.append(tid)
-    return tuple(ids)
+    return starting_ids(tokenizer, STRUCTURED_STARTS)
 
 
 GATE_THRESHOLD = 0.85
 
 
-class IntentGate:
-    """A transformers logits processor for the first generated token of a constrained turn: call or answer in
-    text, decided by how much probability the model puts on *starting structured output* (````` ``, ``{``,
-    ``<``, ``[`` …, i.e. a call in its own habit, plus ``<tool_call>`` itself). At or above ``threshold`` the
+class IntentGate(FirstTokenGate):
+    """The kit's first-token gate (:class:`toolkit.loop.gate.FirstTokenGate`) as BFCL's constrained mode uses it: call
+    or answer in text, decided by how much probability the model puts on *starting structured output* (````` ``,
+    ``{``, ``<``, ``[`` …, i.e. a call in its own habit, plus ``<tool_call>`` itself). At or above ``threshold`` the
     first token is forced to ``<tool_call>``; below it ``<tool_call>`` is forbidden and the grammar's text branch
     (which excludes those starts) takes over. ``threshold=None``: no forcing — the structured mass is moved onto
     ``<tool_call>`` and the argmax decides. Later steps are untouched. A kit lever, reported wherever it is used.
@@ -259,35 +254,7 @@ class IntentGate:
     """
 
     def __init__(self, tokenizer, threshold: float | None = GATE_THRESHOLD, tool_call_id: int = 151657):
-        import torch  # lazy: only when BFCL runs
-
-        self.tool_call_id, self.threshold = tool_call_id, threshold
-        self.ids = torch.tensor(sorted(set(_structured_ids(tokenizer)) | {tool_call_id}))
-        self.masses: list[float] = []  # per row, the structured mass at the first step (for reports)
-        self.done = False
-
-    def __call__(self, input_ids, scores):
-        import torch  # lazy: only when BFCL runs
-
-        if self.done:
-            return scores
-        self.done = True
-        scores = scores.clone()
-        logp = torch.log_softmax(scores.float(), dim=-1)
-        mass = torch.logsumexp(logp[:, self.ids.to(scores.device)], dim=-1).exp()
-        self.masses = [float(m) for m in mass]
-        for row, m in enumerate(self.masses):
-            if self.threshold is None:
-                scores[row, self.tool_call_id] = torch.logsumexp(
-                    scores[row, self.ids.to(scores.device)].float(), dim=-1
-                ).to(scores.dtype)
-            elif m >= self.threshold:
-                keep = scores[row, self.tool_call_id].clone()
-                scores[row] = float("-inf")
-                scores[row, self.tool_call_id] = keep if torch.isfinite(keep) else 0.0
-            else:
-                scores[row, self.tool_call_id] = float("-inf")
-        return scores
+        super().__init__(tokenizer, STRUCTURED_STARTS, threshold, tool_call_id)
 
 
 # ---------------------------------------------------------------- reading calls back

@@ -57,9 +57,10 @@ from toolkit.backends.base import Generation
 from toolkit.grammar.compile import bounded, compile_tool_choice
 from toolkit.grammar.mask import GrammarMask
 from toolkit.loop.execute import CallResult, _error, execute
+from toolkit.loop.gate import CALL_OPENERS, FirstTokenGate
 from toolkit.loop.steps import Answered, Executed, Generated, Parsed, Rendered, Step, Stopped, Trace
 from toolkit.parse import ToolCall, parse_tool_calls
-from toolkit.qwen import IM_END_ID, STOP_IDS, TOOL_CALL_ID
+from toolkit.qwen import IM_END_ID, STOP_IDS
 from toolkit.render import render
 from toolkit.schema import openai_schema
 
@@ -73,11 +74,6 @@ ANSWER_PREFIXES = {"zh": "根据工具结果，", "en": "Based on the tool resul
 
 
 TOOL_CHOICES = ("auto", "required", "none")  # or a tool's name
-
-
-# First tokens (stripped) with which the model opens a call in some spelling: the template's single <tool_call>
-# token, the same tag spelled from pieces ("<"), bare JSON ("{"), a fenced block ("```").
-CALL_OPENERS = ("<", "{", "```")
 
 
 DEFAULTS = dict(
@@ -238,8 +234,8 @@ def loop(
         else:
             peeked = _peek(backend, list(rendering.ids), cfg.temperature, cfg.seed + turn, cfg.top_p)
             first = peeked.new_ids[0] if peeked.new_ids else IM_END_ID
-            text0 = tokenizer.decode([first], skip_special_tokens=False).lstrip()
-            opens = first == TOOL_CALL_ID or text0.startswith(CALL_OPENERS)
+            gate = FirstTokenGate(tokenizer, CALL_OPENERS)  # the model's own first token decides
+            text0, opens = gate.text(first), gate.opens(first)
             kind, mode = ("required", "call") if opens else ("auto", "text")
             why = f"'auto'{' after tool results' if after_tools else ''}: the model's first token {text0!r} " + (
                 "opens a call: decoded under the tools' grammar"
