@@ -35,7 +35,7 @@ from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
 
-from toolkit.grammar.compile import Grammar, SchemaError, _clean_error, _compiler, compile_tools
+from toolkit.grammar.compile import compile_grammar, compile_tools
 from toolkit.loop.gate import FirstTokenGate, starting_ids
 from toolkit.parse import parse_tool_calls
 
@@ -216,20 +216,7 @@ def constrained_grammar(tools: list[dict], tokenizer, vocab_width: int | None = 
     }
     text = {"type": "any_text", "excludes": list(STRUCTURED_STARTS) + ["<tool_call>"], "max_tokens": DECLINE_MAX_TOKENS}
     structural = {"type": "structural_tag", "format": {"type": "or", "elements": [many, text]}}
-    try:
-        compiled = _compiler(tokenizer, vocab_width).compile_structural_tag(structural)
-    except Exception as e:  # noqa: BLE001 — xgrammar raises RuntimeError from C++
-        raise SchemaError(f"xgrammar could not compile the call-or-text tag: {_clean_error(e)}") from None
-    return Grammar(
-        compiled,
-        str(compiled.grammar),
-        calls.vocab_width,
-        "tag_or_text",
-        calls.schema,
-        0.0,
-        calls.stop_token_ids,
-        source=structural,
-    )
+    return compile_grammar(tokenizer, vocab_width, "tag_or_text", calls.schema, "the call-or-text tag", structural)
 
 
 def _structured_ids(tokenizer) -> tuple:

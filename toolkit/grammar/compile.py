@@ -122,21 +122,27 @@ def compile_schema(schema, tokenizer, vocab_width: int | None = None, any_whites
     schema = _as_schema(schema)
     _ebnf(schema, any_whitespace)  # xgrammar's own message first: it is the clearer one
     _check_schema(schema)
+    return compile_grammar(tokenizer, vocab_width, "schema", schema, "the schema", any_whitespace=any_whitespace)
+
+
+def compile_grammar(
+    tokenizer, vocab_width, kind: str, schema, what: str, structural=None, any_whitespace: bool = False
+) -> Grammar:
+    """Compile ``schema`` (or the ``structural`` tag when given) with this tokenizer's compiler, timed; xgrammar's
+    error becomes one :class:`SchemaError` line naming ``what`` was compiled. Every grammar of the kit is made here."""
     compiler = _compiler(tokenizer, vocab_width)  # outside the timing: the tokenizer info is built once
     t0 = time.perf_counter()
     try:
-        compiled = compiler.compile_json_schema(schema, any_whitespace=any_whitespace)
-    except Exception as e:
-        raise SchemaError(f"xgrammar could not compile the schema: {_clean_error(e)}") from None
+        if structural is None:
+            compiled = compiler.compile_json_schema(schema, any_whitespace=any_whitespace)
+        else:
+            compiled = compiler.compile_structural_tag(structural)
+    except Exception as e:  # xgrammar raises RuntimeError from C++
+        raise SchemaError(f"xgrammar could not compile {what}: {_clean_error(e)}") from None
     ms = (time.perf_counter() - t0) * 1e3
+    stops = tuple(_stop_ids(tokenizer))
     return Grammar(
-        compiled,
-        str(compiled.grammar),
-        int(vocab_width or VOCAB_WIDTH),
-        "schema",
-        schema,
-        ms,
-        tuple(_stop_ids(tokenizer)),
+        compiled, str(compiled.grammar), int(vocab_width or VOCAB_WIDTH), kind, schema, ms, stops, structural
     )
 
 
@@ -227,23 +233,7 @@ def compile_tools(
             "elements": [tag, {"type": "repeat", "min": 0, "max": max_calls - 1, "content": more}],
         }
     structural = {"type": "structural_tag", "format": fmt}
-    compiler = _compiler(tokenizer, vocab_width)
-    t0 = time.perf_counter()
-    try:
-        compiled = compiler.compile_structural_tag(structural)
-    except Exception as e:
-        raise SchemaError(f"xgrammar could not compile the tool-call tag: {_clean_error(e)}") from None
-    ms = (time.perf_counter() - t0) * 1e3
-    return Grammar(
-        compiled,
-        str(compiled.grammar),
-        int(vocab_width or VOCAB_WIDTH),
-        "tag",
-        schema,
-        ms,
-        tuple(_stop_ids(tokenizer)),
-        source=structural,
-    )
+    return compile_grammar(tokenizer, vocab_width, "tag", schema, "the tool-call tag", structural)
 
 
 def compile_tool_choice(
@@ -278,21 +268,7 @@ def compile_tool_choice(
         if choice == "required":
             fmt = {"type": "sequence", "elements": [tag, fmt]}
     structural = {"type": "structural_tag", "format": fmt}
-    t0 = time.perf_counter()
-    try:
-        compiled = _compiler(tokenizer, vocab_width).compile_structural_tag(structural)
-    except Exception as e:
-        raise SchemaError(f"xgrammar could not compile tool choice {choice!r}: {_clean_error(e)}") from None
-    return Grammar(
-        compiled,
-        str(compiled.grammar),
-        int(vocab_width or VOCAB_WIDTH),
-        "tag",
-        schema,
-        (time.perf_counter() - t0) * 1e3,
-        tuple(_stop_ids(tokenizer)),
-        source=structural,
-    )
+    return compile_grammar(tokenizer, vocab_width, "tag", schema, f"tool choice {choice!r}", structural)
 
 
 def bounded(schema, max_length: int = 24, max_items: int = 4):
