@@ -22,5 +22,5 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,power.limit --format=csv \
   2>&1 | tee "$OUT/nvidia-smi.txt"
 python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
-timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_engine.py -k cuda -rs 2>&1 | tee "$OUT/pytest_cuda.log"
+timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_backends_engine.py -k cuda -rs 2>&1 | tee "$OUT/pytest_cuda.log"
 timeout "${BENCH_TIMEOUT:-300}" python3 benchmarks/engine.py --out "$OUT/engine_h200.md" "$@" 2>&1 | tee "$OUT/bench.log"

@@ -111,3 +111,20 @@ def test_only_paths_finds_files_through_the_package_location():
             if "__file__" in code or "parents[" in code:
                 offenders.append(f"{p.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not offenders, "use toolkit.paths (results_file, data_file, kit_root):\n" + "\n".join(offenders)
+
+
+HOUSE_TESTS = {"architecture", "binder", "browser", "environment", "install", "notebooks", "notebook_numbers"}
+
+
+def test_tests_mirror_the_kit():
+    """tests/test_<module>[_<part>].py: each test file is named after the kit module or package it tests (or is one of
+    the house-wide checks), so the test of toolkit/loop/gate.py is tests/test_loop_gate.py."""
+    top = {p.stem for p in KIT.glob("*.py")} | {p.name for p in KIT.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    stray = []
+    for p in sorted((ROOT / "tests").glob("test_*.py")):
+        name = p.stem[len("test_") :]
+        if name in HOUSE_TESTS:
+            continue
+        if not any(name == t or name.startswith(t + "_") for t in top):
+            stray.append(p.name)
+    assert not stray, f"name these after the toolkit module they test: {stray}"
