@@ -121,3 +121,21 @@ def test_constrained_batch_on_the_stand_in_is_well_formed(tok):
     for (ids, _stopped), g in zip(outs, grammars):
         ok, _ = replay(g, ids)
         assert ok  # every generated token was allowed by the row's own grammar
+
+
+def test_a_row_ends_at_either_stop_id(tok):
+    """The grammars end a turn at <|im_end|> or <|endoftext|> (toolkit.qwen.STOP_IDS); so does a batch row, and the
+    stop token is not part of the text."""
+    from toolkit.backends.scripted import ScriptedBackend
+
+    case = bfcl.load("simple_python")[0]
+    call = '<tool_call>\n{"name": "calculate_triangle_area", "arguments": {"base": 10, "height": 5}}\n</tool_call>'
+
+    class EndsWithEndOfText(ScriptedBackend):
+        def generate(self, prompt_ids, **kw):
+            g = super().generate(prompt_ids, **kw)
+            g.new_ids = [i for i in g.new_ids if i != 151645] + [151643]  # <|endoftext|> instead of <|im_end|>
+            return g
+
+    (r,) = run_cases(EndsWithEndOfText(tok, [call]), tok, [case], "native")
+    assert r.ok and r.stopped_by == "stop" and "<|endoftext|>" not in r.text

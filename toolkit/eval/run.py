@@ -36,7 +36,7 @@ from toolkit.eval.bfcl import Case, IntentGate, constrained_grammar, decode, mes
 from toolkit.eval.score import score
 from toolkit.grammar.compile import SchemaError
 from toolkit.grammar.mask import GrammarMask
-from toolkit.qwen import IM_END_ID
+from toolkit.qwen import STOP_IDS
 from toolkit.render import render
 
 
@@ -88,7 +88,7 @@ def generate_batch(
     """Generate for several prompts at once (see the module docstring). ``grammars``: one
     :class:`toolkit.grammar.compile.Grammar` (or None) per prompt; all or none. ``share_prefix``: prefill the
     prompts' common leading tokens once (the template's system preamble; the whole prompt for n samples)."""
-    stops = {IM_END_ID}
+    stops = set(STOP_IDS)  # as the grammars end a turn: <|im_end|> or <|endoftext|>
     if grammars is not None and any(g is None for g in grammars) and not all(g is None for g in grammars):
         raise ValueError("a batch is either all constrained or all free")
     if grammars is not None and all(g is None for g in grammars):
@@ -292,7 +292,7 @@ def run_cases(
         )
         share = (time.perf_counter() - t0) / len(batch)
         for (c, s), (ids, stopped_by) in zip(batch, outs):
-            body = ids[:-1] if ids and ids[-1] == IM_END_ID else ids
+            body = ids[:-1] if ids and ids[-1] in STOP_IDS else ids
             text = tokenizer.decode(body, skip_special_tokens=False)
             r = result_from(c, mode, s, text, len(prepared[c.id][0]), len(ids), share, stopped_by)
             if cache:
