@@ -132,6 +132,22 @@ def arrow(x0, y0, x1, y1, color: str, **style) -> dict:
     )
 
 
+def drawing(title: str, width: int, height: int, shapes, annotations, xrange, yrange, margin: dict) -> go.Figure:
+    """A figure of only shapes and annotations on hidden, fixed axes (the sequence and architecture diagrams)."""
+    layout = _base_layout(
+        title,
+        width,
+        height,
+        shapes=shapes,
+        annotations=annotations,
+        showlegend=False,
+        xaxis=dict(visible=False, range=xrange, fixedrange=True),
+        yaxis=dict(visible=False, range=yrange, fixedrange=True),
+    )
+    layout["margin"] = margin
+    return go.Figure(layout=layout)
+
+
 def _line(name: str, x, y, color: str, legend: str, **kw) -> go.Scatter:
     return go.Scatter(name=name, x=x, y=y, mode="lines", line=dict(color=color, width=3), legend=legend, **kw)
 

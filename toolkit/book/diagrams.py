@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 
 from toolkit.backends.scripted import ScriptedBackend
 from toolkit.loop.loop import run
-from toolkit.plots import C_LANES, L, _base_layout, arrow
+from toolkit.plots import C_LANES, L, arrow, drawing
 from toolkit.tokenizer import tokenizer_for
 from toolkit.tools import TOOLS
 
@@ -267,15 +267,5 @@ def round_trip_figure(trace: dict, lang: str = "en", width: int = 1200) -> go.Fi
                 bgcolor="rgba(255,255,255,0.92)",
             )
         )
-    layout = _base_layout(
-        t["seq_title"],
-        width,
-        height,
-        shapes=shapes,
-        annotations=ann,
-        showlegend=False,
-        xaxis=dict(visible=False, range=[-0.45, 3.45], fixedrange=True),
-        yaxis=dict(visible=False, range=[y_end - 0.1, 0.85], fixedrange=True),
-    )
-    layout["margin"] = dict(l=10, r=10, t=60, b=10)
-    return go.Figure(layout=layout)
+    margin = dict(l=10, r=10, t=60, b=10)
+    return drawing(t["seq_title"], width, height, shapes, ann, [-0.45, 3.45], [y_end - 0.1, 0.85], margin)

@@ -14,7 +14,7 @@ from importlib.metadata import version
 
 import plotly.graph_objects as go
 
-from toolkit.plots import C_LANES, L, _base_layout
+from toolkit.plots import C_LANES, L, drawing
 from toolkit.plots import arrow as arrow_annotation
 from toolkit.tools import TOOLS
 
@@ -138,15 +138,4 @@ def mcp_figure(facts: dict, lang: str = "en", width: int = 1100, height: int = 5
             ),
         )
     )
-    layout = _base_layout(
-        L[lang]["mcp_title"],
-        width,
-        height,
-        shapes=shapes,
-        annotations=ann,
-        showlegend=False,
-        xaxis=dict(visible=False, range=[0, 100], fixedrange=True),
-        yaxis=dict(visible=False, range=[2, 97], fixedrange=True),
-    )
-    layout["margin"] = dict(l=10, r=10, t=55, b=5)
-    return go.Figure(layout=layout)
+    return drawing(L[lang]["mcp_title"], width, height, shapes, ann, [0, 100], [2, 97], dict(l=10, r=10, t=55, b=5))
