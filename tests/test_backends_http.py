@@ -345,3 +345,29 @@ def test_cli_against_the_server(server):
     assert out["url"] == server.url and "qwen2.5-coder-0.5b" in out["server"].lower()
     gen = next(s for s in out["steps"] if s["step"] == "Generated")
     assert gen["server"]["usage"]["prompt_tokens"] == gen["server"]["prompt_tokens_kit"]
+
+
+# ================================================================ re-tokenization drift (no model needed)
+def test_drift_found_where_the_generated_ids_differ_and_splice_fixes_it(tok):
+    from toolkit.backends.drift import splice, trajectory_drift, turn_drift
+
+    prev = tok.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", add_special_tokens=False)
+    call = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "2+2"}}\n</tool_call>'
+    head, tail = call.split("}}")
+    # as a grammar may emit it: '}}' and '\n' as separate tokens; the re-rendered text encodes '}}\n' as one
+    generated = tok.encode(head, add_special_tokens=False) + tok.encode("}}", add_special_tokens=False)
+    generated += tok.encode(tail, add_special_tokens=False) + [IM_END_ID]
+    rest = tok.encode("\n<|im_start|>user\n<tool_response>\n4\n</tool_response><|im_end|>\n", add_special_tokens=False)
+    nxt = prev + tok.encode(call, add_special_tokens=False) + [IM_END_ID] + rest
+    assert generated != tok.encode(call, add_special_tokens=False) + [IM_END_ID], "the example must drift"
+    d = turn_drift(prev, generated, nxt, tok)
+    assert d["same_text"] and d["at"] is not None and 0 < d["at"] < len(generated)
+    assert "".join(d["generated_pieces"]) != "".join(d["reencoded_pieces"]) or d["generated_ids"] != d["reencoded_ids"]
+    assert d["recompute"] == len(nxt) - d["shared"] and d["extra"] > 0
+    fixed = splice(prev, generated, nxt)
+    assert fixed[: len(prev) + len(generated)] == prev + generated and fixed[-len(rest) :] == rest
+    assert tok.decode(fixed) == tok.decode(nxt)  # same text, the model's own ids
+    assert turn_drift(prev, generated, fixed, tok)["at"] is None
+    assert trajectory_drift([prev, nxt], [generated, []], tok)[0]["at"] == d["at"]
+    with pytest.raises(ValueError):
+        splice(prev, generated, tok.encode("something else", add_special_tokens=False))

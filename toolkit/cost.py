@@ -13,6 +13,9 @@ What it does (book §14.5.3 and §14.5.4)
   ``attention_flops_per_token`` (what that rule leaves out: reading the context), ``bandwidth_tokens_per_s``
   (each decoded token streams every active weight once, so bandwidth / bytes-per-token bounds batch-1 speed).
 - ``MODELS`` and ``HARDWARE``: the presets the calculator offers (published sizes and spec-sheet bandwidths).
+- ``capacity(model, memory, bandwidth, T, delta, R)``: how many agent sessions of that workload fit in a server's
+  KV-cache memory, with and without prefix sharing, and their aggregate decode-rate bound (``KV_SHAPES``:
+  published layer / KV-head / head-dim counts).
 
 What it leaves out
 - Partial cache hits, eviction, chunked prefill, batching (batch > 1 reuses each weight read for many tokens,
@@ -267,3 +270,61 @@ def decode_budget(
         tps,
         tokens / tps,
     )
+
+
+# ---------------------------------------------------------------- classroom capacity (§14.5.8: one server, many loops)
+# Published shapes: (parameters, layers, KV heads, head dim); the KV cache holds a key and a value per layer per KV
+# head. Qwen2.5-Coder-0.5B as the kit serves it offline: 630M parameters (its output head is not tied).
+KV_SHAPES = {
+    "Qwen3-0.6B": (0.596e9, 28, 8, 128),
+    "Llama 3 8B": (8.03e9, 32, 8, 128),
+    "Qwen2.5-Coder-0.5B": (0.63e9, 24, 2, 64),
+}
+
+
+def kv_bytes_per_token(layers: int, kv_heads: int, head_dim: int, bytes_per_value: float = 2.0) -> float:
+    """Bytes of KV cache one token occupies: a key and a value per layer and KV head."""
+    return 2.0 * layers * kv_heads * head_dim * bytes_per_value
+
+
+@dataclass(frozen=True)
+class Capacity:
+    model: str
+    kv_per_token: float
+    context: int  # a session's longest context: T + delta*R
+    free_bytes: float  # memory left for the KV cache after the weights (and the reserve)
+    sessions: int  # sessions that fit, each holding its own copy of the tool block
+    sessions_shared: int  # the T-token tool block stored once and shared (prefix sharing)
+    tokens_per_s: float  # aggregate decode-rate bound with `sessions` running (bandwidth model)
+    tokens_per_s_shared: float
+
+
+def capacity(model: str = "Qwen3-0.6B", memory: float = 141e9, bandwidth: float = 4.8e12, T: int = 10_000,
+             delta: int = 2048, R: int = 30, bytes_per_param: float = 2.0, reserve: float = 0.1) -> Capacity:  # fmt: skip
+    """How many agent sessions of the chapter's workload (T, Δ, R) fit in a GPU's KV-cache memory, with and without
+    prefix sharing, and the aggregate decode rate they get.
+
+    Memory: ``memory * (1 - reserve)`` minus the weights is KV cache; a session at its longest holds ``T + Δ·R``
+    tokens; with prefix sharing the tool block is stored once. Rate: each decode step streams the weights once
+    for the whole batch plus every session's KV at its mean length ``T + Δ·R/2`` (shared: the block once), so
+    ``n · bandwidth / (weight bytes + KV bytes read)`` — a bound, like ``bandwidth_tokens_per_s``.
+    """
+    _check(T, delta, R)
+    if model not in KV_SHAPES:
+        raise ValueError(f"unknown model {model!r}; choose one of {sorted(KV_SHAPES)}")
+    if memory <= 0 or bandwidth <= 0 or not 0 <= reserve < 1:
+        raise ValueError("memory and bandwidth must be > 0 and reserve in [0, 1)")
+    params, *shape = KV_SHAPES[model]
+    kv = kv_bytes_per_token(*shape)
+    weights = params * bytes_per_param
+    free = max(0.0, memory * (1 - reserve) - weights)
+    ctx = T + delta * R
+    plain = int(free // (ctx * kv))
+    shared = int(max(0.0, free - T * kv) // (delta * R * kv)) if free > T * kv else 0
+    mean = T + delta * R / 2
+
+    def rate(n: int, share: bool) -> float:
+        read = weights + (T * kv + n * (mean - T) * kv if share else n * mean * kv)
+        return n * bandwidth / read if n else 0.0
+
+    return Capacity(model, kv, ctx, free, plain, shared, rate(plain, False), rate(shared, True))

@@ -11,7 +11,7 @@ What it does
   grammar on the host by jump-forward — the tokens the grammar forces are appended to the prompt (e.g.
   ``<tool_call>\\n{"name": "calculator", "arguments": {"expression":``), the server's tokens are kept up to the
   first one the grammar refuses (plus the characters of that token the grammar still allows), and the server is
-  asked again after the next forced stretch, at most ``MAX_ROUNDS`` requests per turn. Every token kept is one the
+  asked again after the next forced stretch, at most ``max_rounds`` requests per turn. Every token kept is one the
   grammar allows; where the grammar forces nothing after a refusal, the turn ends there (the parser then reports an
   unclosed call as a structured error the model sees).
 
@@ -34,8 +34,11 @@ class TokensBackend(_Served):
 
     mode = "tokens"
 
-    def __init__(self, url: str, tokenizer, *, prompt_format: str = "auto", stream: bool = True, **kw):
+    def __init__(
+        self, url: str, tokenizer, *, prompt_format: str = "auto", stream: bool = True, max_rounds=MAX_ROUNDS, **kw
+    ):
         super().__init__(url, tokenizer, stream=stream, **kw)
+        self.max_rounds = int(max_rounds)
         if prompt_format not in ("auto", "ids", "text"):
             raise ValueError(f"prompt_format must be auto, ids or text, got {prompt_format!r}")
         self.prompt_format = prompt_format
@@ -143,7 +146,7 @@ class TokensBackend(_Served):
                 "the server's tokens kept up to the first one the grammar refuses)"
             )
             bitmask = mask.allocate()
-            for _ in range(MAX_ROUNDS):
+            for _ in range(self.max_rounds):
                 forced = _forced(mask, bitmask, max_new_tokens - len(new))
                 new += forced
                 if mask.is_terminated() or len(new) >= max_new_tokens:

@@ -4,7 +4,8 @@ What it does
 - :class:`LocalServer` runs ``transformers serve MODEL --host 127.0.0.1 --port P --device cpu`` (P a free port),
   waits for ``GET /health`` (bounded), and ``stop()`` ends it by PID (SIGTERM, then SIGKILL). ``url`` is the
   ``/v1`` base the kit's HTTP backend takes. The model defaults to the real offline model's folder
-  (``toolkit.fetch.installed_folder()``); the server's log goes to a temporary file (``log_tail()`` shows its end).
+  (``toolkit.fetch.installed_folder()``); ``folder_for(loaded)`` gives a folder for any loaded model (the stand-in is
+  saved to a temporary folder). The server's log goes to a temporary file (``log_tail()`` shows its end).
 - ``command(...)`` is the exact command line, for the README and for a teacher who starts it by hand.
 
 What it leaves out
@@ -13,6 +14,7 @@ What it leaves out
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import signal
@@ -64,6 +66,20 @@ def command(model: str, port: int, *, device: str = "cpu", dtype: str = "bfloat1
     ]
 
 
+def folder_for(loaded, out_dir: str | os.PathLike | None = None) -> str:
+    """A folder ``transformers serve`` can load for a ``toolkit.models.Loaded``: the real offline model's own folder,
+    a local folder as given, otherwise (the random-weight stand-in, a GGUF) the model and tokenizer saved to
+    ``out_dir`` (a new temporary folder by default)."""
+    if loaded.kind == "real-offline" and fetch.installed_folder() is not None:
+        return str(fetch.installed_folder())
+    if loaded.kind == "local" and Path(loaded.name).is_dir():
+        return str(loaded.name)
+    out = Path(out_dir or tempfile.mkdtemp(prefix="toolkit-served-model-"))
+    loaded.model.save_pretrained(out)
+    loaded.tokenizer.save_pretrained(out)
+    return str(out)
+
+
 class LocalServer:
     """A ``transformers serve`` subprocess on 127.0.0.1; use as a context manager or call ``stop()``."""
 
@@ -95,6 +111,7 @@ class LocalServer:
             self.argv, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
         self.pid = self.proc.pid
+        atexit.register(self.stop)  # a kernel or script that ends without stop() does not leave the server behind
         try:
             self._wait(start_timeout_s)
         except BaseException:
@@ -140,8 +157,9 @@ class LocalServer:
                 except ProcessLookupError:
                     pass
                 self.proc.wait(5)
-        self._log.close()
-        Path(self._log.name).unlink(missing_ok=True)
+        if not self._log.closed:
+            self._log.close()
+            Path(self._log.name).unlink(missing_ok=True)
 
     def __enter__(self) -> LocalServer:
         return self
