@@ -118,8 +118,19 @@ def test_batched_decode_gives_the_tokens_of_the_single_path(lm, tag_grammar, con
     def masks():
         return [GrammarMask(tag_grammar) for _ in prompts] if constrained else None
 
-    rows = backend.generate_batch(prompts, max_new_tokens=12, stop_ids={151645}, masks=masks())
+    seen = []  # each step's [rows, V] logits, as a logits processor sees them
+    record = lambda ids, scores: seen.append(scores.clone()) or scores
+    rows = backend.generate_batch(prompts, max_new_tokens=12, stop_ids={151645}, masks=masks(), processors=[record])
     assert rows[0].reused == 24 and rows[1].prefilled == 12
+    for i, p in enumerate(prompts):  # padding and positions: each row's logits are those of the prompt alone
+        alone = []
+        keep = lambda ids, scores: alone.append(scores.clone()) or scores
+        one_mask = masks() and masks()[:1]
+        backend.generate_batch(
+            [p], max_new_tokens=3, stop_ids=set(), masks=one_mask, share_prefix=False, processors=[keep]
+        )
+        for step in range(3):
+            assert torch.allclose(seen[step][i], alone[step][0], atol=1e-4), (i, step)
     for i, p in enumerate(prompts):
         backend.reset()
         one = backend.generate(
