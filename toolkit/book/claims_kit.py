@@ -176,6 +176,6 @@ def _multiplication_claim() -> Claim | None:
         "multiplication of large numbers; a calculator tool fixes it.",
         f"{r['model']}, "
         f"{n} seeded products of {r['digits']}-digit numbers (seed {r['seed']}, {r['date']}, commit "
-        f"{r['commit'][:10]}): exact without a tool {alone}/{n}, with the calculator {tool}/{n}",
+        f"{r['commit']}): exact without a tool {alone}/{n}, with the calculator {tool}/{n}",
         *_verdict(alone < n / 2 and tool > alone, "the model alone multiplies exactly as well as with the tool"),
     )

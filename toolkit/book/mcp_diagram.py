@@ -42,7 +42,7 @@ def mcp_architecture() -> dict:
     )
 
 
-def mcp_figure(facts: dict, lang: str = "en", width: int = 1100, height: int = 520) -> go.Figure:
+def mcp_figure(facts: dict, lang: str = "en", width: int = 1100, height: int = 560) -> go.Figure:
     """Host (with the host loop and one MCP client per server), the engine beside it as in fig 14-9, servers."""
     zh = lang == "zh"
     shapes, ann = [], []
@@ -56,11 +56,11 @@ def mcp_figure(facts: dict, lang: str = "en", width: int = 1100, height: int = 5
         if text:
             ann.append(dict(x=(x0 + x1) / 2, y=(y0 + y1) / 2, text=text, showarrow=False, font=dict(size=size)))
 
-    def arrow(x0, y, x1, color, label, above=True):
+    def arrow(x0, y, x1, color, label, above=True, label_x=None):
         ann.append(arrow_annotation(x0, y, x1, y, color))
         ann.append(
             dict(
-                x=(x0 + x1) / 2,
+                x=(x0 + x1) / 2 if label_x is None else label_x,
                 y=y + (1.2 if above else -1.2),
                 text=label,
                 showarrow=False,
@@ -114,12 +114,22 @@ def mcp_figure(facts: dict, lang: str = "en", width: int = 1100, height: int = 5
         ("MCP 服务器：远程服务" if zh else "MCP server: a remote service") + "<br><i>tools · resources · prompts</i>",
     ]
     req = "tools/list<br>tools/call {" + ", ".join(facts["call_fields"]) + "}"
-    resp = "{" + ", ".join(facts["tool_fields"]) + "}<br>{" + ", ".join(facts["result_fields"]) + "}"
+    tool_fields = [f + "," for f in facts["tool_fields"][:-1]] + facts["tool_fields"][-1:]
+    # the tool fields on two lines, so the reply fits between the host's edge (x 58) and the server's (x 76)
+    resp = (
+        "{"
+        + " ".join(tool_fields[:2])
+        + "<br>"
+        + " ".join(tool_fields[2:])
+        + "}<br>{"
+        + ", ".join(facts["result_fields"])
+        + "}"
+    )
     for (y0, y1), label, transport in zip(ys, servers, facts["transports"]):
         box(32, y0, 55, y1, C_LANES["host"], ("MCP 客户端" if zh else "MCP client") + f"<br>{transport}")
         box(76, y0 - 2, 99, y1 + 2, C_LANES["tool"], label, fill="#f7f1f6", size=13)
-        arrow(55.5, y1 - 3, 75.5, C_LANES["host"], req)
-        arrow(75.5, y0 + 3, 55.5, C_LANES["tool"], resp, above=False)
+        arrow(55.5, y1 - 3, 75.5, C_LANES["host"], req, label_x=67)  # labels centred between the two boxes
+        arrow(75.5, y0 + 3, 55.5, C_LANES["tool"], resp, above=False, label_x=67)
     shapes.append(dict(type="line", x0=43.5, y0=64, x1=43.5, y1=56, line=dict(color="#999", width=2)))
     shapes.append(dict(type="line", x0=30.8, y0=74, x1=30.8, y1=17, line=dict(color="#999", width=2)))
     for y in (74, 17):
@@ -138,4 +148,4 @@ def mcp_figure(facts: dict, lang: str = "en", width: int = 1100, height: int = 5
             ),
         )
     )
-    return drawing(L[lang]["mcp_title"], width, height, shapes, ann, [0, 100], [2, 97], dict(l=10, r=10, t=55, b=5))
+    return drawing(L[lang]["mcp_title"], width, height, shapes, ann, [0, 100], [-5, 97], dict(l=10, r=10, t=55, b=5))
