@@ -23,10 +23,11 @@
 # chance to go wrong. This notebook turns the book's arithmetic (§14.5.3 cost, §14.5.4 error compounding) into
 # sliders, then checks every number and checkable statement of both chapters with code — the *claims ledger*.
 #
-# No neural model runs here. The arithmetic is `toolkit.cost`; token counts come from the real Qwen3 tokenizer
+# No neural model runs here (one section reads a saved run of the real offline model). The arithmetic is `toolkit.cost`; token counts come from the real Qwen3 tokenizer
 # (built offline with the official ids); protocol facts come from the installed `mcp` SDK.
 
 # %%
+import json
 import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -39,6 +40,7 @@ from toolkit import cost
 from toolkit.book.catalog import realistic_tools
 from toolkit.book.claims import check_all, coverage, coverage_line
 from toolkit.book.ledger import FAILS
+from toolkit.paths import results_file
 from toolkit.render import tool_definition_cost
 from toolkit.tokenizer import tokenizer_for
 from toolkit.widgets.cost import DecayView, DecodeView, GrowthView
@@ -112,6 +114,44 @@ print(
     f"0.9 over 20 steps needs p = {need:.4f} per step: error rate {1 - need:.2%}, "
     f"one error per {cost.steps_per_error(need):.0f} steps"
 )
+
+# %% [markdown]
+# ### Why a calculator tool exists at all (§14.5.1), measured
+# A model writes a product digit by digit, each digit a guess from the tokens before it; exact carrying over
+# twelve digits is where that breaks. `benchmarks/multiplication.py` asked the real offline model seeded products
+# of two 6-digit numbers through the host loop, once with no tool mounted and once with only the calculator
+# (greedy, the loop's defaults). The cell reads that saved run; it does not rerun it (minutes on two cores).
+
+# %%
+mult_file = results_file("multiplication.json", required=False)  # benchmarks/results (toolkit.paths)
+if mult_file is None:
+    print("no saved run: `python benchmarks/multiplication.py` (needs the real offline model) writes it")
+else:
+    mult = json.loads(mult_file.read_text(encoding="utf-8"))
+    display(
+        pd.DataFrame(
+            [
+                {
+                    "a × b": f"{r['a']} × {r['b']}",
+                    "exact product": r["product"],
+                    "no tool: answer": (r["alone"]["answer"] or "")[:40],
+                    "no tool: exact": r["alone"]["exact"],
+                    "calculator: exact": r["tool"]["exact"],
+                    "calculator calls": len(r["tool"]["calls"]),
+                }
+                for r in mult["rows"]
+            ]
+        )
+    )
+    sm = mult["summary"]
+    display(
+        Markdown(
+            f"**{mult['model'].split(' [')[0]}**, {sm['n']} products of {mult['digits']}-digit numbers "
+            f"(seed {mult['seed']}, {mult['date'][:10]}, commit {mult['commit']}): exact without a tool "
+            f"**{sm['alone_exact']}/{sm['n']}**, with the calculator **{sm['tool_exact']}/{sm['n']}** "
+            f"(it called the calculator in {sm['tool_called']} of {sm['n']})."
+        )
+    )
 
 # %% [markdown]
 # ## 3 · Decode FLOPs and the memory-bandwidth floor
