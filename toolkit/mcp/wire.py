@@ -142,10 +142,26 @@ def _dump(item: Any) -> dict:
     return {"unparsed": repr(item)}  # the transport hands parse failures up as exceptions
 
 
-class _TapRead:
+class _Tap:
+    """A stream wrapper that logs what passes through it; everything else goes to the wrapped stream."""
+
     def __init__(self, inner, log: WireLog, transport: str):
         self._inner, self._log, self._transport = inner, log, transport
 
+    async def aclose(self):
+        await self._inner.aclose()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.aclose()
+
+    def __getattr__(self, name):  # e.g. ``last_context``, which the SDK reads if present
+        return getattr(self._inner, name)
+
+
+class _TapRead(_Tap):
     async def receive(self):
         item = await self._inner.receive()
         self._log.record(TO_HOST, _dump(item), self._transport)
@@ -162,38 +178,11 @@ class _TapRead:
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             raise StopAsyncIteration from None
 
-    async def aclose(self):
-        await self._inner.aclose()
 
-    async def __aenter__(self):
-        return self
-
-    async def __aexit__(self, *exc):
-        await self.aclose()
-
-    def __getattr__(self, name):  # e.g. ``last_context``, which the SDK reads if present
-        return getattr(self._inner, name)
-
-
-class _TapWrite:
-    def __init__(self, inner, log: WireLog, transport: str):
-        self._inner, self._log, self._transport = inner, log, transport
-
+class _TapWrite(_Tap):
     async def send(self, item, /):
         self._log.record(TO_SERVER, _dump(item), self._transport)
         await self._inner.send(item)
-
-    async def aclose(self):
-        await self._inner.aclose()
-
-    async def __aenter__(self):
-        return self
-
-    async def __aexit__(self, *exc):
-        await self.aclose()
-
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
 
 
 def read_shared(f) -> str:
