@@ -484,29 +484,21 @@ def _files(tmp_path):
         yield name, path, why
 
 
-def test_cli_rejects_every_bad_file_in_one_line_before_any_model_loads(tmp_path):
-    """Through the command line as a user runs it. ``--model`` names a folder that does not exist: had the CLI
-    reached the model, the error would be about the model; each must be about the schema, one line, rc 2."""
+def _constrain_cli(schema, *args, timeout):
+    """``python -m toolkit constrain --schema SCHEMA ARGS`` as a user runs it."""
     import subprocess
     import sys
 
+    cmd = [sys.executable, "-m", "toolkit", "constrain", "--schema", str(schema), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def test_cli_rejects_every_bad_file_in_one_line_before_any_model_loads(tmp_path):
+    """Through the command line as a user runs it. ``--model`` names a folder that does not exist: had the CLI
+    reached the model, the error would be about the model; each must be about the schema, one line, rc 2."""
     seen = 0
     for name, path, why in _files(tmp_path):
-        r = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "toolkit",
-                "constrain",
-                "--schema",
-                str(path),
-                "--model",
-                str(tmp_path / "no-model-here"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        r = _constrain_cli(path, "--model", str(tmp_path / "no-model-here"), timeout=120)
         err = r.stderr.strip()
         assert r.returncode == 2, (name, r.returncode, err[-500:])
         assert "Traceback" not in err and len(err.splitlines()) == 1 and err.startswith("error:"), (name, err)
@@ -516,34 +508,12 @@ def test_cli_rejects_every_bad_file_in_one_line_before_any_model_loads(tmp_path)
 
 
 def test_cli_allow_unenforced_warns_and_samples(tmp_path):
-    import subprocess
-    import sys
-
     f = tmp_path / "s.json"
     f.write_text(
         json.dumps({"type": "object", "properties": {"n": {"type": "integer", "not": {"const": 3}}}, "required": ["n"]})
     )
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "toolkit",
-            "constrain",
-            "--schema",
-            str(f),
-            "--model",
-            "stand-in",
-            "--samples",
-            "2",
-            "--max-new-tokens",
-            "16",
-            "--allow-unenforced",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    args = ["--model", "stand-in", "--samples", "2", "--max-new-tokens", "16", "--allow-unenforced", "--json"]
+    r = _constrain_cli(f, *args, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "warning: not enforced by the grammar: #/properties/n: not (ignored)" in r.stderr
     out = json.loads(r.stdout)
