@@ -170,3 +170,32 @@ def test_decode_rows_stops_each_row_on_its_own():
 
     out = decode_rows(Rows(), rows=3, max_new_tokens=4, stop_ids={7, 2})
     assert out == [([5, 7], "stop"), ([5, 1, 2], "stop"), ([4, 4, 4, 4], "length")]
+
+
+def test_decode_runs_ahead_by_depth_and_stops_in_order():
+    """The engine's CUDA path keeps ``depth`` launches in flight (no grammar): launches run ahead of the tokens read,
+    never more than ``depth``, and a stop id ends the turn at once (later launches' tokens are dropped)."""
+    from toolkit.backends.decode import decode
+
+    class Ahead:
+        depth = 3
+
+        def __init__(self):
+            self.events = []
+
+        def launch(self, i, bitmask):
+            assert bitmask is None
+            self.events.append(("launch", i))
+
+        def token(self, i):
+            self.events.append(("token", i))
+            return 7 if i == 4 else 100 + i
+
+    s = Ahead()
+    assert decode(s, max_new_tokens=10, stop_ids={7}) == ([100, 101, 102, 103, 7], "stop")
+    launched = [i for kind, i in s.events if kind == "launch"]
+    assert launched == list(range(7))  # tokens 0..4 read, 3 launches ahead of each read
+    for n, (kind, i) in enumerate(s.events):
+        if kind == "token":
+            ahead = sum(k == "launch" for k, _ in s.events[:n]) - i
+            assert 1 <= ahead <= 3
