@@ -5,11 +5,12 @@ What it does
   ``prev_prompt + generated``; the next request is ``next_prompt`` (the host re-rendered the conversation). The
   result says where the two stop matching (``at``: index inside the generated ids, None when they match), the
   ids and their text on both sides from there, whether the TEXT differs too or only its tokenization
-  (``same_text``), and the cost: tokens a perfect prefix cache must prefill again (``recompute``) beyond the new
+  (``same_text``: the generated body without its stop token vs the re-rendered body), and the cost: tokens a perfect prefix cache must prefill again (``recompute``) beyond the new
   ones (``extra``).
 - ``splice(prev_prompt, generated, next_prompt)``: the fix training and serving stacks converge on — keep the
-  generated ids and send ids, not text: the next prompt is ``prev_prompt + generated`` followed by what the
-  re-rendering adds after the model's turn (its ``<|im_end|>``), so the cache matches up to the new tokens.
+  generated ids and send ids, not text: the next prompt is ``prev_prompt + generated`` (its stop token, which may
+  be ``<|endoftext|>``, written as the template's ``<|im_end|>``) followed by what the re-rendering adds after the
+  model's turn, so the cache matches up to the new tokens.
 - ``trajectory_drift(prompts, generations, tokenizer)``: ``turn_drift`` for every turn of a host-loop run
   (``Rendered.prompt`` and ``Generated.ids`` per turn).
 
@@ -22,7 +23,7 @@ What it leaves out
 from __future__ import annotations
 
 from toolkit.prefix import shared_prefix
-from toolkit.qwen import IM_END_ID
+from toolkit.qwen import IM_END_ID, STOP_IDS
 
 
 def _end_of_turn(ids: list[int], start: int) -> int | None:
@@ -40,7 +41,7 @@ def turn_drift(prev_prompt, generated, next_prompt, tokenizer, show: int = 6) ->
     shared = shared_prefix(cached, nxt)
     at = None if shared >= len(cached) else shared - len(prev)
     end = _end_of_turn(nxt, len(prev))
-    body = [i for i in gen if i != IM_END_ID]
+    body = gen[:-1] if gen and gen[-1] in STOP_IDS else gen
     rerendered = nxt[len(prev) : (end - 1 if end else len(nxt))]
     out = dict(
         prompt=len(prev),
@@ -69,8 +70,9 @@ def splice(prev_prompt, generated, next_prompt) -> list[int]:
     """The next prompt with the model's own ids kept: ``prev_prompt + generated`` (ending in ``<|im_end|>``) and
     then what the re-rendered conversation has after the model's turn."""
     prev, gen, nxt = list(prev_prompt), list(generated), list(next_prompt)
-    if not gen or gen[-1] != IM_END_ID:
-        gen = gen + [IM_END_ID]  # the turn ended by the grammar or the length: the template closes it
+    if gen and gen[-1] in STOP_IDS:
+        gen = gen[:-1]  # the stop the model sampled (<|im_end|> or <|endoftext|>): the template writes <|im_end|>
+    gen = gen + [IM_END_ID]
     end = _end_of_turn(nxt, len(prev))
     if nxt[: len(prev)] != prev or end is None:
         raise ValueError("the next prompt does not extend the previous one up to the model's turn: nothing to splice")

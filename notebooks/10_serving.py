@@ -1,0 +1,268 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: -all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 10 · The same loop against a serving engine: what the engine does and does not do (§14.5.8)
+#
+# A class of forty runs one server and points every notebook at it. The host loop does not change: the kit still
+# renders the prompt, parses `<tool_call>` blocks and runs the tools; only `generate` becomes an HTTP request to an
+# OpenAI-compatible server. Book §14.5.8 lists what the engine must do for tool calling: keep no state while a
+# tool runs, stop at `<|im_end|>`, hand parallel calls back as text for the host to run, and reuse the prefix of
+# the next, longer request. This notebook shows each on a real server process: `transformers serve` on
+# 127.0.0.1, started here (or the server named by `TOOLKIT_BACKEND`).
+
+# %%
+import json
+import os
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import pandas as pd
+import torch
+from IPython.display import display
+
+from toolkit.backends import http
+from toolkit.backends.http_tokens import TokensBackend
+from toolkit.backends.serve import LocalServer, folder_for
+from toolkit.calculator import calculator
+from toolkit.loop.examples import example, settings_for
+from toolkit.loop.execute import execute
+from toolkit.loop.loop import run
+from toolkit.loop.steps import Executed, Generated, Rendered
+from toolkit.models import load, template_for
+from toolkit.parse import parse_tool_calls
+from toolkit.prefix import shared_prefix
+from toolkit.qwen import IM_END_ID, STOP_IDS
+from toolkit.render import render
+from toolkit.tools import Tool, get_weather
+
+torch.manual_seed(0)
+torch.set_num_threads(min(2, os.cpu_count() or 1))
+MODEL = os.environ.get("TOOLKIT_MODEL", "auto")  # auto: the real offline model if installed, else the stand-in
+loaded = load(MODEL, quiet=True)
+tok, TEMPLATE = loaded.tokenizer, template_for(loaded)
+URL = http.from_env()  # a classroom server, if TOOLKIT_BACKEND names one
+server = None
+if URL is None:  # start one here, bound to 127.0.0.1 and stopped by PID in the last cell
+    server = LocalServer(folder_for(loaded), threads=2)
+    URL = server.url
+loaded.model = None  # the kernel no longer needs the weights: the server process holds its own copy
+info = http.probe(URL)
+print(
+    "model that runs below:",
+    info.model,
+    "|",
+    loaded.description.split(" [")[0],
+    "|",
+    "weights:",
+    "real" if loaded.semantic else "RANDOM-WEIGHT STAND-IN (mechanics only, never meaning)",
+)
+print("server:", info.description, "| started here, PID", server.pid if server else "(not ours)")
+
+# %% [markdown]
+# ## 1 · The server keeps nothing while a tool runs
+#
+# The calculator below waits half a second before it answers, like a slow API. Each turn is one request (a few
+# when the host enforces the call's grammar by jump-forward, see below); between the turns the host runs the
+# tool. The timestamps are the client's wall clock: when the tool runs, no request is open.
+
+# %%
+spans = []
+
+
+def slow_calculator(expression: str) -> dict:
+    """Evaluate an arithmetic expression exactly (this copy waits 0.5 s, like a slow remote API).
+
+    Args:
+        expression: the arithmetic to evaluate, e.g. "250 * 15%".
+    """
+    t0 = time.time()
+    time.sleep(0.5)
+    out = calculator(expression)
+    spans.append((t0, time.time()))
+    return out
+
+
+slow = {"slow_calculator": Tool.from_function(slow_calculator, bounds={"expression": {"maxLength": 24}})}
+ex = example("calculator")
+backend = TokensBackend(URL, tok, info=info, max_rounds=3)
+kw = settings_for(loaded, template=TEMPLATE, tool_choice="required", max_turns=2, max_new_tokens=40)
+trace = run(backend, tok, ex["messages"], slow, **kw)
+t_start = min(s.generation.server["t_sent"] for s in trace.of(Generated))
+rows = []
+for s in trace.of(Generated):
+    for r in s.generation.server["requests"]:
+        rows.append(dict(what=f"turn {s.turn}: request", start_s=r["t_sent"] - t_start, end_s=r["t_done"] - t_start))
+for a, b in spans:
+    rows.append(dict(what="tool runs (host)", start_s=a - t_start, end_s=b - t_start))
+timeline = pd.DataFrame(rows).sort_values("start_s").round(2)
+display(timeline)
+overlap = [
+    (r.what, t.what)
+    for r in timeline.itertuples()
+    if r.what != "tool runs (host)"
+    for t in timeline.itertuples()
+    if t.what == "tool runs (host)" and r.start_s < t.end_s and t.start_s < r.end_s
+]
+print("requests open while a tool ran:", overlap or "none")
+print("answer:", trace.answer)
+for n in backend.notes:
+    print("note:", n)
+
+# %% [markdown]
+# ## 2 · Stop tokens
+#
+# The model's turn ends when it emits `<|im_end|>`; the server stops there because the host says so. Here the stop
+# ids travel in the request (for `transformers serve` as a generation config; vLLM and SGLang take
+# `stop_token_ids`). The server returns text without the stop token, so `finish_reason="stop"` is how the host
+# learns which way the turn ended — `"length"` means it was cut.
+
+# %%
+g0 = trace.of(Generated)[-1].generation
+last = g0.server["requests"][-1]
+print(
+    "stop ids sent:",
+    sorted(STOP_IDS),
+    [tok.decode([i], skip_special_tokens=False) for i in sorted(STOP_IDS)],
+    "| finish_reason:",
+    last["finish_reason"],
+    "| the server counted",
+    last["usage"]["completion_tokens"],
+    "generated tokens (its stop token included); the kit re-encodes the text to",
+    last["completion_ids_kit"],
+    "ids, appending the stop token the text leaves out",
+)
+print("the turn as the kit holds it ends in:", [tok.decode([i], skip_special_tokens=False) for i in g0.new_ids[-3:]])
+
+# %% [markdown]
+# ## 3 · Two calls in one answer: run at the same time, returned in one user turn
+#
+# A question about two cities. The engine just generates text; if that text holds two `<tool_call>` blocks, it is
+# the host that cuts them out and runs them — here concurrently, each weather lookup taking 0.5 s — and the chat
+# template puts both results into ONE user turn.
+
+# %%
+calls_at = []
+
+
+def slow_weather(city: str) -> dict:
+    """Current weather for a city from the kit's demo table (this copy waits 0.5 s, like a remote API).
+
+    Args:
+        city: the city name, e.g. "Paris".
+    """
+    t0 = time.time()
+    time.sleep(0.5)
+    calls_at.append((city, t0, time.time()))
+    return get_weather(city)
+
+
+weather = {"slow_weather": Tool.from_function(slow_weather, bounds={"city": {"maxLength": 16}})}
+msgs = [{"role": "user", "content": "What is the weather in Paris and in Tokyo today? Look up both cities."}]
+kw2 = settings_for(loaded, template=TEMPLATE, tool_choice="required", max_turns=1, max_new_tokens=40)
+t2 = run(TokensBackend(URL, tok, info=info, max_rounds=3), tok, msgs, weather, **kw2)
+ran = [r for s in t2.of(Executed) for r in s.results]
+print("the model wrote:", repr(t2.of(Generated)[0].text))
+print(f"calls in one answer: {len(ran)}", [(r.name, r.arguments, r.status) for r in ran])
+if len(calls_at) >= 2:
+    (c1, a1, b1), (c2, a2, b2) = sorted(calls_at, key=lambda c: c[1])[:2]
+    print(
+        f"ran concurrently: {c1} {a1 - a1:.2f}–{b1 - a1:.2f} s, {c2} {a2 - a1:.2f}–{b2 - a1:.2f} s (overlap: {a2 < b1})"
+    )
+else:  # the host's side on a two-call answer, labelled as written here (the small model wrote fewer calls)
+    print(
+        f"this model wrote {len(ran)} call(s). Below: the host's side of a two-call answer WRITTEN HERE (not by the "
+        "model), as a model that makes parallel calls writes it: parsed, run concurrently, merged into one user turn."
+    )
+    blocks = [{"name": "slow_weather", "arguments": {"city": c}} for c in ("Paris", "Tokyo")]
+    two = "\n".join(f"<tool_call>\n{json.dumps(b)}\n</tool_call>" for b in blocks)
+    calls_at.clear()
+    content, calls = parse_tool_calls(two)
+    for i, c in enumerate(calls):
+        c.id = f"call_{i + 1}"
+    results = execute(calls, weather, parallel=True)
+    (c1, a1, b1), (c2, a2, b2) = sorted(calls_at, key=lambda c: c[1])[:2]
+    print(
+        f"ran concurrently: {c1} {a1 - a1:.2f}–{b1 - a1:.2f} s, {c2} {a2 - a1:.2f}–{b2 - a1:.2f} s (overlap: {a2 < b1})"
+    )
+    wire = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls]
+    msgs = msgs[:1] + [{"role": "assistant", "content": content, "tool_calls": wire}] + [r.message() for r in results]
+tool_msgs = [m for m in msgs if m["role"] == "tool"]
+text = render(msgs, None, template=kw2["template"], tokenizer=tok).text
+tail = text[text.find("<|im_start|>assistant") :]
+print(f"{len(tool_msgs)} tool result(s) -> user turns after the call: {tail.count('<|im_start|>user')}")  # one
+print(tail[:600])
+
+# %% [markdown]
+# ## 4 · Streaming changes how the tokens arrive, not which tokens
+#
+# The same prompt, greedy, once as one JSON answer and once streamed (server-sent events). The text is the same;
+# streaming only lets the host see the first token earlier.
+
+# %%
+prompt = trace.of(Rendered)[0].prompt_ids
+streams = {}
+for stream in (False, True):
+    b = TokensBackend(URL, tok, info=info, stream=stream)
+    streams[stream] = b.complete(prompt, max_new_tokens=8, stop_ids={IM_END_ID})
+print("same text:", streams[False]["text"] == streams[True]["text"], "|", repr(streams[True]["text"]))
+print(
+    f"whole answer after {streams[False]['wall_s']:.2f} s (not streamed) | first token after "
+    f"{streams[True]['first_token_s']:.2f} s, last after {streams[True]['wall_s']:.2f} s (streamed)"
+)
+
+# %% [markdown]
+# ## 5 · Prefix-cache hits, and what compressing history costs
+#
+# Each turn's prompt starts with the previous one. A server with a prefix cache computes only the new tokens and
+# says how many it reused (vLLM `usage.prompt_tokens_details.cached_tokens` with
+# `--enable-prompt-tokens-details`, SGLang the same field). `transformers serve` has no prefix cache and reports
+# none, so below the hits are the shared prefix between consecutive prompts — what such a cache could reuse — and
+# the server's own field is printed where it exists. Compressing history (here: replacing the tool round trip by a
+# one-line summary) shortens the prompt but changes the text early on, and the cache stops matching there.
+
+# %%
+prompts = [s.prompt_ids for s in trace.of(Rendered)]
+cached = [s.generation.server["usage"].get("cached_tokens") for s in trace.of(Generated)]
+rows = []
+for i, p in enumerate(prompts):
+    hit = shared_prefix(prompts[i - 1] + trace.of(Generated)[i - 1].ids, p) if i else 0
+    rows.append(dict(turn=i + 1, prompt=len(p), reusable=hit, server_cached=cached[i]))
+history = ex["messages"]
+compressed = [m for m in history if m["role"] in ("system", "user")][:2]
+compressed[-1] = dict(compressed[-1], content=compressed[-1]["content"] + " (earlier: slow_calculator gave 37.5)")
+cp = render(compressed, [t.schema for t in slow.values()], template=kw["template"], tokenizer=tok).ids
+rows.append(dict(turn="compressed", prompt=len(cp), reusable=shared_prefix(prompts[-1], cp), server_cached=None))
+hits = pd.DataFrame(rows)
+display(hits)
+print(
+    "server reports cached tokens:",
+    any(c is not None for c in cached),
+    f"({info.kind}: {'no prefix cache, no field' if info.kind == 'transformers' else 'see the column'})",
+)
+
+# %% [markdown]
+# What the host enforced here, and where the server could not help, is printed in the notes of section 1: this
+# server takes no grammar (`response_format`, `tool_choice` are ignored), so the kit appended the tokens the call's
+# grammar forces and kept the server's tokens only while the grammar allowed them (jump-forward); and it refuses
+# token ids, so the kit sent its rendered text and checked the server's token count against its own.
+
+# %%
+if server is not None:
+    pid = server.pid
+    server.stop()
+    print(f"server PID {pid} stopped:", not server.alive())
