@@ -49,6 +49,7 @@ from toolkit.prefix import shared_prefix
 from toolkit.qwen import IM_END_ID, STOP_IDS
 from toolkit.render import render
 from toolkit.tools import Tool, get_weather
+from toolkit.widgets.capacity import CapacityView
 
 torch.manual_seed(0)
 torch.set_num_threads(min(2, os.cpu_count() or 1))
@@ -260,6 +261,25 @@ print(
 # server takes no grammar (`response_format`, `tool_choice` are ignored), so the kit appended the tokens the call's
 # grammar forces and kept the server's tokens only while the grammar allowed them (jump-forward); and it refuses
 # token ids, so the kit sent its rendered text and checked the server's token count against its own.
+
+# %% [markdown]
+# ## 6 · How many students fit on one server
+#
+# A prefix cache holds every live session's keys and values. For the chapter's workload (T tool-definition tokens,
+# Δ new tokens per turn, R turns) a session at its longest holds T + Δ·R tokens; the calculator below counts how
+# many such sessions fit in a GPU's memory after the weights — each with its own copy of the tool block, or with
+# the block stored once and shared — and the decode rate all of them together get at most (every step streams the
+# weights once for the whole batch, plus each session's cache). `benchmarks/classroom.py` measures N = 1, 4, 16
+# concurrent host loops against the server started above.
+
+# %%
+capacity_view = CapacityView()
+display(capacity_view.widget)
+r = capacity_view.result
+print(
+    f"{r.model} on {capacity_view.controls['memory'].value:.0f} GB: {r.sessions} sessions "
+    f"({r.sessions_shared} with the tool block shared)"
+)
 
 # %%
 if server is not None:
