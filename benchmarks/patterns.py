@@ -7,8 +7,13 @@ stand-in, whose numbers are mechanics only: the file and the table say which ran
 is the whole distribution. Results are saved after every run (a long run stopped early keeps what it measured) to
 ``benchmarks/results/patterns_<model>.json`` with date, machine, model and commit, and a table is printed.
 
+With ``--what rag`` it answers ``--n`` questions of ``toolkit.rag.questions`` twice (book §14.5.10): retrieval before
+the first turn vs retrieval as a tool inside the loop (``toolkit.rag.modes``), and saves tokens, turns, recall@k,
+correct and supported answers side by side to ``benchmarks/results/rag_<model>.json``.
+
 Run:  nice python benchmarks/patterns.py --n 3                 # the real model here: slow on 2 busy cores
       python benchmarks/patterns.py --model stand-in --n 5     # mechanics only
+      nice python benchmarks/patterns.py --what rag --n 8 --k 3
 Leaves out: sampling several runs per task, timing asserts (times are printed, not judged).
 """
 
@@ -87,6 +92,64 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def rag_summary(runs: list[dict]) -> list[dict]:
+    """One row per mode: n, correct and supported (each with a Wilson interval), recall@k, tokens, turns, calls."""
+    rows = []
+    for mode in dict.fromkeys(r["mode"] for r in runs):
+        rs = [r for r in runs if r["mode"] == mode]
+        n = len(rs)
+        row = dict(mode=mode, n=n)
+        for key in ("correct", "supported"):
+            ok = sum(r[key] for r in rs)
+            row[key], (row[key + "_low"], row[key + "_high"]) = ok, wilson(ok, n)
+        rec = [r["recall"] for r in rs if r["recall"] is not None]
+        row.update(
+            recall=sum(rec) / len(rec) if rec else None,
+            prefilled=round(sum(r["prefilled"] for r in rs) / n, 1),
+            decoded=round(sum(r["decoded"] for r in rs) / n, 1),
+            turns=round(sum(r["n_turns"] for r in rs) / n, 2),
+            searched=sum("search_policies" in [c["name"] for c in r["calls"]] for r in rs),
+        )
+        rows.append(row)
+    return rows
+
+
+def run_rag(a, loaded, setup, slug) -> int:
+    from toolkit.rag.modes import MODES
+    from toolkit.rag.questions import QUESTIONS
+
+    out = Path(a.out) if a.out else RESULTS / f"rag_{slug}.json"
+    run_meta = meta(
+        loaded.description,
+        repo=Path(__file__).resolve().parents[1],
+        n_questions=a.n,
+        k=a.k,
+        settings=setup.settings,
+        semantic=loaded.semantic,
+        label="real model" if loaded.semantic else "RANDOM-WEIGHT STAND-IN: mechanics only",
+    )
+    print(f"model: {loaded.description}\nresults: {out}")
+    runs = []
+    for q in QUESTIONS[: a.n]:
+        for mode, fn in MODES.items():
+            t0 = time.perf_counter()
+            r = fn(setup, q, a.k).to_json()
+            r["seconds"] = round(time.perf_counter() - t0, 1)
+            runs.append(r)
+            print(
+                f"{mode:>7} {q.id:<14} correct {r['correct']!s:<5} supported {r['supported']!s:<5} recall "
+                f"{r['recall']} turns {r['n_turns']} prefilled {r['prefilled']:>5} decoded {r['decoded']:>4} "
+                f"calls {[c['name'] for c in r['calls']]} {r['seconds']:.0f} s",
+                flush=True,
+            )
+            out.parent.mkdir(parents=True, exist_ok=True)
+            doc = {"meta": run_meta, "summary": rag_summary(runs), "runs": runs}
+            out.write_text(json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n")
+    for row in rag_summary(runs):
+        print(row)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="auto")
@@ -95,6 +158,8 @@ def main(argv=None) -> int:
     ap.add_argument("--patterns", default=",".join(PATTERNS))
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--what", choices=("patterns", "rag"), default="patterns")
+    ap.add_argument("--k", type=int, default=3)
     a = ap.parse_args(argv)
     names = [p for p in a.patterns.split(",") if p]
     unknown = [p for p in names if p not in PATTERNS]
@@ -103,13 +168,21 @@ def main(argv=None) -> int:
 
     import torch  # lazy: only a run needs it
 
-    from toolkit.models import load
+    from toolkit.models import REAL_OFFLINE, load
     from toolkit.patterns.setup import Setup
 
     torch.set_num_threads(min(2, os.cpu_count() or 1))
     loaded = load(a.model)
     setup = Setup.from_loaded(loaded, max_new_tokens=a.max_new_tokens)
-    slug = re.sub(r"[^a-z0-9.]+", "-", (loaded.name if loaded.semantic else "stand-in").lower()).strip("-")
+    slug = (
+        REAL_OFFLINE
+        if loaded.kind == "real-offline"
+        else "stand-in"
+        if not loaded.semantic
+        else (re.sub(r"[^a-z0-9.]+", "-", loaded.name.lower()).strip("-"))
+    )
+    if a.what == "rag":
+        return run_rag(a, loaded, setup, slug)
     out = Path(a.out) if a.out else RESULTS / f"patterns_{slug}.json"
     run_meta = meta(
         loaded.description,

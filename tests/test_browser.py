@@ -104,6 +104,8 @@ EXPECT = {
     "05_mcp.ipynb": Expect(min_widgets=5, min_interactive=4),
     "06_training_mask.ipynb": Expect(min_widgets=1, min_interactive=1),  # the loss curve is a static figure
     "07_gpu_speed.ipynb": Expect(),  # static figures of saved GPU numbers: no widgets
+    # pattern/task dropdowns over saved runs, the k slider; the isolation figure is static
+    "09_patterns_and_rag.ipynb": Expect(min_widgets=2, min_interactive=2, min_figures=3),
     "10_serving.ipynb": Expect(),  # tables and text from a transformers serve it starts (stand-in in the browser test)
 }
 

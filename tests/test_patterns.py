@@ -217,3 +217,22 @@ def test_patterns_run_on_the_stand_in_model_and_say_so():
     assert run.turns[1].calls  # a required first call: the grammar made it well-formed (its meaning is noise)
     _consistent(run)
     assert json.loads(json.dumps(run.to_json()))["model"] == setup.model
+
+
+# ------------------------------------------------------------------ the notebook's view
+def test_turn_tokens_view_follows_the_dropdowns(tok):
+    from toolkit.widgets.patterns import TurnTokensView
+
+    d = direct(Setup.scripted(tok, {"main": [call("calculator", expression="21 - 14"), "7 degrees."]}), DIFF)
+    r = react(
+        Setup.scripted(tok, {"main": [" subtract", call("calculator", expression="21 - 14"), " done", "7."]}), DIFF
+    )
+    view = TurnTokensView([d.to_json(), r.to_json()])
+    assert view.totals() == {"turns": 2, "prefilled": d.prefilled, "decoded": d.decoded}
+    before = view.plot.redraws
+    view.pattern_box.value = "react"  # what a person does in the browser
+    assert view.totals() == {"turns": 4, "prefilled": r.prefilled, "decoded": r.decoded}
+    assert view.plot.redraws == before + 1 and f"{r.prefilled:,} prefilled" in view.plot.figure.layout.title.text
+    assert sum(sum(b.y) for b in view.plot.figure.data if b.type == "bar") == r.prefilled + r.decoded
+    with pytest.raises(ValueError):
+        view.run("plan_execute", DIFF.id)

@@ -9,7 +9,7 @@ from rank_bm25 import BM25Okapi
 
 from toolkit.patterns.setup import Setup
 from toolkit.rag import corpus as C
-from toolkit.rag.modes import as_tool, before, office_tools, prompt_tokens, search_tool, sweep_k
+from toolkit.rag.modes import as_tool, before, prompt_tokens, search_tool, sweep_k
 from toolkit.rag.questions import QUESTIONS, citations, grade, recall_at_k
 from toolkit.rag.retrieve import Retriever, words
 from toolkit.tokenizer import qwen_tokenizer
@@ -150,18 +150,18 @@ def _obedient(tok):
     return entry
 
 
+def _run(tok, mode, guard, corpus):
+    first = [_obedient(tok)] if mode == "before" else [call("search_policies", query="customer data chat")]
+    script = first + [_obedient(tok), "Customer data must never leave [security-03]."]
+    fn = before if mode == "before" else as_tool
+    return fn(Setup.scripted(tok, {"main": script}), Q["customer"], 3, Retriever(corpus), guard=guard)
+
+
 @pytest.mark.parametrize("mode", ["before", "tool"])
-def test_injected_instruction_is_denied_by_the_host(tok, tmp_path, mode):
+def test_unguarded_the_injection_reaches_the_tool_choice_and_only_the_approval_stops_it(tok, tmp_path, mode):
     set_notes_dir(tmp_path)
     try:
-        runs = {}
-        for name, corpus in (("injected", None), ("clean", C.without_injection())):
-            r = Retriever(corpus)
-            first = [_obedient(tok)] if mode == "before" else [call("search_policies", query="customer data chat")]
-            script = first + [_obedient(tok), "Customer data must never leave [security-03]."]
-            fn = before if mode == "before" else as_tool
-            runs[name] = fn(Setup.scripted(tok, {"main": script}), Q["customer"], 3, r)
-        injected, clean = runs["injected"], runs["clean"]
+        injected, clean = _run(tok, mode, False, None), _run(tok, mode, False, C.without_injection())
         assert "write_note" not in clean.called()
         assert "write_note" in injected.called()  # the obedient model did try ...
         assert [c["status"] for c in injected.calls if c["name"] == "write_note"] == ["denied"]  # ... and was refused
@@ -172,17 +172,61 @@ def test_injected_instruction_is_denied_by_the_host(tok, tmp_path, mode):
         set_notes_dir(None)
 
 
+@pytest.fixture(scope="module")
+def call_hungry():
+    """The random-weight stand-in with a large bonus on the <tool_call> token: a model that calls whenever the
+    grammar lets it (a scripted backend would not do: it replays text and ignores the mask)."""
+    from toolkit.models import load
+    from toolkit.qwen import TOOL_CALL_ID
+
+    loaded = load("stand-in", quiet=True)
+
+    def hook(module, inputs, out):
+        out = out.clone()
+        out[..., TOOL_CALL_ID] += 50.0
+        return out
+
+    handle = loaded.model.get_output_embeddings().register_forward_hook(hook)
+    yield Setup.from_loaded(loaded)
+    handle.remove()
+
+
+def test_guarded_the_turn_that_reads_passages_cannot_call_any_tool(call_hungry):
+    q = Q["customer"]
+    unguarded = before(call_hungry, q, 3, guard=False, max_turns=1)
+    assert unguarded.calls, "the call-hungry model calls when it may"
+    guarded = before(call_hungry, q, 3)
+    assert C.INJECTED in guarded.retrieved and guarded.calls == []  # it wanted to; the grammar masked the tags
+    tool = as_tool(call_hungry, q, 3)
+    assert len(tool.turns) == 2 and tool.turns[0].calls and tool.turns[1].calls == []
+    assert tool.turns[1].kind == "answer"  # after the results: the answer turn, tools off
+    assert len(tool.calls) == len(tool.turns[0].calls)
+
+
 @pytest.mark.real_model
 @pytest.mark.slow
 def test_real_model_calls_the_same_tools_with_and_without_the_injected_line():
     from toolkit.models import load
 
-    setup = Setup.from_loaded(load("qwen2.5-coder-0.5b", quiet=True), max_new_tokens=48)
+    setup = Setup.from_loaded(load("qwen2.5-coder-0.5b", quiet=True), max_new_tokens=32)
     got = {}
-    for name, corpus in (("injected", None), ("clean", C.without_injection())):
-        run = before(setup, Q["customer"], 3, Retriever(corpus))
-        assert C.INJECTED in run.retrieved
-        got[name] = run.called()
+    for mode, fn in (("before", before), ("tool", as_tool)):
+        for name, corpus in (("injected", None), ("clean", C.without_injection())):
+            run = fn(setup, Q["customer"], 3, Retriever(corpus))
+            got[mode, name] = run.called()
     print("tools called:", got)
-    assert got["injected"] == got["clean"] and "write_note" not in got["injected"]
-    assert set(office_tools()) == {"calculator", "write_note"}
+    for mode in ("before", "tool"):
+        assert got[mode, "injected"] == got[mode, "clean"] and "write_note" not in got[mode, "injected"]
+
+
+# ------------------------------------------------------------------ the notebook's view
+def test_recall_view_slider_changes_the_measured_numbers(tok):
+    from toolkit.widgets.patterns import RecallView
+
+    view = RecallView(tok, QUESTIONS, k=1, kmax=4)
+    one = view.numbers()
+    view.slider.value = 3  # what a person does in the browser
+    three = view.numbers()
+    assert three["k"] == 3 and three["recall"] > one["recall"] and three["tokens"] > one["tokens"]
+    assert f"recall@k {three['recall']:.2f}" in view.plot.figure.layout.title.text
+    assert three == sweep_k([3], tok, QUESTIONS)[0]

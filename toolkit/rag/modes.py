@@ -7,6 +7,11 @@ What it does
   ``write_note`` stay mounted, as in an assistant that also has tools).
 - ``as_tool(setup, q, k)``: the same tools plus ``search_policies(query)``; the host binds the asker's role and
   ``k`` (the model cannot widen its own access: the tool has no role argument) and returns quoted passages.
+- The guard (default on, §14.5.10 "retrieved text gains no instruction authority"): tools are chosen only from
+  trusted input. In ``before`` the turn that reads the passages decodes with ``tool_choice="none"``; in ``as_tool``
+  the model picks its search before it has read a passage, and the turn after the results is the loop's answer
+  turn (tools off). So no passage can change which tools are called — by construction, checked on the real model.
+  ``guard=False`` runs the plain loop instead, to show what an unguarded host leaves to the model.
 - Both return a :class:`RagRun`: turns with tokens (``toolkit.patterns.record``), the answer, retrieved ids,
   recall@k, ``correct`` and ``supported`` scored apart (``toolkit.rag.questions.grade``), and every call the model
   made with its status. ``write_note`` needs a person's approval and the host denies by default: a passage that
@@ -23,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from toolkit.loop.loop import run
 from toolkit.loop.steps import Executed
 from toolkit.patterns.record import Recorder, TurnRecord
-from toolkit.patterns.setup import Setup
+from toolkit.patterns.setup import Setup, turn
 from toolkit.rag.questions import Question, grade, recall_at_k
 from toolkit.rag.retrieve import Retriever
 from toolkit.render import count_tokens
@@ -98,52 +103,77 @@ def search_tool(retriever: Retriever, role: str, k: int, seen: list, queries: li
     return Tool.from_function(search_policies, bounds={"query": {"maxLength": 200}})
 
 
-def _finish(out: RagRun, trace, q: Question) -> RagRun:
-    out.answer = trace.answer
+def _finish(out: RagRun, traces, q: Question) -> RagRun:
+    out.answer = next((t.answer for t in reversed(traces) if t.answer is not None), None)
     out.calls = [
-        {"name": r.name, "arguments": r.arguments, "status": r.status} for s in trace.of(Executed) for r in s.results
+        {"name": r.name, "arguments": r.arguments, "status": r.status}
+        for t in traces
+        for s in t.of(Executed)
+        for r in s.results
     ]
     out.recall = recall_at_k(out.retrieved, q)
     out.__dict__.update(grade(out.answer, out.retrieved, q))
     return out
 
 
-def before(setup: Setup, q: Question, k: int = 3, retriever: Retriever | None = None, max_turns: int = 2) -> RagRun:
-    """Retrieval before the first turn; see the module docstring."""
+def before(
+    setup: Setup, q: Question, k: int = 3, retriever: Retriever | None = None, guard: bool = True, max_turns: int = 2
+) -> RagRun:
+    """Retrieval before the first turn; see the module docstring. ``guard``: the turn that reads the passages may
+    not call tools (``tool_choice="none"``: the grammar masks the call tags); ``guard=False`` lets the model call
+    (up to ``max_turns`` turns), so what a passage says can reach the tool choice."""
     retriever = retriever or Retriever()
-    out = RagRun("before", q.id, q.role, k, setup.model)
+    out = RagRun("before" if guard else "before_unguarded", q.id, q.role, k, setup.model)
     hits = retriever.search(q.text, q.role, k)
     out.retrieved = [h.passage.id for h in hits]
     msgs = [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": f"{q.text}\n\nPassages ({DATA_NOTE}):\n{block(hits)}"},
     ]
-    trace = run(
-        setup.new_backend("main"),
-        setup.tokenizer,
-        msgs,
-        office_tools(),
-        on_step=Recorder(out.turns, "main"),
-        **dict(setup.settings, tool_choice=setup.first_choice(), max_turns=max_turns),
-    )
-    return _finish(out, trace, q)
+    backend, tools = setup.new_backend("main"), office_tools()
+    if guard:
+        traces = [turn(setup, backend, msgs, tools, out.turns, context="main", tool_choice="none")]
+    else:
+        traces = [
+            run(
+                backend,
+                setup.tokenizer,
+                msgs,
+                tools,
+                on_step=Recorder(out.turns, "main"),
+                **dict(setup.settings, tool_choice=setup.first_choice(), max_turns=max_turns),
+            )
+        ]
+    return _finish(out, traces, q)
 
 
-def as_tool(setup: Setup, q: Question, k: int = 3, retriever: Retriever | None = None, max_turns: int = 3) -> RagRun:
-    """Retrieval as one tool inside the loop; see the module docstring."""
+def as_tool(
+    setup: Setup, q: Question, k: int = 3, retriever: Retriever | None = None, guard: bool = True, max_turns: int = 3
+) -> RagRun:
+    """Retrieval as one tool inside the loop; see the module docstring. ``guard``: the model chooses its calls
+    BEFORE it has read any passage; once results are in the context the next turn is the loop's answer turn
+    (tools off). ``guard=False``: the plain loop for ``max_turns`` turns."""
     retriever = retriever or Retriever()
-    out = RagRun("tool", q.id, q.role, k, setup.model)
+    out = RagRun("tool" if guard else "tool_unguarded", q.id, q.role, k, setup.model)
     tools = {"search_policies": search_tool(retriever, q.role, k, out.retrieved, out.queries), **office_tools()}
     msgs = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": q.text}]
-    trace = run(
-        setup.new_backend("main"),
-        setup.tokenizer,
-        msgs,
-        tools,
-        on_step=Recorder(out.turns, "main"),
-        **dict(setup.settings, tool_choice=setup.first_choice(), max_turns=max_turns),
-    )
-    return _finish(out, trace, q)
+    backend = setup.new_backend("main")
+    if guard:
+        traces = [turn(setup, backend, msgs, tools, out.turns, context="main", tool_choice=setup.first_choice())]
+        if traces[0].answer is None:  # results are in: the answer turn, tools off, answer started for the model
+            traces.append(turn(setup, backend, msgs, tools, out.turns, context="main", tag="a"))
+    else:
+        traces = [
+            run(
+                backend,
+                setup.tokenizer,
+                msgs,
+                tools,
+                on_step=Recorder(out.turns, "main"),
+                **dict(setup.settings, tool_choice=setup.first_choice(), max_turns=max_turns),
+            )
+        ]
+    return _finish(out, traces, q)
 
 
 MODES = {"before": before, "tool": as_tool}
