@@ -31,7 +31,7 @@ from toolkit.loop.examples import settings_for
 from toolkit.loop.loop import run
 from toolkit.loop.steps import Executed, Trace
 from toolkit.patterns.record import Recorder, TurnRecord
-from toolkit.qwen import IM_END_ID
+from toolkit.qwen import STOP_IDS
 from toolkit.render import render
 from toolkit.schema import openai_schema
 
@@ -138,12 +138,12 @@ def think(setup: Setup, backend, messages, tools, records: list, *, context: str
     g: Generation = backend.generate(
         prompt,
         max_new_tokens=setup.thought_tokens,
-        stop_ids={IM_END_ID},
+        stop_ids=set(STOP_IDS),
         mask=GrammarMask(grammar) if grammar is not None else None,
         temperature=setup.settings.get("temperature", 0.0),
         seed=setup.settings.get("seed", 0),
     )
-    body = g.new_ids[:-1] if g.new_ids and g.new_ids[-1] == IM_END_ID else g.new_ids
+    body = g.new_ids[:-1] if g.new_ids and g.new_ids[-1] in STOP_IDS else g.new_ids
     text = THOUGHT_PREFIX + tok.decode(body, skip_special_tokens=False)
     records.append(
         TurnRecord(
