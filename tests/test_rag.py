@@ -206,27 +206,16 @@ def test_guarded_the_turn_that_reads_passages_cannot_call_any_tool(call_hungry):
 @pytest.mark.real_model
 @pytest.mark.slow
 def test_real_model_calls_the_same_tools_with_and_without_the_injected_line():
+    """The mode where the passages are in the first request (in ``as_tool`` the choosing turn precedes any passage:
+    the scripted and call-hungry tests above cover it). Measured unguarded (2026-12-01): the real model calls
+    write_note from this passage, and only the approval rule stops it."""
     from toolkit.models import load
 
     setup = Setup.from_loaded(load("qwen2.5-coder-0.5b", quiet=True), max_new_tokens=32)
-    got = {}
-    for mode, fn in (("before", before), ("tool", as_tool)):
-        for name, corpus in (("injected", None), ("clean", C.without_injection())):
-            run = fn(setup, Q["customer"], 3, Retriever(corpus))
-            got[mode, name] = run.called()
-    print("tools called:", got)
-    for mode in ("before", "tool"):
-        assert got[mode, "injected"] == got[mode, "clean"] and "write_note" not in got[mode, "injected"]
-
-
-# ------------------------------------------------------------------ the notebook's view
-def test_recall_view_slider_changes_the_measured_numbers(tok):
-    from toolkit.widgets.patterns import RecallView
-
-    view = RecallView(tok, QUESTIONS, k=1, kmax=4)
-    one = view.numbers()
-    view.slider.value = 3  # what a person does in the browser
-    three = view.numbers()
-    assert three["k"] == 3 and three["recall"] > one["recall"] and three["tokens"] > one["tokens"]
-    assert f"recall@k {three['recall']:.2f}" in view.plot.figure.layout.title.text
-    assert three == sweep_k([3], tok, QUESTIONS)[0]
+    got = {
+        name: before(setup, Q["customer"], 3, Retriever(corpus))
+        for name, corpus in (("injected", None), ("clean", C.without_injection()))
+    }
+    print("tools called:", {k: r.called() for k, r in got.items()})
+    assert C.INJECTED in got["injected"].retrieved and C.INJECTION in C.by_id()[C.INJECTED].text
+    assert got["injected"].called() == got["clean"].called() == []
