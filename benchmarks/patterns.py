@@ -150,6 +150,32 @@ def run_rag(a, loaded, setup, slug) -> int:
     return 0
 
 
+def merge(files: list[Path], out: Path) -> int:
+    """One results file from several (e.g. patterns run in separate processes on the same model): the runs
+    concatenated, summary and isolation recomputed, every part's meta kept under ``parts``."""
+    docs = [json.loads(f.read_text()) for f in files]
+    models = {d["meta"]["model"] for d in docs}
+    if len(models) != 1:
+        raise SystemExit(f"cannot merge runs of different models: {sorted(models)}")
+    runs = [r for d in docs for r in d["runs"]]
+    doc = {
+        "meta": {**docs[0]["meta"], "parts": [d["meta"] for d in docs]},
+        "summary": summarize(runs),
+        "isolation": isolation(runs),
+        "runs": runs,
+    }
+    out.write_text(json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n")
+    m = doc["meta"]
+    md = (
+        f"# Agent patterns — {m['label']}\n\n{m['model']} · {m['date']} · commits "
+        f"{', '.join(dict.fromkeys(p['commit'] for p in m['parts']))} · {m['machine']['cpu']}\n\n"
+        + table(doc["summary"])
+    )
+    out.with_suffix(".md").write_text(md + "\n")
+    print(md)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="auto")
@@ -160,7 +186,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--what", choices=("patterns", "rag"), default="patterns")
     ap.add_argument("--k", type=int, default=3)
+    ap.add_argument(
+        "--merge", nargs="+", default=None, help="combine saved pattern files (runs split across processes)"
+    )
     a = ap.parse_args(argv)
+    if a.merge:
+        return merge([Path(f) for f in a.merge], Path(a.out or RESULTS / "patterns_merged.json"))
     names = [p for p in a.patterns.split(",") if p]
     unknown = [p for p in names if p not in PATTERNS]
     if unknown or a.n < 1:
