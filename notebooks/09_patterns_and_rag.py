@@ -131,7 +131,8 @@ display(per_turn)
 
 # %%
 iso = saved["isolation"]
-display(FigureView(isolation_figure(iso)))
+iso_view = FigureView(isolation_figure(iso))  # kept in a variable: the kernel holds what the page shows
+display(iso_view)
 if iso:
     a, b = iso[0]["isolated"], iso[0]["shared"]
     display(

@@ -77,8 +77,11 @@ class TurnTokensView:
         self.runs = runs
         patterns = list(dict.fromkeys(r["pattern"] for r in runs))
         tasks = list(dict.fromkeys(r["task"]["id"] for r in runs))
-        self.pattern_box = W.Dropdown(options=patterns, value=pattern or patterns[0], description="pattern")
-        self.task_box = W.Dropdown(options=tasks, value=task or tasks[0], description="task")
+        # a list of one cannot be changed: shown, disabled
+        self.pattern_box = W.Dropdown(
+            options=patterns, value=pattern or patterns[0], description="pattern", disabled=len(patterns) < 2
+        )
+        self.task_box = W.Dropdown(options=tasks, value=task or tasks[0], description="task", disabled=len(tasks) < 2)
         self.plot = FigureView(turn_figure(self.run()))
         for box in (self.pattern_box, self.task_box):
             box.observe(lambda _: self.select(self.pattern_box.value, self.task_box.value), names="value")
@@ -126,7 +129,9 @@ def isolation_figure(rows: list[dict]) -> go.Figure:
         legend=dict(orientation="h", y=-0.2),
         title="Main context per main turn, sub-agents isolated vs shared: peak "
         + ", ".join(f"{a:,} vs {b:,}" for a, b in peaks)
-        + " tokens",
+        + " tokens"
+        if rows
+        else "Main context per main turn: no saved sub-agent runs (run benchmarks/patterns.py)",
         xaxis_title="main agent's turn",
         yaxis_title="prompt tokens (main context)",
     )
