@@ -117,10 +117,20 @@ def main(argv=None) -> int:
             for r in res:
                 if r["error"]:
                     errors[r["error"]] = errors.get(r["error"], 0) + 1
-            rows.append(dict(sessions=n, wall_s=round(wall, 2), tokens=toks, tokens_per_s=round(toks / wall, 2),
-                             p50_turn_s=round(pct(lat, 0.5), 2), p95_turn_s=round(pct(lat, 0.95), 2),
-                             requests=sum(r["requests"] for r in res), errors=errors,
-                             lost=len(pending) + sum(not r["finished"] for r in res)))  # fmt: skip
+            rows.append(
+                dict(
+                    sessions=n,
+                    wall_s=round(wall, 2),
+                    tokens=toks,
+                    tokens_per_s=round(toks / wall, 2),
+                    p50_turn_s=round(pct(lat, 0.5), 2),
+                    p95_turn_s=round(pct(lat, 0.95), 2),
+                    requests=sum(r["requests"] for r in res),
+                    errors=errors,
+                    lost=len(pending) + sum(not r["finished"] for r in res),
+                    load_avg_1_5_15=[round(x, 2) for x in os.getloadavg()],  # a shared machine's other work
+                )
+            )
     finally:
         if server is not None:
             server.stop()
