@@ -2,7 +2,7 @@
 
 What it does
 - :class:`LocalServer` runs ``transformers serve MODEL --host 127.0.0.1 --port P --device cpu`` (P a free port),
-  waits for ``GET /health`` (bounded), and ``stop()`` ends it by PID (SIGTERM, then SIGKILL). ``url`` is the
+  waits for ``GET /health`` (bounded), and ``stop()`` ends it by PID (SIGTERM, then SIGKILL) and removes a model folder ``folder_for`` saved. ``url`` is the
   ``/v1`` base the kit's HTTP backend takes. The model defaults to the real offline model's folder
   (``toolkit.fetch.installed_folder()``); ``folder_for(loaded)`` gives a folder for any loaded model (the stand-in is
   saved to a temporary folder). The server's log goes to a temporary file (``log_tail()`` shows its end).
@@ -29,6 +29,7 @@ from pathlib import Path
 from toolkit import fetch
 
 START_TIMEOUT_S = 180.0
+SAVED_PREFIX = "toolkit-served-model-"  # folder_for's temporary folders: LocalServer.stop() removes them
 
 
 def free_port() -> int:
@@ -74,7 +75,7 @@ def folder_for(loaded, out_dir: str | os.PathLike | None = None) -> str:
         return str(fetch.installed_folder())
     if loaded.kind == "local" and Path(loaded.name).is_dir():
         return str(loaded.name)
-    out = Path(out_dir or tempfile.mkdtemp(prefix="toolkit-served-model-"))
+    out = Path(out_dir or tempfile.mkdtemp(prefix=SAVED_PREFIX))
     loaded.model.save_pretrained(out)
     loaded.tokenizer.save_pretrained(out)
     return str(out)
@@ -160,6 +161,9 @@ class LocalServer:
         if not self._log.closed:
             self._log.close()
             Path(self._log.name).unlink(missing_ok=True)
+        saved = Path(self.model)
+        if saved.parent == Path(tempfile.gettempdir()) and saved.name.startswith(SAVED_PREFIX):
+            shutil.rmtree(saved, ignore_errors=True)  # a model folder_for saved for this server
 
     def __enter__(self) -> LocalServer:
         return self
