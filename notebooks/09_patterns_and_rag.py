@@ -57,7 +57,7 @@ saved = json.loads(results_file("patterns_qwen2.5-coder-0.5b.json").read_text())
 m = saved["meta"]
 print(f"saved pattern runs: {m['model']} | {m['date']} | commit {m['commit']} | {m['machine']['cpu']}")
 loaded = load("auto")
-setup = Setup.from_loaded(loaded, max_new_tokens=48)
+setup = Setup.from_loaded(loaded, max_new_tokens=32)  # short turns: the live part fits a classroom minute
 print("live runs below use:", loaded.description)
 
 # %% [markdown]
@@ -188,7 +188,7 @@ display(
 
 # %%
 q = next(x for x in QUESTIONS if x.id == "customer")
-live = [before(setup, q, 3), as_tool(setup, q, 3), before(setup, q, 3, Retriever(C.without_injection()))]
+live = [before(setup, q, 2), as_tool(setup, q, 2), before(setup, q, 2, Retriever(C.without_injection()))]
 labels = ["before (with the injected line)", "as a tool (with the injected line)", "before (line removed)"]
 table = pd.DataFrame(
     [
