@@ -70,6 +70,7 @@ def pytest_collection_modifyitems(config, items):
                     )
                 )
         if "real_model" in item.keywords:
+            item.add_marker(pytest.mark.slow)  # every real-model test decodes for tens of seconds: not in test-fast
             if real is None:
                 if REQUIRE_REAL_MODEL:
                     _require_real_model()
