@@ -551,7 +551,10 @@ _JS = r"""
     const k = tk.panel(path).sessionContext.session.kernel;
     let text = '';
     const future = k.requestExecute({ code, silent: false, store_history: false });
-    future.onIOPub = msg => { if (msg.header.msg_type === 'stream') text += msg.content.text; };
+    future.onIOPub = msg => {
+      if (msg.header.msg_type === 'stream') text += msg.content.text;
+      if (msg.header.msg_type === 'error') text += `\n${msg.content.ename}: ${msg.content.evalue}`;
+    };
     await future.done;
     return text;
   };
@@ -583,7 +586,9 @@ def __tk_figures():
             return float(v)
         except (TypeError, ValueError):
             return str(v)
-    figs = [f for f in gc.get_objects() if isinstance(f, go.FigureWidget)]
+    # type(), not isinstance(): isinstance reads __class__, which a lazy proxy (openai's, torch's deprecated
+    # aliases) answers by importing, warning or raising
+    figs = [f for f in gc.get_objects() if issubclass(type(f), go.FigureWidget)]
     try:  # the kit's views: each one's figure as it is now (what its last redraw must have drawn)
         from toolkit.widgets.plot import LIVE
         figs += [v.figure for v in list(LIVE)]
