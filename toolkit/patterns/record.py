@@ -64,16 +64,10 @@ class Recorder:
             self.current.statuses = [r.status for r in step.results]
 
 
-@dataclass
-class PatternRun:
-    pattern: str
-    task: dict
-    model: str
-    turns: list[TurnRecord] = field(default_factory=list)
-    steps: list[dict] = field(default_factory=list)  # thoughts, plans, calls with results, the answer
-    answer: str | None = None
-    success: bool = False
-    notes: list[str] = field(default_factory=list)  # where the host helped the model (forced prefixes, caps)
+class TokenTotals:
+    """Tokens prefilled and decoded over a run's ``turns`` (a :class:`TurnRecord` list): patterns and RAG runs."""
+
+    turns: list
 
     @property
     def prefilled(self) -> int:
@@ -82,6 +76,18 @@ class PatternRun:
     @property
     def decoded(self) -> int:
         return sum(t.decoded for t in self.turns)
+
+
+@dataclass
+class PatternRun(TokenTotals):
+    pattern: str
+    task: dict
+    model: str
+    turns: list[TurnRecord] = field(default_factory=list)
+    steps: list[dict] = field(default_factory=list)  # thoughts, plans, calls with results, the answer
+    answer: str | None = None
+    success: bool = False
+    notes: list[str] = field(default_factory=list)  # where the host helped the model (forced prefixes, caps)
 
     @property
     def n_turns(self) -> int:

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 
 from toolkit.loop.loop import run
 from toolkit.loop.steps import Executed
-from toolkit.patterns.record import Recorder, TurnRecord
+from toolkit.patterns.record import Recorder, TokenTotals, TurnRecord
 from toolkit.patterns.setup import Setup, turn
 from toolkit.rag.questions import Question, grade, recall_at_k
 from toolkit.rag.retrieve import Retriever
@@ -45,7 +45,7 @@ OFFICE = ("calculator", "write_note")
 
 
 @dataclass
-class RagRun:
+class RagRun(TokenTotals):
     mode: str
     question: str
     role: str
@@ -60,14 +60,6 @@ class RagRun:
     correct: bool = False
     supported: bool = False
     cited: list[str] = field(default_factory=list)
-
-    @property
-    def prefilled(self) -> int:
-        return sum(t.prefilled for t in self.turns)
-
-    @property
-    def decoded(self) -> int:
-        return sum(t.decoded for t in self.turns)
 
     def called(self) -> list[str]:
         return [c["name"] for c in self.calls]
@@ -103,6 +95,18 @@ def search_tool(retriever: Retriever, role: str, k: int, seen: list, queries: li
     return Tool.from_function(search_policies, bounds={"query": {"maxLength": 200}})
 
 
+def _plain_loop(setup: Setup, backend, msgs, tools, out: RagRun, max_turns: int):
+    """The unguarded comparison: the kit's loop as it is, for up to ``max_turns`` turns."""
+    return run(
+        backend,
+        setup.tokenizer,
+        msgs,
+        tools,
+        on_step=Recorder(out.turns, "main"),
+        **dict(setup.settings, tool_choice=setup.first_choice(), max_turns=max_turns),
+    )
+
+
 def _finish(out: RagRun, traces, q: Question) -> RagRun:
     out.answer = next((t.answer for t in reversed(traces) if t.answer is not None), None)
     out.calls = [
@@ -134,16 +138,7 @@ def before(
     if guard:
         traces = [turn(setup, backend, msgs, tools, out.turns, context="main", tool_choice="none")]
     else:
-        traces = [
-            run(
-                backend,
-                setup.tokenizer,
-                msgs,
-                tools,
-                on_step=Recorder(out.turns, "main"),
-                **dict(setup.settings, tool_choice=setup.first_choice(), max_turns=max_turns),
-            )
-        ]
+        traces = [_plain_loop(setup, backend, msgs, tools, out, max_turns)]
     return _finish(out, traces, q)
 
 
@@ -163,16 +158,7 @@ def as_tool(
         if traces[0].answer is None:  # results are in: the answer turn, tools off, answer started for the model
             traces.append(turn(setup, backend, msgs, tools, out.turns, context="main", tag="a"))
     else:
-        traces = [
-            run(
-                backend,
-                setup.tokenizer,
-                msgs,
-                tools,
-                on_step=Recorder(out.turns, "main"),
-                **dict(setup.settings, tool_choice=setup.first_choice(), max_turns=max_turns),
-            )
-        ]
+        traces = [_plain_loop(setup, backend, msgs, tools, out, max_turns)]
     return _finish(out, traces, q)
 
 
