@@ -137,7 +137,8 @@ else:
                     "no tool: answer": (r["alone"]["answer"] or "")[:40],
                     "no tool: exact": r["alone"]["exact"],
                     "calculator: exact": r["tool"]["exact"],
-                    "calculator calls": len(r["tool"]["calls"]),
+                    "calculator calls (ran / repeats not run)": f"{sum(c.endswith('->ok') for c in r['tool']['calls'])}"
+                    f" / {sum(c.endswith('->repeated') for c in r['tool']['calls'])}",
                 }
                 for r in mult["rows"]
             ]
