@@ -21,12 +21,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
-from datetime import datetime, timezone
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -135,13 +132,11 @@ def main(argv=None) -> int:
         if server is not None:
             server.stop()
     one = rows[0]["tokens_per_s"] if rows and rows[0]["sessions"] == 1 else None
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
-    res = dict(
-        date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        machine=platform.node(),
-        cpus=os.cpu_count(),
-        commit=commit.strip(),
-        model=note or info.model,
+    from toolkit.eval.report import meta  # date, machine, model and commit, as every saved benchmark result
+
+    res = meta(
+        note or info.model,
+        ROOT,
         server=info.description,
         max_new_tokens=a.max_new_tokens,
         turns=a.turns,

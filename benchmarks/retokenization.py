@@ -19,10 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import subprocess
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -95,16 +92,9 @@ def main(argv=None) -> int:
                     d[f"server_prompt_tokens_{side}"] = r["usage"].get("prompt_tokens")
     for d in rows:
         d.pop("_before"), d.pop("_after")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
-    res = dict(
-        date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        machine=platform.node(),
-        cpus=os.cpu_count(),
-        commit=commit.strip(),
-        model=loaded.description,
-        server=server,
-        rows=rows,
-    )
+    from toolkit.eval.report import meta  # date, machine, model and commit, as every saved benchmark result
+
+    res = meta(loaded.description, ROOT, server=server, rows=rows)
     if a.json:
         print(json.dumps(res, ensure_ascii=False, indent=1))
     else:
