@@ -16,7 +16,6 @@ Leaves out: BFCL's live/multi-turn/agentic categories; timed asserts (this print
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -190,59 +189,98 @@ def cmd_passk(a) -> int:
     return 0
 
 
-LEVERS = {
-    "plain": {"constrain": "none", "answer_prefix": None},
-    "constrained": {},
-}  # {}: the kit loop's defaults (tool_choice auto, call gate, grammar, answer prefix)
+CHAINS_VERSION = 2  # the chains' own cache key (VERSION stays the BFCL runs'); bump when chain tasks change
+
+
+class _ItemCache:
+    """One JSON file per chain or step task under ``<cache>/chains/<model>/<settings>/`` (a killed run resumes)."""
+
+    def __init__(self, root: str, model: str, **settings):
+        from toolkit.eval.run import Cache
+
+        self._c = Cache(os.path.join(root, "chains"), model, version=CHAINS_VERSION, **settings)
+
+    def _id(self, key: str) -> str:
+        import hashlib
+
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+    def get(self, key):
+        return self._c.get("items", self._id(key))
+
+    def put(self, key, rec):
+        self._c.put("items", self._id(key), 0, {**rec, "key": key})
 
 
 def cmd_chains(a) -> int:
-    from toolkit.eval import chains
+    from toolkit.eval import chain_table
+    from toolkit.eval.chains import LANDMARKS
+    from toolkit.eval.stats import wilson
 
     loaded, backend = _load(a.model)
-    marks = chains.LANDMARKS[: a.landmarks]
-    rows, step_rates, t0 = [], {}, time.perf_counter()
-    for lever in a.levers:
-        kw = LEVERS[lever]
-        oks: dict[str, list] = {}
-        bar = _progress(len(marks) * (chains.MAX_K + len(a.ks)), f"chains {lever}")
-        for lm in marks:
-            for step, q, prev in chains.step_tasks(lm):
-                oks.setdefault(step, []).append(chains.run_step(backend, loaded.tokenizer, lm, step, q, prev, **kw))
-                bar.update(1)
-            for k in a.ks:
-                trace, sc = chains.run_chain(backend, loaded.tokenizer, chains.task(lm, k), **kw)
-                rows.append(
-                    {
-                        "lever": lever,
-                        "landmark": lm,
-                        "k": k,
-                        "strict": sc.strict,
-                        "retry": sc.retry,
-                        "strict_steps_ok": sc.strict_steps_ok,
-                        "retry_steps_ok": sc.retry_steps_ok,
-                        "calls": sc.calls,
-                        "retried": sc.retried,
-                        "stop": trace.stop.reason if trace.stop else None,
-                        "answer": (trace.answer or "")[:200],
-                    }
-                )
-                bar.update(1)
-        bar.close()
-        step_rates[lever] = {s: sum(v) / len(v) for s, v in oks.items()}
-        step_rates[f"{lever} + retry"] = step_rates[lever]
-    table = chains.table(rows, step_rates)
-    print(f"\nmodel: {loaded.description}; {len(marks)} landmark(s); {time.perf_counter() - t0:.0f} s")
-    print("isolated step rates:", json.dumps(step_rates))
-    print(report.chains_table(table))
+    marks = LANDMARKS[a.first : a.first + a.landmarks]
+    cache = _ItemCache(a.cache, loaded.name, max_new_tokens=96, temperature=0.0, seed=0)
+    plan = len(marks) * sum(
+        6 + (len(a.ks) if chain_table.LEVERS[v][1] == "chain" else 1 + len(a.pair_ks)) for v in a.levers
+    )
+    bar = _progress(plan, "chains")
+    records, t0 = [], time.perf_counter()
+    for rec in chain_table.measure(
+        backend, loaded.tokenizer, marks, a.levers, a.ks, a.pair_ks, cache=cache, cached_only=a.cached_only
+    ):
+        records.append(rec)
+        bar.update(1)
+    bar.close()
+    fresh = [r for r in records if not r["cached"]]
+    chains_run = [r for r in records if r["kind"] == "chain"]
+    rates, step_n = chain_table.step_rates(records, a.levers)
+    rows = chain_table.table(chains_run, rates)
+    bounds = {"all levers but plain": chain_table.bound([r for r in rows if not r["lever"].startswith("plain")])}
+    bounds.update(
+        {
+            lever: chain_table.bound([r for r in rows if r["lever"] == lever])
+            for lever in dict.fromkeys(r["lever"] for r in rows)
+        }
+    )
+    timed = [r["seconds"] for r in chains_run if r.get("seconds")]
+    print(
+        f"\nmodel: {loaded.description}; {len(marks)} landmark(s); {len(records)} items ({len(fresh)} run now, "
+        f"{time.perf_counter() - t0:.0f} s)"
+    )
+    if timed:
+        print(f"seconds per chain (as run, cached ones included): mean {sum(timed) / len(timed):.1f} over {len(timed)}")
+    for lever, r in rates.items():
+        if not lever.endswith("+ retry"):
+            print(
+                f"isolated step rates, {lever}: "
+                + ", ".join(f"{s} {v:.2f} (n={step_n[lever][s]})" for s, v in r.items())
+            )
+    print(report.chains_table(rows))
+    print(
+        "p^k vs measured: "
+        + "; ".join(
+            f"{k}: {v['verdict']} ({v['product_above_interval']} rows above the interval, "
+            f"{v['product_below_interval']} below, {v['inside']} inside)"
+            for k, v in bounds.items()
+        )
+    )
+    step_ci = {}
+    for lever, r in rates.items():
+        step_ci[lever] = {s: list(wilson(round(v * step_n[lever][s]), step_n[lever][s])) for s, v in r.items()}
     data = {
-        "rows": table,
-        "chains": rows,
-        "step_rates": step_rates,
+        "rows": rows,
+        "chains": [{k: v for k, v in r.items() if k not in ("cached", "kind")} for r in chains_run],
+        "step_rates": rates,
+        "step_n": step_n,
+        "step_intervals": step_ci,
+        "bound": bounds,
         "landmarks": list(marks),
-        "levers": {k: LEVERS[k] for k in a.levers},
+        "ks": list(a.ks),
+        "pair_ks": list(a.pair_ks),
+        "levers": {k: {"loop": chain_table.LEVERS[k][0], "tasks": chain_table.LEVERS[k][1]} for k in a.levers},
+        "seconds_per_chain": round(sum(timed) / len(timed), 1) if timed else None,
     }
-    _save(a, loaded, "chains", data)
+    _save(a, loaded, "chains", data, decoding="greedy", max_new_tokens=96)
     return 0
 
 
@@ -348,9 +386,14 @@ def main(argv=None) -> int:
     pk.add_argument("--mode", default="constrained", choices=bfcl.MODES)
     pk.add_argument("--cached-only", action="store_true", help="generate nothing: tasks whose samples are all cached")
     ch = sub.add_parser("chains", parents=[common])
-    ch.add_argument("--landmarks", type=int, default=3)
-    ch.add_argument("--ks", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6])
-    ch.add_argument("--levers", nargs="+", default=list(LEVERS), choices=list(LEVERS))
+    from toolkit.eval import chain_table, chains, pairs
+
+    ch.add_argument("--landmarks", type=int, default=len(chains.LANDMARKS), help="the first N landmarks (default all)")
+    ch.add_argument("--first", type=int, default=0, help="start at this landmark (split a run over processes)")
+    ch.add_argument("--ks", type=int, nargs="+", default=list(range(1, chains.MAX_K + 1)))
+    ch.add_argument("--pair-ks", type=int, nargs="+", default=list(pairs.PAIR_KS), choices=pairs.PAIR_KS)
+    ch.add_argument("--levers", nargs="+", default=list(chain_table.LEVERS), choices=list(chain_table.LEVERS))
+    ch.add_argument("--cached-only", action="store_true", help="generate nothing: table what earlier runs cached")
     de = sub.add_parser("descriptions", parents=[common])
     de.add_argument("--limit", type=int, default=20)
     de.add_argument("--mode", default="constrained", choices=bfcl.MODES)

@@ -12,12 +12,16 @@ What it does
   (the first wrong call ends the chain) and ``retry`` (one retry allowed after a call the tool rejected with an
   error — the §14.5.4 lever "retry after a tool error").
 - ``step_tasks``: each step type alone (its input given in the question), to measure a per-step rate p in
-  isolation; ``table(rows, step_rates)`` sets measured chain success beside Π p over the chain's steps.
+  isolation. ``call_log(trace)`` keeps each executed call (turn, name, arguments, status, key result fields) so
+  a saved chain says where it went wrong.
+- The pair-lookup variant (parallel calls shortening the chain) is :mod:`toolkit.eval.pairs`; the table, the
+  bound and the measuring run are :mod:`toolkit.eval.chain_table`.
 
 What it leaves out
 - Judging the final text answer: a chain succeeds when its k calls are right (the answer step is the host's
   business; the 0.5B model often re-emits JSON there).
-- Parallel chains beyond the pair-lookup variant ``task(..., parallel=True)``.
+- Conditional step rates (step i given steps 1..i-1 right, in the same conversation): the chains are set beside
+  the product of rates measured on each step *alone*, which is what p^k assumes.
 """
 
 from __future__ import annotations
@@ -87,6 +91,13 @@ class Task:
     question: str
     steps: tuple = field(default_factory=tuple)
 
+    @property
+    def rounds(self) -> int:
+        return self.k  # every step needs the previous result: one round trip each
+
+    def score(self, calls) -> ChainScore:
+        return score_calls(calls, self)
+
 
 def task(landmark: str, k: int) -> Task:
     if not 1 <= k <= MAX_K:
@@ -140,17 +151,20 @@ def step_ok(step: str, name: str | None, args: dict | None, prev: dict | None, l
             and _unit(args.get("from_unit")) == src
             and _unit(args.get("to_unit")) == dst
         )
-    if step in ("times_two", "minus_100"):
+    if step in ("times_two", "minus_100", "difference"):
         value = _num(prev.get("result", prev.get("value")))
         if name != "calculator" or value is None or not isinstance(args.get("expression"), str):
             return False
-        want = value * 2 if step == "times_two" else value - 100
+        want = {"times_two": value * 2, "minus_100": value - 100, "difference": value}[step]
         try:
             got = calculator(args["expression"]).get("result")
         except Exception:  # noqa: BLE001 — a bad expression is a wrong step, not a crash
             return False
         return _close(got, want)
     raise ValueError(f"unknown step {step!r}")
+
+
+TOOL_ERRORS = ("error", "timeout")  # statuses of a call the tool (or the host's checks) rejected: retry may follow
 
 
 @dataclass
@@ -160,6 +174,7 @@ class ChainScore:
     retry_steps_ok: int  # leading steps right when one retry after a tool error is allowed
     calls: int
     retried: bool
+    rounds: int = 0  # turns in which the model made calls
 
     @property
     def strict(self) -> bool:
@@ -186,10 +201,10 @@ def score_calls(calls, t: Task) -> ChainScore:
             if c.status == "ok" and step_ok(t.steps[i], c.name, c.arguments, prev, t.landmark):
                 prev, i = res, i + 1
                 continue
-            if allow_retry and not retried and c.status != "ok":
+            if allow_retry and not retried and c.status in TOOL_ERRORS:
                 retried = True  # the tool said no: the model may try this step once more
                 continue
-            break
+            break  # a wrong call the tool accepted, or a repeat: the chain is off its path
         return i, retried
 
     strict, _ = walk(False)
@@ -197,14 +212,35 @@ def score_calls(calls, t: Task) -> ChainScore:
     return ChainScore(t.k, strict, retry, len(calls), retried)
 
 
-def run_chain(backend, tokenizer, t: Task, **loop_kwargs):
+def rounds(trace) -> int:
+    """Turns of a trace in which calls ran (or were refused): the chain's length in round trips."""
+    return sum(1 for s in trace.steps if isinstance(s, Executed) and s.results)
 
+
+def call_log(trace) -> list[dict]:
+    """The executed calls of a trace, small enough to save beside each chain (what to read when one fails)."""
+    out = []
+    for s in trace.steps:
+        if isinstance(s, Executed):
+            for r in s.results:
+                res = r.result if isinstance(r.result, dict) else {"text": str(r.result)}
+                keep = {k: res[k] for k in ("city", "temperature", "result", "type", "message") if k in res}
+                out.append({"turn": s.turn, "name": r.name, "arguments": r.arguments, "status": r.status, **keep})
+    return out
+
+
+def run_chain(backend, tokenizer, t, **loop_kwargs):
+    """Run a task (:class:`Task`, or ``toolkit.eval.pairs.PairTask``: anything with ``question``, ``k`` and
+    ``score(calls)``) through the kit's loop; ``(trace, ChainScore)``."""
+    # the same turn budget in series and in parallel (k calls + 2), so the parallel ask is not also a tighter cap
     kw = {"max_turns": t.k + 2, "parallel": False, "max_new_tokens": 96}
     kw.update(loop_kwargs)
     if hasattr(backend, "reset"):
         backend.reset()
     trace = run(backend, tokenizer, [{"role": "user", "content": t.question}], tools(), **kw)
-    return trace, score_calls(executed_calls(trace), t)
+    sc = t.score(executed_calls(trace))
+    sc.rounds = rounds(trace)
+    return trace, sc
 
 
 def step_tasks(landmark: str) -> list[tuple[str, str, dict | None]]:
@@ -238,29 +274,3 @@ def run_step(backend, tokenizer, landmark: str, step: str, question: str, prev, 
     trace = run(backend, tokenizer, [{"role": "user", "content": question}], tools(), **kw)
     calls = executed_calls(trace)
     return bool(calls) and calls[0].status == "ok" and step_ok(step, calls[0].name, calls[0].arguments, prev, landmark)
-
-
-def table(chain_rows: list[dict], step_rates: dict[str, float]) -> list[dict]:
-    """Per (lever, k): measured chain success (strict / retry) beside the product of isolated step rates."""
-    out = []
-    for lever in dict.fromkeys(r["lever"] for r in chain_rows):
-        rates = step_rates.get(lever, {})
-        for k in range(1, MAX_K + 1):
-            rs = [r for r in chain_rows if r["lever"] == lever and r["k"] == k]
-            if not rs:
-                continue
-            prod = math.prod(rates.get(s, float("nan")) for s in STEPS[:k]) if rates else None
-            for scoring in ("strict", "retry"):
-                ok = sum(r[scoring] for r in rs)
-                out.append(
-                    {
-                        "lever": lever if scoring == "strict" else f"{lever} + retry",
-                        "k": k,
-                        "n": len(rs),
-                        "success": ok / len(rs),
-                        "product": prod,
-                        "steps_ok": sum(r[f"{scoring}_steps_ok"] for r in rs),
-                        "steps": k * len(rs),
-                    }
-                )
-    return out

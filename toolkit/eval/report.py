@@ -222,16 +222,20 @@ def pass_k_table(table: list[dict]) -> str:
 
 
 def chains_table(rows: list[dict]) -> str:
-    """Measured k-step chain success beside the product of measured per-step rates (``chains.table``'s rows)."""
+    """Measured k-step chain success (Wilson 95% interval) beside the product of measured per-step rates
+    (``toolkit.eval.chain_table.table``'s rows; older saves without intervals print "—")."""
     lines = [
-        "| lever | k | chains | chain success | product of step rates | steps ok / steps |",
-        "|---|---|---|---|---|---|",
+        "| lever | k | chains | chain success [95% CI] | product of step rates | steps ok / steps | rounds |",
+        "|---|---|---|---|---|---|---|",
     ]
-    lines += [
-        f"| {r['lever']} | {r['k']} | {r['n']} | {_pct(r['success'])} | {_pct(r['product'])} | "
-        f"{r['steps_ok']}/{r['steps']} |"
-        for r in rows
-    ]
+    for r in rows:
+        ci = f" [{_pct(r['low'])}–{_pct(r['high'])}]" if "low" in r else ""
+        prod = "—" if r.get("product") is None else _pct(r["product"])
+        rounds = f"{r['rounds']:.1f}" if "rounds" in r else "—"
+        lines.append(
+            f"| {r['lever']} | {r['k']} | {r['n']} | {_pct(r['success'])}{ci} | {prod} | "
+            f"{r['steps_ok']}/{r['steps']} | {rounds} |"
+        )
     return "\n".join(lines)
 
 
