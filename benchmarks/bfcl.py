@@ -189,7 +189,7 @@ def cmd_passk(a) -> int:
     return 0
 
 
-CHAINS_VERSION = 2  # the chains' own cache key (VERSION stays the BFCL runs'); bump when chain tasks change
+CHAINS_VERSION = 3  # the chains' own cache key (VERSION stays the BFCL runs'); bump when chain tasks change
 
 
 class _ItemCache:

@@ -38,6 +38,7 @@ from pathlib import Path
 from toolkit.grammar.compile import compile_grammar, compile_tools
 from toolkit.loop.gate import FirstTokenGate, starting_ids
 from toolkit.parse import parse_tool_calls
+from toolkit.qwen import STOP_IDS, TOOL_CALL_END_ID, TOOL_CALL_ID
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
 MODES = ("prompt", "native", "constrained")
@@ -176,12 +177,27 @@ def prompt_system(functions: list[dict]) -> str:
     )
 
 
-def messages_for(case: Case, mode: str, tools: list[dict] | None = None) -> tuple[list[dict], list[dict] | None]:
+def default_system(template: str = "qwen2.5") -> str:
+    """The system line a kit template renders when the messages bring none ("" if it has none)."""
+    src = (files("toolkit") / "templates" / f"{template}.jinja").read_text(encoding="utf-8")
+    m = re.search(r"set default_system = '([^']*)'", src)
+    return m.group(1) if m else ""
+
+
+def messages_for(
+    case: Case, mode: str, tools: list[dict] | None = None, system_hint: str | None = None
+) -> tuple[list[dict], list[dict] | None]:
     """``(messages, tools)`` to render for ``mode``. ``tools`` overrides the case's converted tools
-    (description variants)."""
+    (description variants). ``system_hint`` (native/constrained only) is appended to the case's system message,
+    or to the template's default system line when the case has none (a prompt lever, see :data:`HINTS`)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     msgs = [dict(m) for m in case.messages]
+    if system_hint and mode != "prompt":
+        if msgs and msgs[0]["role"] == "system":
+            msgs[0]["content"] = msgs[0]["content"] + "\n\n" + system_hint
+        else:
+            msgs.insert(0, {"role": "system", "content": (default_system() + "\n\n" + system_hint).strip()})
     if mode == "prompt":
         system = prompt_system(case.functions)
         if msgs and msgs[0]["role"] == "system":
@@ -196,22 +212,37 @@ STRUCTURED_STARTS = ("```", "{", "<", "[")
 DECLINE_MAX_TOKENS = 32
 
 
-def constrained_grammar(tools: list[dict], tokenizer, vocab_width: int | None = None, max_calls: int = 4):
+def constrained_grammar(
+    tools: list[dict], tokenizer, vocab_width: int | None = None, max_calls: int = 4, newline_after: bool = False
+):
     """Either 1..``max_calls`` ``<tool_call>`` blocks whose JSON fits one of ``tools``, or a short text answer
     (at most :data:`DECLINE_MAX_TOKENS` tokens) free of :data:`STRUCTURED_STARTS`, so a call cannot hide in
     prose as fenced JSON, XML or a Python list. Raises :class:`toolkit.constrain.SchemaError` for schemas
-    xgrammar rejects (the caller counts that, it does not crash)."""
+    xgrammar rejects (the caller counts that, it does not crash). ``newline_after``: every call is followed by
+    ``"\n"``, so the turn's only end decision (another ``<tool_call>`` or the stop token) comes right after
+    ``</tool_call>\n`` — the point :class:`MoreCallsGate` acts on."""
     calls = compile_tools(tools, tokenizer, mode="tag", parallel=False, vocab_width=vocab_width)
     tag = calls.source["format"]
+    nl = {"type": "const_string", "value": "\n"}
+    if newline_after:  # (tag "\n"){1,max}: after each newline, another call or the end
+        one = {"type": "sequence", "elements": [tag, nl]}
+        many = {"type": "repeat", "min": 1, "max": max_calls, "content": one}
+        text = {
+            "type": "any_text",
+            "excludes": list(STRUCTURED_STARTS) + ["<tool_call>"],
+            "max_tokens": DECLINE_MAX_TOKENS,
+        }
+        structural = {"type": "structural_tag", "format": {"type": "or", "elements": [many, text]}}
+        return compile_grammar(tokenizer, vocab_width, "tag_or_text", calls.schema, "the call-or-text tag", structural)
     # calls: tag ("\n" tag)* with an optional trailing "\n", so after a newline the model still chooses
     # between another call and <|im_end|> (without it, a newline after </tool_call> would force one more call)
-    more = {"type": "sequence", "elements": [{"type": "const_string", "value": "\n"}, tag]}
+    more = {"type": "sequence", "elements": [nl, tag]}
     many = {
         "type": "sequence",
         "elements": [
             tag,
             {"type": "repeat", "min": 0, "max": max_calls - 1, "content": more},
-            {"type": "repeat", "min": 0, "max": 1, "content": {"type": "const_string", "value": "\n"}},
+            {"type": "repeat", "min": 0, "max": 1, "content": nl},
         ],
     }
     text = {"type": "any_text", "excludes": list(STRUCTURED_STARTS) + ["<tool_call>"], "max_tokens": DECLINE_MAX_TOKENS}
@@ -242,6 +273,44 @@ class IntentGate(FirstTokenGate):
 
     def __init__(self, tokenizer, threshold: float | None = GATE_THRESHOLD, tool_call_id: int = 151657):
         super().__init__(tokenizer, STRUCTURED_STARTS, threshold, tool_call_id)
+
+
+HINTS = {  # prompt levers for the constrained mode: general lines, no knowledge of a case's category or answer
+    "one-block-per-call": "When the request needs several function calls (several items, values or tasks), "
+    "write one <tool_call></tool_call> block for each call, one after another, before you stop."
+}
+
+
+class MoreCallsGate:
+    """A logits processor for the end decision after each call (grammar built with ``newline_after=True``):
+    where a row's last tokens are ``</tool_call>`` ``\n``, the model's probability of opening another call *in
+    any spelling* (``<tool_call>`` plus every token starting with :data:`STRUCTURED_STARTS`, as
+    :class:`IntentGate` reads the first token) is pooled onto ``<tool_call>``, so it competes with the stop
+    tokens as one option; the grammar then allows only those two and the argmax decides. No threshold: the
+    model's own mass decides. ``decisions`` records ``(p_more, p_stop)`` per decision, for reports."""
+
+    def __init__(self, tokenizer):
+        self.gate = FirstTokenGate(tokenizer, STRUCTURED_STARTS, None, TOOL_CALL_ID)
+        (self.newline_id,) = tokenizer.encode("\n", add_special_tokens=False)
+        self.decisions: list[tuple[float, float]] = []
+
+    def __call__(self, input_ids, scores):
+        import torch  # lazy: only when a model runs
+
+        if input_ids.shape[1] < 2:
+            return scores
+        at = (input_ids[:, -2] == TOOL_CALL_END_ID) & (input_ids[:, -1] == self.newline_id)
+        if not bool(at.any()):
+            return scores
+        scores = scores.clone()
+        ids = self.gate.ids.to(scores.device)
+        stops = torch.tensor(sorted(STOP_IDS), device=scores.device)
+        for row in at.nonzero().flatten().tolist():
+            logp = torch.log_softmax(scores[row].float(), -1)
+            more = torch.logsumexp(logp[ids], -1)
+            self.decisions.append((float(more.exp()), float(torch.logsumexp(logp[stops], -1).exp())))
+            scores[row, TOOL_CALL_ID] = more.to(scores.dtype)
+        return scores
 
 
 # ---------------------------------------------------------------- reading calls back

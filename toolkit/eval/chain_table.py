@@ -100,11 +100,20 @@ def _steps_lever(lever: str) -> str:
 
 
 def measure(
-    backend, tokenizer, landmarks, levers, ks=range(1, 7), pair_ks=pairs.PAIR_KS, cache=None, cached_only=False
+    backend,
+    tokenizer,
+    landmarks,
+    levers,
+    ks=range(1, 7),
+    pair_ks=pairs.PAIR_KS,
+    cache=None,
+    cached_only=False,
+    until_decided=True,
 ):
     """Yield one record per step task or chain (see the module docstring). ``cache``: anything with
     ``get(key) -> dict | None`` and ``put(key, record)``; a cached record comes back with ``cached=True``.
-    ``cached_only``: run nothing, yield only what the cache holds."""
+    ``cached_only``: run nothing, yield only what the cache holds. ``until_decided``: see
+    ``toolkit.eval.chains.run_chain`` (default on: the answer turn is not scored)."""
     seen = set()
 
     def item(key, fn):
@@ -120,7 +129,7 @@ def measure(
         return {**rec, "cached": False}
 
     def chain_record(lever, names, t, pair):
-        trace, sc = run_chain(backend, tokenizer, t, **LEVERS[lever][0])
+        trace, sc = run_chain(backend, tokenizer, t, until_decided=until_decided, **LEVERS[lever][0])
         return {
             "kind": "chain",
             "lever": lever,
@@ -134,7 +143,7 @@ def measure(
             "calls": sc.calls,
             "retried": sc.retried,
             "rounds": sc.rounds,
-            "stop": trace.stop.reason if trace.stop else None,
+            "stop": trace.stop.reason if trace.stop else "decided",
             "answer": (trace.answer or "")[:200],
             "log": call_log(trace),
         }

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 
 from toolkit.calculator import calculator
 from toolkit.errors import ToolError
-from toolkit.loop.loop import run
-from toolkit.loop.steps import Executed
+from toolkit.loop.loop import loop, run
+from toolkit.loop.steps import Executed, Trace
 from toolkit.tools import TOOLS, Tool, get_weather
 
 CITY_OF = {
@@ -175,6 +175,7 @@ class ChainScore:
     calls: int
     retried: bool
     rounds: int = 0  # turns in which the model made calls
+    decided: bool = True  # False: more calls could still change a scoring (the walk ran out of calls)
 
     @property
     def strict(self) -> bool:
@@ -192,7 +193,7 @@ def executed_calls(trace) -> list:
 
 
 def score_calls(calls, t: Task) -> ChainScore:
-    def walk(allow_retry: bool) -> tuple[int, bool]:
+    def walk(allow_retry: bool) -> tuple[int, bool, bool]:
         i, prev, retried = 0, None, False
         for c in calls:
             if i >= t.k:
@@ -204,12 +205,12 @@ def score_calls(calls, t: Task) -> ChainScore:
             if allow_retry and not retried and c.status in TOOL_ERRORS:
                 retried = True  # the tool said no: the model may try this step once more
                 continue
-            break  # a wrong call the tool accepted, or a repeat: the chain is off its path
-        return i, retried
+            return i, retried, True  # a wrong call the tool accepted, or a repeat: the chain is off its path
+        return i, retried, i >= t.k
 
-    strict, _ = walk(False)
-    retry, retried = walk(True)
-    return ChainScore(t.k, strict, retry, len(calls), retried)
+    strict, _, d1 = walk(False)
+    retry, retried, d2 = walk(True)
+    return ChainScore(t.k, strict, retry, len(calls), retried, decided=d1 and d2)
 
 
 def rounds(trace) -> int:
@@ -229,15 +230,22 @@ def call_log(trace) -> list[dict]:
     return out
 
 
-def run_chain(backend, tokenizer, t, **loop_kwargs):
+def run_chain(backend, tokenizer, t, until_decided: bool = False, **loop_kwargs):
     """Run a task (:class:`Task`, or ``toolkit.eval.pairs.PairTask``: anything with ``question``, ``k`` and
-    ``score(calls)``) through the kit's loop; ``(trace, ChainScore)``."""
+    ``score(calls)``) through the kit's loop; ``(trace, ChainScore)``. ``until_decided``: stop the loop as soon
+    as more calls cannot change the score (all k steps right, or a wrong step no retry can undo) — the same
+    score, fewer turns (the unscored answer turn is skipped); the trace then ends without a ``Stopped`` step.
+    The backend's prefix cache is kept between runs (the tool definitions are prefilled once; greedy tokens
+    are the same either way, only the work differs)."""
     # the same turn budget in series and in parallel (k calls + 2), so the parallel ask is not also a tighter cap
     kw = {"max_turns": t.k + 2, "parallel": False, "max_new_tokens": 96}
     kw.update(loop_kwargs)
-    if hasattr(backend, "reset"):
-        backend.reset()
-    trace = run(backend, tokenizer, [{"role": "user", "content": t.question}], tools(), **kw)
+    msgs = [{"role": "user", "content": t.question}]
+    trace = Trace(getattr(backend, "name", type(backend).__name__), messages=msgs)
+    for step in loop(backend, tokenizer, msgs, tools(), **kw):
+        trace.steps.append(step)
+        if until_decided and isinstance(step, Executed) and t.score(executed_calls(trace)).decided:
+            break
     sc = t.score(executed_calls(trace))
     sc.rounds = rounds(trace)
     return trace, sc
@@ -269,8 +277,6 @@ def run_step(backend, tokenizer, landmark: str, step: str, question: str, prev, 
 
     kw = {"max_turns": 1, "parallel": False, "max_new_tokens": 96}
     kw.update(loop_kwargs)
-    if hasattr(backend, "reset"):
-        backend.reset()
     trace = run(backend, tokenizer, [{"role": "user", "content": question}], tools(), **kw)
     calls = executed_calls(trace)
     return bool(calls) and calls[0].status == "ok" and step_ok(step, calls[0].name, calls[0].arguments, prev, landmark)

@@ -95,7 +95,7 @@ def score_pair(calls, t: PairTask) -> ChainScore:
     expected = _pair_expected(t.k)
     stage = {key: next(i for i, s in enumerate(PAIR_STAGES) if key[0] in s) for key in expected}
 
-    def walk(allow_retry: bool) -> tuple[int, bool]:
+    def walk(allow_retry: bool) -> tuple[int, bool, bool]:
         done: dict = {}
         retried = False
         for c in calls:
@@ -111,12 +111,12 @@ def score_pair(calls, t: PairTask) -> ChainScore:
             if allow_retry and not retried and c.status in TOOL_ERRORS:
                 retried = True
                 continue
-            break
-        return len(done), retried
+            return len(done), retried, True
+        return len(done), retried, len(done) >= t.k
 
-    strict, _ = walk(False)
-    retry, retried = walk(True)
-    return ChainScore(t.k, strict, retry, len(calls), retried)
+    strict, _, d1 = walk(False)
+    retry, retried, d2 = walk(True)
+    return ChainScore(t.k, strict, retry, len(calls), retried, decided=d1 and d2)
 
 
 def pair_step_tasks(a: str, b: str) -> list[tuple[str, str, dict]]:
