@@ -284,6 +284,91 @@ def cmd_chains(a) -> int:
     return 0
 
 
+PROMPT_LEVERS = {  # item 6: general levers for the constrained mode (no knowledge of category or answer)
+    "baseline": {},
+    "hint": {"system_hint": bfcl.HINTS["one-block-per-call"]},
+    "more-calls": {"more_calls": True},
+    "hint + more-calls": {"system_hint": bfcl.HINTS["one-block-per-call"], "more_calls": True},
+}
+LEVER_CATEGORIES = ["parallel", "parallel_multiple", "simple_python", "irrelevance"]
+
+
+def cmd_levers(a) -> int:
+    from toolkit.eval.stats import wilson
+
+    loaded, backend = _load(a.model)
+    cases = bfcl.subset(a.categories, a.limit, a.seed)
+    results, speed = {}, {}
+    for lever in a.levers:
+        kw = PROMPT_LEVERS[lever]
+        t0, fresh = time.perf_counter(), 0
+        for cat in a.categories:
+            cs = [c for c in cases if c.category == cat]
+            n_new = MAX_NEW.get(cat, 128)
+            settings = dict(max_new_tokens=n_new, temperature=0.0, seed=0, lever=lever, **kw)
+            got = _cached(
+                a,
+                loaded,
+                backend,
+                cs,
+                "constrained",
+                f"{lever:>17} {cat}",
+                settings,
+                batch_size=a.batch,
+                max_new_tokens=n_new,
+                **kw,
+            )
+            results[(lever, cat)] = got
+            fresh += sum(not r.cached for r in got)
+        speed[lever] = {"fresh_cases": fresh, "seconds": round(time.perf_counter() - t0, 1)}
+    pub = report.PUBLISHED["BFCL V3 Qwen2.5-0.5B-Instruct (Prompt)"]
+    rows = []
+    for (lever, cat), rs in results.items():
+        if not rs:
+            continue
+        n, ok = len(rs), sum(r.ok for r in rs)
+        lo, hi = wilson(ok, n)
+        kinds: dict = {}
+        for r in rs:
+            kinds[r.kind] = kinds.get(r.kind, 0) + 1
+        base = results.get(("baseline", cat))
+        rows.append(
+            {
+                "lever": lever,
+                "category": cat,
+                "n": n,
+                "correct": ok,
+                "accuracy": ok / n,
+                "low": lo,
+                "high": hi,
+                "kinds": kinds,
+                "calls_per_case": sum(len(r.calls) for r in rs) / n,
+                "baseline": (sum(r.ok for r in base) / len(base)) if base else None,
+                "published_prompt": pub.get(cat),
+            }
+        )
+    print(f"\nmodel: {loaded.description}; constrained mode; seeded subset of {a.limit} per category (seed {a.seed})")
+    print(report.levers_table(rows))
+    print("this run: " + ", ".join(f"{k} {v['fresh_cases']} new cases in {v['seconds']} s" for k, v in speed.items()))
+    data = {
+        "rows": rows,
+        "levers": {k: PROMPT_LEVERS[k] for k in a.levers},
+        "mode": "constrained",
+        "limit_per_category": a.limit,
+        "seed": a.seed,
+        "categories": a.categories,
+        "batch": a.batch,
+        "speed_this_run": speed,
+        "cases": [
+            {"lever": lv, "id": r.id, "ok": r.ok, "kind": r.kind, "text": r.text}
+            for (lv, _), rs in results.items()
+            for r in rs
+        ],
+    }
+    _save(a, loaded, "levers", data, template="qwen2.5", decoding="greedy")
+    return 0
+
+
 def cmd_descriptions(a) -> int:
     from toolkit.eval.descriptions import VARIANTS, renamed_answer, selected, variants
     from toolkit.eval.stats import wilson
@@ -399,6 +484,12 @@ def main(argv=None) -> int:
     de.add_argument("--mode", default="constrained", choices=bfcl.MODES)
     de.add_argument("--variants", nargs="+", default=["original", "vague", "lookalike", "improved"])
     de.add_argument("--cached-only", action="store_true", help="generate nothing: report what is cached")
+    lv = sub.add_parser("levers", parents=[common])
+    lv.set_defaults(categories=LEVER_CATEGORIES)
+    lv.add_argument("--limit", type=int, default=20, help="seeded sample of N cases per category")
+    lv.add_argument("--levers", nargs="+", default=list(PROMPT_LEVERS), choices=list(PROMPT_LEVERS))
+    lv.add_argument("--batch", type=int, default=8)
+    lv.add_argument("--cached-only", action="store_true", help="generate nothing: report what is cached")
     sub.add_parser("report", parents=[common])
     a = p.parse_args(argv)
     return {
@@ -406,6 +497,7 @@ def main(argv=None) -> int:
         "passk": cmd_passk,
         "chains": cmd_chains,
         "descriptions": cmd_descriptions,
+        "levers": cmd_levers,
         "report": cmd_report,
     }[a.cmd](a)
 

@@ -169,8 +169,8 @@ def measure(
         for lm in landmarks:
             for lever in levers:
                 family = LEVERS[lever][1]
-                yield from steps(lever, lm, step_tasks(lm))
-                if family == "chain":
+                if family == "chain":  # (a pair lever reads the same loop's steps from that chain lever's runs)
+                    yield from steps(lever, lm, step_tasks(lm))
                     for k in ks:
                         yield item(f"chain/{lever}/{lm}/{k}", lambda: chain_record(lever, [lm], task(lm, k), False))
                     continue
@@ -186,7 +186,8 @@ def measure(
 
 def step_rates(records, levers) -> tuple[dict, dict]:
     """``({lever: {step: rate}}, {lever: {step: n}})`` from step records; each lever reads its loop options'
-    steps (the pair levers: the constrained loop's steps plus their own ``difference``)."""
+    steps (the pair levers: the constrained lever's step runs plus their own ``difference``; run ``constrained``
+    too, or a pair row's product stays None)."""
     by: dict = {}
     for r in records:
         if r["kind"] == "step":

@@ -250,6 +250,29 @@ def descriptions_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def levers_table(rows: list[dict]) -> str:
+    """Constrained-mode accuracy per lever × category, against the lever-free baseline and the published
+    BFCL V3 Qwen2.5-0.5B-Instruct (Prompt) row (``benchmarks/bfcl.py levers``)."""
+    lines = [
+        "| lever | category | n | accuracy [95% CI] | vs baseline (points) | published (Prompt) | vs published (points) "
+        "| calls/case | top failure |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        fails = {k: v for k, v in r["kinds"].items() if k != "ok"}
+        top = max(fails, key=fails.get) if fails else "—"
+        d_base = "—" if r.get("baseline") is None else f"{100 * (r['accuracy'] - r['baseline']):+.1f}"
+        pub = r.get("published_prompt")
+        d_pub = "—" if pub is None else f"{100 * r['accuracy'] - pub:+.1f}"
+        lines.append(
+            f"| {r['lever']} | {r['category']} | {r['n']} | {_pct(r['accuracy'])} [{_pct(r['low'])}–{_pct(r['high'])}] "
+            f"| {d_base} | {'—' if pub is None else f'{pub:g}'} | "
+            f"{d_pub} | {r['calls_per_case']:.2f} | "
+            f"{top}{f' ({fails[top]})' if fails else ''} |"
+        )
+    return "\n".join(lines)
+
+
 SECTIONS = (  # (key in the results file, heading, the tables drawn from its data)
     (
         "accuracy",
@@ -269,6 +292,11 @@ SECTIONS = (  # (key in the results file, heading, the tables drawn from its dat
         lambda d: [chains_table(d["rows"])],
     ),
     ("descriptions", "Tool-description variants (same selection tasks)", lambda d: [descriptions_table(d["rows"])]),
+    (
+        "levers",
+        "Parallel-call levers, constrained mode (seeded subset), against the published Prompt row",
+        lambda d: [levers_table(d["rows"])],
+    ),
 )
 
 

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from toolkit.eval.bfcl import Case, IntentGate, constrained_grammar, decode, messages_for
+from toolkit.eval.bfcl import Case, IntentGate, MoreCallsGate, constrained_grammar, decode, messages_for
 from toolkit.eval.score import score
 from toolkit.grammar.compile import SchemaError
 from toolkit.grammar.mask import GrammarMask
@@ -40,8 +40,8 @@ from toolkit.qwen import STOP_IDS
 from toolkit.render import render
 
 
-def prompt_ids(case: Case, mode: str, tokenizer, template: str = "qwen2.5", tools=None) -> list[int]:
-    msgs, tl = messages_for(case, mode, tools)
+def prompt_ids(case: Case, mode: str, tokenizer, template: str = "qwen2.5", tools=None, system_hint=None) -> list[int]:
+    msgs, tl = messages_for(case, mode, tools, system_hint)
     return list(render(msgs, tl, template=template, tokenizer=tokenizer).ids)
 
 
@@ -163,9 +163,10 @@ class Cache:
         self.put(r.mode, r.id, r.sample, {**row, **({"grammar_error": r.grammar_error} if r.grammar_error else {})})
 
 
-def _grammar(case: Case, tokenizer, vocab_width, tools=None):
+def _grammar(case: Case, tokenizer, vocab_width, tools=None, newline_after=False):
     try:
-        return constrained_grammar(tools if tools is not None else case.tools, tokenizer, vocab_width), ""
+        tl = tools if tools is not None else case.tools
+        return constrained_grammar(tl, tokenizer, vocab_width, newline_after=newline_after), ""
     except SchemaError as e:
         return None, str(e)
 
@@ -227,11 +228,16 @@ def run_cases(
     tools_for=None,
     cached_only: bool = False,
     gate: bool = True,
+    system_hint: str | None = None,
+    more_calls: bool = False,
 ) -> Iterator[Result]:
     """Yield one :class:`Result` per (case, sample), cached ones first. ``tools_for(case)`` may replace a case's
     tools (description variants). ``samples > 1`` batches the samples of one case together. ``cached_only``:
     yield what the cache holds and generate nothing (to collect several runs into one report). ``gate``: apply
-    :class:`toolkit.eval.bfcl.IntentGate` on the first token in constrained mode (HF backends)."""
+    :class:`toolkit.eval.bfcl.IntentGate` on the first token in constrained mode (HF backends). Levers (the
+    defaults leave prompts and grammars as they were; callers key their cache on them): ``system_hint``, a line
+    added to the system message (:data:`toolkit.eval.bfcl.HINTS`); ``more_calls`` (constrained mode), the
+    newline-after-each-call grammar with :class:`toolkit.eval.bfcl.MoreCallsGate` at each end decision."""
     width = getattr(backend, "vocab_width", None)
     todo = []
     for c in cases:
@@ -259,8 +265,8 @@ def run_cases(
     for c, _ in todo:
         if c.id not in prepared:
             tools = tools_for(c) if tools_for else None
-            g, err = _grammar(c, tokenizer, width, tools) if mode == "constrained" else (None, "")
-            prepared[c.id] = (prompt_ids(c, mode, tokenizer, template, tools), g, err)
+            g, err = _grammar(c, tokenizer, width, tools, more_calls) if mode == "constrained" else (None, "")
+            prepared[c.id] = (prompt_ids(c, mode, tokenizer, template, tools, system_hint), g, err)
     for c, s in [(c, s) for c, s in todo if prepared[c.id][2]]:  # schema rejected: a result, not a crash
         r = result_from(c, mode, s, "", len(prepared[c.id][0]), 0, 0.0, "", prepared[c.id][2])
         if cache:
@@ -280,6 +286,8 @@ def run_cases(
         grammars = [prepared[c.id][1] for c, _ in batch] if mode == "constrained" else None
         t0 = time.perf_counter()
         procs = [IntentGate(tokenizer)] if (mode == "constrained" and gate) else []
+        if mode == "constrained" and more_calls:
+            procs.append(MoreCallsGate(tokenizer))
         outs = generate_batch(
             backend,
             prompts,
