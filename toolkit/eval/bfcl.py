@@ -303,8 +303,9 @@ class MoreCallsGate:
         if not bool(at.any()):
             return scores
         scores = scores.clone()
-        ids = self.gate.ids.to(scores.device)
         stops = torch.tensor(sorted(STOP_IDS), device=scores.device)
+        ids = self.gate.ids.to(scores.device)
+        ids = ids[~torch.isin(ids, stops)]  # "<|im_end|>" starts with "<" too: an end is not a call
         for row in at.nonzero().flatten().tolist():
             logp = torch.log_softmax(scores[row].float(), -1)
             more = torch.logsumexp(logp[ids], -1)
