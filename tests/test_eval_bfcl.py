@@ -179,3 +179,63 @@ def test_irrelevance_counts_a_broken_call_block_as_an_attempt():
     s = score(case, cut)
     assert not s.ok and s.kind == "call_when_none"
     assert score(case, decode("I cannot do that [", "prompt")).ok  # prompt mode: BFCL's rule
+
+
+def test_system_hint_is_added_only_where_asked():
+    case = bfcl.load("parallel")[0]
+    hint = bfcl.HINTS["one-block-per-call"]
+    plain, _ = bfcl.messages_for(case, "constrained")
+    hinted, tools = bfcl.messages_for(case, "constrained", system_hint=hint)
+    assert plain == [dict(m) for m in case.messages]  # no lever: the case's messages as they were
+    assert hinted[0]["role"] == "system" and hinted[0]["content"].endswith(hint)
+    assert hinted[0]["content"].startswith(bfcl.default_system()) and bfcl.default_system().startswith("You are Qwen")
+    assert hinted[1:] == plain and tools == case.tools
+    prompt, _ = bfcl.messages_for(case, "prompt", system_hint=hint)
+    assert hint not in prompt[0]["content"]  # the prompt mode is BFCL's text, untouched
+    with_system = bfcl.Case("x", "parallel", [{"role": "system", "content": "Be brief."}, *case.messages], [], None)
+    m, _ = bfcl.messages_for(with_system, "native", system_hint=hint)
+    assert m[0]["content"] == "Be brief.\n\n" + hint and len(m) == len(with_system.messages)
+    assert all("parallel" not in h.lower() for h in bfcl.HINTS.values())  # no category knowledge in a lever
+
+
+def test_newline_after_grammar_puts_the_end_decision_after_each_call():
+    from toolkit.eval.bfcl import constrained_grammar
+    from toolkit.grammar.mask import replay
+    from toolkit.qwen import IM_END_ID
+    from toolkit.tokenizer import qwen_tokenizer
+
+    tok = qwen_tokenizer("qwen2.5")
+    tools = bfcl.load("simple_python")[0].tools
+    one = '<tool_call>\n{"name": "calculate_triangle_area", "arguments": {"base": 10, "height": 5}}\n</tool_call>'
+
+    def ids(text):
+        return tok.encode(text, add_special_tokens=False) + [IM_END_ID]
+
+    old, new = constrained_grammar(tools, tok), constrained_grammar(tools, tok, newline_after=True)
+    assert replay(old, ids(one)) == (True, True) and replay(old, ids(one + "\n")) == (True, True)
+    assert replay(new, ids(one))[0] is False  # the end decision comes only after the newline
+    assert replay(new, ids(one + "\n")) == (True, True) and replay(new, ids(one + "\n" + one + "\n")) == (True, True)
+    assert replay(new, ids("The tools cannot answer that.")) == (True, True)  # declining still allowed
+
+
+def test_more_calls_gate_pools_call_openers_at_the_end_decision_only():
+    import torch
+
+    from toolkit.eval.bfcl import MoreCallsGate
+    from toolkit.qwen import ENDOFTEXT_ID, IM_END_ID, TOOL_CALL_END_ID, TOOL_CALL_ID
+    from toolkit.tokenizer import qwen_tokenizer
+
+    tok = qwen_tokenizer("qwen2.5")
+    nl = tok.encode("\n", add_special_tokens=False)[0]
+    fence = tok.convert_tokens_to_ids(tok.tokenize("```")[0])
+    gate = MoreCallsGate(tok)
+    ids = torch.tensor([[5, TOOL_CALL_END_ID, nl], [5, 6, nl]])  # row 0 at a decision, row 1 not
+    scores = torch.full((2, 151936), -30.0)
+    scores[:, ENDOFTEXT_ID], scores[:, fence], scores[:, TOOL_CALL_ID], scores[:, IM_END_ID] = 3.0, 2.0, 1.5, 2.5
+    out = gate(ids, scores)
+    pooled = float(torch.logsumexp(torch.tensor([2.0, 1.5]), 0))
+    assert float(out[0, TOOL_CALL_ID]) == pytest.approx(pooled, abs=0.05)  # the end tokens are not in the pool
+    assert float(out[0, ENDOFTEXT_ID]) == 3.0 and torch.equal(out[1], scores[1])
+    p_more, p_stop = gate.decisions[0]
+    assert len(gate.decisions) == 1 and p_stop > p_more > 0.2
+    assert gate(ids[:, :1], scores) is scores

@@ -67,7 +67,7 @@ def test_a_wrong_but_accepted_call_is_not_retried(tok):
     assert not s.strict and not s.retry and s.retry_steps_ok == 1
 
 
-def test_step_tasks_and_table(tok):
+def test_step_tasks(tok):
     steps = chains.step_tasks("Tokyo Tower")
     assert [s for s, _, _ in steps] == list(chains.STEPS)
     ok = chains.run_step(
@@ -77,12 +77,38 @@ def test_step_tasks_and_table(tok):
         *steps[3],
     )
     assert ok
-    rows = [
-        {"lever": "x", "k": 2, "strict": True, "retry": True, "strict_steps_ok": 2, "retry_steps_ok": 2},
-        {"lever": "x", "k": 2, "strict": False, "retry": True, "strict_steps_ok": 1, "retry_steps_ok": 2},
+    wrong = chains.run_step(
+        ScriptedBackend(tok, [call("calculator", expression=f"{steps[3][2]['result']} / 2")]),
+        tok,
+        "Tokyo Tower",
+        *steps[3],
+    )
+    assert not wrong
+
+
+def test_a_repeat_is_not_a_tool_error_so_retry_does_not_excuse_it(tok):
+    script = [
+        call("landmark_city", landmark="Big Ben"),
+        call("landmark_city", landmark="Big Ben"),  # the same call again: the loop does not run it
+        call("get_weather", city="London"),
+        "14 °C.",
     ]
-    t = chains.table(rows, {"x": {"landmark_city": 0.9, "get_weather": 0.5}})
-    assert t[0]["success"] == 0.5 and t[0]["product"] == pytest.approx(0.45) and t[1]["success"] == 1.0
+    _, s = chains.run_chain(ScriptedBackend(tok, script), tok, chains.task("Big Ben", 2))
+    assert s.strict_steps_ok == 1 and not s.retry and not s.retried
+
+
+def test_until_decided_stops_early_with_the_same_score(tok):
+    script = [call("landmark_city", landmark="Big Ben"), call("get_weather", city="London"), "It is 14 °C in London."]
+    full, s_full = chains.run_chain(ScriptedBackend(tok, script), tok, chains.task("Big Ben", 2))
+    short, s_short = chains.run_chain(ScriptedBackend(tok, script), tok, chains.task("Big Ben", 2), until_decided=True)
+    assert (s_full.strict, s_full.retry, s_full.strict_steps_ok) == (s_short.strict, s_short.retry, 2) == (True, True, 2)
+    assert full.answer and full.stop.reason == "answered"
+    assert short.answer is None and short.stop is None  # the unscored answer turn never ran
+    wrong = [call("landmark_city", landmark="Big Ben"), call("get_weather", city="Paris"), "x", "y"]
+    tr, s = chains.run_chain(ScriptedBackend(tok, wrong), tok, chains.task("Big Ben", 3), until_decided=True)
+    assert s.decided and not s.strict and s.strict_steps_ok == 1 and s.rounds == 2  # stopped at the wrong step
+    log = chains.call_log(tr)
+    assert [c["name"] for c in log] == ["landmark_city", "get_weather"] and log[1]["temperature"] == 18
 
 
 def test_chain_claims_follow_the_saved_numbers(tmp_path):

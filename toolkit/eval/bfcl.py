@@ -308,9 +308,8 @@ class MoreCallsGate:
         ids = ids[~torch.isin(ids, stops)]  # "<|im_end|>" starts with "<" too: an end is not a call
         for row in at.nonzero().flatten().tolist():
             logp = torch.log_softmax(scores[row].float(), -1)
-            more = torch.logsumexp(logp[ids], -1)
-            self.decisions.append((float(more.exp()), float(torch.logsumexp(logp[stops], -1).exp())))
-            scores[row, TOOL_CALL_ID] = more.to(scores.dtype)
+            self.decisions.append((float(logp[ids].logsumexp(-1).exp()), float(logp[stops].logsumexp(-1).exp())))
+            scores[row, TOOL_CALL_ID] = scores[row, ids].float().logsumexp(-1).to(scores.dtype)  # logits, as given
         return scores
 
 
