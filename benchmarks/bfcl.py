@@ -475,7 +475,7 @@ def main(argv=None) -> int:
 
     ch.add_argument("--landmarks", type=int, default=len(chains.LANDMARKS), help="the first N landmarks (default all)")
     ch.add_argument("--first", type=int, default=0, help="start at this landmark (split a run over processes)")
-    ch.add_argument("--ks", type=int, nargs="+", default=list(range(1, chains.MAX_K + 1)))
+    ch.add_argument("--ks", type=int, nargs="*", default=list(range(1, chains.MAX_K + 1)))
     ch.add_argument("--pair-ks", type=int, nargs="+", default=list(pairs.PAIR_KS), choices=pairs.PAIR_KS)
     ch.add_argument("--levers", nargs="+", default=list(chain_table.LEVERS), choices=list(chain_table.LEVERS))
     ch.add_argument("--cached-only", action="store_true", help="generate nothing: table what earlier runs cached")
