@@ -213,6 +213,7 @@ class _ItemCache:
 
 
 def cmd_chains(a) -> int:
+    from toolkit.book.claims_chains import BOUND_KEY
     from toolkit.eval import chain_table
     from toolkit.eval.chains import LANDMARKS
     from toolkit.eval.stats import wilson
@@ -235,13 +236,9 @@ def cmd_chains(a) -> int:
     chains_run = [r for r in records if r["kind"] == "chain"]
     rates, step_n = chain_table.step_rates(records, a.levers)
     rows = chain_table.table(chains_run, rates)
-    bounds = {"all levers but plain": chain_table.bound([r for r in rows if not r["lever"].startswith("plain")])}
-    bounds.update(
-        {
-            lever: chain_table.bound([r for r in rows if r["lever"] == lever])
-            for lever in dict.fromkeys(r["lever"] for r in rows)
-        }
-    )
+    bounds = {BOUND_KEY: chain_table.bound(chain_table.comparable(rows))}
+    for lever in dict.fromkeys(r["lever"] for r in rows):
+        bounds[lever] = chain_table.bound([r for r in rows if r["lever"] == lever])
     timed = [r["seconds"] for r in chains_run if r.get("seconds")]
     print(
         f"\nmodel: {loaded.description}; {len(marks)} landmark(s); {len(records)} items ({len(fresh)} run now, "

@@ -45,7 +45,9 @@ def test_bound_reads_the_direction_from_the_intervals():
     assert chain_table.bound([r(0.2, 0.9), r(0.3, 0.8), r(0.5, 0.5)])["verdict"] == "upper"
     b = chain_table.bound([r(0.9, 0.2), r(0.8, 0.3), r(0.1, 0.9)])
     assert b["verdict"] == "lower" and b["product_below_interval"] == 2 and b["product_above_interval"] == 1
-    assert chain_table.bound([r(0.5, 0.55), {"success": 0, "product": None, "low": 0, "high": 1}])["verdict"] == "neither"
+    assert (
+        chain_table.bound([r(0.5, 0.55), {"success": 0, "product": None, "low": 0, "high": 1}])["verdict"] == "neither"
+    )
 
 
 def test_measure_resumes_from_its_cache_and_runs_nothing_when_cached_only(tok):

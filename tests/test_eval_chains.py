@@ -101,7 +101,9 @@ def test_until_decided_stops_early_with_the_same_score(tok):
     script = [call("landmark_city", landmark="Big Ben"), call("get_weather", city="London"), "It is 14 °C in London."]
     full, s_full = chains.run_chain(ScriptedBackend(tok, script), tok, chains.task("Big Ben", 2))
     short, s_short = chains.run_chain(ScriptedBackend(tok, script), tok, chains.task("Big Ben", 2), until_decided=True)
-    assert (s_full.strict, s_full.retry, s_full.strict_steps_ok) == (s_short.strict, s_short.retry, 2) == (True, True, 2)
+    assert (
+        (s_full.strict, s_full.retry, s_full.strict_steps_ok) == (s_short.strict, s_short.retry, 2) == (True, True, 2)
+    )
     assert full.answer and full.stop.reason == "answered"
     assert short.answer is None and short.stop is None  # the unscored answer turn never ran
     wrong = [call("landmark_city", landmark="Big Ben"), call("get_weather", city="Paris"), "x", "y"]
@@ -114,24 +116,35 @@ def test_until_decided_stops_early_with_the_same_score(tok):
 def test_chain_claims_follow_the_saved_numbers(tmp_path):
     from toolkit.book import claims_chains as claims
     from toolkit.book.ledger import CAVEAT, FAILS, HOLDS
-    from toolkit.eval import report
+    from toolkit.eval import chain_table, report
+    from toolkit.eval.stats import wilson
 
     path = tmp_path / "bfcl_x.json"
     missing = claims.chain_claims(path)
     assert [c.verdict for c in missing] == [CAVEAT, CAVEAT]
 
     def save(rows):
-        report.save_results(path, "chains", {"rows": rows}, report.meta("m", repo=tmp_path))
+        for r in rows:
+            r["low"], r["high"] = wilson(round(r["success"] * r["n"]), r["n"])
+        bound = {claims.BOUND_KEY: chain_table.bound(chain_table.comparable(rows))}
+        report.save_results(path, "chains", {"rows": rows, "bound": bound}, report.meta("m", repo=tmp_path))
         return {c.id: c for c in claims.chain_claims(path)}
 
-    above = save(
-        [{"lever": "c", "k": k, "n": 40, "success": 0.8, "product": 0.5, "steps_ok": 0, "steps": 0} for k in (1, 2, 3)]
-    )
-    assert above["pk-upper-bound-measured"].verdict == FAILS
-    below = save(
-        [{"lever": "c", "k": k, "n": 40, "success": 0.4, "product": 0.5, "steps_ok": 0, "steps": 0} for k in (1, 2, 3)]
-    )
+    def rows(success, product, n=40, lever="c"):
+        return [
+            {"lever": lever, "k": k, "n": n, "success": success, "product": product, "steps_ok": 0, "steps": 0}
+            for k in (1, 2, 3)
+        ]
+
+    above = save(rows(0.8, 0.5))  # chains beat the product: p^k is a lower bound here
+    assert above["pk-upper-bound-measured"].verdict == FAILS and "LOWER" in above["pk-upper-bound-measured"].why
+    assert above["pk-measured-chains"].verdict == FAILS
+    below = save(rows(0.4, 0.7))
     assert below["pk-upper-bound-measured"].verdict == HOLDS
-    assert below["pk-measured-chains"].verdict == HOLDS
-    few = save([{"lever": "c", "k": 1, "n": 2, "success": 0.0, "product": 0.9, "steps_ok": 0, "steps": 0}])
-    assert few["pk-measured-chains"].verdict == FAILS
+    inside = save(rows(0.5, 0.55))
+    assert inside["pk-measured-chains"].verdict == HOLDS
+    assert inside["pk-upper-bound-measured"].verdict == CAVEAT  # inside every interval: no direction to claim
+    plain_only = save(rows(0.0, 0.0, lever="plain") + rows(1.0, 0.2, lever="plain + retry"))
+    assert [c.verdict for c in plain_only.values()] == [CAVEAT, CAVEAT]  # nothing there tests p^k
+    few = save(rows(0.5, 0.5, n=4))
+    assert few["pk-measured-chains"].verdict == CAVEAT and "as few as 4" in few["pk-measured-chains"].why

@@ -65,6 +65,17 @@ def table(chain_rows: list[dict], step_rates: dict[str, dict]) -> list[dict]:
     return out
 
 
+def comparable(rows: list[dict]) -> list[dict]:
+    """Rows that test p^k: a product was measured, the lever is not ``plain`` (its format fails every step: 0 vs
+    0 says nothing) and the scoring is strict (a "+ retry" row is set beside strict step rates, so it would lean
+    towards "lower bound" by construction)."""
+    return [
+        r
+        for r in rows
+        if r.get("product") is not None and not r["lever"].startswith("plain") and not r["lever"].endswith("+ retry")
+    ]
+
+
 def bound(rows: list[dict]) -> dict:
     """Is the product an upper or a lower bound on these rows? Counts rows whose product lies above the measured
     interval (upper), below it (lower), or inside it (consistent); rows without a product are left out."""
@@ -80,6 +91,7 @@ def bound(rows: list[dict]) -> dict:
         "above_point": sum(r["product"] > r["success"] + 1e-9 for r in rs),
         "below_point": sum(r["product"] < r["success"] - 1e-9 for r in rs),
         "verdict": verdict,
+        "keys": [[r["lever"], r["k"]] for r in rs],  # which rows were compared (the claims ledger reads them)
     }
 
 
