@@ -24,6 +24,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from toolkit.eval import bfcl, report
+from toolkit.eval.levers import HINTS
 from toolkit.eval.report import _pct
 from toolkit.eval.run import Cache, run_cases
 
@@ -283,9 +284,9 @@ def cmd_chains(a) -> int:
 
 PROMPT_LEVERS = {  # item 6: general levers for the constrained mode (no knowledge of category or answer)
     "baseline": {},
-    "hint": {"system_hint": bfcl.HINTS["one-block-per-call"]},
+    "hint": {"system_hint": HINTS["one-block-per-call"]},
     "more-calls": {"more_calls": True},
-    "hint + more-calls": {"system_hint": bfcl.HINTS["one-block-per-call"], "more_calls": True},
+    "hint + more-calls": {"system_hint": HINTS["one-block-per-call"], "more_calls": True},
 }
 LEVER_CATEGORIES = ["parallel", "parallel_multiple", "simple_python", "irrelevance"]
 

@@ -7,6 +7,7 @@ import pytest
 
 from toolkit.eval import bfcl
 from toolkit.eval.bfcl import decode, decode_python, decode_tagged, to_schema
+from toolkit.eval.levers import HINTS
 
 
 def test_categories_load_with_their_answers():
@@ -183,7 +184,7 @@ def test_irrelevance_counts_a_broken_call_block_as_an_attempt():
 
 def test_system_hint_is_added_only_where_asked():
     case = bfcl.load("parallel")[0]
-    hint = bfcl.HINTS["one-block-per-call"]
+    hint = HINTS["one-block-per-call"]
     plain, _ = bfcl.messages_for(case, "constrained")
     hinted, tools = bfcl.messages_for(case, "constrained", system_hint=hint)
     assert plain == [dict(m) for m in case.messages]  # no lever: the case's messages as they were
@@ -195,7 +196,7 @@ def test_system_hint_is_added_only_where_asked():
     with_system = bfcl.Case("x", "parallel", [{"role": "system", "content": "Be brief."}, *case.messages], [], None)
     m, _ = bfcl.messages_for(with_system, "native", system_hint=hint)
     assert m[0]["content"] == "Be brief.\n\n" + hint and len(m) == len(with_system.messages)
-    assert all("parallel" not in h.lower() for h in bfcl.HINTS.values())  # no category knowledge in a lever
+    assert all("parallel" not in h.lower() for h in HINTS.values())  # no category knowledge in a lever
 
 
 def test_newline_after_grammar_puts_the_end_decision_after_each_call():
@@ -221,7 +222,7 @@ def test_newline_after_grammar_puts_the_end_decision_after_each_call():
 def test_more_calls_gate_pools_call_openers_at_the_end_decision_only():
     import torch
 
-    from toolkit.eval.bfcl import MoreCallsGate
+    from toolkit.eval.levers import MoreCallsGate
     from toolkit.qwen import ENDOFTEXT_ID, IM_END_ID, TOOL_CALL_END_ID, TOOL_CALL_ID
     from toolkit.tokenizer import qwen_tokenizer
 

@@ -40,7 +40,7 @@ def test_bound_reads_the_direction_from_the_intervals():
         from toolkit.eval.stats import wilson
 
         lo, hi = wilson(round(success * n), n)
-        return {"success": success, "product": product, "low": lo, "high": hi}
+        return {"lever": "x", "k": 1, "success": success, "product": product, "low": lo, "high": hi}
 
     assert chain_table.bound([r(0.2, 0.9), r(0.3, 0.8), r(0.5, 0.5)])["verdict"] == "upper"
     b = chain_table.bound([r(0.9, 0.2), r(0.8, 0.3), r(0.1, 0.9)])

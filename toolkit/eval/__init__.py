@@ -8,7 +8,10 @@ What it does
 - :mod:`toolkit.eval.score`: an AST scorer that follows BFCL's rules, with a failure taxonomy.
 - :mod:`toolkit.eval.stats`: Wilson intervals, the unbiased pass^k estimator and the naive p̄^k.
 - :mod:`toolkit.eval.run`: batched generation over many cases on any kit backend, with an on-disk cache.
-- :mod:`toolkit.eval.chains`: dependent k-step tasks on the kit's tools, measured beside p^k.
+- :mod:`toolkit.eval.chains`: dependent k-step tasks on the kit's tools, measured beside p^k;
+  :mod:`toolkit.eval.pairs`: the pair-lookup variant (parallel calls shorten the chain);
+  :mod:`toolkit.eval.chain_table`: the measured table 14-11, which way p^k errs, and the measuring run.
+- :mod:`toolkit.eval.levers`: general levers for parallel calls in the constrained mode (a hint, a gate).
 - :mod:`toolkit.eval.descriptions` / :mod:`toolkit.eval.lint`: description variants and ``lint-tools``.
 
 What it leaves out

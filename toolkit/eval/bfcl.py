@@ -38,7 +38,6 @@ from pathlib import Path
 from toolkit.grammar.compile import compile_grammar, compile_tools
 from toolkit.loop.gate import FirstTokenGate, starting_ids
 from toolkit.parse import parse_tool_calls
-from toolkit.qwen import STOP_IDS, TOOL_CALL_END_ID, TOOL_CALL_ID
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
 MODES = ("prompt", "native", "constrained")
@@ -189,7 +188,8 @@ def messages_for(
 ) -> tuple[list[dict], list[dict] | None]:
     """``(messages, tools)`` to render for ``mode``. ``tools`` overrides the case's converted tools
     (description variants). ``system_hint`` (native/constrained only) is appended to the case's system message,
-    or to the template's default system line when the case has none (a prompt lever, see :data:`HINTS`)."""
+    or to the template's default system line when the case has none (a prompt lever:
+    :data:`toolkit.eval.levers.HINTS`)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     msgs = [dict(m) for m in case.messages]
@@ -220,7 +220,7 @@ def constrained_grammar(
     prose as fenced JSON, XML or a Python list. Raises :class:`toolkit.constrain.SchemaError` for schemas
     xgrammar rejects (the caller counts that, it does not crash). ``newline_after``: every call is followed by
     ``"\n"``, so the turn's only end decision (another ``<tool_call>`` or the stop token) comes right after
-    ``</tool_call>\n`` — the point :class:`MoreCallsGate` acts on."""
+    ``</tool_call>\n`` — the point :class:`toolkit.eval.levers.MoreCallsGate` acts on."""
     calls = compile_tools(tools, tokenizer, mode="tag", parallel=False, vocab_width=vocab_width)
     tag = calls.source["format"]
     nl = {"type": "const_string", "value": "\n"}
@@ -273,44 +273,6 @@ class IntentGate(FirstTokenGate):
 
     def __init__(self, tokenizer, threshold: float | None = GATE_THRESHOLD, tool_call_id: int = 151657):
         super().__init__(tokenizer, STRUCTURED_STARTS, threshold, tool_call_id)
-
-
-HINTS = {  # prompt levers for the constrained mode: general lines, no knowledge of a case's category or answer
-    "one-block-per-call": "When the request needs several function calls (several items, values or tasks), "
-    "write one <tool_call></tool_call> block for each call, one after another, before you stop."
-}
-
-
-class MoreCallsGate:
-    """A logits processor for the end decision after each call (grammar built with ``newline_after=True``):
-    where a row's last tokens are ``</tool_call>`` ``\n``, the model's probability of opening another call *in
-    any spelling* (``<tool_call>`` plus every token starting with :data:`STRUCTURED_STARTS`, as
-    :class:`IntentGate` reads the first token) is pooled onto ``<tool_call>``, so it competes with the stop
-    tokens as one option; the grammar then allows only those two and the argmax decides. No threshold: the
-    model's own mass decides. ``decisions`` records ``(p_more, p_stop)`` per decision, for reports."""
-
-    def __init__(self, tokenizer):
-        self.gate = FirstTokenGate(tokenizer, STRUCTURED_STARTS, None, TOOL_CALL_ID)
-        (self.newline_id,) = tokenizer.encode("\n", add_special_tokens=False)
-        self.decisions: list[tuple[float, float]] = []
-
-    def __call__(self, input_ids, scores):
-        import torch  # lazy: only when a model runs
-
-        if input_ids.shape[1] < 2:
-            return scores
-        at = (input_ids[:, -2] == TOOL_CALL_END_ID) & (input_ids[:, -1] == self.newline_id)
-        if not bool(at.any()):
-            return scores
-        scores = scores.clone()
-        stops = torch.tensor(sorted(STOP_IDS), device=scores.device)
-        ids = self.gate.ids.to(scores.device)
-        ids = ids[~torch.isin(ids, stops)]  # "<|im_end|>" starts with "<" too: an end is not a call
-        for row in at.nonzero().flatten().tolist():
-            logp = torch.log_softmax(scores[row].float(), -1)
-            self.decisions.append((float(logp[ids].logsumexp(-1).exp()), float(logp[stops].logsumexp(-1).exp())))
-            scores[row, TOOL_CALL_ID] = scores[row, ids].float().logsumexp(-1).to(scores.dtype)  # logits, as given
-        return scores
 
 
 # ---------------------------------------------------------------- reading calls back

@@ -32,7 +32,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from toolkit.eval.bfcl import Case, IntentGate, MoreCallsGate, constrained_grammar, decode, messages_for
+from toolkit.eval.bfcl import Case, IntentGate, constrained_grammar, decode, messages_for
+from toolkit.eval.levers import MoreCallsGate
 from toolkit.eval.score import score
 from toolkit.grammar.compile import SchemaError
 from toolkit.grammar.mask import GrammarMask
@@ -236,8 +237,8 @@ def run_cases(
     yield what the cache holds and generate nothing (to collect several runs into one report). ``gate``: apply
     :class:`toolkit.eval.bfcl.IntentGate` on the first token in constrained mode (HF backends). Levers (the
     defaults leave prompts and grammars as they were; callers key their cache on them): ``system_hint``, a line
-    added to the system message (:data:`toolkit.eval.bfcl.HINTS`); ``more_calls`` (constrained mode), the
-    newline-after-each-call grammar with :class:`toolkit.eval.bfcl.MoreCallsGate` at each end decision."""
+    added to the system message (:data:`toolkit.eval.levers.HINTS`); ``more_calls`` (constrained mode), the
+    newline-after-each-call grammar with :class:`toolkit.eval.levers.MoreCallsGate` at each end decision."""
     width = getattr(backend, "vocab_width", None)
     todo = []
     for c in cases:

@@ -1,0 +1,55 @@
+"""Levers for parallel calls in BFCL's constrained mode (issue #15, item 6): general settings that know nothing
+of a case's category or expected answer, each measured by ``python benchmarks/bfcl.py levers``.
+
+What it does
+- :data:`HINTS`: system-prompt lines (``toolkit.eval.bfcl.messages_for(..., system_hint=...)``).
+- :class:`MoreCallsGate`: at each end decision of the ``newline_after`` grammar
+  (``toolkit.eval.bfcl.constrained_grammar``) the model's mass on opening another call, in any spelling, is
+  pooled onto ``<tool_call>`` against the stop tokens; ``decisions`` keeps ``(p_more, p_stop)`` per decision.
+
+What it leaves out
+- Forcing a number of calls (that needs to know how many the request asks for) and tuned thresholds.
+"""
+
+from __future__ import annotations
+
+from toolkit.eval.bfcl import STRUCTURED_STARTS
+from toolkit.loop.gate import FirstTokenGate
+from toolkit.qwen import STOP_IDS, TOOL_CALL_END_ID, TOOL_CALL_ID
+
+HINTS = {  # prompt levers for the constrained mode: general lines, no knowledge of a case's category or answer
+    "one-block-per-call": "When the request needs several function calls (several items, values or tasks), "
+    "write one <tool_call></tool_call> block for each call, one after another, before you stop."
+}
+
+
+class MoreCallsGate:
+    """A logits processor for the end decision after each call (grammar built with ``newline_after=True``):
+    where a row's last tokens are ``</tool_call>`` ``\n``, the model's probability of opening another call *in
+    any spelling* (``<tool_call>`` plus every token starting with :data:`STRUCTURED_STARTS`, as
+    :class:`IntentGate` reads the first token) is pooled onto ``<tool_call>``, so it competes with the stop
+    tokens as one option; the grammar then allows only those two and the argmax decides. No threshold: the
+    model's own mass decides. ``decisions`` records ``(p_more, p_stop)`` per decision, for reports."""
+
+    def __init__(self, tokenizer):
+        self.gate = FirstTokenGate(tokenizer, STRUCTURED_STARTS, None, TOOL_CALL_ID)
+        (self.newline_id,) = tokenizer.encode("\n", add_special_tokens=False)
+        self.decisions: list[tuple[float, float]] = []
+
+    def __call__(self, input_ids, scores):
+        import torch  # lazy: only when a model runs
+
+        if input_ids.shape[1] < 2:
+            return scores
+        at = (input_ids[:, -2] == TOOL_CALL_END_ID) & (input_ids[:, -1] == self.newline_id)
+        if not bool(at.any()):
+            return scores
+        scores = scores.clone()
+        stops = torch.tensor(sorted(STOP_IDS), device=scores.device)
+        ids = self.gate.ids.to(scores.device)
+        ids = ids[~torch.isin(ids, stops)]  # "<|im_end|>" starts with "<" too: an end is not a call
+        for row in at.nonzero().flatten().tolist():
+            logp = torch.log_softmax(scores[row].float(), -1)
+            self.decisions.append((float(logp[ids].logsumexp(-1).exp()), float(logp[stops].logsumexp(-1).exp())))
+            scores[row, TOOL_CALL_ID] = scores[row, ids].float().logsumexp(-1).to(scores.dtype)  # logits, as given
+        return scores
