@@ -37,7 +37,7 @@ import pandas as pd
 import torch
 from IPython.display import HTML, Markdown, display
 
-from toolkit import models
+from toolkit.backends.choose import choose, model_line
 from toolkit.book.catalog import realistic_tools
 from toolkit.conversations import round_trip
 from toolkit.loop.examples import run_example
@@ -92,10 +92,13 @@ print("\nthe call as tokens:", [(t.id, t.text) for t in call_tokens])
 # Now a model. `load("auto")` takes Qwen3-0.6B from the hub when it is reachable; offline it takes the real
 # offline model (Qwen2.5-Coder-0.5B-Instruct, if `make real-model` installed it) or else a **random-weight
 # stand-in** that has Qwen's shape and vocabulary but no knowledge: its output shows the mechanics only.
+# When `TOOLKIT_BACKEND` names a server (`http://host:port/v1`, notebook 10), the server's model decodes instead:
+# the kit still renders the prompt and counts its ids; the ids shown are the kit's encoding of the server's text.
 # The host constrains the model to the tool-call format (notebook 02 shows how) and stops at `<|im_end|>`.
 
 # %%
-loaded = models.load("auto")
+loaded = choose("auto")  # the local model, or the server TOOLKIT_BACKEND names
+print(model_line(loaded))
 print("MODEL:", loaded.description)
 if not loaded.semantic:
     display(

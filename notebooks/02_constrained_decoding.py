@@ -42,17 +42,22 @@ import torch
 from IPython.display import Markdown, display
 
 from toolkit import models, tools
+from toolkit.backends.choose import choose, is_served, local_for, model_line
 from toolkit.errors import ToolError
 from toolkit.grammar.check import chat_prompt, check_output
 from toolkit.grammar.compile import bounded, compile_schema, compile_tools
 from toolkit.grammar.distortion import distortion
-from toolkit.grammar.hf import generate, sample
+from toolkit.grammar.hf import sample
 from toolkit.grammar.inspect import score, trace
+from toolkit.grammar.served import generate_on
 from toolkit.widgets.stepper import Stepper
 
 torch.manual_seed(0)
 torch.set_num_threads(min(2, os.cpu_count() or 1))
-loaded = models.load(os.environ.get("TOOLKIT_MODEL", "auto"))  # auto: the real model if installed
+decoder = choose(os.environ.get("TOOLKIT_MODEL", "auto"))  # auto: the real model if installed; or TOOLKIT_BACKEND
+print(model_line(decoder))
+# The masks, per-step probabilities, scores and the distortion read the model's logits: a server returns tokens.
+loaded = local_for(decoder, "the grammar masks, per-step probabilities, scores and distortion (the model's logits)")
 model, tok = loaded.model, loaded.tokenizer
 V = models.vocab_width(model)
 print("model:", loaded.description)
@@ -154,12 +159,19 @@ for s in tr.steps:
 # Without the mask the model writes whatever its weights prefer. The real Qwen2.5-Coder-0.5B rarely uses
 # Qwen's `<tool_call>` tags on its own: it tends to write the JSON bare or in a ```` ```json ```` fence, which a
 # host that parses the template's format rejects. With the mask, every sample parses and validates (checked
-# with `jsonschema`, not by eye).
+# with `jsonschema`, not by eye). With `TOOLKIT_BACKEND` set, the two greedy rows (and section 4's call) are
+# decoded by the server, its grammar enforced by the host between requests unless the server takes one itself;
+# the sampled rows and everything that reads probabilities run on the local model, and the cells say so.
 
 # %%
-plain = generate(model, tok, prompt, None, max_new_tokens=48)
-masked = generate(model, tok, prompt, call_grammar, max_new_tokens=48)  # xgrammar's own HF integration
-assert masked.ids == tr.ids  # the hand-driven trace and xgrammar's LogitsProcessor agree under greedy decoding
+plain = generate_on(decoder, tok, prompt, None, max_new_tokens=48)  # local: xgrammar's own HF integration
+masked = generate_on(decoder, tok, prompt, call_grammar, max_new_tokens=48)
+if is_served(decoder):
+    print(f"greedy rows decoded by the server: {model_line(decoder)}", *masked.notes, sep="\n  ")
+    print("the server's constrained greedy ids equal the local trace's:", masked.ids == tr.ids)
+    local_for(decoder, "the T=1.0 samples (four rows in one batch)")
+else:
+    assert masked.ids == tr.ids  # the hand-driven trace and xgrammar's LogitsProcessor agree under greedy decoding
 samples = sample(model, tok, prompt, call_grammar, n=4, temperature=1.0, seed=0, max_new_tokens=48)
 rows = [("unconstrained, greedy", plain), ("constrained, greedy", masked)] + [
     (f"constrained, T=1.0 sample {i}", g) for i, g in enumerate(samples)
@@ -177,7 +189,7 @@ for label, g in rows:
             "tokens": len(g.ids),
         }
     )
-print("model:", loaded.description)
+print("model:", decoder.description if is_served(decoder) else loaded.description)
 with pd.option_context("display.max_colwidth", 120):
     display(pd.DataFrame(table))
 assert all(r["validates"] for r in table[1:]), "a constrained output failed to validate"
@@ -198,9 +210,9 @@ if not loaded.semantic:
 calc_grammar = compile_tools(calc_tools, tok, mode="tag", vocab_width=V)
 tax_q = "I earn 250 dollars; my tax is 15%. How much do I keep?"
 tax_prompt = chat_prompt(tok, tax_q, tools=calc_tools)
-tax = generate(model, tok, tax_prompt, calc_grammar, max_new_tokens=48)
+tax = generate_on(decoder, tok, tax_prompt, calc_grammar, max_new_tokens=48)
 chk = check_output(tax.text, calc_grammar)
-print("model:", loaded.name, "| parses:", chk.parses, "| validates:", chk.valid)
+print("model:", decoder.name, "| parses:", chk.parses, "| validates:", chk.valid)
 print(tax.text)
 call = chk.values[0] if chk.values else {"name": None}
 if call["name"] is None:

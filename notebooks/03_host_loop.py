@@ -38,7 +38,7 @@ import torch
 from IPython.display import Markdown, display
 
 from toolkit import tools
-from toolkit.backends.hf import HFBackend
+from toolkit.backends.choose import backend_for, cache_note, choose, is_served, local_for, model_line
 from toolkit.backends.scripted import ScriptedBackend
 from toolkit.calculator import calculator
 from toolkit.conversations import LOOP_EXAMPLES
@@ -46,7 +46,7 @@ from toolkit.errors import ToolError
 from toolkit.loop.examples import example, run_example, settings_for
 from toolkit.loop.loop import RULE, TOOL_CHOICES, run, timestamp_prefix
 from toolkit.loop.steps import Executed, Rendered
-from toolkit.models import load, template_for
+from toolkit.models import template_for
 from toolkit.paths import results_file
 from toolkit.prefix import prefix_stability
 from toolkit.qwen import IM_END_ID, TOOL_CALL_ID
@@ -56,7 +56,8 @@ from toolkit.widgets.trace import TraceView
 torch.manual_seed(0)
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 MODEL = os.environ.get("TOOLKIT_MODEL", "auto")  # auto: the real offline model if installed, else the stand-in
-loaded = load(MODEL, quiet=True)
+loaded = choose(MODEL, quiet=True)  # or the server TOOLKIT_BACKEND names (notebook 10)
+print(model_line(loaded))
 print("model that runs below:", loaded.description)
 if not loaded.semantic:
     display(
@@ -157,7 +158,7 @@ def host_loop(backend, tokenizer, messages, tools, template, max_turns=4, max_ne
 ex_by_hand = example("calculator")
 stand_in_settings = {} if loaded.semantic else dict(max_new_tokens=48, bound=8)  # random weights: see below
 answer_by_hand = host_loop(
-    HFBackend.from_loaded(loaded),
+    backend_for(loaded),
     loaded.tokenizer,
     ex_by_hand["messages"],
     ex_by_hand["tools"],
@@ -190,15 +191,16 @@ print("answer:", repr(answer_by_hand))
 
 # %%
 ex0 = example("calculator")
+local = local_for(loaded, "first-token probabilities (the model's logits; a server returns tokens, not logits)")
 ids0 = render(
-    ex0["messages"], tools.schemas(list(ex0["tools"])), template=template_for(loaded), tokenizer=loaded.tokenizer
+    ex0["messages"], tools.schemas(list(ex0["tools"])), template=template_for(local), tokenizer=local.tokenizer
 ).ids
 with torch.inference_mode():
-    p0 = torch.softmax(loaded.model(input_ids=torch.tensor([ids0]), logits_to_keep=1).logits[0, -1].float(), -1)
+    p0 = torch.softmax(local.model(input_ids=torch.tensor([ids0]), logits_to_keep=1).logits[0, -1].float(), -1)
 top0 = torch.topk(p0, 6)
 print(
     f"p(<tool_call> as one token) = {p0[TOOL_CALL_ID].item():.2e}; top first tokens:",
-    [(loaded.tokenizer.decode([int(i)]), round(float(v), 3)) for v, i in zip(top0.values, top0.indices)],
+    [(local.tokenizer.decode([int(i)]), round(float(v), 3)) for v, i in zip(top0.values, top0.indices)],
 )
 
 # %%
@@ -220,6 +222,8 @@ for m in trace.messages:
     print(json.dumps(m, ensure_ascii=False))
 
 # %%
+if is_served(loaded):
+    print(cache_note(loaded))
 turns = pd.DataFrame(trace.turns())
 turns[
     [
@@ -277,7 +281,7 @@ modes = {
 }
 grid = {}
 for label, (kind, sch) in modes.items():
-    g = compile_tool_choice(sch, tok, kind, vocab_width=HFBackend.from_loaded(loaded).vocab_width)
+    g = compile_tool_choice(sch, tok, kind, vocab_width=backend_for(loaded).vocab_width)
     grid[label] = {
         o: "accepted" if replay(g, tok.encode(t, add_special_tokens=False) + [IM_END_ID])[1] else "—"
         for o, t in outputs.items()
@@ -403,6 +407,8 @@ def reuse_run(stamp: bool):
 
 
 stamp_traces = {stamp: reuse_run(stamp) for stamp in (False, True)}
+if is_served(loaded):
+    print(cache_note(loaded))
 rows = []
 for stamp, t in stamp_traces.items():
     r = t.turns()[-1]

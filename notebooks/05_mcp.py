@@ -52,8 +52,7 @@ from IPython.display import display
 from mcp.shared.exceptions import MCPError
 from mcp_types import version as proto
 
-from toolkit import models
-from toolkit.backends.hf import HFBackend
+from toolkit.backends.choose import backend_for, choose, model_line
 from toolkit.backends.scripted import ScriptedBackend
 from toolkit.conversations import round_trip
 from toolkit.loop.examples import example
@@ -360,17 +359,18 @@ print(conn.log.since(before).text(hide_meta=True, width=200))
 # %% [markdown]
 # Now a real model if one is available (`toolkit.models.load("auto")`: the hub model if reachable, else the
 # optional offline Qwen2.5-Coder-0.5B, else a random-weight stand-in whose output is well-formed and
-# meaningless). Its call goes through the same MCP server.
+# meaningless) — or the server `TOOLKIT_BACKEND` names. Its call goes through the same MCP server.
 
 # %%
-loaded = models.load("auto")
+loaded = choose("auto")
+print(model_line(loaded))
 print("model:", loaded.description)
 if not loaded.semantic:
     print("NOTE: random weights — what follows shows the mechanics only; the calls and text mean nothing.")
 ex = example("calculator")
 n_question = len(ex["messages"])
 real = run(
-    HFBackend.from_loaded(loaded),
+    backend_for(loaded),
     loaded.tokenizer,
     ex["messages"],
     {"calculator": remote["calculator"]},

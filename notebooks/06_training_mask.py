@@ -48,6 +48,7 @@ import torch
 from IPython.display import HTML, Markdown, display
 
 from toolkit import trajectories
+from toolkit.backends.choose import not_served
 from toolkit.models import stand_in
 from toolkit.qwen import VOCAB_WIDTH
 from toolkit.render import render
@@ -60,6 +61,8 @@ torch.manual_seed(0)
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 T0 = time.perf_counter()
 start = stand_in("qwen3", seed=0)
+if line := not_served("training, losses and continuations (a server cannot be fine-tuned)"):
+    print(line)
 print(
     "model for the training runs: random-weight Qwen3-shaped stand-in,",
     f"{sum(p.numel() for p in start.parameters()) / 1e6:.1f}M parameters, vocabulary {start.config.vocab_size:,},",

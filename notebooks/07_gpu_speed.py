@@ -40,12 +40,15 @@ import torch
 from IPython.display import Markdown, display
 
 from toolkit import cost, speed
+from toolkit.backends.choose import not_served
 from toolkit.backends.engine import Engine
 
 torch.manual_seed(0)
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 GPU = torch.cuda.is_available()
 print("device here:", torch.cuda.get_device_name() if GPU else "CPU only (the GPU numbers below are the saved ones)")
+if line := not_served("the timings (this machine's own device; a server's clock is not this notebook's)"):
+    print(line)
 
 saved = speed.saved_gpu_result()
 H200_BF16_FLOPS = 989e12  # dense BF16 peak of the H100/H200 spec sheet (same tensor cores), for the comparison only

@@ -217,18 +217,19 @@ else:
 # mechanics only: its numbers mean nothing.
 
 # %%
-from toolkit.backends.hf import HFBackend
+from toolkit.backends.choose import backend_for, choose, is_served, local_for, model_line
 from toolkit.eval.bfcl import GATE_THRESHOLD
 from toolkit.eval.run import first_tokens, run_cases
-from toolkit.models import load
 
-loaded = load("auto")
-backend = HFBackend.from_loaded(loaded)
+loaded = choose("auto")  # the local model, or the server TOOLKIT_BACKEND names (notebook 10)
+backend = backend_for(loaded)
+print(model_line(loaded))
 print("model:", loaded.description)
 if not loaded.semantic:
     print("NOTE: random weights — the mechanics below are real, the choices are meaningless.")
 live = bfcl.subset(["simple_python"], 1, seed=7) + bfcl.subset(["irrelevance"], 1, seed=7)
-peek = pd.DataFrame([first_tokens(backend, loaded.tokenizer, c) for c in live])
+local = local_for(loaded, "the first-token distribution (the model's logits; a server returns tokens, not logits)")
+peek = pd.DataFrame([first_tokens(backend_for(local), local.tokenizer, c) for c in live])
 peek["gate"] = ["call" if m >= GATE_THRESHOLD else "text" for m in peek["structured_mass"]]
 display(peek[["id", "prompt_tokens", "p_tool_call", "structured_mass", "gate", "top"]])
 
@@ -242,6 +243,11 @@ display(peek[["id", "prompt_tokens", "p_tool_call", "structured_mass", "gate", "
 import time
 
 live_rows = []
+if is_served(loaded):
+    print(
+        f"on the server ({loaded.url}) the gate does not run (it reads the first token's probabilities): "
+        "in constrained mode the server's first token picks call or text under the grammar, which the host enforces"
+    )
 for mode in bfcl.MODES:
     t0 = time.perf_counter()
     for r in run_cases(

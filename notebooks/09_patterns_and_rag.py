@@ -27,7 +27,8 @@
 # - **saved runs** of the real offline model (`benchmarks/patterns.py`, with date, machine and commit): the patterns
 #   are many model turns each, too slow to re-run in a classroom on two CPU cores;
 # - **live runs** on the model this machine loads (`load("auto")`: the real offline model where installed, else a
-#   random-weight stand-in whose output shows mechanics only), and measurements that need no model at all.
+#   random-weight stand-in whose output shows mechanics only; or the server `TOOLKIT_BACKEND` names), and
+#   measurements that need no model at all.
 
 # %%
 import os
@@ -39,8 +40,8 @@ import pandas as pd
 import torch
 from IPython.display import Markdown, display
 
+from toolkit.backends.choose import choose, model_line
 from toolkit.eval.stats import wilson
-from toolkit.models import load
 from toolkit.paths import results_file
 from toolkit.patterns.registry import PATTERNS
 from toolkit.patterns.setup import Setup
@@ -56,8 +57,9 @@ torch.set_num_threads(min(2, os.cpu_count() or 1))
 saved = json.loads(results_file("patterns_qwen2.5-coder-0.5b.json").read_text())
 m = saved["meta"]
 print(f"saved pattern runs: {m['model']} | {m['date']} | commit {m['commit']} | {m['machine']['cpu']}")
-loaded = load("auto")
+loaded = choose("auto")  # the local model, or the server TOOLKIT_BACKEND names (notebook 10)
 setup = Setup.from_loaded(loaded, max_new_tokens=32)  # short turns: the live part fits a classroom minute
+print(model_line(loaded))
 print("live runs below use:", loaded.description)
 
 # %% [markdown]

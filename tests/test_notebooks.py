@@ -6,7 +6,7 @@ a Binder pod, in two modes:
   outputs must be error-free; peak memory is recorded but not bounded (the real model alone is ~1.3 GB in bf16);
 - "binder": Binder's defaults (no real model: TOOLKIT_MODEL=stand-in); the 2 GB Binder budget is asserted on the
   peak RSS of the kernel's process tree. benchmarks/notebooks.py prints the same measurements as a table.
-The two modes differ only in which model ``load("auto")`` picks (TOOLKIT_MODEL). A notebook whose source never
+The two modes differ only in which model ``load("auto")`` (or ``toolkit.backends.choose.choose``) picks (TOOLKIT_MODEL). A notebook whose source never
 picks a model that way (no ``load(`` call, no TOOLKIT_MODEL) runs the same code in both, so it runs once, in
 "binder" mode, where the stricter check (the 2 GB budget) applies, with TOOLKIT_MODEL set to a name that is no
 model: if such a notebook does reach ``load("auto")`` after all, its run fails instead of silently checking one mode.
@@ -123,7 +123,7 @@ def execute_notebook(path: Path, timeout: int = CELL_TIMEOUT, env: dict | None =
 
 
 MODES = {"machine": {}, "binder": {"TOOLKIT_MODEL": "stand-in"}}
-PICKS_A_MODEL = re.compile(r"\bload\(|TOOLKIT_MODEL")
+PICKS_A_MODEL = re.compile(r"\bload\(|\bchoose\(|TOOLKIT_MODEL")
 
 
 def modes_for(path: Path) -> list[str]:

@@ -202,6 +202,9 @@ def vocab_width(model) -> int:
 
 
 def template_for(loaded) -> str:
-    """The kit template matching a ``toolkit.models.Loaded`` (Qwen2-architecture models use Qwen2.5's)."""
+    """The kit template matching a ``toolkit.models.Loaded`` (Qwen2-architecture models use Qwen2.5's); a model
+    without local weights (a served one) names its own ``template``."""
+    if getattr(loaded, "template", None):
+        return loaded.template
     mt = getattr(getattr(loaded.model, "config", None), "model_type", "")
     return "qwen3" if mt == "qwen3" else "qwen2.5"

@@ -75,7 +75,10 @@ def folder_for(loaded, out_dir: str | os.PathLike | None = None) -> str:
         return str(fetch.installed_folder())
     if loaded.kind == "local" and Path(loaded.name).is_dir():
         return str(loaded.name)
-    out = Path(out_dir or tempfile.mkdtemp(prefix=SAVED_PREFIX))
+    # A random-weight model's folder says so in its name: a server's model id is the folder, and
+    # toolkit.backends.choose reads "stand-in" in it as "mechanics only".
+    prefix = SAVED_PREFIX + ("" if getattr(loaded, "semantic", True) else "stand-in-")
+    out = Path(out_dir or tempfile.mkdtemp(prefix=prefix))
     loaded.model.save_pretrained(out)
     loaded.tokenizer.save_pretrained(out)
     return str(out)

@@ -11,7 +11,7 @@ What it leaves out
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from xgrammar.contrib.hf import LogitsProcessor
@@ -33,6 +33,7 @@ class Sampled:
     terminated: bool  # constrained: a fresh matcher replaying ``ids`` ends terminated; else a stop token came
     seconds: float
     constrained: bool
+    notes: list = field(default_factory=list)  # what a served backend said (toolkit.grammar.served)
 
     @property
     def tokens_per_s(self) -> float:

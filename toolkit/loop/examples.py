@@ -5,7 +5,8 @@ What it does
 - ``settings_for(loaded)``: the options a run on ``loaded`` uses (``toolkit.loop.loop.DEFAULTS``, the model's
   template; a random-weight stand-in also gets 48 new tokens per turn, strings bounded to 8 characters and a call
   required on the first turn). Notebook 03 prints them before it calls the library's loop.
-- ``ask(question, loaded)`` / ``run_example(name, loaded)``: the loop on an ``HFBackend`` with those settings
+- ``ask(question, loaded)`` / ``run_example(name, loaded)``: the loop on ``toolkit.backends.choose.backend_for(loaded)`` (local
+  weights or a server) with those settings
   (keyword arguments override them); ``pick_tools`` narrows the demo tools by name.
 
 What it leaves out
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from toolkit.backends.hf import HFBackend
+from toolkit.backends.choose import backend_for
 from toolkit.conversations import LOOP_EXAMPLES
 from toolkit.loop.loop import DEFAULTS, run
 from toolkit.loop.steps import Trace
@@ -65,7 +66,7 @@ def ask(
     :func:`settings_for`'s defaults; keyword arguments override them."""
     messages = [{"role": "user", "content": question}] if isinstance(question, str) else question
     mounted = tools if isinstance(tools, Mapping) else pick_tools(tools)
-    backend = HFBackend.from_loaded(loaded, reuse=reuse)
+    backend = backend_for(loaded, reuse=reuse)
     return run(backend, loaded.tokenizer, messages, mounted, on_step=on_step, **settings_for(loaded, **kw))
 
 

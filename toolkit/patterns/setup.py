@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from toolkit.backends.base import Generation
-from toolkit.backends.hf import HFBackend
+from toolkit.backends.choose import backend_for
 from toolkit.backends.scripted import ScriptedBackend
 from toolkit.grammar.compile import compile_tool_choice
 from toolkit.grammar.mask import GrammarMask
@@ -52,14 +52,13 @@ class Setup:
 
     @classmethod
     def from_loaded(cls, loaded, max_new_tokens: int = 80, **kw) -> Setup:
-        """The patterns on a ``toolkit.models.Loaded``; a fresh ``HFBackend`` (own cache) per context."""
+        """The patterns on a ``toolkit.models.Loaded`` (or a served model, ``toolkit.backends.choose``); a fresh
+        backend (own cache) per context."""
         s = settings_for(loaded, **kw)
         if loaded.semantic:
             s["max_new_tokens"] = max_new_tokens
         settings = {k: v for k, v in s.items() if k not in PER_TURN}
-        return cls(
-            loaded.tokenizer, lambda label: HFBackend.from_loaded(loaded), loaded.description, loaded.semantic, settings
-        )
+        return cls(loaded.tokenizer, lambda label: backend_for(loaded), loaded.description, loaded.semantic, settings)
 
     @classmethod
     def scripted(cls, tokenizer, scripts: dict[str, list], **settings) -> Setup:

@@ -1,0 +1,155 @@
+"""One chooser for every notebook and script: the local model, or the server ``TOOLKIT_BACKEND`` names (§14.5.8).
+
+What it does
+- ``choose(name)`` returns what the kit runs on: ``toolkit.models.load(name)`` when ``TOOLKIT_BACKEND`` is unset, or
+  a :class:`Served` — the server's model, its URL, the kit's tokenizer and template for it — when it names an
+  OpenAI-compatible server (``http://host:port/v1``). A ``Served`` reads like a ``toolkit.models.Loaded`` (``name``,
+  ``description``, ``semantic``, ``tokenizer``; ``model`` is None: no weights here), so ``settings_for``, the
+  trace view and the patterns take either.
+- ``backend_for(loaded)`` is the backend for either: an ``HFBackend`` on local weights, a ``TokensBackend`` (the kit
+  renders and counts, the server decodes) on a ``Served``.
+- ``model_line(loaded)`` is the one line every output prints: the model, and the server's URL when one decodes.
+- ``local_for(loaded, step)`` is for a step a server cannot run (per-step logits, a grammar mask's probabilities, a
+  loss, GPU timing): it prints one line saying so and returns the local model (``TOOLKIT_MODEL``, default auto),
+  loaded once; without a server it returns ``loaded`` itself and prints nothing.
+
+What it leaves out
+- Chat mode in the notebooks (the server renders: no ids to show; ``toolkit.backends.http_chat`` and the CLI have
+  it). The served model's weights are unknown here: ``semantic`` is False only for a folder the kit saved for the
+  random-weight stand-in (``toolkit.backends.serve.folder_for``), True otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from toolkit import models
+from toolkit.backends import http
+from toolkit.backends.hf import HFBackend
+from toolkit.backends.http_tokens import TokensBackend
+from toolkit.tokenizer import qwen_tokenizer
+
+STAND_IN_MARK = "stand-in"  # in the folder name serve.folder_for gives a random-weight model
+
+
+def template_of(model_id: str) -> str:
+    """The kit template for a served model: its folder's ``config.json`` when the server runs on this machine,
+    else its name (``qwen3`` in it → Qwen3's, otherwise Qwen2.5's)."""
+    cfg = Path(model_id) / "config.json"
+    try:
+        if cfg.is_file():
+            return "qwen3" if json.loads(cfg.read_text()).get("model_type") == "qwen3" else "qwen2.5"
+    except (OSError, ValueError):
+        pass
+    return "qwen3" if "qwen3" in model_id.lower() else "qwen2.5"
+
+
+@dataclass
+class Served:
+    """A model on a server, as the notebooks use a ``Loaded``: see the module docstring."""
+
+    info: http.ServerInfo
+    tokenizer: object
+    template: str
+    mode: str = "tokens"
+    model: object = None  # no local weights
+    kind: str = "server"
+    device: str = "server"
+    dtype: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.info.model
+
+    @property
+    def url(self) -> str:
+        return self.info.url
+
+    @property
+    def semantic(self) -> bool:
+        return STAND_IN_MARK not in Path(self.info.model).name
+
+    @property
+    def description(self) -> str:
+        weights = "real weights" if self.semantic else "RANDOM-WEIGHT STAND-IN (shows mechanics, not meaning)"
+        return (
+            f"{self.info.model} [served by {self.info.kind} at {self.info.url}, {self.mode} mode: the kit renders "
+            f"and counts, the server decodes; {weights}]"
+        )
+
+    def __repr__(self) -> str:
+        return f"Served({self.description})"
+
+
+def choose(name: str = "auto", *, quiet: bool = False, url: str | None = None):
+    """The server ``url`` (default ``TOOLKIT_BACKEND``) as a :class:`Served`, or the local model ``name``.
+    A malformed URL raises ``ValueError``, a server that does not answer ``http.ServerError`` (one line each)."""
+    url = http.check_url(url) if url else http.from_env()
+    if url is None:
+        return models.load(name, quiet=quiet)
+    info = http.probe(url)
+    template = template_of(info.model)
+    return Served(info, qwen_tokenizer(template), template)
+
+
+def is_served(loaded) -> bool:
+    return isinstance(loaded, Served)
+
+
+def backend_for(loaded, reuse: bool = True, **kw):
+    """The backend that decodes for ``loaded``: a ``TokensBackend`` on a server, an ``HFBackend`` on local weights."""
+    if isinstance(loaded, Served):
+        return TokensBackend(loaded.url, loaded.tokenizer, info=loaded.info, **kw)
+    return HFBackend.from_loaded(loaded, reuse=reuse)
+
+
+def model_line(loaded) -> str:
+    """One line: which model decodes, and where."""
+    if isinstance(loaded, Served):
+        return f"model: {loaded.name} | server: {loaded.url} ({loaded.info.kind}, {loaded.mode} mode)"
+    return f"model: {loaded.description}"
+
+
+_LOCAL: dict[str, object] = {}
+
+
+def local_for(loaded, step: str, name: str | None = None):
+    """The local model for ``step`` (a step no server can run); on a server it prints one line saying so."""
+    if not isinstance(loaded, Served):
+        return loaded
+    name = name or os.environ.get("TOOLKIT_MODEL", "auto")
+    if name not in _LOCAL:
+        _LOCAL[name] = models.load(name, quiet=True)
+    local = _LOCAL[name]
+    print(f"{step}: runs on the local model {local.description}, not on the server at {loaded.url}")
+    return local
+
+
+def cache_note(loaded) -> str:
+    """On a server, what the trace's ``reused`` column means there (the server's reported cached prompt tokens);
+    empty for local weights, whose cache the kit counts itself."""
+    if not isinstance(loaded, Served):
+        return ""
+    if loaded.info.kind == "transformers":
+        return (
+            f"reused = the cached prompt tokens the server reports; {loaded.info.kind} at {loaded.url} reports none "
+            "(no usage.prompt_tokens_details.cached_tokens), so the column reads 0 whatever its cache did"
+        )
+    return (
+        f"reused = the cached prompt tokens {loaded.info.kind} at {loaded.url} reports "
+        "(usage.prompt_tokens_details.cached_tokens; vLLM needs --enable-prompt-tokens-details); 0 where it reports none"
+    )
+
+
+def not_served(step: str) -> str:
+    """One line for a step that never runs on a server, when ``TOOLKIT_BACKEND`` names one ('' otherwise; no
+    network, and a malformed value is reported, not raised)."""
+    try:
+        url = http.from_env()
+    except ValueError as e:
+        return f"{step}: runs here, on local weights ({http.ENV} is not usable: {e})"
+    return f"{step}: runs here, on local weights, not on the server at {url}" if url else ""
