@@ -9,8 +9,15 @@ and beside it what ``toolkit.cost.capacity`` predicts for this server's model fr
 Run:  python benchmarks/classroom.py                          # starts transformers serve (real model) on 127.0.0.1
       python benchmarks/classroom.py --url http://127.0.0.1:8000/v1 --sessions 1,4,16
       python benchmarks/classroom.py --model stand-in          # mechanics only (random weights, served)
+      python benchmarks/classroom.py --check benchmarks/results/classroom-2026-12-01.json   # the comparison only
 Flags: --max-new-tokens (per turn, default 32), --turns 1|2, --timeout (per request, s), --deadline (per N, s), --json.
 Saves benchmarks/results/classroom-<date>.json (date, machine, model, server, commit). No timed asserts.
+
+The capacity check (printed after every run, and by --check for a saved one): ``toolkit.cost.calibrated_rates``
+calibrated to the measured N=1 rate, the aggregate tokens/s it predicts for N sessions on a server that batches them
+and on one that runs one request at a time, beside the measured rate. What a CPU box cannot measure: how many
+sessions fit in a GPU's KV-cache memory (``toolkit.cost.capacity``'s other half) — there is no GPU here, and
+``transformers serve`` keeps no prefix cache to fill.
 
 Leaves out: many server processes, GPUs (vLLM's continuous batching is what makes N > 1 cheap there;
 ``transformers serve`` without ``--continuous-batching`` runs one request at a time, which the numbers show).
@@ -20,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -57,6 +65,75 @@ def session(url, info, tok, template, max_new_tokens, timeout_s, turns=2) -> dic
     return out
 
 
+CAPACITY_MODELS = {"qwen2.5-coder-0.5b": "Qwen2.5-Coder-0.5B", "qwen3-0.6b": "Qwen3-0.6B"}  # toolkit.cost.KV_SHAPES
+
+
+def capacity_check(res: dict) -> dict:
+    """Measured aggregate tokens/s per N beside what ``toolkit.cost.calibrated_rates`` predicts from the N=1 row."""
+    from toolkit.cost import calibrated_rates
+    from toolkit.loop.examples import example
+    from toolkit.render import render
+    from toolkit.schema import openai_schema
+    from toolkit.tokenizer import qwen_tokenizer
+
+    rows = res["rows"]
+    one = next((r for r in rows if r["sessions"] == 1 and r["tokens_per_s"] > 0), None)
+    key = next((v for k, v in CAPACITY_MODELS.items() if k in (res["model"] + res["server"]).lower()), None)
+    if one is None or key is None:
+        return dict(why="no N=1 row with tokens" if one is None else f"no KV shape for {res['model']!r}", rows=[])
+    ex = example("calculator")  # the session's prompt: the calculator question with its tools, as session() runs it
+    prompt = render(ex["messages"], [openai_schema(t) for t in ex["tools"].values()], tokenizer=qwen_tokenizer(
+        "qwen2.5"), template="qwen2.5").ids  # fmt: skip
+    context = len(prompt) + res["max_new_tokens"] / 2  # the mean KV length while it decodes
+    pred = calibrated_rates(key, one["tokens_per_s"], [r["sessions"] for r in rows], context)
+    out = [
+        dict(
+            sessions=r["sessions"],
+            measured=r["tokens_per_s"],
+            batched=round(p["batched"], 3),
+            serial=round(p["serial"], 3),
+            measured_over_serial=round(r["tokens_per_s"] / p["serial"], 2),
+            measured_over_batched=round(r["tokens_per_s"] / p["batched"], 3),
+            closer=(
+                "serial"
+                if abs(math.log(r["tokens_per_s"] / p["serial"])) <= abs(math.log(r["tokens_per_s"] / p["batched"]))
+                else "batched"
+            )
+            if r["tokens_per_s"] > 0
+            else "-",
+            load_avg_1_5_15=r.get("load_avg_1_5_15"),
+        )
+        for r, p in zip(rows, pred)
+    ]
+    return dict(
+        model=key,
+        context_tokens=context,
+        effective_bandwidth_gb_s=round(pred[0]["bandwidth"] / 1e9, 3),
+        rows=out,
+        not_measured_here=(
+            "KV-cache memory on a GPU (how many sessions fit, with and without prefix sharing): no GPU here, and "
+            "transformers serve keeps no prefix cache; the batched column assumes a server that batches the "
+            "sessions' decode steps (vLLM, SGLang, --continuous-batching), which this run's server did not"
+        ),
+    )
+
+
+def print_check(chk: dict) -> None:
+    if not chk["rows"]:
+        print(f"capacity check: not possible ({chk['why']})")
+        return
+    print(
+        f"capacity check ({chk['model']}, {chk['context_tokens']:.0f} tokens of KV per session, effective bandwidth "
+        f"{chk['effective_bandwidth_gb_s']} GB/s from the N=1 rate): aggregate tokens/s, measured vs predicted"
+    )
+    print(f"{'N':>3}{'measured':>10}{'predicted, batched':>20}{'predicted, serial':>19}{'meas/serial':>13}{'closer':>9}"
+          "  load avg")  # fmt: skip
+    for r in chk["rows"]:
+        print(f"{r['sessions']:>3}{r['measured']:>10}{r['batched']:>20}{r['serial']:>19}{r['measured_over_serial']:>13}"
+              f"{r['closer']:>9}  {r['load_avg_1_5_15'] or 'not recorded'}")  # fmt: skip
+    print(f"not measured here: {chk['not_measured_here']}")
+
+
 def pct(xs, q):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))] if xs else float("nan")
@@ -72,7 +149,18 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--deadline", type=float, default=1800.0, help="seconds per N before the rest are abandoned")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--check", default=None, metavar="RESULTS", help="print the capacity check of a saved run; no server"
+    )
     a = p.parse_args(argv)
+    if a.check:
+        try:
+            saved = json.loads(Path(a.check).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            p.error(f"--check {a.check}: {e}")
+        chk = capacity_check(saved)
+        print(json.dumps(chk, indent=1)) if a.json else print_check(chk)
+        return 0
     ns = [int(x) for x in a.sessions.split(",")]
     if any(n < 1 or n > 64 for n in ns):
         p.error("--sessions: each N between 1 and 64 (loopback, bounded)")
@@ -143,6 +231,7 @@ def main(argv=None) -> int:
         rows=rows,
         capacity_note=capacity.__doc__.splitlines()[0],
     )
+    res["capacity_check"] = capacity_check(res)
     if a.json:
         print(json.dumps(res, indent=1))
     else:
@@ -158,6 +247,7 @@ def main(argv=None) -> int:
                 "aggregate rate vs N=1: "
                 + ", ".join(f"N={r['sessions']}: {r['tokens_per_s'] / one:.2f}x" for r in rows)
             )
+        print_check(res["capacity_check"])
     out = ROOT / "benchmarks" / "results" / f"classroom-{res['date'][:10]}.json"
     out.write_text(json.dumps(res, indent=1) + "\n")
     print(f"saved {out.relative_to(ROOT)}")

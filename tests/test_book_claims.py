@@ -12,6 +12,7 @@ from toolkit.book import (
     claims_kit,
     claims_mcp,
     claims_render,
+    claims_serving,
     claims_tool_use,
     ledger,
 )
@@ -21,7 +22,17 @@ from toolkit.book.ledger import CAVEAT, FAILS, HOLDS, VERDICTS, Claim, _verdict
 from toolkit.commands import claims as claims_command
 from toolkit.commands.claims import cli
 
-CLAIM_MODULES = (ledger, claims_cost, claims_flops, claims_render, claims_tool_use, claims_mcp, claims_kit, claims)
+CLAIM_MODULES = (
+    ledger,
+    claims_cost,
+    claims_flops,
+    claims_render,
+    claims_tool_use,
+    claims_mcp,
+    claims_kit,
+    claims_serving,
+    claims,
+)
 
 # What issues 5 and 17 require the ledger to cover, by claim id.
 REQUIRED = {

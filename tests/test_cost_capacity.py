@@ -1,5 +1,11 @@
 """toolkit.cost.capacity: classroom sessions in a server's KV-cache memory, with and without prefix sharing."""
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from toolkit.cost import KV_SHAPES, capacity, kv_bytes_per_token
@@ -40,3 +46,43 @@ def test_memory_too_small_gives_zero_and_bad_input_is_refused():
         capacity("Qwen3-0.6B", memory=-1)
     with pytest.raises(ValueError):
         capacity("Qwen3-0.6B", R=0)
+
+
+def test_calibrated_rates_reproduce_n1_and_grow_below_n_times():
+    from toolkit.cost import calibrated_rates
+
+    rows = calibrated_rates("Qwen2.5-Coder-0.5B", 0.5, [1, 4, 16], context=400)
+    assert abs(rows[0]["batched"] - 0.5) < 1e-9 and all(r["serial"] == 0.5 for r in rows)
+    # batching reuses each weight read: more sessions, more tokens/s, but less than N times (each has its own KV)
+    assert rows[0]["batched"] < rows[1]["batched"] < rows[2]["batched"] < 16 * 0.5
+    long = calibrated_rates("Qwen2.5-Coder-0.5B", 0.5, [16], context=60_000)[0]
+    assert long["batched"] < rows[2]["batched"]  # a longer KV per session eats the gain
+    with pytest.raises(ValueError):
+        calibrated_rates("no-such-model", 0.5, [1], 400)
+    with pytest.raises(ValueError):
+        calibrated_rates("Qwen3-0.6B", 0.0, [1], 400)
+
+
+def test_classroom_prints_measured_beside_predicted_for_the_saved_run():
+    """benchmarks/classroom.py --check on the saved measurement: every N measured beside both predictions."""
+    root = Path(__file__).resolve().parents[1]
+    saved = sorted((root / "benchmarks" / "results").glob("classroom-*.json"))
+    assert saved, "no saved classroom run in benchmarks/results"
+    run = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "classroom.py"), "--check", str(saved[-1]), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(root), "HF_HUB_OFFLINE": "1"},
+    )
+    assert run.returncode == 0, run.stderr[-500:]
+    chk = json.loads(run.stdout)
+    rows = json.loads(saved[-1].read_text())["rows"]
+    assert [r["sessions"] for r in chk["rows"]] == [r["sessions"] for r in rows]
+    assert [r["measured"] for r in chk["rows"]] == [r["tokens_per_s"] for r in rows]
+    one = chk["rows"][0]
+    assert one["sessions"] == 1 and abs(one["batched"] - one["measured"]) < 1e-3  # calibrated on N=1
+    for r in chk["rows"][1:]:
+        assert r["batched"] > r["serial"] == one["measured"]
+        assert r["closer"] in ("serial", "batched")
+    assert "KV-cache memory on a GPU" in chk["not_measured_here"]

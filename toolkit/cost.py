@@ -15,7 +15,8 @@ What it does (book §14.5.3 and §14.5.4)
 - ``MODELS`` and ``HARDWARE``: the presets the calculator offers (published sizes and spec-sheet bandwidths).
 - ``capacity(model, memory, bandwidth, T, delta, R)``: how many agent sessions of that workload fit in a server's
   KV-cache memory, with and without prefix sharing, and their aggregate decode-rate bound (``KV_SHAPES``:
-  published layer / KV-head / head-dim counts).
+  published layer / KV-head / head-dim counts). ``calibrated_rates`` is the same rate bound calibrated to one
+  measured batch-1 rate, for N concurrent sessions (``benchmarks/classroom.py`` prints it beside its measurement).
 
 What it leaves out
 - Partial cache hits, eviction, chunked prefill, batching (batch > 1 reuses each weight read for many tokens,
@@ -322,9 +323,36 @@ def capacity(model: str = "Qwen3-0.6B", memory: float = 141e9, bandwidth: float 
     plain = int(free // (ctx * kv))
     shared = int(max(0.0, free - T * kv) // (delta * R * kv)) if free > T * kv else 0
     mean = T + delta * R / 2
+    return Capacity(
+        model,
+        kv,
+        ctx,
+        free,
+        plain,
+        shared,
+        aggregate_rate(plain, bandwidth, weights, kv * mean),
+        aggregate_rate(shared, bandwidth, weights, kv * (mean - T), shared_bytes=kv * T),
+    )
 
-    def rate(n: int, share: bool) -> float:
-        read = weights + (T * kv + n * (mean - T) * kv if share else n * mean * kv)
-        return n * bandwidth / read if n else 0.0
 
-    return Capacity(model, kv, ctx, free, plain, shared, rate(plain, False), rate(shared, True))
+def aggregate_rate(n: int, bandwidth: float, weight_bytes: float, kv_bytes: float, shared_bytes: float = 0.0) -> float:
+    """The decode-rate bound of ``n`` sessions batched together: each step streams the weights once for all of
+    them, every session's own KV bytes, and a shared block once: ``n · bandwidth / (W + shared + n · KV)``."""
+    return n * bandwidth / (weight_bytes + shared_bytes + n * kv_bytes) if n else 0.0
+
+
+def calibrated_rates(model: str, rate_1: float, ns, context: float, bytes_per_param: float = 2.0) -> list[dict]:
+    """What :func:`capacity`'s rate bound predicts for ``n`` concurrent sessions on a machine whose batch-1 rate was
+    measured (``rate_1`` tokens/s at ``context`` tokens of KV): the effective bandwidth is
+    ``rate_1 · (W + KV(context))``; ``batched`` is :func:`aggregate_rate` with it (a server that batches the
+    sessions), ``serial`` is ``rate_1`` (a server that runs one request at a time)."""
+    if model not in KV_SHAPES:
+        raise ValueError(f"unknown model {model!r}; choose one of {sorted(KV_SHAPES)}")
+    if rate_1 <= 0 or context <= 0:
+        raise ValueError("rate_1 and context must be > 0")
+    params, *shape = KV_SHAPES[model]
+    w, kv = params * bytes_per_param, kv_bytes_per_token(*shape) * context
+    bandwidth = rate_1 * (w + kv)
+    return [
+        dict(sessions=n, batched=aggregate_rate(n, bandwidth, w, kv), serial=rate_1, bandwidth=bandwidth) for n in ns
+    ]

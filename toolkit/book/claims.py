@@ -8,7 +8,7 @@ is not a plain "holds". ``--json`` prints the same as JSON; ``--write [PATH]`` w
 Evidence comes from running things: ``toolkit.cost`` for the arithmetic, the offline Qwen tokenizers and the
 kit's templates (``toolkit.render``) for tokens and rendering, ``toolkit.book.catalog`` for realistic tool schemas,
 ``toolkit.loop`` for the message flow, and the installed ``mcp`` SDK (its types, its version registry and an
-in-process server) for the protocol. Sections: "§14.5.x" is the book, "Tool Use §3.x" the second chapter.
+in-process server) for the protocol, and saved benchmark results (a real model, a real server: ``benchmarks/``). Sections: "§14.5.x" is the book, "Tool Use §3.x" the second chapter.
 
 What it leaves out
 - Claims that are advice or history rather than checkable facts (agent patterns, RL, RAG, who proposed MCP
@@ -28,6 +28,7 @@ from toolkit.book.claims_flops import flops_claims
 from toolkit.book.claims_kit import kit_claims
 from toolkit.book.claims_mcp import mcp_claims
 from toolkit.book.claims_render import token_claims
+from toolkit.book.claims_serving import serving_claims
 from toolkit.book.claims_tool_use import tool_use_claims
 from toolkit.book.ledger import VERDICTS, Claim
 from toolkit.paths import data_file
@@ -43,6 +44,7 @@ GROUPS = (
     mcp_claims,
     kit_claims,
     chain_claims,
+    serving_claims,
 )
 
 

@@ -1,0 +1,171 @@
+"""§14.5.8 shown on a real server: the claims ``benchmarks/serving.py`` measured against an OpenAI-compatible server
+(``transformers serve`` here), each verdict computed from its saved results (``benchmarks/results/serving.json``).
+
+What it checks: no request is open while a tool runs (timestamps); a turn ends when the server stops at
+``<|im_end|>`` (``finish_reason``), a cut one says ``length``; two ``<tool_call>`` blocks of one answer run
+concurrently on the host and come back as one user turn; streaming on and off give the same text; the prefix a later
+turn shares with the previous request, the server's own cached-token count where it reports one, and the drop after
+compressing history.
+
+Leaves out: running the server (the benchmark does; without its results file these claims are absent, not typed);
+vLLM / SGLang (CUDA only here), whose ``cached_tokens`` would replace the caveat below.
+"""
+
+from __future__ import annotations
+
+import json
+
+from toolkit.book.ledger import Claim, _verdict
+from toolkit.paths import results_file
+from toolkit.qwen import IM_END_ID
+
+SECTION = "§14.5.8 on a server"
+
+
+def _source(r: dict) -> str:
+    m = r["meta"]
+    return f"{m['server']}, {m['date'][:10]}, commit {m['commit']}"
+
+
+def _idle(r: dict) -> Claim:
+    i = r["idle"]
+    req, spans = i["requests"], i["tool_spans"]
+    t0 = min([q["t_sent"] for q in req] + [s["start"] for s in spans])
+    between = [
+        (max((q["t_done"] for q in req if q["t_done"] <= s["start"]), default=None) is not None)
+        and any(q["t_sent"] >= s["end"] for q in req)
+        for s in spans
+    ]
+    gaps = [
+        (
+            round(s["start"] - max(q["t_done"] for q in req if q["t_done"] <= s["start"]), 3),
+            round(min(q["t_sent"] for q in req if q["t_sent"] >= s["end"]) - s["end"], 3),
+        )
+        for s, ok in zip(spans, between)
+        if ok
+    ]
+    return Claim(
+        "served-no-suspend",
+        SECTION,
+        "The engine does not hold a request while a tool runs: the turn's request ends at the stop token and the next "
+        "turn is a new request.",
+        f"{_source(r)}: {len(req)} requests, {len(spans)} tool run(s) of {r['meta']['tool_wait_s']} s; requests open "
+        f"while a tool ran: {len(i['overlaps'])}; the tool started/ended (s after the last request closed, s before "
+        f"the next opened): {gaps}; wall clock from the first request: "
+        f"{[(round(q['t_sent'] - t0, 2), round(q['t_done'] - t0, 2)) for q in req]}",
+        *_verdict(
+            bool(spans) and not i["overlaps"] and all(between),
+            "a request was open while the tool ran, or no tool ran between two requests in the saved run",
+        ),
+    )
+
+
+def _stop(r: dict) -> Claim:
+    s = r["stop"]
+    return Claim(
+        "served-stop",
+        SECTION,
+        "A turn ends when the engine generates <|im_end|>: the server stops there and says so (finish_reason), and "
+        "the request is over.",
+        f"{_source(r)}: stop ids sent {s['stop_ids_sent']}; the last turn's finish_reason {s['finish_reason']!r}, "
+        f"server {s['server_completion_tokens']} tokens / kit {s['kit_ids']} ids, the turn as the kit holds it ends "
+        f"with {s['turn_ends_with']} (<|im_end|> = {IM_END_ID}), stop token in the returned text: "
+        f"{s['text_has_im_end']}; the same prompt cut at max_tokens={s['cut']['max_tokens']}: "
+        f"finish_reason {s['cut']['finish_reason']!r}",
+        *_verdict(
+            s["finish_reason"] == "stop"
+            and s["turn_ends_with"] == [IM_END_ID]
+            and not s["text_has_im_end"]
+            and s["cut"]["finish_reason"] == "length",
+            "the saved turn did not end at <|im_end|> with finish_reason 'stop' (or the cut one did not say 'length')",
+        ),
+    )
+
+
+def _parallel(r: dict) -> Claim:
+    p = r["parallel"]
+    spans = p["call_spans"]
+    return Claim(
+        "served-parallel",
+        SECTION,
+        "Several <tool_call> blocks in one answer are plain text from the engine: the host parses them, runs them "
+        "concurrently and returns the results together in one user turn.",
+        f"{_source(r)}: the model wrote {len(p['model_calls'])} call(s) {[c['name'] for c in p['model_calls']]}; "
+        f"the host ran {len(spans)} call(s) at "
+        f"{[(s['args'], round(s['start'] - spans[0]['start'], 2), round(s['end'] - spans[0]['start'], 2)) for s in spans]}"
+        f" s (concurrent: {p['concurrent']}); {p['tool_messages']} tool results rendered as "
+        f"{p['user_turns_after_call']} user turn(s) after the call",
+        *_verdict(
+            p["concurrent"] and p["tool_messages"] >= 2 and p["user_turns_after_call"] == 1,
+            "the saved run did not run two calls concurrently or did not merge their results into one user turn",
+            [
+                (
+                    p["two_call_answer_written_here"],
+                    f"the served model wrote {len(p['model_calls'])} call(s) for the two-city question, so the "
+                    "two-call answer the host parsed was written by the benchmark, not by the model",
+                )
+            ],
+        ),
+    )
+
+
+def _stream(r: dict) -> Claim:
+    s = r["stream"]
+    return Claim(
+        "served-stream",
+        SECTION,
+        "Streaming changes when the tokens arrive, not which tokens: none of the mechanisms above changes.",
+        f"{_source(r)}: the same prompt, greedy, {s['max_new_tokens']} new tokens: streaming off "
+        f"{s['off']['completion_tokens']} tokens in {s['off']['wall_s']} s, on {s['on']['completion_tokens']} tokens, "
+        f"first after {s['on']['first_token_s']} s, last after {s['on']['wall_s']} s; same text: {s['same_text']} "
+        f"({s['on']['text']!r})",
+        *_verdict(
+            s["same_text"] and s["off"]["completion_tokens"] == s["on"]["completion_tokens"],
+            "streamed and unstreamed greedy texts differ in the saved run",
+            [
+                (
+                    s["off"]["finish_reason"] == "length",
+                    f"one greedy prompt, cut at {s['max_new_tokens']} tokens: a check of sameness, not of every setting",
+                )
+            ],
+        ),
+    )
+
+
+def _prefix(r: dict) -> Claim:
+    p = r["prefix"]
+    turns = p["turns"]
+    later = [t for t in turns if t["turn"] > 1]
+    return Claim(
+        "served-prefix",
+        SECTION,
+        "Each turn is a new request whose prompt starts with the previous one (what a prefix cache reuses); "
+        "compressing history changes the prefix and the cache stops matching there.",
+        f"{_source(r)}: per turn (prompt tokens, shared with the previous request, server-reported cached): "
+        f"{[(t['prompt'], t['shared_with_previous'], t['server_cached']) for t in turns]}; after compressing "
+        f"history the prompt shares {p['compressed_shared']} of {p['compressed_prompt']} tokens with the last one "
+        f"({p['last_prompt']})",
+        *_verdict(
+            bool(later)
+            and all(t["shared_with_previous"] >= 0.8 * t["prompt"] for t in later)
+            and p["compressed_shared"] < p["compressed_prompt"],
+            "a later turn did not start with the previous request, or compression kept the whole prefix",
+            [
+                (
+                    not p["server_reports_cached"],
+                    f"{r['meta']['server_kind']} reports no cached tokens (no usage.prompt_tokens_details."
+                    "cached_tokens): the shared prefix is counted by the kit, not hits the server reported; vLLM "
+                    "(--enable-prompt-tokens-details) and SGLang report them",
+                )
+            ],
+        ),
+    )
+
+
+def serving_claims() -> list[Claim]:
+    """The five claims from the saved server run; none when ``benchmarks/results/serving.json`` is absent."""
+    path = results_file("serving.json", required=False)
+    if path is None:
+        return []
+    r = json.loads(path.read_text(encoding="utf-8"))
+    return [_idle(r), _stop(r), _parallel(r), _stream(r), _prefix(r)]
