@@ -70,7 +70,7 @@ def slow_weather(city: str) -> dict:
         SPANS.append(dict(tool="slow_weather", args=city, start=t0, end=time.time()))
 
 
-def measure(url, info, tok, template, who, max_new_tokens: int = 40) -> dict:
+def measure(url, info, tok, template, who, max_new_tokens: int = 64) -> dict:
     """The five measurements; ``who`` is the ``Loaded`` or ``Served`` the loop settings come from."""
     from toolkit.backends.http_tokens import TokensBackend
     from toolkit.loop.examples import example, settings_for
@@ -88,7 +88,7 @@ def measure(url, info, tok, template, who, max_new_tokens: int = 40) -> dict:
     SPANS.clear()
     calc = Tool.from_function(slow_calculator, bounds={"expression": {"maxLength": 24}})
     ex = example("calculator")
-    backend = TokensBackend(url, tok, info=info, max_rounds=3)
+    backend = TokensBackend(url, tok, info=info)
     kw = settings_for(who, template=template, tool_choice="required", max_turns=2, max_new_tokens=max_new_tokens)
     trace = run(backend, tok, ex["messages"], {"slow_calculator": calc}, **kw)
     spans = list(SPANS)
@@ -133,7 +133,7 @@ def measure(url, info, tok, template, who, max_new_tokens: int = 40) -> dict:
     tools = {"slow_weather": Tool.from_function(slow_weather, bounds={"city": {"maxLength": 16}})}
     msgs = [{"role": "user", "content": "What is the weather in Paris and in Tokyo today? Look up both cities."}]
     kw2 = dict(kw, max_turns=1, max_new_tokens=max(60, max_new_tokens))
-    t2 = run(TokensBackend(url, tok, info=info, max_rounds=3), tok, msgs, tools, **kw2)
+    t2 = run(TokensBackend(url, tok, info=info), tok, msgs, tools, **kw2)
     model_text = t2.of(Generated)[0].text if t2.of(Generated) else ""
     model_calls = [
         dict(name=r.name, arguments=r.arguments, status=r.status) for s in t2.of(Executed) for r in s.results
@@ -208,7 +208,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--url", default=None, help="a running server (default: start transformers serve here)")
     p.add_argument("--model", default="qwen2.5-coder-0.5b", help="what to serve when starting one (or stand-in)")
-    p.add_argument("--max-new-tokens", type=int, default=40)
+    p.add_argument("--max-new-tokens", type=int, default=64)
     p.add_argument("--out", default=None, help="results file (default benchmarks/results/serving.json)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)

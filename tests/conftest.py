@@ -21,6 +21,8 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from pathlib import Path  # noqa: E402
+
 import pytest  # noqa: E402
 
 REQUIRE_REAL_MODEL = os.environ.get("TOOLKIT_REQUIRE_REAL_MODEL", "").lower() in ("1", "true", "yes", "on")
@@ -183,3 +185,20 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if log:
         with open(log, "a", encoding="utf-8") as f:
             f.writelines(json.dumps(row) + "\n" for row in rows)
+
+
+@pytest.fixture(scope="session")
+def stand_in_server():
+    """A real `transformers serve` on 127.0.0.1 serving the random-weight stand-in (fast to decode), stopped by PID."""
+    from toolkit.backends.serve import LocalServer, folder_for
+    from toolkit.models import load
+
+    folder = folder_for(load("stand-in", quiet=True))
+    assert "stand-in" in Path(folder).name  # the id the server reports says "stand-in" (toolkit.backends.choose)
+    srv = LocalServer(folder, threads=2)
+    try:
+        yield srv
+    finally:
+        srv.stop()
+        assert not srv.alive()
+        assert not Path(folder).exists()  # stop() removed the saved folder

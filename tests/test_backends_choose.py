@@ -55,22 +55,6 @@ def test_template_of_reads_the_served_folder_then_the_name(tmp_path):
     assert choose.template_of("Qwen/Qwen2.5-Coder-0.5B-Instruct") == "qwen2.5"
 
 
-@pytest.fixture(scope="module")
-def stand_in_server():
-    from toolkit.backends.serve import LocalServer, folder_for
-    from toolkit.models import load
-
-    folder = folder_for(load("stand-in", quiet=True))
-    assert choose.STAND_IN_MARK in Path(folder).name  # the id the server reports says "stand-in"
-    srv = LocalServer(folder, threads=2)
-    try:
-        yield srv
-    finally:
-        srv.stop()
-        assert not srv.alive()
-        assert not Path(folder).exists()  # stop() removed the saved folder
-
-
 @pytest.mark.slow
 def test_served_choice_reads_like_a_loaded_model(stand_in_server, monkeypatch):
     monkeypatch.setenv(http.ENV, stand_in_server.url)

@@ -7,17 +7,20 @@ What it does
   against the kit's re-encoding of the returned text (the server returns text, not ids: where they differ, that
   is re-tokenization drift). It streams by default, so ``prefill_s`` is the time to the first token (without
   streaming ``prefill_s`` is 0 and the whole request counts as decode).
-- Under a grammar mask, a server without a structured-output parameter decodes freely: the kit enforces the
-  grammar on the host by jump-forward — the tokens the grammar forces are appended to the prompt (e.g.
-  ``<tool_call>\\n{"name": "calculator", "arguments": {"expression":``), the server's tokens are kept up to the
-  first one the grammar refuses (plus the characters of that token the grammar still allows), and the server is
-  asked again after the next forced stretch, at most ``max_rounds`` requests per turn. Every token kept is one the
-  grammar allows; where the grammar forces nothing after a refusal, the turn ends there (the parser then reports an
-  unclosed call as a structured error the model sees).
+- Under a grammar mask, a server that takes a structured-output parameter (vLLM, SGLang:
+  ``toolkit.backends.http_structured``) gets the grammar with the turn's first request (``structured="auto"``; "host"
+  never sends it, "server" sends vLLM's spelling to any server, to show what it answers). Every token it returns is
+  replayed through the kit's matcher; a server that rejects the parameter (``transformers serve`` 5.24: HTTP 422) or
+  ignores it (a token outside the grammar) is named in ``notes`` and the host takes over. A server without one decodes
+  freely and the kit enforces the grammar on the host by jump-forward — the tokens the grammar forces are appended
+  to the prompt (e.g. ``<tool_call>\\n{"name": "calculator", "arguments": {"expression":``), the server's tokens are
+  kept up to the first one the grammar refuses (plus the characters of that token the grammar still allows), and
+  the server is asked again after the next forced stretch, at most ``max_rounds`` requests per turn. Every token
+  kept is one the grammar allows; where the grammar forces nothing after a refusal, the turn ends there (the parser
+  then reports an unclosed call as a structured error the model sees).
 
 What it leaves out
-- Sending the grammar to the server (vLLM ``structured_outputs``, SGLang ``ebnf``): not done; the host enforces it.
-  Sampling: the server draws with its own sampler, so a seed gives the server's tokens, not the kit's sampler's
+- Running vLLM / SGLang here (CUDA only): their parameter follows their documentation. Sampling: the server draws with its own sampler, so a seed gives the server's tokens, not the kit's sampler's
   (greedy agrees up to numerics).
 """
 
@@ -25,8 +28,11 @@ from __future__ import annotations
 
 import time
 
+from toolkit.backends import http_structured
 from toolkit.backends.http import MAX_ROUNDS, ServedGeneration, ServerError, _call, _Served, _usage
 from toolkit.qwen import IM_END_ID
+
+STRUCTURED = ("auto", "server", "host")  # send the grammar where the server takes one | always try | never
 
 
 class TokensBackend(_Served):
@@ -35,17 +41,45 @@ class TokensBackend(_Served):
     mode = "tokens"
 
     def __init__(
-        self, url: str, tokenizer, *, prompt_format: str = "auto", stream: bool = True, max_rounds=MAX_ROUNDS, **kw
+        self,
+        url: str,
+        tokenizer,
+        *,
+        prompt_format: str = "auto",
+        stream: bool = True,
+        max_rounds=MAX_ROUNDS,
+        structured: str = "auto",
+        **kw,
     ):
-        super().__init__(url, tokenizer, stream=stream, **kw)
-        self.max_rounds = int(max_rounds)
         if prompt_format not in ("auto", "ids", "text"):
             raise ValueError(f"prompt_format must be auto, ids or text, got {prompt_format!r}")
-        self.prompt_format = prompt_format
+        if structured not in STRUCTURED:
+            raise ValueError(f"structured must be one of {STRUCTURED}, got {structured!r}")
+        super().__init__(url, tokenizer, stream=stream, **kw)
+        self.max_rounds = int(max_rounds)
+        self.prompt_format, self.structured = prompt_format, structured
 
-    def complete(self, ids: list[int], *, max_new_tokens: int, stop_ids, temperature=0.0, top_p=1.0, seed=0) -> dict:
-        """One ``/v1/completions`` request for ``ids``: the server's text, finish reason, usage and the checks."""
+    def _grammar_fields(self, mask) -> dict | None:
+        """The structured-output fields to send for ``mask``'s grammar (``structured``: auto | server | host)."""
+        if self.structured == "host":
+            return None
+        sent = http_structured.fields(self.info.kind, getattr(mask, "grammar", None))
+        if sent is None and self.structured == "server":  # asked to try: vLLM's spelling, to hear what the server says
+            sent = http_structured.fields("vllm", getattr(mask, "grammar", None))
+        if sent is None:
+            self._note(
+                f"this server ({self.info.kind}) takes no grammar: the host enforces it by jump-forward (forced tokens "
+                "appended, the server's tokens kept up to the first one the grammar refuses)"
+            )
+        return sent
+
+    def complete(
+        self, ids: list[int], *, max_new_tokens: int, stop_ids, temperature=0.0, top_p=1.0, seed=0, fields=None
+    ) -> dict:
+        """One ``/v1/completions`` request for ``ids``: the server's text, finish reason, usage and the checks.
+        ``fields``: extra request fields (a structured-output parameter, ``toolkit.backends.http_structured``)."""
         kw, extra = self._sampling(max_new_tokens, stop_ids, temperature, top_p, seed)
+        extra.update(fields or {})
         if self.prompt_format == "auto":
             try:
                 return self._request(ids, "ids", kw, extra)
@@ -141,26 +175,33 @@ class TokensBackend(_Served):
             )
             rounds.append(r)
         else:
-            self._note(
-                "this server takes no grammar: the host enforces it by jump-forward (forced tokens appended, "
-                "the server's tokens kept up to the first one the grammar refuses)"
-            )
             bitmask = mask.allocate()
+            send = self._grammar_fields(mask)  # the server's own constrained decoding, first request only
+            refused_last = False
             for _ in range(self.max_rounds):
-                forced = _forced(mask, bitmask, max_new_tokens - len(new))
+                # the server's grammar starts at the turn's start: nothing is forced before a request that sends it.
+                # After a refusal the whole forced string goes in, even a piece xgrammar's jump-forward tokens leave
+                # out (a "}" that could start a longer token): otherwise the server would be asked the same again.
+                budget = max_new_tokens - len(new)
+                forced = [] if send else _forced(mask, bitmask, budget, self.tokenizer if refused_last else None)
                 new += forced
                 if mask.is_terminated() or len(new) >= max_new_tokens:
                     stopped = "stop" if new and new[-1] in stop_ids else "grammar" if mask.is_terminated() else "length"
                     break
-                r = self.complete(
-                    prompt + new,
-                    max_new_tokens=max_new_tokens - len(new),
-                    stop_ids=stop_ids,
-                    temperature=temperature,
-                    top_p=top_p,
-                    seed=seed,
-                )
-                r["forced_before"] = len(forced)
+                ask = dict(max_new_tokens=max_new_tokens - len(new), stop_ids=stop_ids, temperature=temperature,
+                           top_p=top_p, seed=seed)  # fmt: skip
+                try:
+                    r = self.complete(prompt + new, fields=send, **ask)
+                except ServerError as e:
+                    if not (send and http_structured.refused(e)):
+                        raise
+                    self._note(
+                        f"the server rejected the structured-output parameter {sorted(send)} ({e}); the host "
+                        "enforces the grammar by jump-forward instead"
+                    )
+                    send = None
+                    continue
+                r["forced_before"], r["grammar_sent"] = len(forced), bool(send)
                 rounds.append(r)
                 got = self._ids_of(r, stop_ids)
                 kept = 0
@@ -168,6 +209,15 @@ class TokensBackend(_Served):
                     if not mask.accept(tok):
                         break
                     kept += 1
+                if send:
+                    self._note(
+                        f"the server decoded under the grammar it was sent ({sorted(send)}); every token replayed "
+                        "through the kit's matcher"
+                        if kept == len(got)
+                        else f"the server ignored the grammar it was sent ({sorted(send)}): its token {kept + 1} is "
+                        "outside it; the host enforces the grammar from there by jump-forward"
+                    )
+                    send = None  # later requests continue mid-grammar: the host enforces it from here
                 new += got[:kept]
                 r["kept"], r["refused"] = kept, (got[kept] if kept < len(got) else None)
                 if kept < len(got):  # the refused token may still start with characters the grammar allows
@@ -188,6 +238,11 @@ class TokensBackend(_Served):
                     stopped = "grammar"  # refused and nothing forced: asking again would give the same tokens
                     r["gave_up"] = "the server's next token is outside the grammar and the grammar forces nothing"
                     break
+                if refused_last and kept < len(got) and not (forced or kept or r.get("kept_chars")):
+                    stopped = "grammar"  # the same prompt as the round before, refused the same way: no progress
+                    r["gave_up"] = "the server's first token was refused again and nothing was added since"
+                    break
+                refused_last = kept < len(got)
         wall = time.perf_counter() - t0
         cached = sum((r["usage"].get("cached_tokens") or 0) for r in rounds[:1])
         reused = min(int(cached), len(prompt))
@@ -249,8 +304,10 @@ def _forced_available(mask, bitmask) -> bool:
     return len(_allowed(mask, bitmask)) == 1 or bool(mask.matcher.find_jump_forward_string())
 
 
-def _forced(mask, bitmask, budget: int) -> list[int]:
-    """The tokens the grammar forces from here (one allowed token, or xgrammar's jump-forward tokens), accepted."""
+def _forced(mask, bitmask, budget: int, tokenizer=None) -> list[int]:
+    """The tokens the grammar forces from here (one allowed token, or xgrammar's jump-forward tokens), accepted.
+    With ``tokenizer``, a forced string xgrammar gives no tokens for (its last piece could start a longer token) is
+    encoded and accepted too."""
     out: list[int] = []
     while len(out) < budget and not mask.is_terminated():
         allowed = _allowed(mask, bitmask)
@@ -258,6 +315,11 @@ def _forced(mask, bitmask, budget: int) -> list[int]:
             step = allowed
         else:
             step = list(mask.matcher.find_jump_forward_tokens())[: budget - len(out)]
+            if not step and tokenizer is not None:
+                text = mask.matcher.find_jump_forward_string()
+                if text and mask.matcher.accept_string(text):
+                    out += tokenizer.encode(text, add_special_tokens=False)[: budget - len(out)]
+                    continue
             if not step:
                 break
         for tok in step:

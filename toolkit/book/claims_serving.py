@@ -147,15 +147,15 @@ def _prefix(r: dict) -> Claim:
         f"({p['last_prompt']})",
         *_verdict(
             bool(later)
-            and all(t["shared_with_previous"] >= 0.8 * t["prompt"] for t in later)
+            and all(t["shared_with_previous"] >= prev["prompt"] for prev, t in zip(turns, later))
             and p["compressed_shared"] < p["compressed_prompt"],
-            "a later turn did not start with the previous request, or compression kept the whole prefix",
+            "a later turn's prompt did not start with the whole previous prompt, or compression kept the whole prefix",
             [
                 (
                     not p["server_reports_cached"],
                     f"{r['meta']['server_kind']} reports no cached tokens (no usage.prompt_tokens_details."
                     "cached_tokens): the shared prefix is counted by the kit, not hits the server reported; vLLM "
-                    "(--enable-prompt-tokens-details) and SGLang report them",
+                    "(--enable-prompt-tokens-details) and SGLang (--enable-cache-report) report them",
                 )
             ],
         ),
