@@ -165,6 +165,7 @@ def main(argv=None) -> int:
     if any(n < 1 or n > 64 for n in ns):
         p.error("--sessions: each N between 1 and 64 (loopback, bounded)")
 
+    from toolkit.backends.choose import template_of
     from toolkit.backends.http import check_url, probe
     from toolkit.backends.serve import LocalServer, folder_for
     from toolkit.cost import capacity
@@ -174,8 +175,8 @@ def main(argv=None) -> int:
     server, note = None, ""
     if a.url:
         url = check_url(a.url)
-        tok = qwen_tokenizer("qwen3" if "qwen3" in probe(url).model.lower() else "qwen2.5")
-        template = "qwen3" if "qwen3" in probe(url).model.lower() else "qwen2.5"
+        template = template_of(probe(url).model)  # the served folder's config.json, else the model's name
+        tok = qwen_tokenizer(template)
     else:
         loaded = load(a.model, quiet=True)
         tok, template = loaded.tokenizer, template_for(loaded)

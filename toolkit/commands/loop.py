@@ -7,7 +7,7 @@ import json
 import os
 import re
 
-from toolkit.backends import http, http_chat
+from toolkit.backends import choose, http, http_chat
 from toolkit.conversations import LOOP_EXAMPLES
 from toolkit.loop.examples import MAX_QUESTION_CHARS, ask, example, pick_tools, settings_for
 from toolkit.loop.loop import ANSWER_PREFIXES, DEFAULTS, RULE, check_tool_choice, run
@@ -131,8 +131,9 @@ def _served(a, p, url: str, mounted: dict, choice) -> int:
     messages = example(a.example)["messages"] if a.example else [{"role": "user", "content": a.question}]
     try:
         info = http.probe(url, timeout_s=min(a.timeout, http.PROBE_TIMEOUT_S))
-        tokenizer = qwen_tokenizer("qwen3" if "qwen3" in info.model.lower() else "qwen2.5")
-        kw = dict(DEFAULTS, template="qwen3" if "qwen3" in info.model.lower() else "qwen2.5")
+        template = choose.template_of(info.model)  # the served folder's config.json, else the model's name
+        tokenizer = qwen_tokenizer(template)
+        kw = dict(DEFAULTS, template=template)
         kw.update(max_turns=a.max_turns, tool_choice=choice, constrain=a.constrain)
         if a.max_new_tokens:
             kw["max_new_tokens"] = a.max_new_tokens
