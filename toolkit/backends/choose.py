@@ -11,7 +11,9 @@ What it does
 - ``model_line(loaded)`` is the one line every output prints: the model, and the server's URL when one decodes.
 - ``local_for(loaded, step)`` is for a step a server cannot run (per-step logits, a grammar mask's probabilities, a
   loss, GPU timing): it prints one line saying so and returns the local model (``TOOLKIT_MODEL``, default auto),
-  loaded once; without a server it returns ``loaded`` itself and prints nothing.
+  loaded once; without a server it returns ``loaded`` itself and prints nothing. ``not_served(step)`` is the one line
+  for a step that never uses a server (training, timings); ``cache_note(loaded)`` says what the trace's ``reused``
+  column means on a server (its reported cached tokens; ``transformers serve`` reports none).
 
 What it leaves out
 - Chat mode in the notebooks (the server renders: no ids to show; ``toolkit.backends.http_chat`` and the CLI have
