@@ -176,32 +176,71 @@ else:
 # ## 4 · Table 14-11 with a measured column: chains
 #
 # The kit's own chains: start at a landmark, find its city, its temperature, convert, compute, convert back —
-# each step uses the previous step's *actual* result. The dotted line multiplies per-step rates measured on
-# each step alone; the solid line is the chains as they ran. "+ retry" scores the same runs allowing one retry
-# after a call the tool rejected (§14.5.4's lever).
+# each step uses the previous step's *actual* result. The dotted lines multiply per-step rates measured on
+# each step alone (the same step types, every landmark); the solid lines are the chains as they ran, with
+# Wilson 95% intervals. Levers (§14.5.4): **plain** (no grammar: the model's own format), **constrained** (the
+# kit loop's grammar and call gate), **+ retry** (the same runs, scored allowing one retry after a call the
+# tool rejected), and the **pair** task — two landmarks, both cities, both temperatures, their difference —
+# asked for one call at a time or with independent calls together in one turn (fewer round trips).
 
 # %%
 if "chains" in doc:
     display(plots.chains(doc))
-    ch = pd.DataFrame(doc["chains"]["data"]["rows"])
-    cmp = ch.dropna(subset=["product"])
-    above = int((cmp["success"] > cmp["product"] + 1e-9).sum())
-    below = int((cmp["success"] < cmp["product"] - 1e-9).sum())
-    display(
-        Markdown(
-            f"Over {len(cmp)} (lever, k) rows, measured chain success was above the product of step rates in "
-            f"**{above}**, below it in **{below}**, equal in {len(cmp) - above - below}. "
-            + (
-                "So here p^k is a *lower* bound more often than an upper one: steps are not independent — a model that "
-                "gets the first step right tends to get the next right too."
-                if above > below
-                else "So here p^k is an *upper* bound more often than a lower one: a chained step is harder than the same "
-                "step alone (the prompt is longer and carries earlier results)."
-                if below > above
-                else "Neither direction dominates at these counts."
+    cd = doc["chains"]["data"]
+    ch = pd.DataFrame(cd["rows"])
+    if "bound" in cd:
+        b = cd["bound"]["strict, all levers but plain"]
+        rates = cd["step_rates"].get("constrained", {})
+        ns = cd["step_n"].get("constrained", {})
+        con = ch[ch["lever"] == "constrained"].set_index("k")
+        direction = {
+            "upper": "p^k was an **upper** bound here: chained steps fail more often than the same steps alone",
+            "lower": "p^k was a **lower** bound here: chains succeeded more often than the product predicts",
+            "neither": "neither direction dominates at these counts",
+        }[b["verdict"]]
+        lines = [
+            f"- k = {k}: measured **{100 * r.success:.0f}%** [{100 * r.low:.0f}–{100 * r.high:.0f}%] of {int(r.n)} "
+            f"chains; product of step rates {100 * r['product']:.0f}%"
+            for k, r in con.iterrows()
+        ]
+        retry = ch[ch["lever"] == "constrained + retry"]
+        display(
+            Markdown(
+                f"{len(cd['chains'])} chains on {len({c['landmark'] for c in cd['chains'] if not c['pair']})} of the "
+                f"{len(cd['landmarks'])} landmarks (the run was sized to the time it had); "
+                f"{cd['seconds_per_chain']} s per chain on this machine. Isolated step rates (constrained): "
+                + ", ".join(f"{s} {100 * v:.0f}% (n={ns[s]})" for s, v in rates.items())
+                + ".\n\nConstrained chains:\n\n"
+                + "\n".join(lines)
+                + f"\n\nOver the {b['rows']} strict rows that test p^k (plain and '+ retry' left out), the product "
+                f"lies above the measured interval in **{b['product_above_interval']}**, below it in "
+                f"**{b['product_below_interval']}** and inside it in {b['inside']}: {direction}. One retry after a "
+                f"tool error turned {int(retry['ok'].sum() - con['ok'].sum())} more constrained chains into "
+                "successes."
             )
         )
-    )
+        pair = ch[ch["lever"].isin(["pair, in series", "pair, parallel"])]
+        if len(pair):
+            top = pair[pair["k"] == pair["k"].max()].set_index("lever")
+            display(
+                Markdown(
+                    f"Pair task, all {int(top['k'].iloc[0])} calls: "
+                    + "; ".join(
+                        f"*{lv}* {100 * r.success:.0f}% [{100 * r.low:.0f}–{100 * r.high:.0f}%] of {int(r.n)}, "
+                        f"{r.rounds:.1f} round trips used on average"
+                        for lv, r in top.iterrows()
+                    )
+                    + "."
+                )
+            )
+        plain = ch[ch["lever"] == "plain"]
+        if len(plain):
+            display(
+                Markdown(
+                    f"Plain (no grammar): {int(plain['ok'].sum())} of {int(plain['n'].sum())} chains right — the "
+                    "model writes its calls as fenced JSON, which a host that reads `<tool_call>` never sees."
+                )
+            )
     display(ch)
 else:
     print("chains: not in the saved results yet (python benchmarks/bfcl.py chains)")
@@ -294,3 +333,45 @@ if "descriptions" in doc:
     display(d)
 else:
     print("descriptions: not in the saved results yet (python benchmarks/bfcl.py descriptions)")
+
+# %% [markdown]
+# ## 8 · Levers for parallel calls
+#
+# In the constrained mode the model writes one `<tool_call>` and stops, so BFCL's *parallel* categories (several
+# calls for one request) fail on the count. Two general levers — they know nothing of a case's category or its
+# answer — were measured on a seeded subset: a **hint** (one system-prompt line: one block per call) and
+# **more-calls** (every call must be followed by a newline, and at that point the model's probability of
+# opening another call, in any spelling, is pooled against ending the turn). Where a lever adds calls, the
+# single-call and irrelevance categories show what it costs.
+
+# %%
+if "levers" in doc:
+    display(plots.levers(doc))
+    lv = pd.DataFrame(doc["levers"]["data"]["rows"])
+    pub = report.PUBLISHED["BFCL V3 Qwen2.5-0.5B-Instruct (Prompt)"]
+    text = []
+    for cat, g in lv.groupby("category", sort=False):
+        base = g[g["lever"] == "baseline"]
+        b0 = float(base["accuracy"].iloc[0]) if len(base) else None
+        parts = [
+            f"*{r.lever}* {100 * r.accuracy:.0f}% ({r.calls_per_case:.2f} calls per case)"
+            + (
+                f", {100 * (r.accuracy - b0):+.0f} points vs baseline"
+                if b0 is not None and r.lever != "baseline"
+                else ""
+            )
+            for r in g.itertuples()
+        ]
+        best = g.loc[g["accuracy"].idxmax()]
+        gap = pub[cat] - 100 * best.accuracy
+        verdict = f"{gap:.0f} points short of it" if gap > 0 else "reached"
+        text.append(
+            f"- **{cat}** (n={int(g['n'].iloc[0])}): "
+            + "; ".join(parts)
+            + f". Published Prompt row {pub[cat]:g}%; the best lever here (*{best.lever}*, "
+            f"{100 * best.accuracy:.0f}%): {verdict}."
+        )
+    display(Markdown("\n".join(text)))
+    display(lv[["lever", "category", "n", "correct", "accuracy", "low", "high", "calls_per_case", "kinds"]])
+else:
+    print("levers: not in the saved results yet (python benchmarks/bfcl.py levers)")

@@ -74,3 +74,20 @@ def test_measure_resumes_from_its_cache_and_runs_nothing_when_cached_only(tok):
     rates, ns = chain_table.step_rates(first, ["constrained", "pair, parallel"])
     assert rates["pair, parallel"]["landmark_city"] == rates["constrained"]["landmark_city"] == 1.0
     assert "difference" in rates["pair, parallel"] and ns["constrained"]["get_weather"] == 1
+
+
+def test_plots_draw_intervals_and_levers():
+    from toolkit.eval import plots
+
+    rows = chain_table.table([row("x", 2, True), row("x", 2, False)], {"x": {"landmark_city": 1.0, "get_weather": 0.5}})
+    fig = plots.chains({"chains": {"data": {"rows": rows}}})
+    measured, product = fig.data
+    assert list(measured.y) == [0.5] and list(product.y) == [0.5] and "n per point: 2–2" in measured.name
+    assert measured.error_y.array[0] == pytest.approx(rows[0]["high"] - 0.5)  # the "+ retry" row is not drawn
+    lv = [
+        {"lever": "baseline", "category": "parallel", "n": 8, "accuracy": 0.0, "low": 0.0, "high": 0.32},
+        {"lever": "hint", "category": "parallel", "n": 8, "accuracy": 0.25, "low": 0.07, "high": 0.59},
+    ]
+    fig = plots.levers({"levers": {"data": {"rows": lv}}})
+    assert [t.name for t in fig.data if t.type == "bar"] == ["baseline", "hint"] and list(fig.data[1].y) == [25.0]
+    assert list(fig.data[-1].y) == [53.5] and plots.levers({}) is None

@@ -108,7 +108,8 @@ def test_every_saved_results_figure_has_a_title_that_fits_a_narrow_window():
     from toolkit.plots import _cols
 
     doc = json.loads((Path(__file__).parents[1] / "benchmarks/results/bfcl_qwen2.5-coder-0.5b.json").read_text())
-    drawn = [f(doc) for f in (plots.accuracy, plots.taxonomy, plots.pass_k, plots.chains, plots.descriptions)]
+    figs = (plots.accuracy, plots.taxonomy, plots.pass_k, plots.chains, plots.descriptions, plots.levers)
+    drawn = [f(doc) for f in figs]
     titles = [fig.layout.title.text for fig in drawn if fig is not None]
     assert len(titles) >= 3 and any(len(t) > 52 for t in titles)  # long enough to need wrapping
     for t in titles:

@@ -5,7 +5,8 @@ What it does
 - ``accuracy(doc)``: accuracy per category × mode with Wilson 95% error bars, published rows as markers.
 - ``taxonomy(doc)``: failure kinds per mode (stacked counts).
 - ``pass_k(doc)``: the unbiased pass^k beside the naive p̄^k, per k.
-- ``chains(doc)``: measured k-step chain success beside the product of measured step rates, per lever.
+- ``chains(doc)``: measured k-step chain success (Wilson 95% bars) beside the product of measured step rates.
+- ``levers(doc)``: constrained-mode accuracy per parallel-call lever × category, beside the published row.
 - ``descriptions(doc)``: accuracy and tool-block tokens per description variant.
 Titles are wrapped to fit a 1,024-px window. Each returns None when its section is missing, so a notebook can say "not run yet" instead of failing.
 
@@ -121,28 +122,84 @@ def pass_k(doc: dict):
 
 
 def chains(doc: dict):
+    """Strict chain success per lever with its Wilson interval (solid) beside the product of step rates (dotted);
+    "+ retry" rows are left to the table (they share the strict rows' product)."""
     if "chains" not in doc:
         return None
     go = _go()
-    rows = doc["chains"]["data"]["rows"]
+    rows = [r for r in doc["chains"]["data"]["rows"] if not r["lever"].endswith("+ retry")]
     fig = go.Figure()
-    for lever in dict.fromkeys(r["lever"] for r in rows):
+    palette = ("#9D755D", "#54A24B", "#4C78A8", "#E45756", "#B279A2")
+    for lever, color in zip(dict.fromkeys(r["lever"] for r in rows), palette):
         rs = [r for r in rows if r["lever"] == lever]
+        err = None
+        if all("low" in r for r in rs):
+            err = {
+                "type": "data",
+                "symmetric": False,
+                "array": [r["high"] - r["success"] for r in rs],
+                "arrayminus": [r["success"] - r["low"] for r in rs],
+            }
         fig.add_scatter(
-            name=f"{lever}: measured", x=[r["k"] for r in rs], y=[r["success"] for r in rs], mode="lines+markers"
+            name=f"{lever}: measured (n per point: {min(r['n'] for r in rs)}–{max(r['n'] for r in rs)})",
+            x=[r["k"] for r in rs],
+            y=[r["success"] for r in rs],
+            mode="lines+markers",
+            line={"color": color},
+            error_y=err,
         )
         fig.add_scatter(
             name=f"{lever}: product of step rates",
             x=[r["k"] for r in rs],
             y=[r["product"] for r in rs],
             mode="lines",
-            line={"dash": "dot"},
+            line={"dash": "dot", "color": color},
         )
     fig.update_layout(
-        xaxis={"title": "steps k"},
+        xaxis={"title": "steps k (calls)"},
         yaxis={"title": "chain success", "range": [0, 1.05]},
-        height=400,
-        title="Table 14-11, measured: k-step chains vs the product of per-step rates",
+        height=430,
+        title="Table 14-11, measured: k-step chains (95% intervals) vs the product of per-step rates",
+    )
+    return wrap_title(fig)
+
+
+def levers(doc: dict):
+    """Constrained-mode accuracy per lever × category with Wilson intervals; the published Prompt row as markers."""
+    if "levers" not in doc:
+        return None
+    go = _go()
+    rows = doc["levers"]["data"]["rows"]
+    cats = list(dict.fromkeys(r["category"] for r in rows))
+    fig = go.Figure()
+    for lever in dict.fromkeys(r["lever"] for r in rows):
+        rs = {r["category"]: r for r in rows if r["lever"] == lever}
+        fig.add_bar(
+            name=lever,
+            x=cats,
+            y=[100 * rs[c]["accuracy"] if c in rs else None for c in cats],
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": [100 * (rs[c]["high"] - rs[c]["accuracy"]) if c in rs else 0 for c in cats],
+                "arrayminus": [100 * (rs[c]["accuracy"] - rs[c]["low"]) if c in rs else 0 for c in cats],
+            },
+            text=[f"n={rs[c]['n']}" if c in rs else "" for c in cats],
+            textposition="outside",
+        )
+    pub = PUBLISHED["BFCL V3 Qwen2.5-0.5B-Instruct (Prompt)"]
+    fig.add_scatter(
+        name="published Qwen2.5-0.5B-Instruct (Prompt)",
+        x=cats,
+        y=[pub.get(c) for c in cats],
+        mode="markers",
+        marker={"symbol": "diamond", "size": 11, "color": "black"},
+    )
+    fig.update_layout(
+        barmode="group",
+        yaxis={"title": "accuracy %", "range": [0, 110]},
+        height=420,
+        title="Levers for parallel calls (constrained mode, seeded subset) — and what they cost elsewhere",
     )
     return wrap_title(fig)
 
