@@ -30,7 +30,11 @@ def chain_claims(path: Path | None = None) -> list[Claim]:
     keys = {tuple(k) for k in (b or {}).get("keys", [])}
     rows = [r for r in data.get("rows", []) if (r["lever"], r["k"]) in keys]
     if not rows:
-        why = f"no saved chain results at {BFCL_RESULTS if path is None else path.name} (python benchmarks/bfcl.py chains)"
+        where = BFCL_RESULTS if path is None else path.name
+        why = (
+            f"no saved chain rows with intervals and a bound at {where} (an older save, or none): "
+            "python benchmarks/bfcl.py chains writes them"
+        )
         if path is None:  # a kit installed outside a checkout: say how to point it at one
             why += "; benchmarks/results not found: run from a checkout or set TOOLKIT_RESULTS"
         return [
