@@ -82,7 +82,7 @@ def test_plots_draw_intervals_and_levers():
     rows = chain_table.table([row("x", 2, True), row("x", 2, False)], {"x": {"landmark_city": 1.0, "get_weather": 0.5}})
     fig = plots.chains({"chains": {"data": {"rows": rows}}})
     measured, product = fig.data
-    assert list(measured.y) == [0.5] and list(product.y) == [0.5] and "n per point: 2–2" in measured.name
+    assert list(measured.y) == [0.5] and list(product.y) == [0.5] and "(n=2 per point)" in measured.name
     assert measured.error_y.array[0] == pytest.approx(rows[0]["high"] - 0.5)  # the "+ retry" row is not drawn
     lv = [
         {"lever": "baseline", "category": "parallel", "n": 8, "accuracy": 0.0, "low": 0.0, "high": 0.32},

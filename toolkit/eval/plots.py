@@ -121,6 +121,9 @@ def pass_k(doc: dict):
     return wrap_title(fig)
 
 
+DODGE = {"pair, in series": -0.08, "pair, parallel": 0.08}
+
+
 def chains(doc: dict):
     """Strict chain success per lever with its Wilson interval (solid) beside the product of step rates (dotted);
     "+ retry" rows are left to the table (they share the strict rows' product)."""
@@ -140,9 +143,11 @@ def chains(doc: dict):
                 "array": [r["high"] - r["success"] for r in rs],
                 "arrayminus": [r["success"] - r["low"] for r in rs],
             }
+        lo, hi = min(r["n"] for r in rs), max(r["n"] for r in rs)
+        dodge = DODGE.get(lever, 0.0)  # pair levers share their k: drawn side by side
         fig.add_scatter(
-            name=f"{lever}: measured (n per point: {min(r['n'] for r in rs)}–{max(r['n'] for r in rs)})",
-            x=[r["k"] for r in rs],
+            name=f"{lever}: measured (n={lo}{'' if lo == hi else f'–{hi}'} per point)",
+            x=[r["k"] + dodge for r in rs],
             y=[r["success"] for r in rs],
             mode="lines+markers",
             line={"color": color},
@@ -150,7 +155,7 @@ def chains(doc: dict):
         )
         fig.add_scatter(
             name=f"{lever}: product of step rates",
-            x=[r["k"] for r in rs],
+            x=[r["k"] + dodge for r in rs],
             y=[r["product"] for r in rs],
             mode="lines",
             line={"dash": "dot", "color": color},
