@@ -5,7 +5,9 @@ Runs every pattern of ``toolkit.patterns.registry.PATTERNS`` on ``--n`` tasks of
 (seeded) with the model ``--model`` picks (``auto``: the real offline model when installed, else the random-weight
 stand-in, whose numbers are mechanics only: the file and the table say which ran). Greedy decoding: one run per task
 is the whole distribution. Results are saved after every run (a long run stopped early keeps what it measured) to
-``benchmarks/results/patterns_<model>.json`` with date, machine, model and commit, and a table is printed.
+``benchmarks/results/patterns_<model>.json`` with date, machine, model, commit and a hash of the code the runs
+depend on (:data:`CODE`), and a table is printed. Run again with the same arguments, a killed run resumes: the runs
+saved with the same model, settings, seed/k and code hash are reused (``--fresh`` ignores them).
 
 With ``--what rag`` it answers ``--n`` questions of ``toolkit.rag.questions`` twice (book §14.5.10): retrieval before
 the first turn vs retrieval as a tool inside the loop (``toolkit.rag.modes``), and saves tokens, turns, recall@k,
@@ -20,6 +22,7 @@ Leaves out: sampling several runs per task, timing asserts (times are printed, n
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -36,6 +39,55 @@ from toolkit.patterns.registry import PATTERNS  # noqa: E402
 from toolkit.patterns.tasks import tasks  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
+# What a saved run depends on besides the model and the settings: a run is resumed only if these are unchanged.
+CODE = (
+    "toolkit/patterns",
+    "toolkit/loop",
+    "toolkit/grammar",
+    "toolkit/backends",
+    "toolkit/tools.py",
+    "toolkit/render.py",
+    "toolkit/parse.py",
+    "toolkit/qwen.py",
+    "toolkit/templates",
+)
+RAG_CODE = CODE + ("toolkit/rag", "toolkit/data/policies.jsonl")
+
+
+def code_hash(root: Path = ROOT, code=CODE) -> str:
+    """sha256 (first 12 hex digits) over the source files in ``code``: the resume cache's code key."""
+    h = hashlib.sha256()
+    for entry in code:
+        p = root / entry
+        files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix != ".pyc") if p.is_dir() else [p]
+        for f in files:
+            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
+RESUME_KEYS = ("model", "settings", "code", "seed", "k", "rerank")
+
+
+def resumable(out: Path, run_meta: dict, key) -> dict:
+    """The runs already saved in ``out`` by a run with the same model, settings, code and seed/k (keyed by
+    ``key(run)``), so a killed run goes on where it stopped; nothing if anything differs (printed)."""
+    if not out.exists():
+        return {}
+    try:
+        old = json.loads(out.read_text())
+    except ValueError:
+        print(f"resume: {out} is not JSON: starting fresh")
+        return {}
+    diff = [k for k in RESUME_KEYS if old.get("meta", {}).get(k) != run_meta.get(k)]
+    if diff:
+        print(f"resume: {out} was saved with different {diff}: starting fresh")
+        return {}
+    runs = {key(r): r for r in old.get("runs", [])}
+    earlier = old["meta"].get("earlier", []) + [{k: old["meta"].get(k) for k in ("date", "commit", "machine")}]
+    run_meta["earlier"] = earlier  # the runs reused were measured then
+    print(f"resume: {len(runs)} run(s) reused from {out} (same model, settings, code {run_meta['code']})")
+    return runs
 
 
 def summarize(runs: list[dict]) -> list[dict]:
@@ -186,6 +238,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--what", choices=("patterns", "rag"), default="patterns")
     ap.add_argument("--k", type=int, default=3)
+    ap.add_argument("--fresh", action="store_true", help="ignore the runs already saved in the results file")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared: 1 by default)")
     ap.add_argument(
         "--merge", nargs="+", default=None, help="combine saved pattern files (runs split across processes)"
     )
@@ -202,7 +256,7 @@ def main(argv=None) -> int:
     from toolkit.models import REAL_OFFLINE, load
     from toolkit.patterns.setup import Setup
 
-    torch.set_num_threads(min(2, os.cpu_count() or 1))
+    torch.set_num_threads(max(1, a.threads))
     loaded = load(a.model)
     setup = Setup.from_loaded(loaded, max_new_tokens=a.max_new_tokens)
     slug = (
@@ -221,16 +275,23 @@ def main(argv=None) -> int:
         n_tasks=a.n,
         seed=a.seed,
         settings=setup.settings,
+        code=code_hash(),
         semantic=loaded.semantic,
         label="real model" if loaded.semantic else "RANDOM-WEIGHT STAND-IN: mechanics only",
     )
     print(f"model: {loaded.description}\nsettings: {setup.settings}\nresults: {out}")
+    key = lambda r: (r["pattern"], json.dumps(r["task"], sort_keys=True))  # noqa: E731
+    cached = {} if a.fresh else resumable(out, run_meta, key)
     runs: list[dict] = []
     for t in tasks(a.n, a.seed):  # tasks outer: a run stopped early has every pattern on the first tasks
         for name in names:
-            t0 = time.perf_counter()
-            r = PATTERNS[name](setup, t).to_json()
-            r["seconds"] = round(time.perf_counter() - t0, 1)
+            r = cached.get((name, json.dumps(t.to_json(), sort_keys=True)))
+            if r is None:
+                t0 = time.perf_counter()
+                r = PATTERNS[name](setup, t).to_json()
+                r["seconds"] = round(time.perf_counter() - t0, 1)
+            else:
+                r["resumed"] = True
             runs.append(r)
             print(
                 f"{name:>16} {t.id:<14} {'ok ' if r['success'] else 'no '} turns {r['n_turns']:>2} "

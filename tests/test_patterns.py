@@ -152,6 +152,24 @@ def test_plan_execute_replans_after_a_failed_step(tok):
     assert statuses == ["error", "ok", "ok", "ok"] and run.success
 
 
+def test_plan_execute_same_plan_resent_mid_run_does_not_restart_the_plan(tok):
+    # measured on the real model: at the last step it called `plan` again with the same list; taken as a replan,
+    # the host started over at step 1 and ran into the step cap with every step "left"
+    steps = ["get the temperature in Tokyo", "get the temperature in London", "subtract"]
+    script = [
+        call("plan", steps=steps),
+        call("get_weather", city="Tokyo"),
+        call("plan", steps=steps),
+        call("calculator", expression="21 - 14"),
+        " 7.",
+    ]
+    run = plan_execute(Setup.scripted(tok, {"main": script}), DIFF)
+    assert [s["name"] for s in run.steps if s["kind"] == "call"] == ["get_weather", "plan", "calculator"]
+    assert [t.kind for t in run.turns] == ["plan", "call", "call", "call", "answer"]
+    assert any("same plan" in n for n in run.notes) and not any("step cap" in n for n in run.notes)
+    assert run.success
+
+
 def test_plan_execute_replans_at_most_max_replans(tok):
     bad = call("get_weather", city="Atlantis")
     script = [call("plan", steps=["a"]), bad, call("plan", steps=["b"]), bad, " no idea"]

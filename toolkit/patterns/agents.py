@@ -8,8 +8,9 @@ What it does
   the per-step success rate by more than its own risk costs.
 - ``plan_execute(setup, task)``: a planning turn that must call the ``plan`` tool (its argument is the plan as a
   list of steps, so the kit's grammar and parser deliver a list); then one turn per step (the host states the step
-  as a user message and requires a call); a step whose call fails (an error result) is replanned once; then the
-  answer turn.
+  as a user message and requires a call); a step whose call fails (an error result) is replanned once; a different
+  plan sent during a step replaces the plan (once), the SAME plan re-sent is not a replan (the host notes it and
+  goes on with the next step, instead of running the done steps again); then the answer turn.
 - Every function returns a :class:`toolkit.patterns.record.PatternRun` (turns with tokens, steps, answer,
   success by ``task.check``). Where the host helps the model (a started answer, a forced call) it says so in
   ``notes``.
@@ -160,7 +161,13 @@ def plan_execute(setup: Setup, task: Task, max_steps: int = 5, max_replans: int 
         _log_calls(out, tr)
         new_plan = _plan_of(tr)
         failed = [r for r in results(tr) if not r.ok]
-        if new_plan and replans < max_replans:  # the model replanned on its own
+        if new_plan and new_plan == steps:  # the same plan again is no replan: restarting would redo done steps
+            out.steps.append({"kind": "plan", "steps": steps, "why": f"the same plan re-sent at step {i + 1}: kept"})
+            out.notes.append(
+                f"step {i + 1}: the model re-sent the same plan instead of a step's call; the host moved on"
+            )
+            i += 1
+        elif new_plan and replans < max_replans:  # the model replanned on its own
             steps, i, replans = new_plan, 0, replans + 1
             out.steps.append({"kind": "plan", "steps": steps, "why": "the model called plan during a step"})
         elif failed and replans < max_replans:
