@@ -161,41 +161,131 @@ def rag_summary(runs: list[dict]) -> list[dict]:
             decoded=round(sum(r["decoded"] for r in rs) / n, 1),
             turns=round(sum(r["n_turns"] for r in rs) / n, 2),
             searched=sum("search_policies" in [c["name"] for c in r["calls"]] for r in rs),
+            seconds=round(sum(r.get("seconds", 0) for r in rs) / n, 1),
+            rerank_tokens=round(sum(r.get("rerank_cost", {}).get("tokens", 0) for r in rs) / n, 1),
+            rerank_seconds=round(sum(r.get("rerank_cost", {}).get("seconds", 0) for r in rs) / n, 1),
         )
         rows.append(row)
     return rows
 
 
+def rerank_recall(reranked, questions, ks=(1, 2, 3)) -> dict:
+    """Retrieval alone, no answer decoded: recall@k of BM25 vs BM25 top ``depth`` reranked, per question and mean
+    (over the questions whose gold passages the asker may read), with what reranking cost."""
+    from toolkit.rag.questions import recall_at_k
+
+    before = (reranked.reranker.cost.requests, reranked.reranker.cost.tokens, reranked.reranker.cost.seconds)
+    rows = []
+    for q in questions:
+        bm25 = [h.passage.id for h in reranked.retriever.search(q.text, q.role, max(ks))]
+        rr = [h.passage.id for h in reranked.search(q.text, q.role, max(ks))]
+        rows.append(
+            dict(
+                question=q.id,
+                bm25={k: recall_at_k(bm25[:k], q) for k in ks},
+                rerank={k: recall_at_k(rr[:k], q) for k in ks},
+                candidates=reranked.last,
+            )
+        )
+    c = reranked.reranker.cost
+    mean = lambda key, k: (  # noqa: E731
+        sum(r[key][k] for r in rows if r[key][k] is not None) / sum(r[key][k] is not None for r in rows)
+    )
+    return dict(
+        reranker=reranked.reranker.description,
+        depth=reranked.depth,
+        ks=list(ks),
+        n=len(rows),
+        n_scored=sum(r["bm25"][ks[0]] is not None for r in rows),
+        recall_bm25={k: mean("bm25", k) for k in ks},
+        recall_rerank={k: mean("rerank", k) for k in ks},
+        requests=c.requests - before[0],
+        tokens=c.tokens - before[1],
+        seconds=round(c.seconds - before[2], 1),
+        rows=rows,
+    )
+
+
 def run_rag(a, loaded, setup, slug) -> int:
-    from toolkit.rag.modes import MODES
+    from toolkit.rag.corpus import without_injection
+    from toolkit.rag.modes import as_tool, before
     from toolkit.rag.questions import QUESTIONS
+    from toolkit.rag.rerank import ModelReranker, Reranked
+    from toolkit.rag.retrieve import Retriever
 
     out = Path(a.out) if a.out else RESULTS / f"rag_{slug}.json"
+    reranked = Reranked(ModelReranker.from_loaded(loaded, setup.settings.get("template", "qwen2.5")), depth=a.depth)
+    modes = {
+        "before": lambda q: before(setup, q, a.k),
+        "tool": lambda q: as_tool(setup, q, a.k),
+        "tool_required": lambda q: as_tool(setup, q, a.k, first_choice="required"),
+        "before_rerank": lambda q: before(setup, q, a.k, retriever=reranked),
+    }
     run_meta = meta(
         loaded.description,
-        repo=Path(__file__).resolve().parents[1],
+        repo=ROOT,
         n_questions=a.n,
         k=a.k,
+        rerank=dict(model=reranked.reranker.description, depth=a.depth, kind="pointwise yes/no log-odds"),
         settings=setup.settings,
+        code=code_hash(code=RAG_CODE),
         semantic=loaded.semantic,
         label="real model" if loaded.semantic else "RANDOM-WEIGHT STAND-IN: mechanics only",
     )
-    print(f"model: {loaded.description}\nresults: {out}")
+    print(f"model: {loaded.description}\nreranker: {reranked.reranker.description} (top {a.depth} of BM25)")
+    print(f"results: {out}")
+    questions = QUESTIONS[: a.n]
+    key = lambda r: (r["mode"], r["question"])  # noqa: E731
+    cached = {} if a.fresh else resumable(out, run_meta, key)
+    old = json.loads(out.read_text()) if cached else {}
+    if old.get("rerank_recall", {}).get("n") == len(questions):
+        rr = old["rerank_recall"]
+    else:
+        rr = rerank_recall(reranked, questions)
+    print(
+        f"recall@k over {rr['n_scored']} questions, BM25 vs reranked (top {rr['depth']}, {rr['reranker']}): "
+        + ", ".join(f"@{k} {rr['recall_bm25'][k]:.2f} vs {rr['recall_rerank'][k]:.2f}" for k in rr["ks"])
+        + f"; cost {rr['requests']} requests, {rr['tokens']} tokens, {rr['seconds']} s"
+    )
+    if old.get("injection"):
+        inj = old["injection"]
+    else:  # the injected line vs the same corpus without it, guarded and unguarded: which tools were called
+        q = next(x for x in QUESTIONS if x.id == "customer")
+        inj = []
+        for guard in (True, False):
+            for name, corpus in (("injected", None), ("clean", without_injection())):
+                r = before(setup, q, a.k, Retriever(corpus), guard=guard, max_turns=1)
+                inj.append(
+                    dict(guard=guard, corpus=name, retrieved=r.retrieved, calls=r.calls, answer=r.answer, notes=r.notes)
+                )
+                print(f"injection: guard {guard!s:<5} {name:<8} calls {[c['name'] for c in r.calls]}", flush=True)
     runs = []
-    for q in QUESTIONS[: a.n]:
-        for mode, fn in MODES.items():
-            t0 = time.perf_counter()
-            r = fn(setup, q, a.k).to_json()
-            r["seconds"] = round(time.perf_counter() - t0, 1)
+    for q in questions:
+        for mode, fn in modes.items():
+            r = cached.get((mode, q.id))
+            if r is None:
+                c0 = (reranked.reranker.cost.requests, reranked.reranker.cost.tokens, reranked.reranker.cost.seconds)
+                t0 = time.perf_counter()
+                run = fn(q)
+                r = run.to_json()
+                r["mode"] = mode
+                r["seconds"] = round(time.perf_counter() - t0, 1)
+                if mode.endswith("rerank"):
+                    c = reranked.reranker.cost
+                    r["rerank_cost"] = dict(
+                        requests=c.requests - c0[0], tokens=c.tokens - c0[1], seconds=round(c.seconds - c0[2], 1)
+                    )
+            else:
+                r["resumed"] = True
             runs.append(r)
             print(
-                f"{mode:>7} {q.id:<14} correct {r['correct']!s:<5} supported {r['supported']!s:<5} recall "
+                f"{mode:>14} {q.id:<14} correct {r['correct']!s:<5} supported {r['supported']!s:<5} recall "
                 f"{r['recall']} turns {r['n_turns']} prefilled {r['prefilled']:>5} decoded {r['decoded']:>4} "
                 f"calls {[c['name'] for c in r['calls']]} {r['seconds']:.0f} s",
                 flush=True,
             )
             out.parent.mkdir(parents=True, exist_ok=True)
-            doc = {"meta": run_meta, "summary": rag_summary(runs), "runs": runs}
+            doc = {"meta": run_meta, "summary": rag_summary(runs), "rerank_recall": rr, "injection": inj, "runs": runs}
             out.write_text(json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n")
     for row in rag_summary(runs):
         print(row)
@@ -238,6 +328,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--what", choices=("patterns", "rag"), default="patterns")
     ap.add_argument("--k", type=int, default=3)
+    ap.add_argument("--depth", type=int, default=8, help="BM25 candidates the reranker rescores (--what rag)")
     ap.add_argument("--fresh", action="store_true", help="ignore the runs already saved in the results file")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared: 1 by default)")
     ap.add_argument(

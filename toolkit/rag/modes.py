@@ -18,7 +18,8 @@ What it does
   says "call write_note" is text the model reads, never an instruction the host follows.
 
 What it leaves out
-- Query rewriting, several searches merged, reranking; asking the user back when a question lacks a detail.
+- Query rewriting, several searches merged; asking the user back when a question lacks a detail. Reranking is
+  a retriever of its own (``toolkit.rag.rerank.Reranked``: pass it as ``retriever``).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class RagRun(TokenTotals):
     correct: bool = False
     supported: bool = False
     cited: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # where the host helped the model (a required call)
 
     def called(self) -> list[str]:
         return [c["name"] for c in self.calls]
@@ -115,6 +117,9 @@ def _finish(out: RagRun, traces, q: Question) -> RagRun:
         for s in t.of(Executed)
         for r in s.results
     ]
+    forced = sorted({t.forced for t in out.turns if t.forced})
+    if forced:
+        out.notes.append(f"the host started the answer with {forced} (the model's own next tokens follow)")
     out.recall = recall_at_k(out.retrieved, q)
     out.__dict__.update(grade(out.answer, out.retrieved, q))
     return out
@@ -143,18 +148,29 @@ def before(
 
 
 def as_tool(
-    setup: Setup, q: Question, k: int = 3, retriever: Retriever | None = None, guard: bool = True, max_turns: int = 3
+    setup: Setup,
+    q: Question,
+    k: int = 3,
+    retriever: Retriever | None = None,
+    guard: bool = True,
+    max_turns: int = 3,
+    first_choice: str | None = None,
 ) -> RagRun:
     """Retrieval as one tool inside the loop; see the module docstring. ``guard``: the model chooses its calls
     BEFORE it has read any passage; once results are in the context the next turn is the loop's answer turn
-    (tools off). ``guard=False``: the plain loop for ``max_turns`` turns."""
+    (tools off). ``guard=False``: the plain loop for ``max_turns`` turns. ``first_choice="required"``: the host
+    requires a call on the first turn (the model still picks the tool and the query); the run's notes say so."""
     retriever = retriever or Retriever()
-    out = RagRun("tool" if guard else "tool_unguarded", q.id, q.role, k, setup.model)
+    mode = "tool" if guard else "tool_unguarded"
+    out = RagRun(mode + ("_required" if first_choice == "required" else ""), q.id, q.role, k, setup.model)
     tools = {"search_policies": search_tool(retriever, q.role, k, out.retrieved, out.queries), **office_tools()}
     msgs = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": q.text}]
     backend = setup.new_backend("main")
+    choice = first_choice or setup.first_choice()
+    if choice != setup.first_choice():
+        out.notes.append(f"the host set tool_choice={choice!r} on the first turn (the model picks tool and query)")
     if guard:
-        traces = [turn(setup, backend, msgs, tools, out.turns, context="main", tool_choice=setup.first_choice())]
+        traces = [turn(setup, backend, msgs, tools, out.turns, context="main", tool_choice=choice)]
         if traces[0].answer is None:  # results are in: the answer turn, tools off, answer started for the model
             traces.append(turn(setup, backend, msgs, tools, out.turns, context="main", tag="a"))
     else:
