@@ -210,7 +210,7 @@ def run_rag(a, loaded, setup, slug) -> int:
     from toolkit.rag.corpus import without_injection
     from toolkit.rag.modes import as_tool, before
     from toolkit.rag.questions import QUESTIONS
-    from toolkit.rag.rerank import ModelReranker, Reranked
+    from toolkit.rag.rerank import PROMPT_NOTE, ModelReranker, Reranked
     from toolkit.rag.retrieve import Retriever
 
     out = Path(a.out) if a.out else RESULTS / f"rag_{slug}.json"
@@ -226,7 +226,9 @@ def run_rag(a, loaded, setup, slug) -> int:
         repo=ROOT,
         n_questions=a.n,
         k=a.k,
-        rerank=dict(model=reranked.reranker.description, depth=a.depth, kind="pointwise yes/no log-odds"),
+        rerank=dict(
+            model=reranked.reranker.description, depth=a.depth, kind="pointwise yes/no log-odds", note=PROMPT_NOTE
+        ),
         settings=setup.settings,
         code=code_hash(code=RAG_CODE),
         semantic=loaded.semantic,

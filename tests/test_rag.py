@@ -219,3 +219,72 @@ def test_real_model_calls_the_same_tools_with_and_without_the_injected_line():
     print("tools called:", {k: r.called() for k, r in got.items()})
     assert C.INJECTED in got["injected"].retrieved and C.INJECTION in C.by_id()[C.INJECTED].text
     assert got["injected"].called() == got["clean"].called() == []
+
+
+# ------------------------------------------------------------------ reranking
+class _Judge:
+    """A reranker whose scores are a table (passage id -> score): what Reranked does with any scorer."""
+
+    description = "table (no model)"
+
+    def __init__(self, table):
+        from toolkit.rag.rerank import Cost
+
+        self.table, self.cost, self.asked = table, Cost(), []
+
+    def score(self, question, passage):
+        self.asked.append(passage.id)
+        self.cost.requests += 1
+        return self.table.get(passage.id, 0.0)
+
+
+def test_rerank_reorders_bm25_candidates_within_what_the_role_may_read():
+    from toolkit.rag.rerank import Reranked
+
+    q = Q["rail"]  # BM25 ranks the gold passage third for this question
+    bm25 = [h.passage.id for h in Retriever().search(q.text, q.role, 8)]
+    assert bm25.index("travel-03") == 2
+    judge = _Judge({"travel-03": 5.0, bm25[0]: 1.0})
+    rr = Reranked(judge, depth=8)
+    hits = rr.search(q.text, q.role, 2)
+    assert [h.passage.id for h in hits] == ["travel-03", bm25[0]] and hits[0].score == 5.0
+    assert judge.asked == bm25 and judge.cost.requests == 8  # only BM25's top depth is rescored
+    assert [c["id"] for c in rr.last][:2] == ["travel-03", bm25[0]] and rr.last[0]["bm25_rank"] == 3
+    # ties keep BM25's order
+    assert [h.passage.id for h in Reranked(_Judge({}), depth=8).search(q.text, q.role, 3)] == bm25[:3]
+    # permission first: a finance passage is never shown to the reranker of a staff asker
+    card = Q["card-staff"]
+    judge = _Judge({"expense-04": 99.0})
+    Reranked(judge, depth=36).search(card.text, card.role, 3)
+    assert judge.asked and all(
+        by_access in ("public", "staff") for by_access in (C.by_id()[i].access for i in judge.asked)
+    )
+    with pytest.raises(ValueError):
+        rr.search(q.text, q.role, 0)
+
+
+def test_model_reranker_scores_and_counts_on_the_stand_in():
+    from toolkit.models import load
+    from toolkit.rag.rerank import ModelReranker, Reranked
+
+    loaded = load("stand-in", quiet=True)
+    rer = ModelReranker.from_loaded(loaded)
+    q = Q["hotel"]
+    hits = Reranked(rer, depth=4).search(q.text, q.role, 2)
+    assert len(hits) == 2 and rer.cost.requests == 4 and rer.cost.tokens > 4 * 50 and rer.cost.seconds > 0
+    again = ModelReranker.from_loaded(loaded).score(q.text, hits[0].passage)
+    assert again == pytest.approx(hits[0].score, abs=1e-3)  # deterministic: one forward pass, no sampling
+    assert "RANDOM-WEIGHT" in rer.description  # the reranker says which model scored
+
+
+@pytest.mark.real_model
+@pytest.mark.slow
+def test_real_model_reranker_prefers_the_passage_that_answers():
+    from toolkit.models import load
+    from toolkit.rag.rerank import ModelReranker
+
+    rer = ModelReranker.from_loaded(load("qwen2.5-coder-0.5b", quiet=True))
+    q, p = Q["hotel"], C.by_id()
+    good, other = rer.score(q.text, p["travel-02"]), rer.score(q.text, p["leave-01"])
+    print(f"yes-vs-no log-odds: answering passage {good:.2f}, unrelated {other:.2f}")
+    assert good > other

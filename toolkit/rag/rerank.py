@@ -25,8 +25,13 @@ from dataclasses import dataclass, field
 from toolkit.rag.retrieve import Hit, Retriever
 from toolkit.render import render
 
-SYSTEM = "You judge search results. Reply with one word: Yes or No."
-ASK = "Question: {q}\n\nPassage: {p}\n\nDoes this passage contain the answer to the question?"
+# The wording was picked from three tried on 7 of the questions (every third of toolkit.rag.questions), on the real
+# offline model, pairs of (gold, other BM25 top-4 passage) ranked right: a "judge" system prompt with the question
+# first 3/21 (worse than chance: the model leans to "No" on the passage that answers), a relevance-judge wording
+# 11/21, this one 17/21. Picked on part of the test questions: say so wherever its numbers are shown.
+SYSTEM = "You are a helpful assistant."
+ASK = "Passage: {p}\n\nQuestion: {q}\n\nDoes the passage answer the question? Answer Yes or No."
+PROMPT_NOTE = "prompt wording picked from 3 on 7 of the 23 questions (pairwise 3/21, 11/21, 17/21)"
 
 
 @dataclass
