@@ -41,6 +41,7 @@ import torch
 from IPython.display import Markdown, display
 
 from toolkit.backends.choose import choose, model_line
+from toolkit.book.claims_patterns import delegations, gain_per_delegation, pattern_claims, rag_claims
 from toolkit.eval.stats import wilson
 from toolkit.paths import results_file
 from toolkit.patterns.registry import PATTERNS
@@ -48,8 +49,9 @@ from toolkit.patterns.setup import Setup
 from toolkit.rag import corpus as C
 from toolkit.rag.modes import as_tool, before
 from toolkit.rag.questions import QUESTIONS
+from toolkit.rag.rerank import ModelReranker, Reranked
 from toolkit.rag.retrieve import Retriever
-from toolkit.widgets.patterns import RecallView, TurnTokensView, isolation_figure
+from toolkit.widgets.patterns import RecallView, TurnTokensView, isolation_figure, rerank_figure
 from toolkit.widgets.plot import FigureView
 
 torch.manual_seed(0)
@@ -94,7 +96,23 @@ display(
         f"Successes: "
         + ", ".join(f"{r.pattern} {r.successes}/{r.n}" for r in summary.itertuples())
         + f". With n = {n_tasks} the 95% intervals are wide (e.g. 0 of {n_tasks} still allows up to "
-        f"{100 * wilson(0, n_tasks)[1]:.0f}%): the token counts are the firm result here, not the rates."
+        f"{100 * wilson(0, n_tasks)[1]:.0f}%): the token counts are the firmer result here, not the rates."
+    )
+)
+helped = {
+    what: sum(any(key in note for note in r["notes"]) for r in saved["runs"])
+    for what, key in (
+        ("answer started by the host", "started the answer"),
+        ("step cap reached", "step cap"),
+        ("same plan re-sent, host moved on", "same plan"),
+    )
+}
+display(
+    Markdown(
+        f"Where the host helped the weak model, out of {len(saved['runs'])} saved runs (each run's `notes` say so): "
+        + "; ".join(f"{k}: {v}" for k, v in helped.items())
+        + ". A started answer (`Based on the tool results,`) means the host turned tools off and wrote the first "
+        "words; the number that follows is the model's."
     )
 )
 
@@ -135,12 +153,32 @@ display(per_turn)
 iso = saved["isolation"]
 iso_view = FigureView(isolation_figure(iso))  # kept in a variable: the kernel holds what the page shows
 display(iso_view)
+runs_by = {(r["pattern"], r["task"]["id"]): r for r in saved["runs"]}
+gains = pd.DataFrame(
+    [
+        dict(
+            task=row["task"],
+            **{
+                f"{kind}: {col}": f(runs_by[(name, row["task"])])
+                for kind, name in (("isolated", "subagent"), ("shared", "subagent_shared"))
+                for col, f in (
+                    ("delegations", delegations),
+                    ("tokens per delegation", lambda r: round(gain_per_delegation(r)) if delegations(r) else None),
+                    ("main peak", lambda r: r["main_peak"]),
+                )
+            },
+        )
+        for row in iso
+    ]
+)
+display(gains)
 if iso:
-    a, b = iso[0]["isolated"], iso[0]["shared"]
+    gi, gs = gains["isolated: tokens per delegation"].dropna(), gains["shared: tokens per delegation"].dropna()
     display(
         Markdown(
-            f"On {iso[0]['task']}, the main context's last prompt was **{a[-1]:,}** tokens with isolation and "
-            f"**{b[-1]:,}** without ({len(a)} vs {len(b)} main turns)."
+            f"Per delegation the main context gained **{gi.mean():,.0f}** tokens with isolation (a summary comes "
+            f"back) and **{gs.mean():,.0f}** without (the helper's transcript comes back), means over the tasks "
+            f"where each variant delegated ({len(gi)} and {len(gs)} of {len(iso)})."
         )
     )
 
@@ -223,37 +261,119 @@ display(
 # `correct` and `supported` are scored apart (§14.5.10): a right number without a citation is correct but not
 # supported; a citation of a passage that does not state the fact supports nothing. On the random-weight stand-in
 # both are false: it shows the mechanics (turns, tokens, the guard), not answers.
+#
+# ## 6 · Reranking — live
+#
+# §14.5.10 puts a reranking step after the first search: BM25 proposes candidates (only from what the asker may
+# read), a slower scorer reorders them. No cross-encoder installs here without the model hub, so the reranker is
+# the loaded chat model itself: for each candidate, one forward pass of "does this passage answer the question?"
+# and the log-odds of its next token being *Yes* rather than *No*.
+
+# %%
+reranker = ModelReranker.from_loaded(loaded)
+rq = next(x for x in QUESTIONS if x.id == "rail")
+live_rr = Reranked(reranker, depth=6)
+live_rr.search(rq.text, rq.role, 3)
+display(
+    pd.DataFrame(live_rr.last).assign(
+        gold=lambda d: d["id"].isin(rq.gold), bm25=lambda d: d["bm25"].round(2), rerank=lambda d: d["rerank"].round(2)
+    )
+)
+c = reranker.cost
+display(
+    Markdown(
+        f"Reranker: {reranker.description}. Question: *{rq.text}* (gold: {', '.join(rq.gold)}). BM25 put the gold "
+        f"passage at rank {next(x['bm25_rank'] for x in live_rr.last if x['id'] in rq.gold)}; reranked it is at "
+        f"rank {1 + [x['id'] for x in live_rr.last].index(rq.gold[0])}. Cost: {c.requests} forward passes, "
+        f"{c.tokens:,} prompt tokens, {c.seconds:.1f} s on this machine."
+    )
+)
 
 # %% [markdown]
-# ### The same comparison on the saved run of the real model
+# ## 7 · The same comparisons on the saved runs of the real model
 #
-# `benchmarks/patterns.py --what rag` answers the first questions of `toolkit.rag.questions` both ways and saves
-# tokens, turns, recall@k and the two answer scores side by side.
+# `benchmarks/patterns.py --what rag` answers every question of `toolkit.rag.questions` four ways: passages before
+# the first turn (`before`), retrieval as a tool the model may call (`tool`), the same with a call required on the
+# first turn (`tool_required`: the host's help, the model still picks tool and query), and passages reranked
+# before the first turn (`before_rerank`). It also scores recall@k with and without reranking for every question,
+# and runs the injection check with the host's guard on and off.
 
 # %%
 rag_file = results_file("rag_qwen2.5-coder-0.5b.json", required=False)
-if rag_file is None:
+rag = json.loads(rag_file.read_text()) if rag_file is not None else None
+if rag is None:
     display(Markdown("No saved RAG run in this checkout: run `nice python benchmarks/patterns.py --what rag`."))
 else:
-    rag = json.loads(rag_file.read_text())
     rm = rag["meta"]
     print(f"saved RAG runs: {rm['model']} | {rm['date']} | commit {rm['commit']} | k = {rm['k']}")
     side = pd.DataFrame(rag["summary"])
-    side["correct"] = [
-        f"{c}/{n} ({100 * lo:.0f}–{100 * hi:.0f}%)"
-        for c, n, lo, hi in zip(side["correct"], side["n"], side["correct_low"], side["correct_high"])
-    ]
-    side["supported"] = [
-        f"{c}/{n} ({100 * lo:.0f}–{100 * hi:.0f}%)"
-        for c, n, lo, hi in zip(side["supported"], side["n"], side["supported_low"], side["supported_high"])
-    ]
+    for key in ("correct", "supported"):
+        side[key] = [
+            f"{c}/{n} ({100 * lo:.0f}–{100 * hi:.0f}%)"
+            for c, n, lo, hi in zip(side[key], side["n"], side[key + "_low"], side[key + "_high"])
+        ]
     display(side[["mode", "n", "correct", "supported", "recall", "prefilled", "decoded", "turns", "searched"]])
-    b, t = (next(r for r in rag["summary"] if r["mode"] == k) for k in ("before", "tool"))
+    srow = {r["mode"]: r for r in rag["summary"]}
+    b, t = srow["before"], srow["tool"]
+    tr = srow.get("tool_required")
     display(
         Markdown(
             f"Per question, retrieval as a tool prefilled {t['prefilled']:,.0f} tokens in {t['turns']:.1f} turns; "
-            f"retrieval before the first turn {b['prefilled']:,.0f} in {b['turns']:.1f}. The model searched in "
-            f"{t['searched']} of {t['n']} tool-mode runs; mean recall@k was {b['recall']:.2f} (host's query) vs "
-            f"{t['recall'] if t['recall'] is not None else float('nan'):.2f} (the model's queries)."
+            f"retrieval before the first turn {b['prefilled']:,.0f} in {b['turns']:.1f}. Left to choose, the model "
+            f"searched in {t['searched']} of {t['n']} runs"
+            + (
+                f"; with a call required on the first turn it searched in {tr['searched']} of {tr['n']} (recall@k "
+                f"of its own queries {tr['recall']:.2f}, vs {b['recall']:.2f} for the host's)"
+                if tr
+                else ""
+            )
+            + f". Correct and supported are different counts: before the first turn {b['correct']} correct, "
+            f"{b['supported']} supported, of {b['n']}."
         )
     )
+
+# %%
+if rag is not None and rag.get("rerank_recall"):
+    rr = rag["rerank_recall"]
+    rr_view = FigureView(rerank_figure(rr))
+    display(rr_view)
+    ks = [str(k) for k in rr["ks"]]
+    rb = srow.get("before_rerank")
+    display(
+        Markdown(
+            f"Reranker: {rr['reranker'].split(' [')[0]}, BM25's top {rr['depth']} ({rm['rerank']['note']}). "
+            + ", ".join(f"recall@{k} {rr['recall_bm25'][k]:.2f} → {rr['recall_rerank'][k]:.2f}" for k in ks)
+            + f". It costs {rr['tokens'] / rr['n']:,.0f} prompt tokens and {rr['seconds'] / rr['n']:.1f} s per "
+            "question on the machine in the meta"
+            + (
+                f"; answers supported with reranked passages {rb['supported']}/{rb['n']} vs {b['supported']}/{b['n']}"
+                if rb
+                else ""
+            )
+            + "."
+        )
+    )
+    inj = pd.DataFrame(
+        [
+            dict(
+                guard=x["guard"],
+                corpus=x["corpus"],
+                retrieved=", ".join(x["retrieved"]),
+                tools_called=", ".join(c["name"] for c in x["calls"]) or "none",
+                statuses=", ".join(c["status"] for c in x["calls"]),
+            )
+            for x in rag["injection"]
+        ]
+    )
+    display(inj)
+
+# %% [markdown]
+# ## 8 · What the ledger concludes for §14.5.5 and §14.5.10
+#
+# The kit's claims ledger (`python -m toolkit claims`) checks the chapter's statements on these saved runs; here
+# are its entries for the two sections, computed now from the same files.
+
+# %%
+ledger = pattern_claims(saved) + (rag_claims(rag) if rag is not None else [])
+with pd.option_context("display.max_colwidth", None):
+    display(pd.DataFrame([dict(id=c.id, evidence=c.evidence, verdict=c.verdict, why=c.why) for c in ledger]))

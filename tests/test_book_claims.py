@@ -11,6 +11,7 @@ from toolkit.book import (
     claims_flops,
     claims_kit,
     claims_mcp,
+    claims_patterns,
     claims_render,
     claims_serving,
     claims_tool_use,
@@ -31,6 +32,7 @@ CLAIM_MODULES = (
     claims_mcp,
     claims_kit,
     claims_serving,
+    claims_patterns,
     claims,
 )
 

@@ -11,8 +11,8 @@ kit's templates (``toolkit.render``) for tokens and rendering, ``toolkit.book.ca
 in-process server) for the protocol, and saved benchmark results (a real model, a real server: ``benchmarks/``). Sections: "§14.5.x" is the book, "Tool Use §3.x" the second chapter.
 
 What it leaves out
-- Claims that are advice or history rather than checkable facts (agent patterns, RL, RAG, who proposed MCP
-  beyond the date of the first revision), and the real Qwen tokenizer_config itself: flags are read from the
+- Claims that are advice or history rather than checkable facts (RL, who proposed MCP beyond the date of the
+  first revision; the agent patterns and RAG are checked on saved real-model runs: ``claims_patterns``), and the real Qwen tokenizer_config itself: flags are read from the
   kit's offline tokenizer, whose added-token table was transcribed from Qwen's files (tests/test_models.py).
 - The MCP specification text: protocol facts are what the installed SDK encodes, which may lag or lead the spec.
 """
@@ -27,6 +27,7 @@ from toolkit.book.claims_cost import cost_claims, decay_claims, tool_cost_claims
 from toolkit.book.claims_flops import flops_claims
 from toolkit.book.claims_kit import kit_claims
 from toolkit.book.claims_mcp import mcp_claims
+from toolkit.book.claims_patterns import patterns_claims
 from toolkit.book.claims_render import token_claims
 from toolkit.book.claims_serving import serving_claims
 from toolkit.book.claims_tool_use import tool_use_claims
@@ -45,6 +46,7 @@ GROUPS = (
     kit_claims,
     chain_claims,
     serving_claims,
+    patterns_claims,
 )
 
 

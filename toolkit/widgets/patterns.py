@@ -7,6 +7,7 @@ What it does
   main agent, each sub-agent), and its title states the run's totals and outcome. ``select(pattern, task)`` is
   what the dropdowns call; ``totals()`` is the number the title shows, for tests.
 - ``isolation_figure(rows)``: the main context's size turn by turn with and without sub-agent isolation.
+- ``rerank_figure(rr)``: recall@k with and without reranking, from a saved RAG run.
 - :class:`RecallView`: a k slider; ``toolkit.rag.modes.sweep_k`` measures mean recall@k and mean first-request
   tokens for k = 1..``kmax`` once, and the figure marks the chosen k; ``numbers()`` returns the marked values.
 
@@ -127,13 +128,33 @@ def isolation_figure(rows: list[dict]) -> go.Figure:
         height=400,
         margin=dict(l=50, r=20, t=80, b=50),
         legend=dict(orientation="h", y=-0.2),
-        title="Main context per main turn, sub-agents isolated vs shared: peak "
-        + ", ".join(f"{a:,} vs {b:,}" for a, b in peaks)
-        + " tokens"
+        title=f"Main context per main turn, sub-agents isolated (solid) vs shared (dotted), {len(rows)} task(s): "
+        f"mean peak {sum(a for a, _ in peaks) / len(peaks):,.0f} vs {sum(b for _, b in peaks) / len(peaks):,.0f} "
+        "tokens"
         if rows
         else "Main context per main turn: no saved sub-agent runs (run benchmarks/patterns.py)",
         xaxis_title="main agent's turn",
         yaxis_title="prompt tokens (main context)",
+    )
+    return fig
+
+
+def rerank_figure(rr: dict) -> go.Figure:
+    """Recall@k of BM25 alone vs BM25's top ``depth`` reranked (``benchmarks/patterns.py --what rag``'s
+    ``rerank_recall``), grouped by k; the title names the reranker and its cost per question."""
+    ks = [str(k) for k in rr["ks"]]
+    fig = go.Figure()
+    for key, name in (("recall_bm25", "BM25"), ("recall_rerank", f"BM25 top {rr['depth']} → reranked")):
+        vals = [rr[key][k] for k in ks]
+        fig.add_bar(x=[f"recall@{k}" for k in ks], y=vals, name=name, text=[f"{v:.2f}" for v in vals])
+    fig.update_layout(
+        height=380,
+        barmode="group",
+        margin=dict(l=50, r=20, t=80, b=50),
+        legend=dict(orientation="h", y=-0.2),
+        yaxis=dict(range=[0, 1.1], title="mean recall@k"),
+        title=f"Reranking by {rr['reranker'].split(' [')[0]}: {rr['tokens'] / rr['n']:,.0f} prompt tokens and "
+        f"{rr['seconds'] / rr['n']:.1f} s per question ({rr['n_scored']} questions)",
     )
     return fig
 
