@@ -144,6 +144,19 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def markdown(doc: dict) -> str:
+    m = doc["meta"]
+    helped = sum(bool(r["notes"]) and any("started the answer" in n for n in r["notes"]) for r in doc["runs"])
+    earlier = ", ".join(f"{e['date']} ({e['commit']})" for e in m.get("earlier", []))
+    return (
+        f"# Agent patterns — {m['label']}\n\n{m['model']} · {m['date']} · commit {m['commit']} · code {m.get('code')} · "
+        f"{m['machine']['cpu']} ({m['machine']['cores']} cores, {m['machine'].get('torch_threads')} torch thread(s))"
+        + (f" · resumed runs from {earlier}" if earlier else "")
+        + f"\n\n{table(doc['summary'])}\n\nThe host started the answer (tools off, 'Based on the tool results,') in "
+        f"{helped} of {len(doc['runs'])} runs; every run's `notes` say where the host helped.\n"
+    )
+
+
 def rag_summary(runs: list[dict]) -> list[dict]:
     """One row per mode: n, correct and supported (each with a Wilson interval), recall@k, tokens, turns, calls."""
     rows = []
@@ -283,7 +296,8 @@ def run_rag(a, loaded, setup, slug) -> int:
             print(
                 f"{mode:>14} {q.id:<14} correct {r['correct']!s:<5} supported {r['supported']!s:<5} recall "
                 f"{r['recall']} turns {r['n_turns']} prefilled {r['prefilled']:>5} decoded {r['decoded']:>4} "
-                f"calls {[c['name'] for c in r['calls']]} {r['seconds']:.0f} s",
+                f"calls {[c['name'] for c in r['calls']]} {r['seconds']:.0f} s"
+                + "".join(f"\n{'':>15} host: {n}" for n in r.get("notes", [])),
                 flush=True,
             )
             out.parent.mkdir(parents=True, exist_ok=True)
@@ -389,18 +403,14 @@ def main(argv=None) -> int:
             print(
                 f"{name:>16} {t.id:<14} {'ok ' if r['success'] else 'no '} turns {r['n_turns']:>2} "
                 f"prefilled {r['prefilled']:>5} decoded {r['decoded']:>4} {r['seconds']:>6.1f} s  "
-                f"answer: {(r['answer'] or '')[:70]!r}",
+                f"answer: {(r['answer'] or '')[:70]!r}" + "".join(f"\n{'':>17} host: {n}" for n in r["notes"]),
                 flush=True,
             )
             doc = {"meta": run_meta, "summary": summarize(runs), "isolation": isolation(runs), "runs": runs}
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n")
+            out.with_suffix(".md").write_text(markdown(doc))  # after every run: a killed run leaves both in step
     rows = summarize(runs)
-    md = (
-        f"# Agent patterns — {run_meta['label']}\n\n{run_meta['model']} · {run_meta['date']} · commit "
-        f"{run_meta['commit']} · {run_meta['machine']['cpu']} ({run_meta['machine']['cores']} cores)\n\n" + table(rows)
-    )
-    out.with_suffix(".md").write_text(md + "\n")
     print("\n" + table(rows))
     for row in isolation(runs):
         print(f"main context by turn, {row['task']}: isolated {row['isolated']} vs shared {row['shared']}")

@@ -28,11 +28,11 @@ def _run(pattern, tid, success, turns):
     }
 
 
-def _patterns(react_ok=(False, False), iso_gain=50, shared_gain=400):
+def _patterns(react_ok=(False, False), iso_gain=50, shared_gain=400, direct_ok=True):
     runs = []
     for i, r_ok in enumerate(react_ok):
         t = f"t{i}"
-        runs.append(_run("direct", t, True, [_turn("main", 500, ["get_weather"]), _turn("main", 600)]))
+        runs.append(_run("direct", t, direct_ok, [_turn("main", 500, ["get_weather"]), _turn("main", 600)]))
         runs.append(
             _run("react", t, r_ok, [_turn("main", 500), _turn("main", 520, ["get_weather"]), _turn("main", 640)])
         )
@@ -50,7 +50,12 @@ def _patterns(react_ok=(False, False), iso_gain=50, shared_gain=400):
                     ],
                 )
             )
-    return {"meta": META, "runs": runs}
+    summary = []
+    for name in ("direct", "react", "subagent", "subagent_shared"):
+        rs = [r for r in runs if r["pattern"] == name]
+        ok = sum(r["success"] for r in rs)
+        summary.append(dict(pattern=name, n=len(rs), successes=ok, rate=ok / len(rs), low=0.0, high=0.8))
+    return {"meta": META, "runs": runs, "summary": summary}
 
 
 def test_pattern_verdicts_follow_the_runs():
@@ -68,7 +73,8 @@ def test_pattern_verdicts_follow_the_runs():
         if r["pattern"] == "react":
             r["n_turns"] = 1
     assert {c.id: c for c in pattern_claims(doc)}["react-think-pays"].verdict == FAILS
-    paid = {c.id: c for c in pattern_claims(_patterns(react_ok=(True, True)))}
+    paid = {c.id: c for c in pattern_claims(_patterns(react_ok=(True, True), direct_ok=False))}
+    assert paid["react-think-pays"].verdict != FAILS and "the thought paid" in paid["react-think-pays"].evidence
     assert "p_think × p_action′ 1.00" in paid["react-think-pays"].evidence
 
 

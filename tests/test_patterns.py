@@ -254,3 +254,28 @@ def test_turn_tokens_view_follows_the_dropdowns(tok):
     assert sum(sum(b.y) for b in view.plot.figure.data if b.type == "bar") == r.prefilled + r.decoded
     with pytest.raises(ValueError):
         view.run("plan_execute", DIFF.id)
+
+
+# ------------------------------------------------------------------ the benchmark's resume cache
+def test_benchmark_resumes_only_runs_saved_with_the_same_model_settings_and_code(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "patterns.py"
+    spec = importlib.util.spec_from_file_location("bench_patterns", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    code = bench.code_hash()
+    assert code == bench.code_hash() and code != bench.code_hash(code=bench.RAG_CODE)
+    meta = dict(model="M", settings={"max_new_tokens": 64}, code=code, seed=0, date="d", commit="c", machine={})
+    out = tmp_path / "p.json"
+    runs = [{"pattern": "direct", "task": {"id": "t0"}, "success": True}]
+    out.write_text(json.dumps({"meta": meta, "runs": runs}))
+    key = lambda r: (r["pattern"], r["task"]["id"])  # noqa: E731
+    now = dict(meta, date="later")
+    assert bench.resumable(out, now, key) == {("direct", "t0"): runs[0]}
+    assert now["earlier"][0]["date"] == "d"  # the reused runs' own date stays in the meta
+    for change in ({"code": "other"}, {"settings": {"max_new_tokens": 32}}, {"model": "N"}, {"seed": 1}):
+        assert bench.resumable(out, dict(meta, **change), key) == {}
+    out.write_text("{not json")
+    assert bench.resumable(out, meta, key) == {}

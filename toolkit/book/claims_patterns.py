@@ -27,9 +27,9 @@ import json
 from statistics import mean
 
 from toolkit.book.ledger import BOOK, Claim, _verdict
-from toolkit.eval.stats import wilson
 from toolkit.paths import results_file
 from toolkit.rag.corpus import ROLES, by_id, readable
+from toolkit.rag.questions import QUESTIONS
 from toolkit.rag.retrieve import Retriever
 
 PATTERN_RESULTS = "patterns_qwen2.5-coder-0.5b.json"  # in benchmarks/results (toolkit.paths.results_file finds it)
@@ -41,9 +41,9 @@ def _source(doc: dict) -> str:
     return f"{m['model'].split(' [')[0]}, {m['date'][:10]}, commit {m['commit']}"
 
 
-def _rate(ok: int, n: int) -> str:
-    lo, hi = wilson(ok, n)
-    return f"{ok}/{n} (95% {100 * lo:.0f}–{100 * hi:.0f}%)"
+def _rate(row: dict) -> str:
+    """A pattern's row of the saved summary: successes/n with the Wilson 95% interval the benchmark computed."""
+    return f"{row['successes']}/{row['n']} (95% {100 * row['low']:.0f}–{100 * row['high']:.0f}%)"
 
 
 # ================================================================ §14.5.5
@@ -53,18 +53,19 @@ def _by(runs, pattern):
 
 def pattern_claims(doc: dict) -> list[Claim]:
     runs, src, out = doc["runs"], _source(doc), []
+    rows = {r["pattern"]: r for r in doc["summary"]}
     direct, react = _by(runs, "direct"), _by(runs, "react")
     both = [t for t in direct if t in react]
-    if both:
-        n = len(both)
-        s_d, s_r = sum(direct[t]["success"] for t in both), sum(react[t]["success"] for t in both)
+    if both and "direct" in rows and "react" in rows:
+        d, r = rows["direct"], rows["react"]
+        n = min(d["n"], r["n"])
+        s_d, s_r = d["rate"], r["rate"]
         k = mean(direct[t]["task"]["min_calls"] for t in both)
-        p_action, p_pair = (s_d / n) ** (1 / k), (s_r / n) ** (1 / k)  # per step: S = p^k
+        p_action, p_pair = s_d ** (1 / k), s_r ** (1 / k)  # per step: S = p^k
         turns_d, turns_r = mean(direct[t]["n_turns"] for t in both), mean(react[t]["n_turns"] for t in both)
         tok_d = mean(direct[t]["prefilled"] + direct[t]["decoded"] for t in both)
         tok_r = mean(react[t]["prefilled"] + react[t]["decoded"] for t in both)
-        lo_d, hi_d = wilson(s_d, n)
-        lo_r, hi_r = wilson(s_r, n)
+        lo_d, hi_d, lo_r, hi_r = d["low"], d["high"], r["low"], r["high"]
         paid = p_pair > p_action
         out.append(
             Claim(
@@ -72,7 +73,7 @@ def pattern_claims(doc: dict) -> list[Claim]:
                 f"{BOOK}.5 ReAct",
                 "A ReAct thought is one more step of the chain and can fail itself: it pays only when the per-step "
                 "success with the thought (p_think × p_action′) exceeds the per-step success without it (p_action).",
-                f"{src}, {n} seeded tasks, greedy: direct {_rate(s_d, n)}, ReAct {_rate(s_r, n)}; per step "
+                f"{src}, seeded tasks, greedy: direct {_rate(d)}, ReAct {_rate(r)}; per step "
                 f"(S = p^k, k = {k:.1f} tool results per task): p_action {p_action:.2f} vs p_think × p_action′ "
                 f"{p_pair:.2f} — the thought {'paid' if paid else 'did not pay'} here; it cost {turns_r:.1f} vs "
                 f"{turns_d:.1f} model turns and {tok_r:,.0f} vs {tok_d:,.0f} tokens per task",
@@ -115,11 +116,11 @@ def pattern_claims(doc: dict) -> list[Claim]:
             )
         )
     ts = [t for t in direct if t in iso]
-    if ts:
+    if ts and "subagent" in rows and "direct" in rows:
         n = len(ts)
         turns_d, turns_s = mean(direct[t]["n_turns"] for t in ts), mean(iso[t]["n_turns"] for t in ts)
         main_s = mean(sum(tt["context"] == "main" for tt in iso[t]["turns"]) for t in ts)
-        s_d, s_s = sum(direct[t]["success"] for t in ts), sum(iso[t]["success"] for t in ts)
+        s_d, s_s = rows["direct"]["rate"], rows["subagent"]["rate"]
         out.append(
             Claim(
                 "subagent-pk",
@@ -128,7 +129,7 @@ def pattern_claims(doc: dict) -> list[Claim]:
                 "not removed.",
                 f"{src}, {n} tasks: model turns per task over all contexts {turns_s:.1f} with sub-agents "
                 f"({main_s:.1f} of them in the main context) vs {turns_d:.1f} in the direct loop; success "
-                f"{_rate(s_s, n)} vs {_rate(s_d, n)}",
+                f"{_rate(rows['subagent'])} vs {_rate(rows['direct'])}",
                 *_verdict(
                     turns_s >= turns_d,
                     "the sub-agent runs took fewer model steps than the single loop",
@@ -274,8 +275,6 @@ def rag_claims(doc: dict) -> list[Claim]:
 
 
 def by_question(qid: str):
-    from toolkit.rag.questions import QUESTIONS
-
     return next(q for q in QUESTIONS if q.id == qid)
 
 
