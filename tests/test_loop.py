@@ -246,6 +246,19 @@ def test_guard_repeated_call_across_turns(tok):
     assert trace.stop.reason == "answered" and [r.status for s in trace.of(Executed) for r in s.results] == ["ok"] * 3
 
 
+def test_guard_counts_calls_already_in_the_history(tok):
+    """A run on a history that already holds a call (a second run on the same conversation, as the agent patterns
+    do one turn at a time) does not run that call again: the guard spans the whole conversation."""
+    first, _ = loop_once(tok, [call("calculator", expression="1+1"), "2"])
+    msgs = first.messages + [{"role": "user", "content": "again?"}]
+    again, _ = loop_once(tok, [call("calculator", expression="1+1"), "2"], messages=msgs)
+    (ex,) = again.of(Executed)
+    assert [r.status for r in ex.results] == ["repeated"]
+    assert ex.results[0].result["result"] == {"expression": "1+1", "result": 2}  # told the earlier result
+    other, _ = loop_once(tok, [call("calculator", expression="2+2"), "4"], messages=list(msgs))
+    assert [r.status for s in other.of(Executed) for r in s.results] == ["ok"]
+
+
 def test_guard_repeated_call_within_one_turn(tok):
     """Five identical calls in one turn: one runs, four get a structured 'repeated call' result."""
     ran = []

@@ -100,6 +100,17 @@ def test_react_puts_a_visible_thought_before_each_action(tok):
     assert run.n_turns == plain.n_turns + 3 and run.decoded > plain.decoded
 
 
+def test_react_repeated_action_is_not_run_again_and_ends_the_steps(tok):
+    # measured on the real model: ReAct's action turns are separate loop runs, and the same calculator call ran
+    # twice (the loop's repeat guard forgot the earlier turns); now the guard spans the conversation
+    script = [" a", call("calculator", expression="21 - 14"), " b", call("calculator", expression="21 - 14"), " 7"]
+    run = react(Setup.scripted(tok, {"main": script}), DIFF)
+    statuses = [s["status"] for s in run.steps if s["kind"] == "call"]
+    assert statuses == ["ok", "repeated"] and run.turns[-1].kind == "answer"
+    assert any("only repeated" in n for n in run.notes) and not any("step cap" in n for n in run.notes)
+    assert run.success
+
+
 def test_react_step_cap_asks_for_the_answer_and_says_so(tok):
     script = [" look", call("get_weather", city="Tokyo"), " look", call("get_weather", city="London"), "7"]
     run = react(Setup.scripted(tok, {"main": script}), DIFF, max_steps=2)
@@ -164,10 +175,14 @@ def test_plan_execute_same_plan_resent_mid_run_does_not_restart_the_plan(tok):
         " 7.",
     ]
     run = plan_execute(Setup.scripted(tok, {"main": script}), DIFF)
-    assert [s["name"] for s in run.steps if s["kind"] == "call"] == ["get_weather", "plan", "calculator"]
+    calls = [(s["name"], s["status"]) for s in run.steps if s["kind"] == "call"]
+    assert calls == [("get_weather", "ok"), ("plan", "repeated"), ("calculator", "ok")]  # the loop's guard
     assert [t.kind for t in run.turns] == ["plan", "call", "call", "call", "answer"]
-    assert any("same plan" in n for n in run.notes) and not any("step cap" in n for n in run.notes)
-    assert run.success
+    assert not any("step cap" in n for n in run.notes) and run.success
+    # with repeats allowed the same plan runs again: still no restart, and the host says it moved on
+    again = plan_execute(Setup.scripted(tok, {"main": script}, repeat_limit=2), DIFF)
+    assert any("same plan" in n for n in again.notes) and not any("step cap" in n for n in again.notes)
+    assert [s["name"] for s in again.steps if s["kind"] == "call"] == ["get_weather", "plan", "calculator"]
 
 
 def test_plan_execute_replans_at_most_max_replans(tok):

@@ -21,7 +21,8 @@ What it does
   every ``Rendered.rule``). With ``constrain="tag"`` (default) each turn decodes under
   ``toolkit.grammar.compile.compile_tool_choice``'s grammar; under ``"auto"`` the model's own first token decides
   call or text (a call spelled any way starts a grammar-checked ``<tool_call>``). Parallel calls: any number up
-  to ``max_calls``, no slots. The repeat guard is per call, within and across turns: a repeated call is not run
+  to ``max_calls``, no slots. The repeat guard is per call, within and across turns (calls already in the
+  ``messages`` passed in count too): a repeated call is not run
   and gets a ``repeated_call`` note with the first call's result. The answer is started for the model (``answer_prefix``, ``"auto"``: in the
   question's language) only after tool results on a turn after only-repeated calls or on the last turn allowed.
 - :data:`DEFAULTS` are what ``toolkit.loop.examples.ask``/``run_example`` and ``python -m toolkit loop`` use.
@@ -205,6 +206,7 @@ def loop(
     counts: dict[str, str] = {}  # call key -> id of the first call that ran it
     earlier: dict[str, Any] = {}  # id of a call that ran -> its result
     seen: dict[str, int] = {}
+    _seed_guard(messages, counts, earlier, seen)  # the guard covers the whole conversation, not this call only
     spent, prev_len, n_calls, nothing_new = 0, None, 0, False
     for turn in range(1, cfg.max_turns + 1):
         if spent >= cfg.token_budget:
@@ -348,6 +350,29 @@ def loop(
         else:
             messages.extend(r.message() for r in results)
     yield Stopped("max_turns", cfg.max_turns, f"no answer after {cfg.max_turns} turn(s)")
+
+
+def _seed_guard(messages: list[dict], counts: dict, earlier: dict, seen: dict) -> None:
+    """Count the calls already in ``messages`` (e.g. from an earlier ``loop`` on the same history, as the agent
+    patterns run one turn at a time), so ``repeat_limit`` holds over the whole conversation."""
+    replies = {m.get("tool_call_id"): m.get("content") for m in messages if m.get("role") == "tool"}
+    for m in messages:
+        for tc in m.get("tool_calls") or []:
+            f = tc.get("function") or {}
+            args = f.get("arguments")
+            if isinstance(args, str):
+                try:
+                    args = json.loads(args)
+                except ValueError:
+                    continue
+            key = f"{f.get('name')}:{json.dumps(args, sort_keys=True, ensure_ascii=False)}"
+            seen[key] = seen.get(key, 0) + 1
+            if key not in counts and tc.get("id") in replies:
+                counts[key] = tc["id"]
+                try:
+                    earlier[tc["id"]] = json.loads(replies[tc["id"]])
+                except (TypeError, ValueError):
+                    earlier[tc["id"]] = replies[tc["id"]]
 
 
 def run(backend, tokenizer, messages, tools, on_step: Callable | None = None, **kw) -> Trace:

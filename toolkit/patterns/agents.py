@@ -3,7 +3,9 @@
 What it does
 - ``direct(setup, task)``: the host loop as it is — the model calls tools until it answers (``max_turns``).
 - ``react(setup, task)``: before each action a short visible reason — a ``"Thought:"`` turn (prose only, see
-  ``toolkit.patterns.setup.think``) — then an action turn under ``"auto"`` (a call, or the answer). Each thought is
+  ``toolkit.patterns.setup.think``) — then an action turn under ``"auto"`` (a call, or the answer). An action of
+  only repeated calls (the loop's guard spans the conversation) ends the steps: the answer turn follows, as in
+  the loop itself. Each thought is
   one more model turn: §14.5.5's point that the reasoning step lengthens the chain and pays only when it raises
   the per-step success rate by more than its own risk costs.
 - ``plan_execute(setup, task)``: a planning turn that must call the ``plan`` tool (its argument is the plan as a
@@ -26,7 +28,7 @@ import re
 
 from toolkit.loop.loop import ANSWER_PREFIXES, run
 from toolkit.patterns.record import PatternRun, Recorder
-from toolkit.patterns.setup import Setup, results, think, turn
+from toolkit.patterns.setup import THOUGHT_PREFIX, Setup, results, think, turn
 from toolkit.patterns.tasks import Task
 from toolkit.tools import TOOLS, Tool
 
@@ -128,10 +130,18 @@ def react(setup: Setup, task: Task, max_steps: int = 4) -> PatternRun:
         if tr.answer is not None:
             answer = tr.answer
             break
-    if answer is None:  # the step cap: after the last results the loop's answer turn (answer started for it)
+        rs = results(tr)
+        if rs and all(r.status in ("repeated", "skipped") for r in rs):  # as the loop does: nothing new, answer
+            why = f"step {i + 1} only repeated earlier calls: the host asked for the answer"
+            if msgs[-1]["role"] == "assistant" and str(msgs[-1]["content"]).startswith(THOUGHT_PREFIX):
+                msgs.pop()  # the thought that led to the repeat leaves the history (the loop drops that turn too)
+            break
+    else:
+        why = f"step cap {max_steps} reached: the host asked for the answer"
+    if answer is None:  # after the last results the loop's answer turn (tools off, answer started for it)
         tr = turn(setup, backend, msgs, tools, out.turns, context="main", tag="final")
         answer = tr.answer
-        out.notes.append(f"step cap {max_steps} reached: the host asked for the answer")
+        out.notes.append(why)
     return _finish(out, task, answer, out.turns)
 
 
@@ -160,7 +170,7 @@ def plan_execute(setup: Setup, task: Task, max_steps: int = 5, max_replans: int 
         done += 1
         _log_calls(out, tr)
         new_plan = _plan_of(tr)
-        failed = [r for r in results(tr) if not r.ok]
+        failed = [r for r in results(tr) if r.status not in ("ok", "repeated")]  # a repeat is told the result
         if new_plan and new_plan == steps:  # the same plan again is no replan: restarting would redo done steps
             out.steps.append({"kind": "plan", "steps": steps, "why": f"the same plan re-sent at step {i + 1}: kept"})
             out.notes.append(
