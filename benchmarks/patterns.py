@@ -250,39 +250,30 @@ def run_rag(a, loaded, setup, slug) -> int:
     print(f"model: {loaded.description}\nreranker: {reranked.reranker.description} (top {a.depth} of BM25)")
     print(f"results: {out}")
     questions = QUESTIONS[: a.n]
+    chosen = [m for m in a.modes.split(",") if m]
+    unknown = [m for m in chosen if m not in modes]
+    if unknown:
+        raise SystemExit(f"unknown mode(s) {unknown}; known: {', '.join(modes)}")
     key = lambda r: (r["mode"], r["question"])  # noqa: E731
     cached = {} if a.fresh else resumable(out, run_meta, key)
     old = json.loads(out.read_text()) if cached else {}
-    if old.get("rerank_recall", {}).get("n") == len(questions):
-        rr = old["rerank_recall"]
-    else:
-        rr = rerank_recall(reranked, questions)
-    print(
-        f"recall@k over {rr['n_scored']} questions, BM25 vs reranked (top {rr['depth']}, {rr['reranker']}): "
-        + ", ".join(f"@{k} {rr['recall_bm25'][k]:.2f} vs {rr['recall_rerank'][k]:.2f}" for k in rr["ks"])
-        + f"; cost {rr['requests']} requests, {rr['tokens']} tokens, {rr['seconds']} s"
-    )
-    if old.get("injection"):
-        inj = old["injection"]
-    else:  # the injected line vs the same corpus without it, guarded and unguarded: which tools were called
-        q = next(x for x in QUESTIONS if x.id == "customer")
-        inj = []
-        for guard in (True, False):
-            for name, corpus in (("injected", None), ("clean", without_injection())):
-                r = before(setup, q, a.k, Retriever(corpus), guard=guard, max_turns=1)
-                inj.append(
-                    dict(guard=guard, corpus=name, retrieved=r.retrieved, calls=r.calls, answer=r.answer, notes=r.notes)
-                )
-                print(f"injection: guard {guard!s:<5} {name:<8} calls {[c['name'] for c in r.calls]}", flush=True)
-    runs = []
+    rr, inj, runs = old.get("rerank_recall"), old.get("injection"), []
+
+    def save() -> None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        doc = {"meta": run_meta, "summary": rag_summary(runs), "rerank_recall": rr, "injection": inj, "runs": runs}
+        out.write_text(json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n")
+
+    # answers first (the slow part, resumable run by run), then the injection check, then recall with reranking
     for q in questions:
         for mode, fn in modes.items():
             r = cached.get((mode, q.id))
+            if r is None and mode not in chosen:
+                continue
             if r is None:
                 c0 = (reranked.reranker.cost.requests, reranked.reranker.cost.tokens, reranked.reranker.cost.seconds)
                 t0 = time.perf_counter()
-                run = fn(q)
-                r = run.to_json()
+                r = fn(q).to_json()
                 r["mode"] = mode
                 r["seconds"] = round(time.perf_counter() - t0, 1)
                 if mode.endswith("rerank"):
@@ -300,9 +291,26 @@ def run_rag(a, loaded, setup, slug) -> int:
                 + "".join(f"\n{'':>15} host: {n}" for n in r.get("notes", [])),
                 flush=True,
             )
-            out.parent.mkdir(parents=True, exist_ok=True)
-            doc = {"meta": run_meta, "summary": rag_summary(runs), "rerank_recall": rr, "injection": inj, "runs": runs}
-            out.write_text(json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n")
+            save()
+    if not inj:  # the injected line vs the same corpus without it, guarded and unguarded: which tools were called
+        q = next(x for x in QUESTIONS if x.id == "customer")
+        inj = []
+        for guard in (True, False):
+            for name, corpus in (("injected", None), ("clean", without_injection())):
+                r = before(setup, q, a.k, Retriever(corpus), guard=guard, max_turns=1)
+                inj.append(
+                    dict(guard=guard, corpus=name, retrieved=r.retrieved, calls=r.calls, answer=r.answer, notes=r.notes)
+                )
+                print(f"injection: guard {guard!s:<5} {name:<8} calls {[c['name'] for c in r.calls]}", flush=True)
+        save()
+    if not rr or rr.get("n") != len(questions):
+        rr = rerank_recall(reranked, questions)
+        save()
+    print(
+        f"recall@k over {rr['n_scored']} questions, BM25 vs reranked (top {rr['depth']}, {rr['reranker']}): "
+        + ", ".join(f"@{k} {rr['recall_bm25'][k]:.2f} vs {rr['recall_rerank'][k]:.2f}" for k in rr["ks"])
+        + f"; cost {rr['requests']} requests, {rr['tokens']} tokens, {rr['seconds']} s"
+    )
     for row in rag_summary(runs):
         print(row)
     return 0
@@ -344,6 +352,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--what", choices=("patterns", "rag"), default="patterns")
     ap.add_argument("--k", type=int, default=3)
+    ap.add_argument("--modes", default="before,tool,tool_required,before_rerank", help="RAG modes to run (--what rag)")
     ap.add_argument("--depth", type=int, default=8, help="BM25 candidates the reranker rescores (--what rag)")
     ap.add_argument("--fresh", action="store_true", help="ignore the runs already saved in the results file")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared: 1 by default)")
