@@ -9,13 +9,19 @@ is the whole distribution. Results are saved after every run (a long run stopped
 depend on (:data:`CODE`), and a table is printed. Run again with the same arguments, a killed run resumes: the runs
 saved with the same model, settings, seed/k and code hash are reused (``--fresh`` ignores them).
 
-With ``--what rag`` it answers ``--n`` questions of ``toolkit.rag.questions`` twice (book §14.5.10): retrieval before
-the first turn vs retrieval as a tool inside the loop (``toolkit.rag.modes``), and saves tokens, turns, recall@k,
-correct and supported answers side by side to ``benchmarks/results/rag_<model>.json``.
+With ``--what rag`` it answers ``--n`` questions of ``toolkit.rag.questions`` in the ``--modes`` chosen (book
+§14.5.10): retrieval before the first turn (``before``), retrieval as a tool inside the loop (``tool``), the same with
+a call required on the first turn (``tool_required``: the host's help, noted per run), and BM25's top ``--depth``
+reranked by the loaded model before the first turn (``before_rerank``, ``toolkit.rag.rerank``); then the injection
+check (the passage with the injected line vs the same corpus without it, host guard on and off) and recall@k with
+and without reranking for every question, with what reranking cost. Tokens, turns, recall@k, correct and supported
+answers are saved side by side to ``benchmarks/results/rag_<model>.json``.
 
-Run:  nice python benchmarks/patterns.py --n 3                 # the real model here: slow on 2 busy cores
+Run:  nice python benchmarks/patterns.py --n 10                # the real model here: slow on 2 busy cores
       python benchmarks/patterns.py --model stand-in --n 5     # mechanics only
-      nice python benchmarks/patterns.py --what rag --n 8 --k 3
+      nice python benchmarks/patterns.py --what rag --n 23 --k 2 --modes before,tool
+      nice python benchmarks/patterns.py --what rag --n 23 --k 2   # again: adds the other modes, resuming
+      python benchmarks/patterns.py --merge a.json b.json --out benchmarks/results/patterns_<model>.json
 Leaves out: sampling several runs per task, timing asserts (times are printed, not judged).
 """
 
