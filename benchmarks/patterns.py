@@ -329,6 +329,9 @@ def merge(files: list[Path], out: Path) -> int:
     models = {d["meta"]["model"] for d in docs}
     if len(models) != 1:
         raise SystemExit(f"cannot merge runs of different models: {sorted(models)}")
+    for k in ("settings", "code", "seed"):
+        if len({json.dumps(d["meta"].get(k), sort_keys=True) for d in docs}) != 1:
+            raise SystemExit(f"cannot merge runs saved with different {k}: the parts would not be one experiment")
     runs = [r for d in docs for r in d["runs"]]
     doc = {
         "meta": {**docs[0]["meta"], "parts": [d["meta"] for d in docs]},
@@ -337,13 +340,9 @@ def merge(files: list[Path], out: Path) -> int:
         "runs": runs,
     }
     out.write_text(json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n")
-    m = doc["meta"]
-    md = (
-        f"# Agent patterns — {m['label']}\n\n{m['model']} · {m['date']} · commits "
-        f"{', '.join(dict.fromkeys(p['commit'] for p in m['parts']))} · {m['machine']['cpu']}\n\n"
-        + table(doc["summary"])
-    )
-    out.with_suffix(".md").write_text(md + "\n")
+    parts = ", ".join(f"{p['date']} ({p['commit']}, code {p.get('code')})" for p in doc["meta"]["parts"])
+    md = markdown(doc) + f"\nMerged from {len(docs)} part(s) run in separate processes: {parts}.\n"
+    out.with_suffix(".md").write_text(md)
     print(md)
     return 0
 
