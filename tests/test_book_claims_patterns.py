@@ -134,6 +134,7 @@ def test_rag_verdicts_follow_the_runs():
     }
     assert by["rag-permission-first"].verdict == HOLDS and "0 above" in by["rag-permission-first"].evidence
     assert by["rag-recall-not-use"].verdict == HOLDS and by["rag-citation-not-support"].verdict != FAILS
+    assert "supported False" in by["rag-citation-not-support"].evidence
     assert by["rag-injection"].verdict != FAILS and "guard" in by["rag-injection"].why
     assert by["rag-rerank"].verdict == HOLDS and "@1 0.50 → 1.00" in by["rag-rerank"].evidence
 
@@ -160,3 +161,12 @@ def test_saved_real_model_runs_give_every_entry():
         assert "Qwen2.5-Coder-0.5B" in got[cid].evidence and "commit" in got[cid].evidence
     assert got["rag-permission-first"].verdict == HOLDS  # no restricted passage ever reached a prompt
     assert got["rag-injection"].verdict != FAILS
+
+
+def test_citation_claim_fails_when_the_scorer_takes_any_citation_as_support(monkeypatch):
+    from toolkit.book import claims_patterns
+
+    real = claims_patterns.grade
+    monkeypatch.setattr(claims_patterns, "grade", lambda a, r, q: dict(real(a, r, q), supported=True))
+    by = {c.id: c for c in rag_claims(_rag())}
+    assert by["rag-citation-not-support"].verdict == FAILS
