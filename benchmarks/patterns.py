@@ -58,7 +58,13 @@ CODE = (
     "toolkit/qwen.py",
     "toolkit/templates",
 )
-RAG_CODE = CODE + ("toolkit/rag", "toolkit/data/policies.jsonl")
+# The RAG runs use the patterns' one-turn step and records, not their task set or agents.
+RAG_CODE = tuple(c for c in CODE if c != "toolkit/patterns") + (
+    "toolkit/patterns/setup.py",
+    "toolkit/patterns/record.py",
+    "toolkit/rag",
+    "toolkit/data/policies.jsonl",
+)
 
 
 def code_hash(root: Path = ROOT, code=CODE) -> str:

@@ -55,6 +55,16 @@ def test_task_check(answer, ok):
     assert DIFF.check(answer) is ok
 
 
+@pytest.mark.parametrize(
+    "answer,ok",
+    # measured: "89.6 °F" expected, the real model answered "32 degrees Celsius, with a humidity of 90%"
+    [("32 degrees Celsius, with a humidity of 90%.", False), ("It is 89.6 degrees Fahrenheit.", True), ("89.60", True)],
+)
+def test_task_check_is_not_fooled_by_a_nearby_unrelated_number(answer, ok):
+    f = T.Task("f", "Singapore in Fahrenheit?", 89.6, "fahrenheit", 2)
+    assert f.check(answer) is ok
+
+
 def test_tasks_rejects_empty():
     with pytest.raises(ValueError):
         T.tasks(0)
