@@ -128,12 +128,12 @@ def isolation_figure(rows: list[dict]) -> go.Figure:
         height=400,
         margin=dict(l=50, r=20, t=80, b=50),
         legend=dict(orientation="h", y=-0.2),
-        title=f"Main context per main turn, sub-agents isolated (solid) vs shared (dotted), {len(rows)} task(s): "
+        title=f"Main context per main turn, sub-agents isolated (solid) vs shared (dotted)<br>{len(rows)} task(s): "
         f"mean peak {sum(a for a, _ in peaks) / len(peaks):,.0f} vs {sum(b for _, b in peaks) / len(peaks):,.0f} "
         "tokens"
         if rows
         else "Main context per main turn: no saved sub-agent runs (run benchmarks/patterns.py)",
-        xaxis_title="main agent's turn",
+        xaxis=dict(title="main agent's turn", dtick=1),
         yaxis_title="prompt tokens (main context)",
     )
     return fig
@@ -153,8 +153,9 @@ def rerank_figure(rr: dict) -> go.Figure:
         margin=dict(l=50, r=20, t=80, b=50),
         legend=dict(orientation="h", y=-0.2),
         yaxis=dict(range=[0, 1.1], title="mean recall@k"),
-        title=f"Reranking by {rr['reranker'].split(' [')[0]}: {rr['tokens'] / rr['n']:,.0f} prompt tokens and "
-        f"{rr['seconds'] / rr['n']:.1f} s per question ({rr['n_scored']} questions)",
+        title=f"Recall@k, BM25 alone vs reranked by {rr['reranker'].split(' (')[0].split(' [')[0]}<br>reranking cost "
+        f"{rr['tokens'] / rr['n']:,.0f} prompt tokens and {rr['seconds'] / rr['n']:.1f} s per question "
+        f"({rr['n_scored']} questions scored)",
     )
     return fig
 
