@@ -292,11 +292,12 @@ display(
 # %% [markdown]
 # ## 7 · The same comparisons on the saved runs of the real model
 #
-# `benchmarks/patterns.py --what rag` answers every question of `toolkit.rag.questions` four ways: passages before
-# the first turn (`before`), retrieval as a tool the model may call (`tool`), the same with a call required on the
-# first turn (`tool_required`: the host's help, the model still picks tool and query), and passages reranked
-# before the first turn (`before_rerank`). It also scores recall@k with and without reranking for every question,
-# and runs the injection check with the host's guard on and off.
+# `benchmarks/patterns.py --what rag` answers the questions of `toolkit.rag.questions` in up to four modes:
+# passages before the first turn (`before`), retrieval as a tool the model may call (`tool`), the same with a call
+# required on the first turn (`tool_required`: the host's help, the model still picks tool and query), and passages
+# reranked before the first turn (`before_rerank`); the line below says which modes the saved file holds. It also
+# scores recall@k with and without reranking for every question, and runs the injection check with the host's guard
+# on and off.
 
 # %%
 rag_file = results_file("rag_qwen2.5-coder-0.5b.json", required=False)
@@ -306,6 +307,7 @@ if rag is None:
 else:
     rm = rag["meta"]
     print(f"saved RAG runs: {rm['model']} | {rm['date']} | commit {rm['commit']} | k = {rm['k']}")
+    print("modes saved:", ", ".join(f"{r['mode']} ({r['n']} questions)" for r in rag["summary"]))
     side = pd.DataFrame(rag["summary"])
     for key in ("correct", "supported"):
         side[key] = [
