@@ -189,6 +189,12 @@ def test_plan_execute_same_plan_resent_mid_run_does_not_restart_the_plan(tok):
     assert calls == [("get_weather", "ok"), ("plan", "repeated"), ("calculator", "ok")]  # the loop's guard
     assert [t.kind for t in run.turns] == ["plan", "call", "call", "call", "answer"]
     assert not any("step cap" in n for n in run.notes) and run.success
+    assert any("only repeated" in n for n in run.notes)
+    # the repeated step at the END: the answer turn still reads the last result, answer started (measured: the
+    # step line left in the history made it a plain-text turn that wrote the plan again)
+    last = [call("plan", steps=steps[:2]), call("get_weather", city="Tokyo"), call("plan", steps=steps[:2]), " 7."]
+    end = plan_execute(Setup.scripted(tok, {"main": last}), DIFF)
+    assert end.turns[-1].kind == "answer" and end.turns[-1].forced == "Based on the tool results,"
     # with repeats allowed the same plan runs again: still no restart, and the host says it moved on
     again = plan_execute(Setup.scripted(tok, {"main": script}, repeat_limit=2), DIFF)
     assert any("same plan" in n for n in again.notes) and not any("step cap" in n for n in again.notes)

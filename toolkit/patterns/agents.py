@@ -169,6 +169,14 @@ def plan_execute(setup: Setup, task: Task, max_steps: int = 5, max_replans: int 
         tr = turn(setup, backend, msgs, tools, out.turns, context="main", tool_choice="required", tag=f"x{done}")
         done += 1
         _log_calls(out, tr)
+        rs = results(tr)
+        if rs and all(r.status in ("repeated", "skipped") for r in rs):
+            # nothing new (the loop kept that turn out of the history): the host's step line leaves it too, so the
+            # next turn reads the last real result (measured: left in, the answer turn wrote a plan as plain text)
+            msgs.pop()
+            out.notes.append(f"step {i + 1}: only repeated calls; the host moved on")
+            i += 1
+            continue
         new_plan = _plan_of(tr)
         failed = [r for r in results(tr) if r.status not in ("ok", "repeated")]  # a repeat is told the result
         if new_plan and new_plan == steps:  # the same plan again is no replan: restarting would redo done steps
