@@ -201,6 +201,16 @@ def test_plan_execute_same_plan_resent_mid_run_does_not_restart_the_plan(tok):
     assert [s["name"] for s in again.steps if s["kind"] == "call"] == ["get_weather", "plan", "calculator"]
 
 
+def test_plan_execute_answer_turn_follows_a_replan_that_gave_nothing_new(tok):
+    # measured on the real model: a failed step, then the same plan again (a repeat: no new plan); the host's
+    # "call plan" line stayed last and the final turn was plain text that wrote the plan as JSON
+    plan = call("plan", steps=["get the weather in Londres", "subtract"])
+    script = [plan, call("get_weather", city="Londres"), plan, " 7."]
+    run = plan_execute(Setup.scripted(tok, {"main": script}), DIFF)
+    assert run.turns[-1].kind == "answer" and run.turns[-1].forced == "Based on the tool results,"
+    assert any("left the history" in n for n in run.notes)
+
+
 def test_plan_execute_replans_at_most_max_replans(tok):
     bad = call("get_weather", city="Atlantis")
     script = [call("plan", steps=["a"]), bad, call("plan", steps=["b"]), bad, " no idea"]

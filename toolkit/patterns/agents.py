@@ -200,6 +200,9 @@ def plan_execute(setup: Setup, task: Task, max_steps: int = 5, max_replans: int 
             i += 1
     if done >= max_steps and i < len(steps):
         out.notes.append(f"step cap {max_steps} reached with {len(steps) - i} step(s) left")
+    while len(msgs) > 2 and msgs[-1]["role"] == "user":  # host lines (a step, a replan request) no call answered
+        msgs.pop()
+        out.notes.append("a host line no new call answered left the history before the answer turn")
     tr = turn(
         setup,
         backend,
