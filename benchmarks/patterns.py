@@ -328,7 +328,7 @@ def run_rag(a, loaded, setup, slug) -> int:
     return 0
 
 
-def merge(files: list[Path], out: Path) -> int:
+def merge(files: list[Path], out: Path, common: bool = False) -> int:
     """One results file from several (e.g. patterns run in separate processes on the same model): the runs
     concatenated, summary and isolation recomputed, every part's meta kept under ``parts``."""
     docs = [json.loads(f.read_text()) for f in files]
@@ -339,15 +339,38 @@ def merge(files: list[Path], out: Path) -> int:
         if len({json.dumps(d["meta"].get(k), sort_keys=True) for d in docs}) != 1:
             raise SystemExit(f"cannot merge runs saved with different {k}: the parts would not be one experiment")
     runs = [r for d in docs for r in d["runs"]]
+    dropped = []
+    if common:  # parts stopped at different tasks: keep the tasks every pattern finished, so the rates compare
+        names = {r["pattern"] for r in runs}
+        done = [
+            t
+            for t in dict.fromkeys(r["task"]["id"] for r in runs)
+            if {r["pattern"] for r in runs if r["task"]["id"] == t} == names
+        ]
+        dropped = [f"{r['pattern']}/{r['task']['id']}" for r in runs if r["task"]["id"] not in done]
+        runs = [r for r in runs if r["task"]["id"] in done]
     doc = {
-        "meta": {**docs[0]["meta"], "parts": [d["meta"] for d in docs]},
+        "meta": {
+            **docs[0]["meta"],
+            "n_tasks": len({r["task"]["id"] for r in runs}),
+            "dropped": dropped,
+            "parts": [d["meta"] for d in docs],
+        },
         "summary": summarize(runs),
         "isolation": isolation(runs),
         "runs": runs,
     }
     out.write_text(json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n")
     parts = ", ".join(f"{p['date']} ({p['commit']}, code {p.get('code')})" for p in doc["meta"]["parts"])
-    md = markdown(doc) + f"\nMerged from {len(docs)} part(s) run in separate processes: {parts}.\n"
+    md = (
+        markdown(doc)
+        + f"\nMerged from {len(docs)} part(s) run in separate processes: {parts}.\n"
+        + (
+            f"Left out (a part had stopped before every pattern finished the task): {', '.join(dropped)}.\n"
+            if dropped
+            else ""
+        )
+    )
     out.with_suffix(".md").write_text(md)
     print(md)
     return 0
@@ -365,6 +388,9 @@ def main(argv=None) -> int:
     ap.add_argument("--k", type=int, default=3)
     ap.add_argument("--modes", default="before,tool,tool_required,before_rerank", help="RAG modes to run (--what rag)")
     ap.add_argument("--depth", type=int, default=8, help="BM25 candidates the reranker rescores (--what rag)")
+    ap.add_argument(
+        "--common-tasks", action="store_true", help="--merge: keep only the tasks every pattern finished (listed)"
+    )
     ap.add_argument("--fresh", action="store_true", help="ignore the runs already saved in the results file")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared: 1 by default)")
     ap.add_argument(
@@ -372,7 +398,7 @@ def main(argv=None) -> int:
     )
     a = ap.parse_args(argv)
     if a.merge:
-        return merge([Path(f) for f in a.merge], Path(a.out or RESULTS / "patterns_merged.json"))
+        return merge([Path(f) for f in a.merge], Path(a.out or RESULTS / "patterns_merged.json"), a.common_tasks)
     names = [p for p in a.patterns.split(",") if p]
     unknown = [p for p in names if p not in PATTERNS]
     if unknown or a.n < 1:
