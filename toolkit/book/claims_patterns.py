@@ -276,8 +276,9 @@ def rag_claims(doc: dict) -> list[Claim]:
                 f"question ({rr['requests']} model requests){answers}",
                 *_verdict(
                     gain > 0,
-                    f"with this reranker recall@{ks[0]} did not rise ({b[ks[0]]:.2f} → {a[ks[0]]:.2f}): a 0.5B chat "
-                    "model scoring yes/no is no better judge than BM25 on this corpus",
+                    f"with this reranker recall@{ks[0]} did not rise ({b[ks[0]]:.2f} → {a[ks[0]]:.2f}): the model "
+                    f"scoring yes/no ranks {'worse than' if gain < 0 else 'no better than'} BM25 on this corpus — "
+                    "what fails here is this scorer, not the idea of a second stage",
                     [(any(a[k] < b[k] for k in ks), "recall fell at some k")],
                 ),
             )
