@@ -443,12 +443,14 @@ def cmd_report(a) -> int:
     return 0
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line. ``--categories`` defaults per subcommand (see :func:`parse`): argparse shares a parent's
+    actions between subparsers, so a ``set_defaults`` on one subparser would change every other one's default."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--model", default="qwen2.5-coder-0.5b")
-    common.add_argument("--categories", nargs="+", default=list(bfcl.CATEGORIES))
+    common.add_argument("--categories", nargs="+", default=None, help="default: all five (levers: its four)")
     common.add_argument("--seed", type=int, default=0)
     common.add_argument("--cache", default=os.path.join(os.path.expanduser("~"), ".cache", "toolcall-kit", "bfcl"))
     common.add_argument("--out", default=RESULTS)
@@ -483,13 +485,23 @@ def main(argv=None) -> int:
     de.add_argument("--variants", nargs="+", default=["original", "vague", "lookalike", "improved"])
     de.add_argument("--cached-only", action="store_true", help="generate nothing: report what is cached")
     lv = sub.add_parser("levers", parents=[common])
-    lv.set_defaults(categories=LEVER_CATEGORIES)
     lv.add_argument("--limit", type=int, default=20, help="seeded sample of N cases per category")
     lv.add_argument("--levers", nargs="+", default=list(PROMPT_LEVERS), choices=list(PROMPT_LEVERS))
     lv.add_argument("--batch", type=int, default=8)
     lv.add_argument("--cached-only", action="store_true", help="generate nothing: report what is cached")
     sub.add_parser("report", parents=[common])
-    a = p.parse_args(argv)
+    return p
+
+
+def parse(argv=None) -> argparse.Namespace:
+    a = parser().parse_args(argv)
+    if a.categories is None:
+        a.categories = list(LEVER_CATEGORIES if a.cmd == "levers" else bfcl.CATEGORIES)
+    return a
+
+
+def main(argv=None) -> int:
+    a = parse(argv)
     return {
         "accuracy": cmd_accuracy,
         "passk": cmd_passk,

@@ -240,3 +240,25 @@ def test_more_calls_gate_pools_call_openers_at_the_end_decision_only():
     p_more, p_stop = gate.decisions[0]
     assert len(gate.decisions) == 1 and p_stop > p_more > 0.2
     assert gate(ids[:, :1], scores) is scores
+
+
+def _bench():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "benchmarks" / "bfcl.py"
+    spec = importlib.util.spec_from_file_location("bench_bfcl", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_benchmark_default_categories_per_subcommand():
+    # a subparser's set_defaults once leaked into every subcommand (shared parent actions): a full accuracy run
+    # then silently skipped 'multiple'
+    bench = _bench()
+    for cmd in ("accuracy", "passk", "descriptions", "report", "chains"):
+        assert bench.parse([cmd]).categories == list(bfcl.CATEGORIES), cmd
+    assert bench.parse(["levers"]).categories == list(bench.LEVER_CATEGORIES)
+    assert bench.parse(["accuracy"]).categories == list(bfcl.CATEGORIES)  # after levers was parsed too
+    assert bench.parse(["accuracy", "--categories", "multiple"]).categories == ["multiple"]
