@@ -63,8 +63,8 @@ for section, body in doc.items():
 #
 # Bars are the saved run, with Wilson intervals (they stay inside 0 and 1 and are honest at small n); the
 # black markers are the published leaderboard rows for two similar small models. Each bar says how many cases
-# it rests on; the line under the figure says, per mode, which categories ran in full and which only on a seeded
-# subset (a mode's run is resumable: see the results file and `benchmarks/bfcl.py`).
+# it rests on; the lines under the figure say, per mode, which categories ran in full and which only in part (a seeded
+# subset, or a resumable run not yet finished: see the results file and `benchmarks/bfcl.py`).
 
 # %%
 rows = doc["accuracy"]["data"]["rows"]
@@ -83,7 +83,10 @@ sizes = {c: len(bfcl.load(c)) for c in acc["category"].unique()}
 for mode, g in acc.groupby("mode", sort=False):
     full = [r.category for r in g.itertuples() if r.n == sizes[r.category]]
     part = [f"{r.category} {r.n}/{sizes[r.category]}" for r in g.itertuples() if r.n != sizes[r.category]]
-    print(f"{mode:>11}: in full: {', '.join(full) or 'none'}; seeded subset: {', '.join(part) or 'none'}")
+    print(
+        f"{mode:>11}: in full: {', '.join(full) or 'none'}; "
+        f"in part (a seeded subset, or a resumed run not finished): {', '.join(part) or 'none'}"
+    )
 display(Markdown(f"The saved run scored **{n_total}** generations in all. Per category:\n\n" + "\n".join(lines)))
 con = acc[acc["mode"] == "constrained"].set_index("category")
 target = {c: (50.0 if c == "irrelevance" else pub[c]) for c in con.index}
