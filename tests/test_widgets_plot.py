@@ -74,6 +74,20 @@ def test_wrap_breaks_long_titles_before_a_parenthesis():
     assert wrap("x" * 80) == "x" * 80  # nowhere to break: left as is
 
 
+def test_wrapped_title_gets_a_top_margin_for_its_lines():
+    import plotly.graph_objects as go
+
+    from toolkit.plots import title_margin, wrap_title
+
+    long = wrap_title(go.Figure(layout_title_text="word " * 40))  # 4 lines of at most 52 columns
+    lines = long.layout.title.text.count("<br>") + 1
+    assert lines >= 4 and long.layout.margin.t == title_margin(long.layout.title.text) > 100
+    short = wrap_title(go.Figure(layout_title_text="short"))
+    assert short.layout.margin.t is None  # plotly's default kept when it is enough
+    roomy = wrap_title(go.Figure(layout_title_text="word " * 40, layout_margin_t=300))
+    assert roomy.layout.margin.t == 300  # never shrunk
+
+
 def test_stepper_redraws_the_selected_step():
     from types import SimpleNamespace as N
 

@@ -36,10 +36,19 @@ def wrap(text: str, width: int = 52) -> str:
 
 
 def wrap_title(fig: go.Figure, width: int = 52) -> go.Figure:
-    """Wrap the figure's title in place (see ``wrap``), so it fits a ~600-px plot in a 1,024-px window."""
+    """Wrap the figure's title in place (see ``wrap``), so it fits a ~600-px plot in a 1,024-px window, and make the
+    top margin tall enough for its lines (plotly's default 100 px holds about two: more overlapped the plot)."""
     if fig.layout.title.text:
         fig.layout.title.text = wrap(fig.layout.title.text, width)
+        need = title_margin(fig.layout.title.text)
+        if (fig.layout.margin.t or 100) < need:
+            fig.update_layout(margin_t=need)
     return fig
+
+
+def title_margin(title: str, line_px: int = 24, pad: int = 40) -> int:
+    """The top margin, in px, that a title of ``title.count('<br>') + 1`` lines needs above the plot."""
+    return pad + line_px * (title.count("<br>") + 1)
 
 
 FONT = "Noto Sans CJK SC, Noto Sans, Arial, sans-serif"
