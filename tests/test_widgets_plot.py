@@ -72,6 +72,8 @@ def test_wrap_breaks_long_titles_before_a_parenthesis():
     assert zh == "图 14-10 Agent 循环的上下文增长<br>（T = 10,000，Δ = 2,048，R = 30）"  # CJK counts double
     assert all(len(line) <= 52 for line in wrap("word " * 40).split("<br>"))
     assert wrap("x" * 80) == "x" * 80  # nowhere to break: left as is
+    two = wrap("Recall@k, BM25 alone vs reranked by Qwen2.5-Coder-0.5B-Instruct<br>cost 729 tokens")
+    assert two.endswith("<br>cost 729 tokens") and all(len(line) <= 52 for line in two.split("<br>"))  # each line
 
 
 def test_wrapped_title_gets_a_top_margin_for_its_lines():

@@ -23,8 +23,11 @@ def _cols(text: str) -> int:
 
 def wrap(text: str, width: int = 52) -> str:
     """Break a long title into lines of at most ``width`` columns (plotly never wraps text itself), preferring a
-    break before an opening parenthesis, then at a space; an existing ``<br>`` is kept."""
-    if "<br>" in text or _cols(text) <= width:
+    break before an opening parenthesis, then at a space; an existing ``<br>`` is kept and each of its lines is
+    wrapped in turn."""
+    if "<br>" in text:
+        return "<br>".join(wrap(line, width) for line in text.split("<br>"))
+    if _cols(text) <= width:
         return text
     fit = max(n for n in range(len(text) + 1) if _cols(text[:n]) <= width)
     cuts = [text.rfind(" (", 0, fit), text.rfind("（", 0, fit)]

@@ -22,6 +22,7 @@ import plotly.graph_objects as go
 from IPython.display import display
 from plotly.subplots import make_subplots
 
+from toolkit.plots import wrap_title
 from toolkit.rag.modes import sweep_k
 from toolkit.widgets.plot import FigureView
 
@@ -66,7 +67,7 @@ def turn_figure(run: dict) -> go.Figure:
         yaxis_title="tokens",
         legend=dict(orientation="h", y=-0.35),
     )
-    return fig
+    return wrap_title(fig)
 
 
 class TurnTokensView:
@@ -136,7 +137,7 @@ def isolation_figure(rows: list[dict]) -> go.Figure:
         xaxis=dict(title="main agent's turn", dtick=1),
         yaxis_title="prompt tokens (main context)",
     )
-    return fig
+    return wrap_title(fig)
 
 
 def rerank_figure(rr: dict) -> go.Figure:
@@ -157,7 +158,7 @@ def rerank_figure(rr: dict) -> go.Figure:
         f"{rr['tokens'] / rr['n']:,.0f} prompt tokens and {rr['seconds'] / rr['n']:.1f} s per question "
         f"({rr['n_scored']} questions scored)",
     )
-    return fig
+    return wrap_title(fig)
 
 
 def recall_figure(rows: list[dict], k: int) -> go.Figure:
@@ -179,7 +180,7 @@ def recall_figure(rows: list[dict], k: int) -> go.Figure:
     fig.update_xaxes(title_text="passages retrieved (k)", dtick=1)
     fig.update_yaxes(title_text="recall@k", range=[0, 1.05], secondary_y=False)
     fig.update_yaxes(title_text="tokens", secondary_y=True)
-    return fig
+    return wrap_title(fig)
 
 
 class RecallView:
