@@ -494,9 +494,14 @@ def parser() -> argparse.ArgumentParser:
 
 
 def parse(argv=None) -> argparse.Namespace:
-    a = parser().parse_args(argv)
+    """Parse and check the command line before any model loads (an unknown category is a one-line usage error)."""
+    p = parser()
+    a = p.parse_args(argv)
     if a.categories is None:
         a.categories = list(LEVER_CATEGORIES if a.cmd == "levers" else bfcl.CATEGORIES)
+    unknown = [c for c in a.categories if c not in bfcl.CATEGORIES]
+    if unknown:
+        p.error(f"unknown or unsupported BFCL categories {unknown}; this benchmark scores {list(bfcl.CATEGORIES)}")
     return a
 
 

@@ -262,3 +262,6 @@ def test_benchmark_default_categories_per_subcommand():
     assert bench.parse(["levers"]).categories == list(bench.LEVER_CATEGORIES)
     assert bench.parse(["accuracy"]).categories == list(bfcl.CATEGORIES)  # after levers was parsed too
     assert bench.parse(["accuracy", "--categories", "multiple"]).categories == ["multiple"]
+    with pytest.raises(SystemExit) as e:  # before any model loads: a usage error, not a traceback
+        bench.parse(["accuracy", "--categories", "nonsense"])
+    assert e.value.code == 2
