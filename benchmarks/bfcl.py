@@ -292,7 +292,6 @@ LEVER_CATEGORIES = ["parallel", "parallel_multiple", "simple_python", "irrelevan
 
 
 def cmd_levers(a) -> int:
-    from toolkit.eval.stats import wilson
 
     loaded, backend = _load(a.model)
     cases = bfcl.subset(a.categories, a.limit, a.seed)
@@ -324,22 +323,12 @@ def cmd_levers(a) -> int:
     for (lever, cat), rs in results.items():
         if not rs:
             continue
-        n, ok = len(rs), sum(r.ok for r in rs)
-        lo, hi = wilson(ok, n)
-        kinds: dict = {}
-        for r in rs:
-            kinds[r.kind] = kinds.get(r.kind, 0) + 1
+        n = len(rs)
         base = results.get(("baseline", cat))
         rows.append(
             {
                 "lever": lever,
-                "category": cat,
-                "n": n,
-                "correct": ok,
-                "accuracy": ok / n,
-                "low": lo,
-                "high": hi,
-                "kinds": kinds,
+                **report.rate_row(cat, rs),
                 "calls_per_case": sum(len(r.calls) for r in rs) / n,
                 "baseline": (sum(r.ok for r in base) / len(base)) if base else None,
                 "published_prompt": pub.get(cat),

@@ -45,6 +45,21 @@ PUBLISHED = {
 }
 
 
+def rate_row(category: str, rs) -> dict:
+    """The scored part of a table row for results ``rs``: n, correct, accuracy, its Wilson interval, failure kinds."""
+    n, ok = len(rs), sum(r.ok for r in rs)
+    lo, hi = wilson(ok, n)
+    return {
+        "category": category,
+        "n": n,
+        "correct": ok,
+        "accuracy": ok / n,
+        "low": lo,
+        "high": hi,
+        "kinds": dict(Counter(r.kind for r in rs)),
+    }
+
+
 def summarize(results) -> list[dict]:
     groups: dict[tuple, list] = {}
     for r in results:
@@ -55,19 +70,12 @@ def summarize(results) -> list[dict]:
             rs = groups.get((mode, cat))
             if not rs:
                 continue
-            n, ok = len(rs), sum(r.ok for r in rs)
-            lo, hi = wilson(ok, n)
+            n = len(rs)
             timed = [r.seconds for r in rs if r.seconds > 0]
             rows.append(
                 {
                     "mode": mode,
-                    "category": cat,
-                    "n": n,
-                    "correct": ok,
-                    "accuracy": ok / n,
-                    "low": lo,
-                    "high": hi,
-                    "kinds": dict(Counter(r.kind for r in rs)),
+                    **rate_row(cat, rs),
                     "untagged_json": sum(r.untagged_json for r in rs),
                     "grammar_errors": sum(bool(r.grammar_error) for r in rs),
                     "prompt_tokens": sum(r.prompt_tokens for r in rs) / n,
