@@ -46,3 +46,22 @@ def test_token_setting_applies_the_own_token_rule_as_a_processor(tok):
     by_mass = IntentGate(tok)  # 0.85: row 0's ~0.5 is not enough for the mass rule
     out = by_mass(None, scores)
     assert by_mass.masses[0] < 0.85 and torch.isinf(out[0, TOOL_CALL_ID])
+
+
+def test_added_tokens_never_open_a_call(tok):
+    """`<|im_end|>`, `<|endoftext|>`, `</tool_call>` … start with "<" but a turn that ends at once is no call: neither
+    rule counts them (they once did: the mass rule added p(<|im_end|>) to the call mass, the own-token rule took an
+    empty answer for a call)."""
+    added = tok.get_added_vocab()
+    specials = [added[t] for t in ("<|im_end|>", "<|endoftext|>", "</tool_call>", "<|im_start|>")]
+    for starts in (CALL_OPENERS, STRUCTURED_STARTS):
+        gate = FirstTokenGate(tok, starts)
+        assert not any(gate.opens(i) for i in specials)
+        assert not set(specials) & set(gate.ids.tolist())
+        assert set(gate.ids.tolist()) & set(added.values()) == {TOOL_CALL_ID}
+    assert FirstTokenGate(tok).opens(_id(tok, "<"))  # an ordinary "<" still opens a call spelled from pieces
+    scores = torch.full((1, 151936), -30.0)
+    scores[0, added["<|im_end|>"]] = 5.0  # all the mass on ending the turn
+    gate = IntentGate(tok)
+    out = gate(None, scores)
+    assert gate.masses[0] < 0.01 and torch.isinf(out[0, TOOL_CALL_ID])

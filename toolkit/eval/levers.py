@@ -6,6 +6,9 @@ What it does
 - :class:`MoreCallsGate`: at each end decision of the ``newline_after`` grammar
   (``toolkit.eval.bfcl.constrained_grammar``) the model's mass on opening another call, in any spelling, is
   pooled onto ``<tool_call>`` against the stop tokens; ``decisions`` keeps ``(p_more, p_stop)`` per decision.
+- The list lever lives with the grammar and the reader it changes: ``run_cases(..., list_calls=True)`` decodes
+  under ``constrained_grammar(..., as_list=True)`` (one block holding a JSON list of calls — not Qwen's format)
+  and reads the output with ``decode(..., lists=True)``, which splits the list into calls.
 
 What it leaves out
 - Forcing a number of calls (that needs to know how many the request asks for) and tuned thresholds.
@@ -47,7 +50,7 @@ class MoreCallsGate:
         scores = scores.clone()
         stops = torch.tensor(sorted(STOP_IDS), device=scores.device)
         ids = self.gate.ids.to(scores.device)
-        ids = ids[~torch.isin(ids, stops)]  # "<|im_end|>" starts with "<" too: an end is not a call
+        ids = ids[~torch.isin(ids, stops)]  # an end is not a call (the gate's ids already leave added tokens out)
         for row in at.nonzero().flatten().tolist():
             logp = torch.log_softmax(scores[row].float(), -1)
             self.decisions.append((float(logp[ids].logsumexp(-1).exp()), float(logp[stops].logsumexp(-1).exp())))

@@ -14,8 +14,10 @@ What it does
     the own-token rule to each row's greedy token instead. BFCL's constrained mode uses
     it (``toolkit.eval.bfcl.IntentGate``: ``starts`` = its structured starts, threshold 0.85). ``masses`` keeps
     the first step's masses for reports.
-- ``starting_ids(tokenizer, starts)``: every token id whose text starts with one of ``starts`` (one pass over the
-  vocabulary, cached).
+- ``starting_ids(tokenizer, starts)``: every ordinary token id whose text starts with one of ``starts`` (one pass
+  over the vocabulary, cached). Added tokens (``<|im_end|>``, ``<|endoftext|>``, ``</tool_call>``, ``<|fim_…|>`` …)
+  never count, though their text starts with ``<``: a turn that ends at once is not a call in another spelling;
+  ``<tool_call>`` itself is counted by the gate explicitly.
 
 What it leaves out
 - Anything after the first token: a fence later in a text answer stays text. Choosing the threshold: each caller
@@ -35,8 +37,14 @@ CALL_OPENERS = ("<", "{", "```")
 
 @lru_cache(maxsize=4)
 def starting_ids(tokenizer, starts: tuple[str, ...]) -> tuple[int, ...]:
-    """Token ids whose decoded text, leading white space stripped, starts with one of ``starts``."""
-    return tuple(tid for tid in range(len(tokenizer)) if tokenizer.decode([tid]).lstrip().startswith(starts))
+    """Ordinary token ids whose decoded text, leading white space stripped, starts with one of ``starts`` (added
+    tokens excluded: see the module docstring)."""
+    added = set(tokenizer.get_added_vocab().values())
+    return tuple(
+        tid
+        for tid in range(len(tokenizer))
+        if tid not in added and tokenizer.decode([tid]).lstrip().startswith(starts)
+    )
 
 
 class FirstTokenGate:
@@ -54,13 +62,21 @@ class FirstTokenGate:
         self.masses: list[float] = []  # per row, the opening mass at the first step (for reports)
         self.done = False
         self._ids = None
+        self._added_ids = None
 
     # ------------------------------------------------------------ by the model's own token
     def text(self, token_id: int) -> str:
         return self.tokenizer.decode([token_id], skip_special_tokens=False).lstrip()
 
     def opens(self, token_id: int) -> bool:
-        return token_id == self.tool_call_id or self.text(token_id).startswith(self.starts)
+        if token_id == self.tool_call_id:
+            return True
+        return token_id not in self._added() and self.text(token_id).startswith(self.starts)
+
+    def _added(self) -> set:
+        if self._added_ids is None:
+            self._added_ids = set(self.tokenizer.get_added_vocab().values())
+        return self._added_ids
 
     # ------------------------------------------------------------ by the mass on opening tokens
     @property
