@@ -287,6 +287,7 @@ PROMPT_LEVERS = {  # item 6: general levers for the constrained mode (no knowled
     "hint": {"system_hint": HINTS["one-block-per-call"]},
     "more-calls": {"more_calls": True},
     "hint + more-calls": {"system_hint": HINTS["one-block-per-call"], "more_calls": True},
+    "list": {"list_calls": True},
 }
 LEVER_CATEGORIES = ["parallel", "parallel_multiple", "simple_python", "irrelevance"]
 

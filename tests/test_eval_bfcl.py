@@ -265,3 +265,38 @@ def test_benchmark_default_categories_per_subcommand():
     with pytest.raises(SystemExit) as e:  # before any model loads: a usage error, not a traceback
         bench.parse(["accuracy", "--categories", "nonsense"])
     assert e.value.code == 2
+
+
+def test_list_grammar_holds_every_call_in_one_block_and_the_host_splits_it():
+    from toolkit.eval.bfcl import constrained_grammar, decode, split_lists
+    from toolkit.eval.score import score
+    from toolkit.grammar.mask import replay
+    from toolkit.qwen import IM_END_ID
+    from toolkit.tokenizer import qwen_tokenizer
+
+    tok = qwen_tokenizer("qwen2.5")
+    case = bfcl.load("parallel")[0]
+    a = {"name": "spotify.play", "arguments": {"artist": "Taylor Swift", "duration": 20}}
+    b = {"name": "spotify.play", "arguments": {"artist": "Maroon 5", "duration": 15}}
+
+    def ids(text):
+        return tok.encode(text, add_special_tokens=False) + [IM_END_ID]
+
+    g = constrained_grammar(case.tools, tok, as_list=True)
+    listed = f"<tool_call>\n{json.dumps([a, b])}\n</tool_call>"
+    assert replay(g, ids(listed)) == (True, True)
+    assert replay(g, ids(f"<tool_call>\n{json.dumps([a])}\n</tool_call>")) == (True, True)
+    assert replay(g, ids(f"<tool_call>\n{json.dumps(a)}\n</tool_call>"))[0] is False  # an object: not this format
+    assert replay(g, ids("<tool_call>\n[]\n</tool_call>"))[0] is False  # at least one call
+    assert replay(g, ids("No tool fits that.")) == (True, True)  # declining still allowed
+    five = f"<tool_call>\n{json.dumps([a] * 5)}\n</tool_call>"
+    assert replay(g, ids(five))[0] is False  # at most max_calls (4)
+
+    got = decode(listed, "constrained", lists=True)
+    assert got.calls == [{"spotify.play": a["arguments"]}, {"spotify.play": b["arguments"]}]
+    assert score(case, got).ok  # BFCL's parallel answer, in any order
+    assert decode(listed, "constrained").error  # without the lever the kit's parser reads a list as a bad call
+    assert split_lists("<tool_call>\n[{broken\n</tool_call>") == "<tool_call>\n[{broken\n</tool_call>"
+    assert decode("<tool_call>\n[{broken\n</tool_call>", "constrained", lists=True).error  # malformed, counted
+    assert decode("<tool_call>\n[1, 2]\n</tool_call>", "constrained", lists=True).error  # not calls
+    assert split_lists("plain text") == "plain text"

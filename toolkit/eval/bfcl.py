@@ -213,17 +213,38 @@ DECLINE_MAX_TOKENS = 32
 
 
 def constrained_grammar(
-    tools: list[dict], tokenizer, vocab_width: int | None = None, max_calls: int = 4, newline_after: bool = False
+    tools: list[dict],
+    tokenizer,
+    vocab_width: int | None = None,
+    max_calls: int = 4,
+    newline_after: bool = False,
+    as_list: bool = False,
 ):
     """Either 1..``max_calls`` ``<tool_call>`` blocks whose JSON fits one of ``tools``, or a short text answer
     (at most :data:`DECLINE_MAX_TOKENS` tokens) free of :data:`STRUCTURED_STARTS`, so a call cannot hide in
     prose as fenced JSON, XML or a Python list. Raises :class:`toolkit.constrain.SchemaError` for schemas
     xgrammar rejects (the caller counts that, it does not crash). ``newline_after``: every call is followed by
     ``"\n"``, so the turn's only end decision (another ``<tool_call>`` or the stop token) comes right after
-    ``</tool_call>\n`` — the point :class:`toolkit.eval.levers.MoreCallsGate` acts on."""
-    calls = compile_tools(tools, tokenizer, mode="tag", parallel=False, vocab_width=vocab_width)
+    ``</tool_call>\n`` — the point :class:`toolkit.eval.levers.MoreCallsGate` acts on. ``as_list``: one block
+    holding a JSON list of 1..``max_calls`` calls (the end decision is ``,`` or ``]`` inside the list, where a
+    model that writes ``[f(a=1), g(b=2)]`` in BFCL's prompt style already decides); :func:`decode` with
+    ``lists=True`` splits it."""
+    calls = compile_tools(
+        tools, tokenizer, mode="tag", parallel=False, vocab_width=vocab_width, as_list=as_list, max_calls=max_calls
+    )
     tag = calls.source["format"]
     nl = {"type": "const_string", "value": "\n"}
+    if as_list:  # one block (a list inside), then an optional newline before the end
+        one = {"type": "sequence", "elements": [tag, {"type": "repeat", "min": 0, "max": 1, "content": nl}]}
+        text = {
+            "type": "any_text",
+            "excludes": list(STRUCTURED_STARTS) + ["<tool_call>"],
+            "max_tokens": DECLINE_MAX_TOKENS,
+        }
+        structural = {"type": "structural_tag", "format": {"type": "or", "elements": [one, text]}}
+        return compile_grammar(
+            tokenizer, vocab_width, "tag_or_text", calls.schema, "the call-list-or-text tag", structural
+        )
     if newline_after:  # (tag "\n"){1,max}: after each newline, another call or the end
         one = {"type": "sequence", "elements": [tag, nl]}
         many = {"type": "repeat", "min": 1, "max": max_calls, "content": one}
@@ -381,10 +402,35 @@ def decode_python(text: str) -> Decoded:
 _UNTAGGED = re.compile(r'\{\s*"name"\s*:\s*"[^"]+"\s*,\s*"(arguments|parameters)"\s*:', re.DOTALL)
 
 
-def decode_tagged(text: str) -> Decoded:
-    """``<tool_call>`` blocks (the host's parser) → calls. A malformed block makes the whole output malformed."""
+_BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+
+
+def split_lists(text: str) -> str:
+    """Each ``<tool_call>`` block whose JSON is a list of objects becomes one block per object (the host side of
+    the ``as_list`` lever); every other block, and any text around them, is left as it was for the parser."""
+
+    def one(m):
+        body = m.group(1).strip()
+        if not body.startswith("["):
+            return m.group(0)
+        try:
+            items = json.loads(body)
+        except ValueError:
+            return m.group(0)  # the parser reports it as malformed
+        if not items or not all(isinstance(i, dict) for i in items):
+            return m.group(0)
+        return "\n".join(f"<tool_call>\n{json.dumps(i, ensure_ascii=False)}\n</tool_call>" for i in items)
+
+    return _BLOCK.sub(one, text) if len(text) <= MAX_TEXT else text
+
+
+def decode_tagged(text: str, lists: bool = False) -> Decoded:
+    """``<tool_call>`` blocks (the host's parser) → calls. A malformed block makes the whole output malformed.
+    ``lists``: a block holding a JSON list of calls counts as those calls (:func:`split_lists`)."""
     if not isinstance(text, str):
         return Decoded(error="output is not text")
+    if lists:
+        text = split_lists(text)
     content, calls = parse_tool_calls(text)
     bad = [c for c in calls if not c.ok]
     if bad:
@@ -392,5 +438,5 @@ def decode_tagged(text: str) -> Decoded:
     return Decoded([{c.name: c.arguments} for c in calls], untagged_json=not calls and bool(_UNTAGGED.search(content)))
 
 
-def decode(text: str, mode: str) -> Decoded:
-    return decode_python(text) if mode == "prompt" else decode_tagged(text)
+def decode(text: str, mode: str, lists: bool = False) -> Decoded:
+    return decode_python(text) if mode == "prompt" else decode_tagged(text, lists)

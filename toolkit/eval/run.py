@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from toolkit.eval.bfcl import Case, IntentGate, constrained_grammar, decode, messages_for
+from toolkit.eval.bfcl import GATE_THRESHOLD, Case, IntentGate, constrained_grammar, decode, messages_for
 from toolkit.eval.levers import MoreCallsGate
 from toolkit.eval.score import score
 from toolkit.grammar.compile import SchemaError
@@ -164,10 +164,10 @@ class Cache:
         self.put(r.mode, r.id, r.sample, {**row, **({"grammar_error": r.grammar_error} if r.grammar_error else {})})
 
 
-def _grammar(case: Case, tokenizer, vocab_width, tools=None, newline_after=False):
+def _grammar(case: Case, tokenizer, vocab_width, tools=None, newline_after=False, as_list=False):
     try:
         tl = tools if tools is not None else case.tools
-        return constrained_grammar(tl, tokenizer, vocab_width, newline_after=newline_after), ""
+        return constrained_grammar(tl, tokenizer, vocab_width, newline_after=newline_after, as_list=as_list), ""
     except SchemaError as e:
         return None, str(e)
 
@@ -182,8 +182,10 @@ def result_from(
     seconds: float,
     stopped_by: str,
     grammar_error: str = "",
+    lists: bool = False,
 ) -> Result:
-    """Decode and score one output (also used to re-score cached texts)."""
+    """Decode and score one output (also used to re-score cached texts). ``lists``: the ``list_calls`` lever's
+    outputs (a block holding a list of calls counts as those calls)."""
     same = dict(id=case.id, category=case.category, mode=mode, sample=sample, text=text, prompt_tokens=prompt_tokens)
     if grammar_error:
         none_fits = "irrelevance" in case.category  # declining is right when no tool fits
@@ -198,7 +200,7 @@ def result_from(
             stopped_by="grammar_error",
             grammar_error=grammar_error,
         )
-    d = decode(text, mode)
+    d = decode(text, mode, lists)
     s = score(case, d)
     return Result(
         **same,
@@ -231,6 +233,8 @@ def run_cases(
     gate: bool = True,
     system_hint: str | None = None,
     more_calls: bool = False,
+    list_calls: bool = False,
+    gate_threshold: float | None = GATE_THRESHOLD,
 ) -> Iterator[Result]:
     """Yield one :class:`Result` per (case, sample), cached ones first. ``tools_for(case)`` may replace a case's
     tools (description variants). ``samples > 1`` batches the samples of one case together. ``cached_only``:
@@ -238,7 +242,10 @@ def run_cases(
     :class:`toolkit.eval.bfcl.IntentGate` on the first token in constrained mode (HF backends). Levers (the
     defaults leave prompts and grammars as they were; callers key their cache on them): ``system_hint``, a line
     added to the system message (:data:`toolkit.eval.levers.HINTS`); ``more_calls`` (constrained mode), the
-    newline-after-each-call grammar with :class:`toolkit.eval.levers.MoreCallsGate` at each end decision."""
+    newline-after-each-call grammar with :class:`toolkit.eval.levers.MoreCallsGate` at each end decision;
+    ``list_calls`` (constrained mode), all calls as one JSON list in one block, split by the host
+    (:func:`toolkit.eval.bfcl.constrained_grammar` ``as_list``); ``gate_threshold``, the first-token gate's
+    threshold (None: the pooled call mass against the rest, by argmax)."""
     width = getattr(backend, "vocab_width", None)
     todo = []
     for c in cases:
@@ -255,6 +262,7 @@ def run_cases(
                     row["seconds"],
                     row["stopped_by"],
                     row.get("grammar_error", ""),
+                    list_calls,
                 )
                 r.cached = True
                 yield r
@@ -266,7 +274,9 @@ def run_cases(
     for c, _ in todo:
         if c.id not in prepared:
             tools = tools_for(c) if tools_for else None
-            g, err = _grammar(c, tokenizer, width, tools, more_calls) if mode == "constrained" else (None, "")
+            g, err = (
+                _grammar(c, tokenizer, width, tools, more_calls, list_calls) if mode == "constrained" else (None, "")
+            )
             prepared[c.id] = (prompt_ids(c, mode, tokenizer, template, tools, system_hint), g, err)
     for c, s in [(c, s) for c, s in todo if prepared[c.id][2]]:  # schema rejected: a result, not a crash
         r = result_from(c, mode, s, "", len(prepared[c.id][0]), 0, 0.0, "", prepared[c.id][2])
@@ -286,7 +296,7 @@ def run_cases(
         prompts = [prepared[c.id][0] for c, _ in batch]
         grammars = [prepared[c.id][1] for c, _ in batch] if mode == "constrained" else None
         t0 = time.perf_counter()
-        procs = [IntentGate(tokenizer)] if (mode == "constrained" and gate) else []
+        procs = [IntentGate(tokenizer, gate_threshold)] if (mode == "constrained" and gate) else []
         if mode == "constrained" and more_calls:
             procs.append(MoreCallsGate(tokenizer))
         outs = generate_batch(
@@ -303,7 +313,7 @@ def run_cases(
         for (c, s), (ids, stopped_by) in zip(batch, outs):
             body = ids[:-1] if ids and ids[-1] in STOP_IDS else ids
             text = tokenizer.decode(body, skip_special_tokens=False)
-            r = result_from(c, mode, s, text, len(prepared[c.id][0]), len(ids), share, stopped_by)
+            r = result_from(c, mode, s, text, len(prepared[c.id][0]), len(ids), share, stopped_by, "", list_calls)
             if cache:
                 cache.put_result(r)
             yield r

@@ -183,6 +183,7 @@ def compile_tools(
     any_whitespace: bool = False,
     max_calls: int = 4,
     required: bool = True,
+    as_list: bool = False,
 ) -> Grammar:
     """Compile "call one of these tools".
 
@@ -192,8 +193,13 @@ def compile_tools(
     ``required=False`` ("auto" tool choice): free text is allowed, and each ``<tool_call>`` token the model
     writes switches the grammar into the call format (one call, or any number with ``parallel``).
     ``mode="one_of"``: just the JSON object of one call, no markers.
+    ``as_list=True`` (tag mode): one block whose JSON is a list of 1..``max_calls`` calls,
+    ``<tool_call>\n[{call}, {call}]\n</tool_call>`` — not Qwen's format (one object per block); a lever the BFCL
+    evaluation measures (``toolkit.eval.bfcl.constrained_grammar``), whose host splits the list into calls.
     """
     schema = call_schema(tools)
+    if as_list:
+        schema = {"type": "array", "items": schema, "minItems": 1, "maxItems": max_calls}
     _check_schema(schema)
     if mode == "one_of":
         g = compile_schema(schema, tokenizer, vocab_width, any_whitespace)
