@@ -6,6 +6,8 @@ Run (each output is cached under ~/.cache/toolcall-kit/bfcl, so a killed run res
   python benchmarks/bfcl.py accuracy --limit 20 --modes constrained             # a seeded 20 per category
   python benchmarks/bfcl.py passk --tasks 100 --samples 8 --temperature 0.7     # pass^k on a seeded subset
   python benchmarks/bfcl.py chains | descriptions                               # the kit's own tasks
+  python benchmarks/bfcl.py levers --limit 25                                   # parallel-call levers, a subset
+  python benchmarks/bfcl.py gate                                                # the first-token gate's dial
   python benchmarks/bfcl.py report                                              # rewrite the .md only
 Writes benchmarks/results/bfcl_<model>.json + .md (date, machine, model, commit per section) and prints
 cases/s per mode. Counts in every table are the cases that actually ran; nothing is extrapolated.
@@ -288,8 +290,15 @@ PROMPT_LEVERS = {  # item 6: general levers for the constrained mode (no knowled
     "more-calls": {"more_calls": True},
     "hint + more-calls": {"system_hint": HINTS["one-block-per-call"], "more_calls": True},
     "list": {"list_calls": True},
+    # the gate's threshold as a dial (toolkit.eval.bfcl.IntentGate, 0.85 by default): 0.7 read off the first-step
+    # masses of all 1,240 cases (`python benchmarks/bfcl.py gate`) as the point where irrelevance still calls in
+    # under half of its cases — chosen on the evaluation data, so an optimistic estimate of what the dial gives
+    "list + gate 0.7": {"list_calls": True, "gate_threshold": 0.7},
 }
 LEVER_CATEGORIES = ["parallel", "parallel_multiple", "simple_python", "irrelevance"]
+# the levers' token budget: room for four calls in the parallel categories (a list of 3–4 compact JSON calls
+# runs past the accuracy runs' 128), the same for every lever
+LEVER_MAX_NEW = {**MAX_NEW, "parallel": 256, "parallel_multiple": 256}
 
 
 def cmd_levers(a) -> int:
@@ -302,7 +311,7 @@ def cmd_levers(a) -> int:
         t0, fresh = time.perf_counter(), 0
         for cat in a.categories:
             cs = [c for c in cases if c.category == cat]
-            n_new = MAX_NEW.get(cat, 128)
+            n_new = LEVER_MAX_NEW.get(cat, 128)
             settings = dict(max_new_tokens=n_new, temperature=0.0, seed=0, lever=lever, **kw)
             got = _cached(
                 a,
@@ -341,6 +350,7 @@ def cmd_levers(a) -> int:
     data = {
         "rows": rows,
         "levers": {k: PROMPT_LEVERS[k] for k in a.levers},
+        "max_new_tokens": {c: LEVER_MAX_NEW.get(c, 128) for c in a.categories},
         "mode": "constrained",
         "limit_per_category": a.limit,
         "seed": a.seed,
@@ -354,6 +364,43 @@ def cmd_levers(a) -> int:
         ],
     }
     _save(a, loaded, "levers", data, template="qwen2.5", decoding="greedy")
+    return 0
+
+
+GATE_THRESHOLDS = [round(0.05 * i, 2) for i in range(1, 20)] + [0.85]
+
+
+def gate_curve(masses: dict[str, dict[str, float]], thresholds=GATE_THRESHOLDS) -> dict:
+    """``masses[category][case id]`` → per category the share of cases whose mass reaches each threshold."""
+    ts = sorted(set(thresholds))
+    return {
+        "thresholds": ts,
+        "share": {c: [sum(m >= t for m in ms.values()) / len(ms) for t in ts] for c, ms in masses.items() if ms},
+    }
+
+
+def cmd_gate(a) -> int:
+    """The first-token gate's input on every case: the model's probability, at the first step of the constrained
+    prompt, of opening structured output (what :class:`toolkit.eval.bfcl.IntentGate` thresholds). One forward
+    per case, no generation."""
+    from toolkit.eval.bfcl import GATE_THRESHOLD
+    from toolkit.eval.run import first_tokens
+
+    loaded, backend = _load(a.model)
+    cases = bfcl.subset(a.categories, a.limit, a.seed)
+    masses: dict[str, dict[str, float]] = {c: {} for c in a.categories}
+    bar, t0 = _progress(len(cases), "gate masses"), time.perf_counter()
+    for c in cases:
+        masses[c.category][c.id] = round(
+            first_tokens(backend, loaded.tokenizer, c, "constrained")["structured_mass"], 6
+        )
+        bar.update(1)
+    bar.close()
+    curve = gate_curve(masses)
+    print(f"\nmodel: {loaded.description}; {len(cases)} cases, {time.perf_counter() - t0:.0f} s")
+    print(report.gate_table(curve))
+    data = {"curve": curve, "masses": masses, "default_threshold": GATE_THRESHOLD, "limit_per_category": a.limit}
+    _save(a, loaded, "gate", data, template="qwen2.5")
     return 0
 
 
@@ -479,6 +526,8 @@ def parser() -> argparse.ArgumentParser:
     lv.add_argument("--levers", nargs="+", default=list(PROMPT_LEVERS), choices=list(PROMPT_LEVERS))
     lv.add_argument("--batch", type=int, default=8)
     lv.add_argument("--cached-only", action="store_true", help="generate nothing: report what is cached")
+    ga = sub.add_parser("gate", parents=[common])
+    ga.add_argument("--limit", type=int, default=None, help="seeded sample of N cases per category (default all)")
     sub.add_parser("report", parents=[common])
     return p
 
@@ -503,6 +552,7 @@ def main(argv=None) -> int:
         "chains": cmd_chains,
         "descriptions": cmd_descriptions,
         "levers": cmd_levers,
+        "gate": cmd_gate,
         "report": cmd_report,
     }[a.cmd](a)
 

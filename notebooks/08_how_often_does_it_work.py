@@ -350,8 +350,11 @@ else:
 # calls for one request) fail on the count. Two general levers — they know nothing of a case's category or its
 # answer — were measured on a seeded subset: a **hint** (one system-prompt line: one block per call) and
 # **more-calls** (every call must be followed by a newline, and at that point the model's probability of
-# opening another call, in any spelling, is pooled against ending the turn). Where a lever adds calls, the
-# single-call and irrelevance categories show what it costs.
+# opening another call, in any spelling, is pooled against ending the turn). A third, **list**, changes the format
+# instead of the prompt: the grammar asks for one `<tool_call>` block holding a JSON *list* of calls, and the host
+# splits the list into calls — not Qwen's format (one object per block), but the shape BFCL's prompt style already
+# gets from this model (`[f(a=1), g(b=2)]`), so the "one more?" decision becomes `,` or `]` inside a list. Where a
+# lever adds calls, the single-call and irrelevance categories show what it costs.
 
 # %%
 if "levers" in doc:

@@ -257,7 +257,7 @@ def test_benchmark_default_categories_per_subcommand():
     # a subparser's set_defaults once leaked into every subcommand (shared parent actions): a full accuracy run
     # then silently skipped 'multiple'
     bench = _bench()
-    for cmd in ("accuracy", "passk", "descriptions", "report", "chains"):
+    for cmd in ("accuracy", "passk", "descriptions", "report", "chains", "gate"):
         assert bench.parse([cmd]).categories == list(bfcl.CATEGORIES), cmd
     assert bench.parse(["levers"]).categories == list(bench.LEVER_CATEGORIES)
     assert bench.parse(["accuracy"]).categories == list(bfcl.CATEGORIES)  # after levers was parsed too
@@ -300,3 +300,36 @@ def test_list_grammar_holds_every_call_in_one_block_and_the_host_splits_it():
     assert decode("<tool_call>\n[{broken\n</tool_call>", "constrained", lists=True).error  # malformed, counted
     assert decode("<tool_call>\n[1, 2]\n</tool_call>", "constrained", lists=True).error  # not calls
     assert split_lists("plain text") == "plain text"
+
+
+def test_gate_curve_counts_the_cases_at_or_above_each_threshold():
+    from toolkit.eval.report import gate_table
+
+    bench = _bench()
+    masses = {"parallel": {"a": 0.95, "b": 0.7, "c": 0.2, "d": 0.85}, "irrelevance": {"x": 0.1, "y": 0.86}}
+    curve = bench.gate_curve(masses)
+    at = curve["thresholds"].index
+    assert curve["share"]["parallel"][at(0.85)] == 0.5  # 0.95 and 0.85 (at the threshold the gate opens)
+    assert curve["share"]["parallel"][at(0.7)] == 0.75 and curve["share"]["irrelevance"][at(0.7)] == 0.5
+    assert curve["share"]["irrelevance"][at(0.9)] == 0.0
+    table = gate_table(curve)
+    assert "| 0.85 | 50.0 | 50.0 |" in table and "| 0.5 | 75.0 | 50.0 |" in table
+
+
+def test_gate_lever_is_a_threshold_of_the_same_gate():
+    """The "list + gate 0.7" lever: the same first-step scores open a call at 0.7 and decline at the default 0.85."""
+    import torch
+
+    from toolkit.eval.bfcl import IntentGate
+    from toolkit.qwen import TOOL_CALL_ID
+    from toolkit.tokenizer import qwen_tokenizer
+
+    tok = qwen_tokenizer("qwen2.5")
+    bench = _bench()
+    assert bench.PROMPT_LEVERS["list + gate 0.7"] == {"list_calls": True, "gate_threshold": 0.7}
+    assert bench.LEVER_MAX_NEW["parallel"] >= 4 * 48  # room for four compact calls
+    fence, word = tok.encode("```", add_special_tokens=False)[0], tok.encode("The", add_special_tokens=False)[0]
+    scores = torch.full((1, 151936), -30.0)
+    scores[0, fence], scores[0, word] = 1.0, 0.0  # ~0.73 on opening structured output
+    assert int(IntentGate(tok, 0.7)(None, scores.clone())[0].argmax()) == TOOL_CALL_ID
+    assert torch.isinf(IntentGate(tok, 0.85)(None, scores.clone())[0, TOOL_CALL_ID])

@@ -281,6 +281,17 @@ def levers_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def gate_table(curve: dict, thresholds=(0.5, 0.6, 0.7, 0.8, 0.85, 0.9)) -> str:
+    """Per category, the share of cases whose first-step call mass reaches each threshold (the gate would open a
+    call there): the first-token gate's threshold as a dial (``benchmarks/bfcl.py gate``)."""
+    cats = list(curve["share"])
+    lines = ["| threshold | " + " | ".join(cats) + " |", "|---" * (len(cats) + 1) + "|"]
+    for t in thresholds:
+        i = curve["thresholds"].index(t)
+        lines.append(f"| {t:g} | " + " | ".join(_pct(curve["share"][c][i]) for c in cats) + " |")
+    return "\n".join(lines)
+
+
 SECTIONS = (  # (key in the results file, heading, the tables drawn from its data)
     (
         "accuracy",
@@ -304,6 +315,11 @@ SECTIONS = (  # (key in the results file, heading, the tables drawn from its dat
         "levers",
         "Parallel-call levers, constrained mode (seeded subset), against the published Prompt row",
         lambda d: [levers_table(d["rows"])],
+    ),
+    (
+        "gate",
+        "First-token gate as a dial: % of cases whose first-step call mass reaches the threshold",
+        lambda d: [gate_table(d["curve"])],
     ),
 )
 
