@@ -294,6 +294,8 @@ PROMPT_LEVERS = {  # item 6: general levers for the constrained mode (no knowled
     # masses of all 1,240 cases (`python benchmarks/bfcl.py gate`) as the point where irrelevance still calls in
     # under half of its cases — chosen on the evaluation data, so an optimistic estimate of what the dial gives
     "list + gate 0.7": {"list_calls": True, "gate_threshold": 0.7},
+    "list + hint": {"list_calls": True, "system_hint": HINTS["one-call-per-item"]},
+    "list + hint + gate 0.7": {"list_calls": True, "system_hint": HINTS["one-call-per-item"], "gate_threshold": 0.7},
 }
 LEVER_CATEGORIES = ["parallel", "parallel_multiple", "simple_python", "irrelevance"]
 # the levers' token budget: room for four calls in the parallel categories (a list of 3–4 compact JSON calls
@@ -363,7 +365,7 @@ def cmd_levers(a) -> int:
             for r in rs
         ],
     }
-    _save(a, loaded, "levers", data, template="qwen2.5", decoding="greedy")
+    _save(a, loaded, a.section, data, template="qwen2.5", decoding="greedy")
     return 0
 
 
@@ -526,6 +528,12 @@ def parser() -> argparse.ArgumentParser:
     lv.add_argument("--levers", nargs="+", default=list(PROMPT_LEVERS), choices=list(PROMPT_LEVERS))
     lv.add_argument("--batch", type=int, default=8)
     lv.add_argument("--cached-only", action="store_true", help="generate nothing: report what is cached")
+    lv.add_argument(
+        "--section",
+        default="levers",
+        choices=["levers", "levers_full"],
+        help="results section to write: the subset comparison, or whole categories for the chosen levers",
+    )
     ga = sub.add_parser("gate", parents=[common])
     ga.add_argument("--limit", type=int, default=None, help="seeded sample of N cases per category (default all)")
     sub.add_parser("report", parents=[common])

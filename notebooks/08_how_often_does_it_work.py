@@ -282,6 +282,37 @@ peek["gate"] = ["call" if m >= GATE_THRESHOLD else "text" for m in peek["structu
 display(peek[["id", "prompt_tokens", "p_tool_call", "structured_mass", "gate", "top"]])
 
 # %% [markdown]
+# The threshold is a dial. The saved run below measured the same structured mass on every case of the five
+# categories (one forward each, no generation) and counts, per threshold, how many cases the gate would send
+# into a call. Irrelevance (no tool fits) should stay low and every other category high; no threshold does both.
+
+# %%
+if "gate" in doc:
+    display(plots.gate(doc))
+    g = doc["gate"]["data"]
+    ts, share = g["curve"]["thresholds"], g["curve"]["share"]
+    at = ts.index(g["default_threshold"])
+    under_half = [t for t, v in zip(ts, share["irrelevance"]) if v < 0.5] if "irrelevance" in share else []
+    display(
+        Markdown(
+            f"At the default threshold {g['default_threshold']:g} the gate sends "
+            + ", ".join(f"{100 * v[at]:.0f}% of *{c}*" for c, v in share.items())
+            + " into a call"
+            + (
+                f"; irrelevance calls in under half of its cases from a threshold of {min(under_half):g} up, where "
+                + ", ".join(
+                    f"*{c}* {100 * v[ts.index(min(under_half))]:.0f}%" for c, v in share.items() if c != "irrelevance"
+                )
+                + " still open a call."
+                if under_half
+                else "."
+            )
+        )
+    )
+else:
+    print("gate: not in the saved results yet (python benchmarks/bfcl.py gate)")
+
+# %% [markdown]
 # ## 6 · A live subset in all three modes
 #
 # The same two cases, decoded greedily in each mode (batched; the shared system preamble is prefilled once).
@@ -387,3 +418,30 @@ if "levers" in doc:
     display(lv[["lever", "category", "n", "correct", "accuracy", "low", "high", "calls_per_case", "kinds"]])
 else:
     print("levers: not in the saved results yet (python benchmarks/bfcl.py levers)")
+
+# %% [markdown]
+# The subset says which lever to try on whole categories; the whole categories say how far it gets.
+
+# %%
+if "levers_full" in doc:
+    full = pd.DataFrame(doc["levers_full"]["data"]["rows"])
+    display(
+        Markdown(
+            "Whole categories, constrained mode: "
+            + "; ".join(
+                f"*{r.lever}* on **{r.category}** {100 * r.accuracy:.1f}% of {r.n} "
+                f"[{100 * r.low:.1f}–{100 * r.high:.1f}]"
+                + (
+                    f" — {pub[r.category] - 100 * r.accuracy:.1f} points short of the published Prompt row "
+                    f"{pub[r.category]:g}%"
+                    if pub.get(r.category) is not None and 100 * r.accuracy < pub[r.category]
+                    else f" — at or above the published Prompt row {pub.get(r.category, float('nan')):g}%"
+                )
+                for r in full.itertuples()
+            )
+            + "."
+        )
+    )
+    display(full[["lever", "category", "n", "correct", "accuracy", "low", "high", "calls_per_case", "kinds"]])
+else:
+    print("whole-category levers: not saved yet (python benchmarks/bfcl.py levers --section levers_full)")

@@ -96,7 +96,18 @@ def test_plots_read_the_saved_results(tmp_path):
     assert [b.name for b in bars] == list(bfcl.MODES) and abs(bars[0].y[0] - 100 / 3) < 1e-9
     assert plots.taxonomy(doc).data[0].name == "no call when one was needed"
     assert list(plots.pass_k(doc).data[0].y) == [0.5]
-    assert plots.chains(doc) is None and plots.descriptions(doc) is None
+    assert plots.chains(doc) is None and plots.descriptions(doc) is None and plots.gate(doc) is None
+    doc["gate"] = {
+        "meta": {},
+        "data": {
+            "curve": {"thresholds": [0.5, 0.85], "share": {"parallel": [1.0, 0.5], "irrelevance": [0.5, 0.0]}},
+            "masses": {"parallel": {"a": 0.9, "b": 0.6}, "irrelevance": {"x": 0.7, "y": 0.1}},
+            "default_threshold": 0.85,
+        },
+    }
+    fig = plots.gate(doc)
+    assert [t.name for t in fig.data] == ["parallel (n=2)", "irrelevance (n=2)"]
+    assert list(fig.data[0].y) == [100.0, 50.0] and fig.layout.shapes[0].x0 == 0.85
 
 
 def test_every_saved_results_figure_has_a_title_that_fits_a_narrow_window():
@@ -108,7 +119,7 @@ def test_every_saved_results_figure_has_a_title_that_fits_a_narrow_window():
     from toolkit.plots import _cols
 
     doc = json.loads((Path(__file__).parents[1] / "benchmarks/results/bfcl_qwen2.5-coder-0.5b.json").read_text())
-    figs = (plots.accuracy, plots.taxonomy, plots.pass_k, plots.chains, plots.descriptions, plots.levers)
+    figs = (plots.accuracy, plots.taxonomy, plots.pass_k, plots.chains, plots.descriptions, plots.levers, plots.gate)
     drawn = [f(doc) for f in figs]
     titles = [fig.layout.title.text for fig in drawn if fig is not None]
     assert len(titles) >= 3 and any(len(t) > 52 for t in titles)  # long enough to need wrapping

@@ -22,7 +22,10 @@ from toolkit.qwen import STOP_IDS, TOOL_CALL_END_ID, TOOL_CALL_ID
 
 HINTS = {  # prompt levers for the constrained mode: general lines, no knowledge of a case's category or answer
     "one-block-per-call": "When the request needs several function calls (several items, values or tasks), "
-    "write one <tool_call></tool_call> block for each call, one after another, before you stop."
+    "write one <tool_call></tool_call> block for each call, one after another, before you stop.",
+    # for the list lever (one block, a JSON list of calls): the same advice in the list's terms
+    "one-call-per-item": "When functions fit the request, make one call for each item, value or task the request "
+    "names, all in one list.",
 }
 
 

@@ -8,6 +8,8 @@ What it does
 - ``chains(doc)``: measured k-step chain success (Wilson 95% bars) beside the product of measured step rates.
 - ``levers(doc)``: constrained-mode accuracy per parallel-call lever × category, beside the published row.
 - ``descriptions(doc)``: accuracy and tool-block tokens per description variant.
+- ``gate(doc)``: per category, the share of cases whose first-step call mass reaches each threshold (the
+  first-token gate as a dial), with the default threshold marked.
 Titles are wrapped to fit a 1,024-px window. Each returns None when its section is missing, so a notebook can say "not run yet" instead of failing.
 
 What it leaves out
@@ -205,6 +207,28 @@ def levers(doc: dict):
         yaxis={"title": "accuracy %", "range": [0, 110]},
         height=420,
         title="Levers for parallel calls (constrained mode, seeded subset) — and what they cost elsewhere",
+    )
+    return wrap_title(fig)
+
+
+def gate(doc: dict):
+    """Share of cases per category that the first-token gate would send into a call, against its threshold."""
+    if "gate" not in doc:
+        return None
+    go = _go()
+    d = doc["gate"]["data"]
+    ts = d["curve"]["thresholds"]
+    fig = go.Figure()
+    for cat, share in d["curve"]["share"].items():
+        n = len(d["masses"][cat])
+        fig.add_scatter(name=f"{cat} (n={n})", x=ts, y=[100 * v for v in share], mode="lines+markers")
+    t0 = d["default_threshold"]
+    fig.add_vline(x=t0, line_dash="dash", annotation_text=f"default {t0:g}", annotation_position="top left")
+    fig.update_layout(
+        xaxis={"title": "gate threshold on the first-step call mass", "range": [0, 1]},
+        yaxis={"title": "% of cases the gate sends into a call", "range": [0, 105]},
+        height=420,
+        title="The first-token gate is a dial: irrelevance should stay low, every other category high",
     )
     return wrap_title(fig)
 

@@ -6,8 +6,9 @@ What it does
   new_tokens, seconds}`` (means per case; ``seconds`` only over freshly generated cases).
 - ``PUBLISHED``: BFCL leaderboard rows quoted in issue #15 (V3 Qwen2.5-0.5B-Instruct (Prompt), V4 Qwen3-0.6B (FC)).
 - ``load_results(path)`` / ``save_results(path, section, data, meta)``: one JSON file per model holding
-  sections (``accuracy``, ``pass_k``, ``chains``, ``descriptions``) each with the date, machine, model and commit
-  of the run that wrote it; ``markdown(doc)`` renders the whole file as the ``.md`` beside it.
+  sections (``accuracy``, ``pass_k``, ``chains``, ``descriptions``, ``levers``, ``levers_full``, ``gate``) each with
+  the date, machine, model and commit of the run that wrote it; ``markdown(doc)`` renders the whole file as the
+  ``.md`` beside it.
 
 What it leaves out
 - BFCL's weighted "overall" score (it mixes categories this kit does not run).
@@ -314,6 +315,11 @@ SECTIONS = (  # (key in the results file, heading, the tables drawn from its dat
     (
         "levers",
         "Parallel-call levers, constrained mode (seeded subset), against the published Prompt row",
+        lambda d: [levers_table(d["rows"])],
+    ),
+    (
+        "levers_full",
+        "Parallel-call levers on whole categories, constrained mode, against the published Prompt row",
         lambda d: [levers_table(d["rows"])],
     ),
     (

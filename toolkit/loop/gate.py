@@ -41,9 +41,7 @@ def starting_ids(tokenizer, starts: tuple[str, ...]) -> tuple[int, ...]:
     tokens excluded: see the module docstring)."""
     added = set(tokenizer.get_added_vocab().values())
     return tuple(
-        tid
-        for tid in range(len(tokenizer))
-        if tid not in added and tokenizer.decode([tid]).lstrip().startswith(starts)
+        tid for tid in range(len(tokenizer)) if tid not in added and tokenizer.decode([tid]).lstrip().startswith(starts)
     )
 
 
