@@ -296,6 +296,9 @@ PROMPT_LEVERS = {  # item 6: general levers for the constrained mode (no knowled
     "list + gate 0.7": {"list_calls": True, "gate_threshold": 0.7},
     "list + hint": {"list_calls": True, "system_hint": HINTS["one-call-per-item"]},
     "list + hint + gate 0.7": {"list_calls": True, "system_hint": HINTS["one-call-per-item"], "gate_threshold": 0.7},
+    # BFCL's own prompt style (functions in the system prompt, `[f(a=1), g(b=2)]`), decoded under a grammar of
+    # those calls or short text, the first token gated onto "[" at the default threshold
+    "python list (prompt style)": {"mode": "prompt", "python_calls": True},
 }
 LEVER_CATEGORIES = ["parallel", "parallel_multiple", "simple_python", "irrelevance"]
 # the levers' token budget: room for four calls in the parallel categories (a list of 3–4 compact JSON calls
@@ -309,7 +312,8 @@ def cmd_levers(a) -> int:
     cases = bfcl.subset(a.categories, a.limit, a.seed)
     results, speed = {}, {}
     for lever in a.levers:
-        kw = PROMPT_LEVERS[lever]
+        kw = dict(PROMPT_LEVERS[lever])
+        mode = kw.pop("mode", "constrained")
         t0, fresh = time.perf_counter(), 0
         for cat in a.categories:
             cs = [c for c in cases if c.category == cat]
@@ -320,7 +324,7 @@ def cmd_levers(a) -> int:
                 loaded,
                 backend,
                 cs,
-                "constrained",
+                mode,
                 f"{lever:>17} {cat}",
                 settings,
                 batch_size=a.batch,
@@ -346,14 +350,16 @@ def cmd_levers(a) -> int:
                 "published_prompt": pub.get(cat),
             }
         )
-    print(f"\nmodel: {loaded.description}; constrained mode; seeded subset of {a.limit} per category (seed {a.seed})")
+    print(
+        f"\nmodel: {loaded.description}; constrained mode (prompt mode where a lever says so); {a.limit} per category (seed {a.seed})"
+    )
     print(report.levers_table(rows))
     print("this run: " + ", ".join(f"{k} {v['fresh_cases']} new cases in {v['seconds']} s" for k, v in speed.items()))
     data = {
         "rows": rows,
         "levers": {k: PROMPT_LEVERS[k] for k in a.levers},
         "max_new_tokens": {c: LEVER_MAX_NEW.get(c, 128) for c in a.categories},
-        "mode": "constrained",
+        "mode": {lv: PROMPT_LEVERS[lv].get("mode", "constrained") for lv in a.levers},
         "limit_per_category": a.limit,
         "seed": a.seed,
         "categories": a.categories,

@@ -384,8 +384,11 @@ else:
 # opening another call, in any spelling, is pooled against ending the turn). A third, **list**, changes the format
 # instead of the prompt: the grammar asks for one `<tool_call>` block holding a JSON *list* of calls, and the host
 # splits the list into calls — not Qwen's format (one object per block), but the shape BFCL's prompt style already
-# gets from this model (`[f(a=1), g(b=2)]`), so the "one more?" decision becomes `,` or `]` inside a list. Where a
-# lever adds calls, the single-call and irrelevance categories show what it costs.
+# gets from this model (`[f(a=1), g(b=2)]`), so the "one more?" decision becomes `,` or `]` inside a list. The
+# last one keeps that prompt style itself — BFCL's system text, the answer `[f(a=1), g(b=2)]` — and puts the
+# *grammar* on it: only calls to the given functions with typed literal arguments, or a short text (the first
+# token gated onto `[` as in the constrained mode). Where a lever adds calls, the single-call and irrelevance
+# categories show what it costs.
 
 # %%
 if "levers" in doc:

@@ -32,11 +32,21 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from toolkit.eval.bfcl import GATE_THRESHOLD, Case, IntentGate, constrained_grammar, decode, messages_for
+from toolkit.eval.bfcl import (
+    GATE_THRESHOLD,
+    STRUCTURED_STARTS,
+    Case,
+    IntentGate,
+    constrained_grammar,
+    decode,
+    messages_for,
+    python_calls_grammar,
+)
 from toolkit.eval.levers import MoreCallsGate
 from toolkit.eval.score import score
 from toolkit.grammar.compile import SchemaError
 from toolkit.grammar.mask import GrammarMask
+from toolkit.loop.gate import FirstTokenGate
 from toolkit.qwen import STOP_IDS
 from toolkit.render import render
 
@@ -164,9 +174,11 @@ class Cache:
         self.put(r.mode, r.id, r.sample, {**row, **({"grammar_error": r.grammar_error} if r.grammar_error else {})})
 
 
-def _grammar(case: Case, tokenizer, vocab_width, tools=None, newline_after=False, as_list=False):
+def _grammar(case: Case, tokenizer, vocab_width, tools=None, newline_after=False, as_list=False, python=False):
     try:
         tl = tools if tools is not None else case.tools
+        if python:
+            return python_calls_grammar(tl, tokenizer, vocab_width), ""
         return constrained_grammar(tl, tokenizer, vocab_width, newline_after=newline_after, as_list=as_list), ""
     except SchemaError as e:
         return None, str(e)
@@ -235,6 +247,7 @@ def run_cases(
     more_calls: bool = False,
     list_calls: bool = False,
     gate_threshold: float | None = GATE_THRESHOLD,
+    python_calls: bool = False,
 ) -> Iterator[Result]:
     """Yield one :class:`Result` per (case, sample), cached ones first. ``tools_for(case)`` may replace a case's
     tools (description variants). ``samples > 1`` batches the samples of one case together. ``cached_only``:
@@ -245,7 +258,12 @@ def run_cases(
     newline-after-each-call grammar with :class:`toolkit.eval.levers.MoreCallsGate` at each end decision;
     ``list_calls`` (constrained mode), all calls as one JSON list in one block, split by the host
     (:func:`toolkit.eval.bfcl.constrained_grammar` ``as_list``); ``gate_threshold``, the first-token gate's
-    threshold (None: the pooled call mass against the rest, by argmax)."""
+    threshold (None: the pooled call mass against the rest, by argmax); ``python_calls`` (prompt mode), BFCL's
+    prompt-style answer under :func:`toolkit.eval.bfcl.python_calls_grammar`, its first token gated the same way
+    onto ``[``."""
+    if python_calls and mode != "prompt":
+        raise ValueError("python_calls constrains BFCL's prompt style: mode must be 'prompt'")
+    grammared = mode == "constrained" or python_calls
     width = getattr(backend, "vocab_width", None)
     todo = []
     for c in cases:
@@ -275,7 +293,7 @@ def run_cases(
         if c.id not in prepared:
             tools = tools_for(c) if tools_for else None
             g, err = (
-                _grammar(c, tokenizer, width, tools, more_calls, list_calls) if mode == "constrained" else (None, "")
+                _grammar(c, tokenizer, width, tools, more_calls, list_calls, python_calls) if grammared else (None, "")
             )
             prepared[c.id] = (prompt_ids(c, mode, tokenizer, template, tools, system_hint), g, err)
     for c, s in [(c, s) for c, s in todo if prepared[c.id][2]]:  # schema rejected: a result, not a crash
@@ -294,9 +312,12 @@ def run_cases(
         batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
     for batch in batches:
         prompts = [prepared[c.id][0] for c, _ in batch]
-        grammars = [prepared[c.id][1] for c, _ in batch] if mode == "constrained" else None
+        grammars = [prepared[c.id][1] for c, _ in batch] if grammared else None
         t0 = time.perf_counter()
         procs = [IntentGate(tokenizer, gate_threshold)] if (mode == "constrained" and gate) else []
+        if python_calls and gate:  # the same gate; a call in this style opens with "["
+            (bracket,) = tokenizer.encode("[", add_special_tokens=False)
+            procs = [FirstTokenGate(tokenizer, STRUCTURED_STARTS, gate_threshold, bracket)]
         if mode == "constrained" and more_calls:
             procs.append(MoreCallsGate(tokenizer))
         outs = generate_batch(
