@@ -299,6 +299,10 @@ PROMPT_LEVERS = {  # item 6: general levers for the constrained mode (no knowled
     # BFCL's own prompt style (functions in the system prompt, `[f(a=1), g(b=2)]`), decoded under a grammar of
     # those calls or short text, the first token gated onto "[" at the default threshold
     "python list (prompt style)": {"mode": "prompt", "python_calls": True},
+    # the same with the gate's argmax setting (threshold None): the pooled opening mass against the best other token
+    "python list, gate argmax": {"mode": "prompt", "python_calls": True, "gate_threshold": None},
+    # ... and at 0.5: a call when the model more likely than not opens structured output (chosen before measuring)
+    "python list, gate 0.5": {"mode": "prompt", "python_calls": True, "gate_threshold": 0.5},
 }
 LEVER_CATEGORIES = ["parallel", "parallel_multiple", "simple_python", "irrelevance"]
 # the levers' token budget: room for four calls in the parallel categories (a list of 3–4 compact JSON calls

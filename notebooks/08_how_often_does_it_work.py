@@ -427,6 +427,7 @@ else:
 
 # %%
 if "levers_full" in doc:
+    display(plots.levers(doc, "levers_full"))
     full = pd.DataFrame(doc["levers_full"]["data"]["rows"])
     display(
         Markdown(

@@ -385,3 +385,12 @@ def test_python_call_grammar_accepts_bfcl_answers_and_the_scorer_agrees():
     assert replay(g, ids('[spotify.pause(artist="Taylor Swift")]'))[0] is False  # not one of the tools
     assert replay(g, ids('```python\n[spotify.play(artist="A")]\n```'))[0] is False  # no fence
     assert replay(g, ids("None of the functions can do that.")) == (True, True)  # declining allowed
+
+
+def test_python_calls_lever_only_in_prompt_mode():
+    from toolkit.eval.run import run_cases
+    from toolkit.tokenizer import qwen_tokenizer
+
+    case = bfcl.load("simple_python")[0]
+    with pytest.raises(ValueError, match="prompt"):
+        list(run_cases(None, qwen_tokenizer("qwen2.5"), [case], "constrained", python_calls=True))

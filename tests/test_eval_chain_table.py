@@ -89,5 +89,8 @@ def test_plots_draw_intervals_and_levers():
         {"lever": "hint", "category": "parallel", "n": 8, "accuracy": 0.25, "low": 0.07, "high": 0.59},
     ]
     fig = plots.levers({"levers": {"data": {"rows": lv}}})
-    assert [t.name for t in fig.data if t.type == "bar"] == ["baseline", "hint"] and list(fig.data[1].y) == [25.0]
-    assert list(fig.data[-1].y) == [53.5] and plots.levers({}) is None
+    (bars,) = [t for t in fig.data if t.type == "bar"]
+    assert bars.name == "parallel (n=8)" and list(bars.y) == ["baseline", "hint"] and list(bars.x) == [0.0, 25.0]
+    assert bars.error_x.array[1] == pytest.approx(34.0)
+    assert fig.layout.shapes[0].x0 == 53.5 and plots.levers({}) is None  # the published row, as a line
+    assert plots.levers({"levers_full": {"data": {"rows": lv}}}, "levers_full").data[0].y == ("baseline", "hint")

@@ -9,6 +9,9 @@ What it does
 - The list lever lives with the grammar and the reader it changes: ``run_cases(..., list_calls=True)`` decodes
   under ``constrained_grammar(..., as_list=True)`` (one block holding a JSON list of calls — not Qwen's format)
   and reads the output with ``decode(..., lists=True)``, which splits the list into calls.
+- So does the prompt-style lever: ``run_cases(..., mode="prompt", python_calls=True)`` decodes BFCL's own prompt
+  style under ``toolkit.eval.bfcl.python_calls_grammar`` (the call list ``[f(a=1), g(b=2)]`` or a short text),
+  the first token gated onto ``[``; ``gate_threshold`` sets that gate as it does the constrained mode's.
 
 What it leaves out
 - Forcing a number of calls (that needs to know how many the request asks for) and tuned thresholds.

@@ -6,7 +6,8 @@ What it does
 - ``taxonomy(doc)``: failure kinds per mode (stacked counts).
 - ``pass_k(doc)``: the unbiased pass^k beside the naive p̄^k, per k.
 - ``chains(doc)``: measured k-step chain success (Wilson 95% bars) beside the product of measured step rates.
-- ``levers(doc)``: constrained-mode accuracy per parallel-call lever × category, beside the published row.
+- ``levers(doc, section)``: accuracy per parallel-call lever × category (horizontal bars), the published row of
+  each category as a line; ``section="levers_full"`` for the whole-category runs.
 - ``descriptions(doc)``: accuracy and tool-block tokens per description variant.
 - ``gate(doc)``: per category, the share of cases whose first-step call mass reaches each threshold (the
   first-token gate as a dial), with the default threshold marked.
@@ -171,42 +172,48 @@ def chains(doc: dict):
     return wrap_title(fig)
 
 
-def levers(doc: dict):
-    """Constrained-mode accuracy per lever × category with Wilson intervals; the published Prompt row as markers."""
-    if "levers" not in doc:
+CATEGORY_COLORS = ("#4C78A8", "#F58518", "#54A24B", "#B279A2", "#9D755D")
+
+
+def levers(doc: dict, section: str = "levers"):
+    """Accuracy per lever (rows) × category (one colour each) with Wilson intervals, horizontal so that many levers
+    stay readable; the published Prompt row of each category as a dotted line in its colour."""
+    if section not in doc:
         return None
     go = _go()
-    rows = doc["levers"]["data"]["rows"]
+    rows = doc[section]["data"]["rows"]
     cats = list(dict.fromkeys(r["category"] for r in rows))
+    names = list(dict.fromkeys(r["lever"] for r in rows))
+    pub = PUBLISHED["BFCL V3 Qwen2.5-0.5B-Instruct (Prompt)"]
     fig = go.Figure()
-    for lever in dict.fromkeys(r["lever"] for r in rows):
-        rs = {r["category"]: r for r in rows if r["lever"] == lever}
+    for i, cat in enumerate(cats):
+        rs = {r["lever"]: r for r in rows if r["category"] == cat}
+        color = CATEGORY_COLORS[i % len(CATEGORY_COLORS)]
+        n = sorted({rs[v]["n"] for v in names if v in rs})
         fig.add_bar(
-            name=lever,
-            x=cats,
-            y=[100 * rs[c]["accuracy"] if c in rs else None for c in cats],
-            error_y={
+            name=f"{cat} (n={'/'.join(map(str, n))})",
+            y=names,
+            x=[100 * rs[v]["accuracy"] if v in rs else None for v in names],
+            orientation="h",
+            marker_color=color,
+            error_x={
                 "type": "data",
                 "symmetric": False,
-                "array": [100 * (rs[c]["high"] - rs[c]["accuracy"]) if c in rs else 0 for c in cats],
-                "arrayminus": [100 * (rs[c]["accuracy"] - rs[c]["low"]) if c in rs else 0 for c in cats],
+                "array": [100 * (rs[v]["high"] - rs[v]["accuracy"]) if v in rs else 0 for v in names],
+                "arrayminus": [100 * (rs[v]["accuracy"] - rs[v]["low"]) if v in rs else 0 for v in names],
             },
-            text=[f"n={rs[c]['n']}" if c in rs else "" for c in cats],
-            textposition="outside",
         )
-    pub = PUBLISHED["BFCL V3 Qwen2.5-0.5B-Instruct (Prompt)"]
-    fig.add_scatter(
-        name="published Qwen2.5-0.5B-Instruct (Prompt)",
-        x=cats,
-        y=[pub.get(c) for c in cats],
-        mode="markers",
-        marker={"symbol": "diamond", "size": 11, "color": "black"},
-    )
+        if pub.get(cat) is not None:
+            fig.add_vline(x=pub[cat], line_dash="dot", line_color=color)
     fig.update_layout(
         barmode="group",
-        yaxis={"title": "accuracy %", "range": [0, 110]},
-        height=420,
-        title="Levers for parallel calls (constrained mode, seeded subset) — and what they cost elsewhere",
+        xaxis={"title": "accuracy % (dotted: published Qwen2.5-0.5B-Instruct Prompt row)", "range": [0, 105]},
+        yaxis={"autorange": "reversed", "automargin": True},
+        height=220 + 18 * len(names) * max(1, len(cats)),
+        legend={"orientation": "h", "y": -0.15},
+        title="Levers for parallel calls on seeded subsets — and what they cost elsewhere"
+        if section == "levers"
+        else "Levers on whole categories",
     )
     return wrap_title(fig)
 
