@@ -12,6 +12,7 @@ CPU is user + system time of the command and of every child it waited for. Under
 overlap, so each is shown as the span from its first test's start to its last test's end, relative to the start.
 Leaves out: time spent in make itself between the steps (it is in the total).
 """
+
 from __future__ import annotations
 
 import json
@@ -48,8 +49,9 @@ def start(log: str) -> int:
 def run(log: str, name: str, cmd: list[str]) -> int:
     t0, c0 = time.time(), _cpu_children()
     rc = subprocess.call(cmd)
-    _append(log, {"kind": "step", "phase": name, "start": t0, "stop": time.time(), "cpu": _cpu_children() - c0,
-                  "rc": rc})
+    _append(
+        log, {"kind": "step", "phase": name, "start": t0, "stop": time.time(), "cpu": _cpu_children() - c0, "rc": rc}
+    )
     return rc
 
 
@@ -62,8 +64,10 @@ def summary(log: str) -> int:
         return 0
     first = next((r for r in rows if r["kind"] == "start"), None)
     t0 = first["at"] if first else min((r["start"] for r in rows if "start" in r), default=time.time())
-    print(f"\n==== time per phase ({first['cpus'] if first else '?'} CPUs; 1-min load "
-          f"{first['load'] if first else float('nan'):.1f} at the start, {os.getloadavg()[0]:.1f} now)")
+    print(
+        f"\n==== time per phase ({first['cpus'] if first else '?'} CPUs; 1-min load "
+        f"{first['load'] if first else float('nan'):.1f} at the start, {os.getloadavg()[0]:.1f} now)"
+    )
     print(f"{'phase':<16} {'wall':>8} {'CPU':>8} {'tests':>6}   {'from':>6} → {'to':<6}")
     steps = [r for r in rows if r["kind"] == "step"]
     tests = [r for r in rows if r["kind"] == "pytest"]
@@ -78,12 +82,16 @@ def summary(log: str) -> int:
         indent = "  " if r["kind"] == "pytest" else ""
         status = "" if r.get("rc", 0) == 0 else f"   exit {r['rc']}"
         tests = str(r["tests"]) if "tests" in r else ""
-        print(f"{indent + r['phase']:<16} {_mmss(wall):>8} {_mmss(r['cpu']):>8} {tests:>6}   "
-              f"{_mmss(r['start'] - t0):>6} → {_mmss(r['stop'] - t0):<6}{status}")
+        print(
+            f"{indent + r['phase']:<16} {_mmss(wall):>8} {_mmss(r['cpu']):>8} {tests:>6}   "
+            f"{_mmss(r['start'] - t0):>6} → {_mmss(r['stop'] - t0):<6}{status}"
+        )
     end = max((r["stop"] for r in rows if "stop" in r), default=t0)
     print(f"{'total':<16} {_mmss(end - t0):>8}")
-    print("(test phases run side by side under pytest-xdist: their spans overlap; CPU counts the processes and "
-          "the children they waited for)")
+    print(
+        "(test phases run side by side under pytest-xdist: their spans overlap; CPU counts the processes and "
+        "the children they waited for)"
+    )
     return 0
 
 

@@ -288,7 +288,6 @@ PROMPT_LEVERS = {  # item 6: general levers for the constrained mode (no knowled
     "baseline": {},
     "hint": {"system_hint": HINTS["one-block-per-call"]},
     "more-calls": {"more_calls": True},
-    "hint + more-calls": {"system_hint": HINTS["one-block-per-call"], "more_calls": True},
     "list": {"list_calls": True},
     # the gate's threshold as a dial (toolkit.eval.bfcl.IntentGate, 0.85 by default): 0.7 read off the first-step
     # masses of all 1,240 cases (`python benchmarks/bfcl.py gate`) as the point where irrelevance still calls in

@@ -6,8 +6,9 @@ import jsonschema
 import pytest
 
 from toolkit.eval import bfcl
-from toolkit.eval.bfcl import decode, decode_python, decode_tagged, to_schema
+from toolkit.eval.bfcl import to_schema
 from toolkit.eval.levers import HINTS
+from toolkit.eval.read import decode, decode_python, decode_tagged
 
 
 def test_categories_load_with_their_answers():
@@ -268,7 +269,8 @@ def test_benchmark_default_categories_per_subcommand():
 
 
 def test_list_grammar_holds_every_call_in_one_block_and_the_host_splits_it():
-    from toolkit.eval.bfcl import constrained_grammar, decode, split_lists
+    from toolkit.eval.bfcl import constrained_grammar
+    from toolkit.eval.read import decode, split_lists
     from toolkit.eval.score import score
     from toolkit.grammar.mask import replay
     from toolkit.qwen import IM_END_ID
@@ -351,7 +353,8 @@ def _py(v):
 def test_python_call_grammar_accepts_bfcl_answers_and_the_scorer_agrees():
     """BFCL's prompt style under a grammar: each possible answer, written as `[f(a=1), g(b="x")]`, is accepted by
     the case's grammar and scored correct; a wrong type, an unknown function and a fence are refused."""
-    from toolkit.eval.bfcl import decode_python, python_calls_grammar
+    from toolkit.eval.prompt_grammar import python_calls_grammar
+    from toolkit.eval.read import decode_python
     from toolkit.eval.score import score
     from toolkit.grammar.mask import replay
     from toolkit.qwen import IM_END_ID

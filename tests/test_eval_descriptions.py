@@ -3,9 +3,9 @@
 import json
 
 from toolkit.eval import bfcl, plots, report
-from toolkit.eval.bfcl import Decoded
 from toolkit.eval.descriptions import VARIANTS, renamed_answer, selected, variants
 from toolkit.eval.lint import lint
+from toolkit.eval.read import Decoded
 from toolkit.eval.run import Result
 from toolkit.eval.score import score
 

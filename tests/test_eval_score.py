@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from toolkit.eval import bfcl
-from toolkit.eval.bfcl import Decoded
+from toolkit.eval.read import Decoded, decode
 from toolkit.eval.score import KINDS, score
 
 AST_CATS = ("simple_python", "multiple", "parallel", "parallel_multiple")
@@ -236,7 +236,7 @@ def test_agrees_with_bfcl_ast_checker_on_saved_model_outputs(cases, bfcl_checker
             c = by_id.get(row["id"])
             if c is None or c.category == "irrelevance":
                 continue
-            d = bfcl.decode(row["text"], row["mode"])
+            d = decode(row["text"], row["mode"])
             if d.error is not None or not d.calls:
                 continue  # BFCL fails these before its checker, as we do
             assert score(c, d).ok == bfcl_checker(c, d.calls), (path.name, row["id"], row["mode"], row["text"])

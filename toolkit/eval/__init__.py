@@ -4,14 +4,15 @@
 What it does
 - :mod:`toolkit.eval.bfcl`: load BFCL categories from the installed ``bfcl-eval`` package, convert its function
   docs (``dict``, ``float``, ``tuple``, ``any`` …) to JSON Schema tools, build each case's prompt in three modes
-  (``prompt``, ``native``, ``constrained``) and read calls back out of the text.
+  (``prompt``, ``native``, ``constrained``); :mod:`toolkit.eval.read`: read the calls back out of each mode's text.
 - :mod:`toolkit.eval.score`: an AST scorer that follows BFCL's rules, with a failure taxonomy.
 - :mod:`toolkit.eval.stats`: Wilson intervals, the unbiased pass^k estimator and the naive p̄^k.
 - :mod:`toolkit.eval.run`: batched generation over many cases on any kit backend, with an on-disk cache.
 - :mod:`toolkit.eval.chains`: dependent k-step tasks on the kit's tools, measured beside p^k;
   :mod:`toolkit.eval.pairs`: the pair-lookup variant (parallel calls shorten the chain);
   :mod:`toolkit.eval.chain_table`: the measured table 14-11, which way p^k errs, and the measuring run.
-- :mod:`toolkit.eval.levers`: general levers for parallel calls in the constrained mode (a hint, a gate).
+- :mod:`toolkit.eval.levers`: general levers for parallel calls in the constrained mode (a hint, a gate);
+  :mod:`toolkit.eval.prompt_grammar`: BFCL's prompt style under a grammar (another lever).
 - :mod:`toolkit.eval.descriptions` / :mod:`toolkit.eval.lint`: description variants and ``lint-tools``.
 
 What it leaves out

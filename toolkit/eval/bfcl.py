@@ -15,8 +15,7 @@ What it does
   under :func:`constrained_grammar` — either one or more ``<tool_call>`` blocks that fit the tools' schemas, or
   a plain-text answer (so a model can still decline, which irrelevance needs) that may not contain ``{``,
   ``````` or ``<tool_call>`` (so JSON cannot hide in prose).
-- ``decode(text, mode)`` returns a :class:`Decoded`: the calls as ``[{name: {arg: value}}]`` (BFCL's shape), or
-  why none could be read. Prompt-mode text is parsed with :mod:`ast` and literal values only — never evaluated.
+- Reading the calls back out of each mode's text is :mod:`toolkit.eval.read`'s job (``decode``).
 
 What it leaves out
 - BFCL's per-model prompt tweaks and its other output formats (JSON, XML); the live, multi-turn and non-Python
@@ -25,19 +24,17 @@ What it leaves out
 
 from __future__ import annotations
 
-import ast
 import copy
 import json
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
 
 from toolkit.grammar.compile import compile_grammar, compile_tools
 from toolkit.loop.gate import FirstTokenGate, starting_ids
-from toolkit.parse import parse_tool_calls
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
 MODES = ("prompt", "native", "constrained")
@@ -271,85 +268,6 @@ def constrained_grammar(
     return compile_grammar(tokenizer, vocab_width, "tag_or_text", calls.schema, "the call-or-text tag", structural)
 
 
-# ---------------------------------------------------------------- BFCL's prompt style, constrained
-_PY_BASE = r"""
-py_str ::= "\"" [^"\\\n]* "\""
-py_int ::= "-"? [0-9]+
-py_num ::= "-"? [0-9]+ ("." [0-9]+)? ([eE] [-+]? [0-9]+)?
-py_bool ::= "True" | "False"
-py_any ::= py_str | py_num | py_bool | "None" | py_list | py_dict
-py_list ::= "[" (py_any (", " py_any)*)? "]"
-py_dict ::= "{" (py_str ": " py_any (", " py_str ": " py_any)*)? "}"
-"""
-
-
-def _ebnf_lit(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _py_value(schema: dict, rules: list, name: str) -> str:
-    """The EBNF rule (added to ``rules``) for one Python literal that fits ``schema`` (BFCL's converted types)."""
-    if not isinstance(schema, dict):
-        return "py_any"
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        alts = [
-            _ebnf_lit(json.dumps(v)) if isinstance(v, str) else _ebnf_lit(repr(v))
-            for v in schema["enum"]
-            if isinstance(v, (str, int, float, bool))
-        ]
-        if alts:
-            rules.append(f"{name} ::= " + " | ".join(alts))
-            return name
-    t = schema.get("type")
-    if t == "string":
-        return "py_str"
-    if t == "integer":
-        return "py_int"
-    if t == "number":
-        return "py_num"
-    if t == "boolean":
-        return "py_bool"
-    if t == "array":
-        item = _py_value(schema.get("items") or {}, rules, name + "_i")
-        rules.append(f'{name} ::= "[" ({item} (", " {item})*)? "]"')
-        return name
-    if t == "object":
-        return "py_dict"
-    return "py_any"
-
-
-def python_calls_ebnf(tools: list[dict], max_calls: int = 4) -> str:
-    """EBNF for BFCL's prompt-style answer ``[f(a=1), g(b="x")]``: 1..``max_calls`` calls to the given tools,
-    keyword arguments named by each tool's parameters, each value a Python literal of the parameter's type
-    (strings double-quoted, no escapes; ``True``/``False``). Which parameters appear, and how often, is left to
-    the model: BFCL's scorer judges missing or repeated ones, as it does in the free prompt mode."""
-    rules, calls = [], []
-    for i, tool in enumerate(tools):
-        fn = tool.get("function", tool)
-        props = (fn.get("parameters") or {}).get("properties") or {}
-        args = [
-            _ebnf_lit(f"{p}=") + " " + _py_value(sch, rules, f"v{i}_{j}") for j, (p, sch) in enumerate(props.items())
-        ]
-        if args:
-            rules.append(f"a{i} ::= " + " | ".join(args))
-            rules.append(f'c{i} ::= {_ebnf_lit(fn["name"] + "(")} (a{i} (", " a{i})*)? ")"')
-        else:
-            rules.append(f"c{i} ::= {_ebnf_lit(fn['name'] + '()')}")
-        calls.append(f"c{i}")
-    head = [f'root ::= "[" call (", " call){{0,{max_calls - 1}}} "]"', "call ::= " + " | ".join(calls)]
-    return "\n".join(head + rules) + _PY_BASE
-
-
-def python_calls_grammar(tools: list[dict], tokenizer, vocab_width: int | None = None, max_calls: int = 4):
-    """BFCL's prompt style under a grammar: either :func:`python_calls_ebnf`'s call list, or a short text answer
-    free of :data:`STRUCTURED_STARTS` (as :func:`constrained_grammar`'s text branch). Raises
-    :class:`toolkit.constrain.SchemaError` when xgrammar rejects it (counted by the caller, never a crash)."""
-    text = {"type": "any_text", "excludes": list(STRUCTURED_STARTS), "max_tokens": DECLINE_MAX_TOKENS}
-    calls = {"type": "grammar", "grammar": python_calls_ebnf(tools, max_calls)}
-    structural = {"type": "structural_tag", "format": {"type": "or", "elements": [calls, text]}}
-    return compile_grammar(tokenizer, vocab_width, "python_calls_or_text", {}, "the Python call list", structural)
-
-
 def _structured_ids(tokenizer) -> tuple:
     return starting_ids(tokenizer, STRUCTURED_STARTS)
 
@@ -373,149 +291,3 @@ class IntentGate(FirstTokenGate):
 
     def __init__(self, tokenizer, threshold: float | None = GATE_THRESHOLD, tool_call_id: int = 151657):
         super().__init__(tokenizer, STRUCTURED_STARTS, threshold, tool_call_id)
-
-
-# ---------------------------------------------------------------- reading calls back
-@dataclass
-class Decoded:
-    calls: list = field(default_factory=list)  # [{name: {arg: value}}]
-    error: str | None = None  # why the text could not be read as calls (None: read fine, maybe zero calls)
-    untagged_json: bool = False  # native/constrained: a JSON call written without <tool_call> tags
-    attempted: bool = False  # native/constrained: a <tool_call> block was opened (even if it did not parse)
-
-    @property
-    def n(self) -> int:
-        return len(self.calls)
-
-
-class _Unsupported(ValueError):
-    pass
-
-
-_ARITH = {
-    ast.Add: lambda a, b: a + b,
-    ast.Sub: lambda a, b: a - b,
-    ast.Mult: lambda a, b: a * b,
-    ast.Div: lambda a, b: a / b,
-}
-
-
-def _value(node):
-    """A literal from a prompt-mode argument; bare names become their text (BFCL's rule); + - * / of two
-    number literals is folded (BFCL evaluates them; we never call eval)."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
-        a, b = _value(node.left), _value(node.right)
-        if (
-            isinstance(a, (int, float))
-            and isinstance(b, (int, float))
-            and not isinstance(a, bool)
-            and not isinstance(b, bool)
-            and abs(a) < 1e12
-            and abs(b) < 1e12
-        ):
-            try:
-                return _ARITH[type(node.op)](a, b)
-            except ZeroDivisionError:
-                raise _Unsupported("division by zero in an argument") from None
-        raise _Unsupported("arithmetic on non-numbers in an argument")
-    if isinstance(node, ast.List):
-        return [_value(v) for v in node.elts]
-    if isinstance(node, ast.Tuple):
-        return tuple(_value(v) for v in node.elts)
-    if isinstance(node, ast.Dict):
-        return {_value(k): _value(v) for k, v in zip(node.keys, node.values)}
-    if isinstance(node, ast.Call):
-        return _call(node)  # a call as an argument value: BFCL keeps it as a nested {name: args}
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        raise _Unsupported(f"unsupported argument syntax {type(node).__name__}") from None
-
-
-def _call(node: ast.Call) -> dict:
-    parts, f = [], node.func
-    while isinstance(f, ast.Attribute):
-        parts.append(f.attr)
-        f = f.value
-    if not isinstance(f, ast.Name):
-        raise _Unsupported("a call whose name is not a dotted identifier")
-    parts.append(f.id)
-    return {".".join(reversed(parts)): {kw.arg: _value(kw.value) for kw in node.keywords if kw.arg}}
-
-
-MAX_TEXT = 20_000
-
-
-def decode_python(text: str) -> Decoded:
-    """BFCL prompt-format text (``[f(a=1), g(b=2)]``, fences and one bare call allowed) → calls."""
-    s = text.strip().strip("`\n ")
-    s = s.removeprefix("python\n")
-    s = s.strip().strip("'")
-    if not s.startswith("["):
-        s = "[" + s
-    if not s.endswith("]"):
-        s += "]"
-    if len(s) > MAX_TEXT:
-        return Decoded(error="output too long")
-    try:
-        tree = ast.parse(s, mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
-        return Decoded(error=f"not a Python call list: {str(e)[:120]}")
-    body = tree.body
-    elts = [body] if isinstance(body, ast.Call) else getattr(body, "elts", None)
-    if elts is None:
-        return Decoded(error="not a list of calls")
-    calls = []
-    try:
-        for e in elts:
-            if not isinstance(e, ast.Call):
-                return Decoded(error="the list holds something other than calls")
-            calls.append(_call(e))
-    except (_Unsupported, RecursionError) as e:
-        return Decoded(error=str(e)[:160])
-    return Decoded(calls)
-
-
-_UNTAGGED = re.compile(r'\{\s*"name"\s*:\s*"[^"]+"\s*,\s*"(arguments|parameters)"\s*:', re.DOTALL)
-
-
-_BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
-
-
-def split_lists(text: str) -> str:
-    """Each ``<tool_call>`` block whose JSON is a list of objects becomes one block per object (the host side of
-    the ``as_list`` lever); every other block, and any text around them, is left as it was for the parser."""
-
-    def one(m):
-        body = m.group(1).strip()
-        if not body.startswith("["):
-            return m.group(0)
-        try:
-            items = json.loads(body)
-        except ValueError:
-            return m.group(0)  # the parser reports it as malformed
-        if not items or not all(isinstance(i, dict) for i in items):
-            return m.group(0)
-        return "\n".join(f"<tool_call>\n{json.dumps(i, ensure_ascii=False)}\n</tool_call>" for i in items)
-
-    return _BLOCK.sub(one, text) if len(text) <= MAX_TEXT else text
-
-
-def decode_tagged(text: str, lists: bool = False) -> Decoded:
-    """``<tool_call>`` blocks (the host's parser) → calls. A malformed block makes the whole output malformed.
-    ``lists``: a block holding a JSON list of calls counts as those calls (:func:`split_lists`)."""
-    if not isinstance(text, str):
-        return Decoded(error="output is not text")
-    if lists:
-        text = split_lists(text)
-    content, calls = parse_tool_calls(text)
-    bad = [c for c in calls if not c.ok]
-    if bad:
-        return Decoded(error=f"{bad[0].error['type']}: {bad[0].error['message'][:120]}", attempted=True)
-    return Decoded([{c.name: c.arguments} for c in calls], untagged_json=not calls and bool(_UNTAGGED.search(content)))
-
-
-def decode(text: str, mode: str, lists: bool = False) -> Decoded:
-    return decode_python(text) if mode == "prompt" else decode_tagged(text, lists)

@@ -10,7 +10,7 @@ What it does
   under ``constrained_grammar(..., as_list=True)`` (one block holding a JSON list of calls — not Qwen's format)
   and reads the output with ``decode(..., lists=True)``, which splits the list into calls.
 - So does the prompt-style lever: ``run_cases(..., mode="prompt", python_calls=True)`` decodes BFCL's own prompt
-  style under ``toolkit.eval.bfcl.python_calls_grammar`` (the call list ``[f(a=1), g(b=2)]`` or a short text),
+  style under ``toolkit.eval.prompt_grammar.python_calls_grammar`` (the call list ``[f(a=1), g(b=2)]`` or a short text),
   the first token gated onto ``[``; ``gate_threshold`` sets that gate as it does the constrained mode's.
 
 What it leaves out

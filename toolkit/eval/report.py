@@ -314,12 +314,12 @@ SECTIONS = (  # (key in the results file, heading, the tables drawn from its dat
     ("descriptions", "Tool-description variants (same selection tasks)", lambda d: [descriptions_table(d["rows"])]),
     (
         "levers",
-        "Parallel-call levers, constrained mode (seeded subset), against the published Prompt row",
+        "Parallel-call levers, constrained decoding (seeded subset), against the published Prompt row",
         lambda d: [levers_table(d["rows"])],
     ),
     (
         "levers_full",
-        "Parallel-call levers on whole categories, constrained mode, against the published Prompt row",
+        "Parallel-call levers on whole categories, constrained decoding, against the published Prompt row",
         lambda d: [levers_table(d["rows"])],
     ),
     (

@@ -32,17 +32,10 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from toolkit.eval.bfcl import (
-    GATE_THRESHOLD,
-    STRUCTURED_STARTS,
-    Case,
-    IntentGate,
-    constrained_grammar,
-    decode,
-    messages_for,
-    python_calls_grammar,
-)
+from toolkit.eval.bfcl import GATE_THRESHOLD, STRUCTURED_STARTS, Case, IntentGate, constrained_grammar, messages_for
 from toolkit.eval.levers import MoreCallsGate
+from toolkit.eval.prompt_grammar import python_calls_grammar
+from toolkit.eval.read import decode
 from toolkit.eval.score import score
 from toolkit.grammar.compile import SchemaError
 from toolkit.grammar.mask import GrammarMask
@@ -259,7 +252,7 @@ def run_cases(
     ``list_calls`` (constrained mode), all calls as one JSON list in one block, split by the host
     (:func:`toolkit.eval.bfcl.constrained_grammar` ``as_list``); ``gate_threshold``, the first-token gate's
     threshold (None: the pooled call mass against the rest, by argmax); ``python_calls`` (prompt mode), BFCL's
-    prompt-style answer under :func:`toolkit.eval.bfcl.python_calls_grammar`, its first token gated the same way
+    prompt-style answer under :func:`toolkit.eval.prompt_grammar.python_calls_grammar`, its first token gated the same way
     onto ``[``."""
     if python_calls and mode != "prompt":
         raise ValueError("python_calls constrains BFCL's prompt style: mode must be 'prompt'")

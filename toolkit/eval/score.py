@@ -23,7 +23,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from toolkit.eval.bfcl import Case, Decoded
+from toolkit.eval.bfcl import Case
+from toolkit.eval.read import Decoded
 
 KINDS = {
     "ok": "correct",
