@@ -19,7 +19,7 @@ What it leaves out
 
 from __future__ import annotations
 
-from toolkit.eval.bfcl import MODES
+from toolkit.eval.bfcl import CATEGORIES, MODES
 from toolkit.eval.report import PUBLISHED
 from toolkit.eval.score import KINDS
 from toolkit.plots import wrap_title
@@ -188,7 +188,8 @@ def levers(doc: dict, section: str = "levers"):
     fig = go.Figure()
     for i, cat in enumerate(cats):
         rs = {r["lever"]: r for r in rows if r["category"] == cat}
-        color = CATEGORY_COLORS[i % len(CATEGORY_COLORS)]
+        k = CATEGORIES.index(cat) if cat in CATEGORIES else i  # one colour per category in every figure
+        color = CATEGORY_COLORS[k % len(CATEGORY_COLORS)]
         n = sorted({rs[v]["n"] for v in names if v in rs})
         fig.add_bar(
             name=f"{cat} (n={'/'.join(map(str, n))})",
@@ -205,12 +206,15 @@ def levers(doc: dict, section: str = "levers"):
         )
         if pub.get(cat) is not None:
             fig.add_vline(x=pub[cat], line_dash="dot", line_color=color)
+    height = 260 + 18 * len(names) * max(1, len(cats))
+    bottom = 80 + 22 * ((len(cats) + 1) // 2)  # the axis title, then the legend's rows under it
     fig.update_layout(
         barmode="group",
         xaxis={"title": "accuracy % (dotted: published Qwen2.5-0.5B-Instruct Prompt row)", "range": [0, 105]},
         yaxis={"autorange": "reversed", "automargin": True},
-        height=220 + 18 * len(names) * max(1, len(cats)),
-        legend={"orientation": "h", "y": -0.15},
+        height=height,
+        margin={"b": bottom},
+        legend={"orientation": "h", "yanchor": "top", "y": -60 / max(60, height - 110 - bottom)},
         title="Levers for parallel calls on seeded subsets — and what they cost elsewhere"
         if section == "levers"
         else "Levers on whole categories",
@@ -230,7 +234,7 @@ def gate(doc: dict):
         n = len(d["masses"][cat])
         fig.add_scatter(name=f"{cat} (n={n})", x=ts, y=[100 * v for v in share], mode="lines+markers")
     t0 = d["default_threshold"]
-    fig.add_vline(x=t0, line_dash="dash", annotation_text=f"default {t0:g}", annotation_position="top left")
+    fig.add_vline(x=t0, line_dash="dash", annotation_text=f"default {t0:g}", annotation_position="bottom left")
     fig.update_layout(
         xaxis={"title": "gate threshold on the first-step call mass", "range": [0, 1]},
         yaxis={"title": "% of cases the gate sends into a call", "range": [0, 105]},
