@@ -1,4 +1,4 @@
-"""BFCL loading, BFCL-doc → JSON Schema conversion, the three modes' prompts, reading calls back (never eval)."""
+"""BFCL loading, BFCL-doc → JSON Schema conversion, the three modes' prompts and grammars, the gate, the benchmark CLI."""
 
 import json
 
@@ -8,7 +8,7 @@ import pytest
 from toolkit.eval import bfcl
 from toolkit.eval.bfcl import to_schema
 from toolkit.eval.levers import HINTS
-from toolkit.eval.read import decode, decode_python, decode_tagged
+from toolkit.eval.read import decode
 
 
 def test_categories_load_with_their_answers():
@@ -94,58 +94,6 @@ def test_prompt_mode_puts_bfcl_text_and_docs_in_the_system_prompt():
     assert msgs == c.messages and [t["function"]["name"] for t in tools] == [f["name"] for f in c.functions]
     with pytest.raises(ValueError):
         bfcl.messages_for(c, "telepathy")
-
-
-@pytest.mark.parametrize(
-    "text,calls",
-    [
-        ("[f(a=1, b='x')]", [{"f": {"a": 1, "b": "x"}}]),
-        ("```python\n[math.hypot(x=4, y=-5)]\n```", [{"math.hypot": {"x": 4, "y": -5}}]),
-        ("f(a=[1, 2], b={'k': (1, 2)})", [{"f": {"a": [1, 2], "b": {"k": (1, 2)}}}]),
-        ("[f(a=2*3), g(b=True, c=None)]", [{"f": {"a": 6}}, {"g": {"b": True, "c": None}}]),
-        ("[f(a=x)]", [{"f": {"a": "x"}}]),  # a bare name is its text (BFCL's rule)
-        ("[]", []),
-    ],
-)
-def test_decode_python(text, calls):
-    d = decode_python(text)
-    assert d.error is None and d.calls == calls
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "I cannot help with that.",
-        "[f(a=1)",
-        "[1, 2]",
-        "[f(a=__import__('os').system('touch /tmp/pwned_h6'))]",
-        "[f(a=(lambda: 1)())]",
-        "[f(a='x' * 10**9)]",
-        "[" * 5000,
-        "[f(a=1/0)]",
-        "[(f)(a=1)()]",
-    ],
-)
-def test_decode_python_refuses_without_running_anything(text, tmp_path):
-    d = decode_python(text)
-    assert d.error is not None or all(isinstance(c, dict) for c in d.calls)
-    import os
-
-    assert not os.path.exists("/tmp/pwned_h6")
-
-
-def test_decode_tagged_uses_the_host_parser():
-    ok = decode_tagged(
-        '<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>\n'
-        '<tool_call>\n{"name": "g", "arguments": {}}\n</tool_call>'
-    )
-    assert ok.error is None and ok.calls == [{"f": {"a": 1}}, {"g": {}}]
-    bad = decode_tagged('<tool_call>\n{"name": "f", "arguments": {"a": 1}\n</tool_call>')
-    assert bad.error and bad.error.startswith("malformed_json")
-    fenced = decode_tagged('```json\n{"name": "f", "arguments": {"a": 1}}\n```')
-    assert fenced.error is None and fenced.calls == [] and fenced.untagged_json
-    assert decode("[f(a=1)]", "prompt").calls == [{"f": {"a": 1}}]
-    assert decode("[f(a=1)]", "native").calls == []
 
 
 def test_intent_gate_forces_a_call_or_text_by_the_structured_mass():
@@ -268,42 +216,6 @@ def test_benchmark_default_categories_per_subcommand():
     assert e.value.code == 2
 
 
-def test_list_grammar_holds_every_call_in_one_block_and_the_host_splits_it():
-    from toolkit.eval.bfcl import constrained_grammar
-    from toolkit.eval.read import decode, split_lists
-    from toolkit.eval.score import score
-    from toolkit.grammar.mask import replay
-    from toolkit.qwen import IM_END_ID
-    from toolkit.tokenizer import qwen_tokenizer
-
-    tok = qwen_tokenizer("qwen2.5")
-    case = bfcl.load("parallel")[0]
-    a = {"name": "spotify.play", "arguments": {"artist": "Taylor Swift", "duration": 20}}
-    b = {"name": "spotify.play", "arguments": {"artist": "Maroon 5", "duration": 15}}
-
-    def ids(text):
-        return tok.encode(text, add_special_tokens=False) + [IM_END_ID]
-
-    g = constrained_grammar(case.tools, tok, as_list=True)
-    listed = f"<tool_call>\n{json.dumps([a, b])}\n</tool_call>"
-    assert replay(g, ids(listed)) == (True, True)
-    assert replay(g, ids(f"<tool_call>\n{json.dumps([a])}\n</tool_call>")) == (True, True)
-    assert replay(g, ids(f"<tool_call>\n{json.dumps(a)}\n</tool_call>"))[0] is False  # an object: not this format
-    assert replay(g, ids("<tool_call>\n[]\n</tool_call>"))[0] is False  # at least one call
-    assert replay(g, ids("No tool fits that.")) == (True, True)  # declining still allowed
-    five = f"<tool_call>\n{json.dumps([a] * 5)}\n</tool_call>"
-    assert replay(g, ids(five))[0] is False  # at most max_calls (4)
-
-    got = decode(listed, "constrained", lists=True)
-    assert got.calls == [{"spotify.play": a["arguments"]}, {"spotify.play": b["arguments"]}]
-    assert score(case, got).ok  # BFCL's parallel answer, in any order
-    assert decode(listed, "constrained").error  # without the lever the kit's parser reads a list as a bad call
-    assert split_lists("<tool_call>\n[{broken\n</tool_call>") == "<tool_call>\n[{broken\n</tool_call>"
-    assert decode("<tool_call>\n[{broken\n</tool_call>", "constrained", lists=True).error  # malformed, counted
-    assert decode("<tool_call>\n[1, 2]\n</tool_call>", "constrained", lists=True).error  # not calls
-    assert split_lists("plain text") == "plain text"
-
-
 def test_gate_curve_counts_the_cases_at_or_above_each_threshold():
     from toolkit.eval.report import gate_table
 
@@ -335,65 +247,3 @@ def test_gate_lever_is_a_threshold_of_the_same_gate():
     scores[0, fence], scores[0, word] = 1.0, 0.0  # ~0.73 on opening structured output
     assert int(IntentGate(tok, 0.7)(None, scores.clone())[0].argmax()) == TOOL_CALL_ID
     assert torch.isinf(IntentGate(tok, 0.85)(None, scores.clone())[0, TOOL_CALL_ID])
-
-
-def _py(v):
-    """A Python literal as the grammar writes it (double-quoted strings, True/False, ", " separators)."""
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, bool):
-        return "True" if v else "False"
-    if isinstance(v, list):
-        return "[" + ", ".join(_py(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{json.dumps(k)}: {_py(x)}" for k, x in v.items()) + "}"
-    return repr(v)
-
-
-def test_python_call_grammar_accepts_bfcl_answers_and_the_scorer_agrees():
-    """BFCL's prompt style under a grammar: each possible answer, written as `[f(a=1), g(b="x")]`, is accepted by
-    the case's grammar and scored correct; a wrong type, an unknown function and a fence are refused."""
-    from toolkit.eval.prompt_grammar import python_calls_grammar
-    from toolkit.eval.read import decode_python
-    from toolkit.eval.score import score
-    from toolkit.grammar.mask import replay
-    from toolkit.qwen import IM_END_ID
-    from toolkit.tokenizer import qwen_tokenizer
-
-    tok = qwen_tokenizer("qwen2.5")
-
-    def ids(text):
-        return tok.encode(text, add_special_tokens=False) + [IM_END_ID]
-
-    checked = 0
-    for case in bfcl.load("simple_python")[:15] + bfcl.load("parallel")[:15]:
-        calls = []
-        for ans in case.answers:
-            ((name, args),) = ans.items()
-            kw = {k: next((v for v in vals if v != ""), None) for k, vals in args.items()}
-            kw = {k: v for k, v in kw.items() if v is not None}
-            if any(isinstance(v, str) and ('"' in v or "\\" in v or "\n" in v) for v in kw.values()):
-                break  # the grammar's strings carry no escapes
-            calls.append(f"{name}(" + ", ".join(f"{k}={_py(v)}" for k, v in kw.items()) + ")")
-        else:
-            text = "[" + ", ".join(calls) + "]"
-            g = python_calls_grammar(case.tools, tok)
-            assert replay(g, ids(text)) == (True, True), (case.id, text)
-            assert score(case, decode_python(text)).ok, (case.id, text)
-            checked += 1
-    assert checked >= 25
-    case = bfcl.load("parallel")[0]
-    g = python_calls_grammar(case.tools, tok)
-    assert replay(g, ids('[spotify.play(artist="Taylor Swift", duration="20")]'))[0] is False  # a string for an int
-    assert replay(g, ids('[spotify.pause(artist="Taylor Swift")]'))[0] is False  # not one of the tools
-    assert replay(g, ids('```python\n[spotify.play(artist="A")]\n```'))[0] is False  # no fence
-    assert replay(g, ids("None of the functions can do that.")) == (True, True)  # declining allowed
-
-
-def test_python_calls_lever_only_in_prompt_mode():
-    from toolkit.eval.run import run_cases
-    from toolkit.tokenizer import qwen_tokenizer
-
-    case = bfcl.load("simple_python")[0]
-    with pytest.raises(ValueError, match="prompt"):
-        list(run_cases(None, qwen_tokenizer("qwen2.5"), [case], "constrained", python_calls=True))
