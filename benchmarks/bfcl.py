@@ -491,6 +491,21 @@ def cmd_report(a) -> int:
     return 0
 
 
+def _positive(text: str) -> int:
+    """A count on the command line: a whole number ≥ 1 (``--limit -5`` once sliced the cases from the end)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {n}")
+    return n
+
+
+def _non_negative(text: str) -> int:
+    return 0 if text.strip() == "0" else _positive(text)
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line. ``--categories`` defaults per subcommand (see :func:`parse`): argparse shares a parent's
     actions between subparsers, so a ``set_defaults`` on one subparser would change every other one's default."""
@@ -505,37 +520,43 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--no-save", action="store_true")
     acc = sub.add_parser("accuracy", parents=[common])
     acc.add_argument("--modes", nargs="+", default=list(bfcl.MODES), choices=bfcl.MODES)
-    acc.add_argument("--limit", type=int, default=None, help="seeded sample of N cases per category (default all)")
-    acc.add_argument("--batch", type=int, default=8)
+    acc.add_argument(
+        "--limit", type=_positive, default=None, help="seeded sample of N cases per category (default all)"
+    )
+    acc.add_argument("--batch", type=_positive, default=8)
     acc.add_argument(
         "--cached-only",
         action="store_true",
         help="generate nothing: collect what earlier (resumed) runs cached into one table",
     )
     pk = sub.add_parser("passk", parents=[common])
-    pk.add_argument("--tasks", type=int, default=100)
-    pk.add_argument("--samples", type=int, default=8)
+    pk.add_argument("--tasks", type=_positive, default=100)
+    pk.add_argument("--samples", type=_positive, default=8)
     pk.add_argument("--temperature", type=float, default=0.7)
     pk.add_argument("--mode", default="constrained", choices=bfcl.MODES)
     pk.add_argument("--cached-only", action="store_true", help="generate nothing: tasks whose samples are all cached")
     ch = sub.add_parser("chains", parents=[common])
     from toolkit.eval import chain_table, chains, pairs
 
-    ch.add_argument("--landmarks", type=int, default=len(chains.LANDMARKS), help="the first N landmarks (default all)")
-    ch.add_argument("--first", type=int, default=0, help="start at this landmark (split a run over processes)")
-    ch.add_argument("--ks", type=int, nargs="*", default=list(range(1, chains.MAX_K + 1)))
+    ch.add_argument(
+        "--landmarks", type=_positive, default=len(chains.LANDMARKS), help="the first N landmarks (default all)"
+    )
+    ch.add_argument(
+        "--first", type=_non_negative, default=0, help="start at this landmark (split a run over processes)"
+    )
+    ch.add_argument("--ks", type=_positive, nargs="*", default=list(range(1, chains.MAX_K + 1)))
     ch.add_argument("--pair-ks", type=int, nargs="+", default=list(pairs.PAIR_KS), choices=pairs.PAIR_KS)
     ch.add_argument("--levers", nargs="+", default=list(chain_table.LEVERS), choices=list(chain_table.LEVERS))
     ch.add_argument("--cached-only", action="store_true", help="generate nothing: table what earlier runs cached")
     de = sub.add_parser("descriptions", parents=[common])
-    de.add_argument("--limit", type=int, default=20)
+    de.add_argument("--limit", type=_positive, default=20)
     de.add_argument("--mode", default="constrained", choices=bfcl.MODES)
     de.add_argument("--variants", nargs="+", default=["original", "vague", "lookalike", "improved"])
     de.add_argument("--cached-only", action="store_true", help="generate nothing: report what is cached")
     lv = sub.add_parser("levers", parents=[common])
-    lv.add_argument("--limit", type=int, default=20, help="seeded sample of N cases per category")
+    lv.add_argument("--limit", type=_positive, default=20, help="seeded sample of N cases per category")
     lv.add_argument("--levers", nargs="+", default=list(PROMPT_LEVERS), choices=list(PROMPT_LEVERS))
-    lv.add_argument("--batch", type=int, default=8)
+    lv.add_argument("--batch", type=_positive, default=8)
     lv.add_argument("--cached-only", action="store_true", help="generate nothing: report what is cached")
     lv.add_argument(
         "--section",
@@ -544,7 +565,7 @@ def parser() -> argparse.ArgumentParser:
         help="results section to write: the subset comparison, or whole categories for the chosen levers",
     )
     ga = sub.add_parser("gate", parents=[common])
-    ga.add_argument("--limit", type=int, default=None, help="seeded sample of N cases per category (default all)")
+    ga.add_argument("--limit", type=_positive, default=None, help="seeded sample of N cases per category (default all)")
     sub.add_parser("report", parents=[common])
     return p
 

@@ -214,6 +214,16 @@ def test_benchmark_default_categories_per_subcommand():
     with pytest.raises(SystemExit) as e:  # before any model loads: a usage error, not a traceback
         bench.parse(["accuracy", "--categories", "nonsense"])
     assert e.value.code == 2
+    for bad in (
+        ["gate", "--limit", "-5"],
+        ["levers", "--limit", "0"],
+        ["passk", "--samples", "x"],
+        ["chains", "--first", "-1"],
+    ):
+        with pytest.raises(SystemExit) as e:  # a count below 1 once ran silently (a negative slice, an empty table)
+            bench.parse(bad)
+        assert e.value.code == 2, bad
+    assert bench.parse(["levers", "--limit", "3"]).limit == 3 and bench.parse(["chains", "--first", "0"]).first == 0
 
 
 def test_gate_curve_counts_the_cases_at_or_above_each_threshold():
