@@ -231,41 +231,28 @@ def constrained_grammar(
     )
     tag = calls.source["format"]
     nl = {"type": "const_string", "value": "\n"}
+    optional_nl = {"type": "repeat", "min": 0, "max": 1, "content": nl}
     if as_list:  # one block (a list inside), then an optional newline before the end
-        one = {"type": "sequence", "elements": [tag, {"type": "repeat", "min": 0, "max": 1, "content": nl}]}
-        text = {
-            "type": "any_text",
-            "excludes": list(STRUCTURED_STARTS) + ["<tool_call>"],
-            "max_tokens": DECLINE_MAX_TOKENS,
+        calls_format = {"type": "sequence", "elements": [tag, optional_nl]}
+    elif newline_after:  # (tag "\n"){1,max}: after each newline, another call or the end
+        calls_format = {
+            "type": "repeat",
+            "min": 1,
+            "max": max_calls,
+            "content": {"type": "sequence", "elements": [tag, nl]},
         }
-        structural = {"type": "structural_tag", "format": {"type": "or", "elements": [one, text]}}
-        return compile_grammar(
-            tokenizer, vocab_width, "tag_or_text", calls.schema, "the call-list-or-text tag", structural
-        )
-    if newline_after:  # (tag "\n"){1,max}: after each newline, another call or the end
-        one = {"type": "sequence", "elements": [tag, nl]}
-        many = {"type": "repeat", "min": 1, "max": max_calls, "content": one}
-        text = {
-            "type": "any_text",
-            "excludes": list(STRUCTURED_STARTS) + ["<tool_call>"],
-            "max_tokens": DECLINE_MAX_TOKENS,
+    else:
+        # tag ("\n" tag)* with an optional trailing "\n", so after a newline the model still chooses between
+        # another call and <|im_end|> (without it, a newline after </tool_call> would force one more call)
+        more = {"type": "sequence", "elements": [nl, tag]}
+        calls_format = {
+            "type": "sequence",
+            "elements": [tag, {"type": "repeat", "min": 0, "max": max_calls - 1, "content": more}, optional_nl],
         }
-        structural = {"type": "structural_tag", "format": {"type": "or", "elements": [many, text]}}
-        return compile_grammar(tokenizer, vocab_width, "tag_or_text", calls.schema, "the call-or-text tag", structural)
-    # calls: tag ("\n" tag)* with an optional trailing "\n", so after a newline the model still chooses
-    # between another call and <|im_end|> (without it, a newline after </tool_call> would force one more call)
-    more = {"type": "sequence", "elements": [nl, tag]}
-    many = {
-        "type": "sequence",
-        "elements": [
-            tag,
-            {"type": "repeat", "min": 0, "max": max_calls - 1, "content": more},
-            {"type": "repeat", "min": 0, "max": 1, "content": nl},
-        ],
-    }
     text = {"type": "any_text", "excludes": list(STRUCTURED_STARTS) + ["<tool_call>"], "max_tokens": DECLINE_MAX_TOKENS}
-    structural = {"type": "structural_tag", "format": {"type": "or", "elements": [many, text]}}
-    return compile_grammar(tokenizer, vocab_width, "tag_or_text", calls.schema, "the call-or-text tag", structural)
+    structural = {"type": "structural_tag", "format": {"type": "or", "elements": [calls_format, text]}}
+    what = "the call-list-or-text tag" if as_list else "the call-or-text tag"
+    return compile_grammar(tokenizer, vocab_width, "tag_or_text", calls.schema, what, structural)
 
 
 def _structured_ids(tokenizer) -> tuple:
