@@ -108,6 +108,111 @@ def check_intro(t):
     )
 
 
+# ---- added 2026-12-01 before the fine-tune of issue 25 (never trained on; the training generator is tested
+# ---- against these strings)
+def _ran_with(t, name: str, pred) -> bool:
+    return any(pred(r.arguments, r.result) for r in _ok(t, name))
+
+
+def _states(t, lo: float, hi: float) -> bool:
+    return any(lo <= n <= hi for n in _numbers(_answer(t)))
+
+
+def _no_calls(t) -> bool:
+    return len(_results(t)) == 0
+
+
+def check_tip(t):  # 18% of 64.50 = 11.61
+    said = _states(t, 11.6, 11.62)
+    return said, f"answer states 11.61: {said}"
+
+
+def check_pounds(t):  # 5 kg = 11.0231 lb
+    ran = _ran_with(t, "convert_units", lambda a, r: 11.0 <= r.get("result", 0) <= 11.03)
+    said = _states(t, 11.0, 11.03)
+    return ran and said, f"convert_units gave 11.02 lb: {ran}; answer says it: {said}"
+
+
+def check_fahrenheit(t):  # 37 C = 98.6 F
+    said = _states(t, 98.59, 98.61)
+    return said, f"answer states 98.6: {said}"
+
+
+def check_tokyo_f(t):  # Tokyo 21 C = 69.8 F
+    looked = any(r.result.get("city") == "Tokyo" for r in _ok(t, "get_weather"))
+    said = _states(t, 69.7, 69.9)
+    return looked and said, f"get_weather(Tokyo) ran: {looked}; answer says 69.8: {said}"
+
+
+def check_sydney(t):  # Sydney 24 C, sunny
+    looked = any(r.result.get("city") == "Sydney" for r in _ok(t, "get_weather"))
+    said = _states(t, 24, 24) or "sunny" in _answer(t).lower()
+    return looked and said, f"get_weather(Sydney) ran: {looked}; answer says 24 or sunny: {said}"
+
+
+def check_guangzhou_rain(t):  # 广州: thunderstorms
+    looked = any(r.result.get("city") == "广州" for r in _ok(t, "get_weather"))
+    a = _answer(t)
+    said = bool(re.search(r"雷|雨|thunder|storm|rain|伞|umbrella", a, re.I))
+    return looked and said, f"get_weather(广州) ran: {looked}; answer mentions the storms/rain: {said}"
+
+
+def check_colder(t):  # Berlin 12 C, New York 16 C: Berlin is colder
+    cities = {r.result.get("city") for r in _ok(t, "get_weather")}
+    both = {"Berlin", "New York"} <= cities
+    says = bool(re.search(r"Berlin[^.]*\bcolder\b|\bcolder[^.]*\bBerlin\b|Berlin[^.]*lower", _answer(t)))
+    return both and says, f"both cities looked up: {both}; answer says Berlin is colder: {says}"
+
+
+def check_avg(t):  # 成都 22, 杭州 27: mean 24.5
+    cities = {r.result.get("city") for r in _ok(t, "get_weather")}
+    both = {"成都", "杭州"} <= cities
+    said = _states(t, 24.5, 24.5)
+    return both and said, f"both cities looked up: {both}; answer says 24.5: {said}"
+
+
+def check_sqrt(t):  # sqrt(1764) = 42
+    said = _states(t, 42, 42)
+    return said, f"answer states 42: {said}"
+
+
+def check_feet(t):  # 3 m = 9.84252 ft
+    ran = _ran_with(t, "convert_units", lambda a, r: 9.84 <= r.get("result", 0) <= 9.85)
+    said = _states(t, 9.84, 9.85)
+    return ran and said, f"convert_units gave 9.84 ft: {ran}; answer says it: {said}"
+
+
+def check_liters(t):  # 2 gal = 7.5708 l
+    said = _states(t, 7.57, 7.58)
+    return said, f"answer states 7.57: {said}"
+
+
+def check_thanks(t):
+    calls = len(_results(t))
+    a = _answer(t)
+    prose = bool(a.strip()) and "{" not in a and "<tool_call>" not in a
+    return calls == 0 and prose, f"tool calls: {calls}; prose answer without JSON: {prose}"
+
+
+def check_poem(t):
+    calls = len(_results(t))
+    a = _answer(t)
+    prose = bool(re.search(r"[\u4e00-\u9fff]", a)) and "{" not in a and "<tool_call>" not in a
+    return calls == 0 and prose, f"tool calls: {calls}; Chinese prose without JSON: {prose}"
+
+
+def check_capital(t):
+    calls = len(_results(t))
+    said = "canberra" in _answer(t).lower()
+    return calls == 0 and said, f"tool calls: {calls}; answer says Canberra: {said}"
+
+
+def check_temp_times(t):  # Singapore 32 C, times 3 = 96
+    looked = any(r.result.get("city") == "Singapore" for r in _ok(t, "get_weather"))
+    said = _states(t, 96, 96)
+    return looked and said, f"get_weather(Singapore) ran: {looked}; answer says 96: {said}"
+
+
 QUESTIONS = [
     dict(id="percent_zh", kind="math", q="250的15%是多少？", check=check_percent),
     dict(id="product_en", kind="math", q="What is 1234 * 5678?", check=check_product),
@@ -117,6 +222,32 @@ QUESTIONS = [
     dict(id="difference_zh", kind="two calls", q="北京今天比伦敦热几度？", check=check_difference),
     dict(id="hello_en", kind="no tool", q="Say hello in French.", check=check_hello),
     dict(id="intro_zh", kind="no tool", q="用一句话介绍一下你自己。", check=check_intro),
+    # added before the fine-tune of issue 25 (never trained on)
+    dict(id="tip_en", kind="math", q="Our bill is $64.50. How much is an 18% tip?", check=check_tip),
+    dict(id="sqrt_en", kind="math", q="What's the square root of 1764?", check=check_sqrt),
+    dict(id="pounds_zh", kind="units", q="5公斤等于多少磅？", check=check_pounds),
+    dict(id="fahrenheit_en", kind="units", q="Convert 37 degrees Celsius to Fahrenheit.", check=check_fahrenheit),
+    dict(id="feet_en", kind="units", q="I am 3 metres away. How far is that in feet?", check=check_feet),
+    dict(id="liters_zh", kind="units", q="2加仑是多少升？", check=check_liters),
+    dict(
+        id="tokyo_f_en",
+        kind="weather",
+        q="What's the temperature in Tokyo right now, in Fahrenheit?",
+        check=check_tokyo_f,
+    ),
+    dict(id="sydney_en", kind="weather", q="Is it nice out in Sydney today?", check=check_sydney),
+    dict(id="guangzhou_zh", kind="weather", q="我今天去广州，需要带伞吗？", check=check_guangzhou_rain),
+    dict(id="colder_en", kind="two calls", q="Which city is colder right now, Berlin or New York?", check=check_colder),
+    dict(id="avg_zh", kind="two calls", q="成都和杭州今天的平均气温是多少度？", check=check_avg),
+    dict(
+        id="temp_times_en",
+        kind="tool then math",
+        q="Take Singapore's current temperature in Celsius and multiply it by 3.",
+        check=check_temp_times,
+    ),
+    dict(id="thanks_en", kind="no tool", q="Thanks a lot, that's all I needed!", check=check_thanks),
+    dict(id="poem_zh", kind="no tool", q="写一句关于秋天的诗。", check=check_poem),
+    dict(id="capital_en", kind="no tool", q="What is the capital city of Australia?", check=check_capital),
 ]
 
 # The loop's defaults before issue 13 (toolkit.host.run_example at commit 2b68bc0 with a real model).
