@@ -17,9 +17,11 @@ What it leaves out
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from dataclasses import dataclass, field
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,23 @@ STAND_IN = "stand-in"
 
 
 REAL_OFFLINE = "qwen2.5-coder-0.5b"
+
+
+ADAPTER_SUFFIX = "+lora"  # load("qwen2.5-coder-0.5b+lora"): the real model with the kit's tool-call adapter
+
+
+ADAPTER_NAME = "qwen2.5-coder-0.5b-toolcall"  # the adapter ``python -m toolkit train --model real`` made
+
+
+def adapter_folder(name: str = ADAPTER_NAME) -> Path:
+    """Where the kit's shipped LoRA adapter lives (package data: ``toolkit/data/adapters/<name>``)."""
+    return Path(str(files("toolkit") / "data" / "adapters" / name))
+
+
+def adapter_manifest(folder: Path | None = None) -> dict | None:
+    """The adapter's ``manifest.json`` (base model sha256, data seed and hash, settings, commit, loss), or None."""
+    f = (folder or adapter_folder()) / "manifest.json"
+    return json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
 
 
 def _say(msg: str) -> None:
@@ -54,12 +73,17 @@ class Loaded:
     dtype: str
     semantic: bool = True
     notes: list[str] = field(default_factory=list)
+    adapter: dict | None = None  # the LoRA adapter's manifest when one was applied (every output names it)
 
     @property
     def description(self) -> str:
         params = sum(p.numel() for p in self.model.parameters()) if self.model is not None else 0
         label = "RANDOM-WEIGHT STAND-IN (shows mechanics, not meaning)" if not self.semantic else "real weights"
-        return f"{self.name} [{self.kind}, {label}, {params / 1e6:.1f}M params, {self.device}, {self.dtype}]"
+        extra = ""
+        if self.adapter:
+            a = self.adapter
+            extra = f" + LoRA adapter {a.get('adapter', ADAPTER_NAME)} (r={a['settings']['rank']}, {a['steps']} steps, data {a['data']['sha256'][:8]})"
+        return f"{self.name}{extra} [{self.kind}, {label}, {params / 1e6:.1f}M params, {self.device}, {self.dtype}]"
 
     def __repr__(self) -> str:
         return f"Loaded({self.description})"
@@ -148,6 +172,11 @@ def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet
             notes.append(f"hub unreachable: fell back to {name}")
             say(f"hub unreachable (or HF_HUB_OFFLINE=1): falling back to {name}")
 
+    if name.endswith(ADAPTER_SUFFIX):
+        out = load(name[: -len(ADAPTER_SUFFIX)], device, dtype, quiet=True)
+        apply_adapter(out)
+        say(f"loaded {out.description}")
+        return out
     if name.startswith(STAND_IN):
         flavor = "qwen2.5" if "2.5" in name else "qwen3"
         model = stand_in(flavor, dtype=torch.float32, device=dev)
@@ -186,6 +215,25 @@ def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet
         out = _from_folder(name, dev, dt, "hub", name, notes)
     say(f"loaded {out.description}")
     return out
+
+
+def apply_adapter(loaded: Loaded, folder: Path | None = None) -> Loaded:
+    """Apply a LoRA adapter (default: the kit's shipped one) to ``loaded`` in place and merge it into the weights
+    (decoding then costs what the base model costs). Refuses an adapter made for other base weights."""
+    folder = folder or adapter_folder()
+    man = adapter_manifest(folder)
+    if man is None:
+        raise FileNotFoundError(f"no LoRA adapter at {folder} (make one with `python -m toolkit train --model real`)")
+    if loaded.kind != "real-offline":
+        raise ValueError(f"the adapter was trained on {man['base']['name']}; {loaded.name} is a different model")
+    from peft import PeftModel  # lazy: heavy, only when an adapter is applied
+
+    peft_model = PeftModel.from_pretrained(loaded.model, str(folder))
+    loaded.model = peft_model.merge_and_unload().eval()
+    loaded.adapter = dict(man, adapter=folder.name)
+    loaded.name = f"{loaded.name}"
+    loaded.notes.append(f"LoRA adapter {folder.name} merged into the weights")
+    return loaded
 
 
 def _from_folder(src, dev, dt, kind, label, notes) -> Loaded:

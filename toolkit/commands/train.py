@@ -1,22 +1,68 @@
-"""``python -m toolkit train``: both fine-tunes (with / without the loss mask), one table."""
+"""``python -m toolkit train``: the masked vs unmasked fine-tune of the stand-in (default), or ``--model real``: the
+LoRA fine-tune of the real offline model into a native tool caller (``toolkit.sft.lora``)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
-from toolkit.sft.experiment import experiment
+from toolkit.paths import cache_dir
+
+
+def _real(args) -> int:
+    from toolkit import fetch
+    from toolkit.models import REAL_OFFLINE, adapter_folder, load
+    from toolkit.paths import results_dirs
+    from toolkit.sft.lora import LoraSettings, train
+
+    if not fetch.is_installed():
+        print("the real offline model is not installed: run `make real-model` first", file=sys.stderr)
+        return 2
+    s = LoraSettings(groups=args.groups, per_group=args.per_group, data_seed=args.data_seed, seed=args.seed, lr=args.lr)
+    out = Path(args.out) if args.out else adapter_folder()
+    results = Path(args.results) if args.results else results_dirs()[0] / "sft_lora_qwen2.5-coder-0.5b.json"
+    loaded = load(REAL_OFFLINE)
+    print(f"model: {loaded.description}\nsettings: {s}\nadapter -> {out}\nresults -> {results}", flush=True)
+    res = train(loaded, s, out, cache_dir() / "sft", results, limit_steps=args.limit_steps)
+    n = len(res.losses)
+    print(
+        f"steps {n}: loss {sum(res.losses[:10]) / min(10, n):.3f} (first 10) -> {sum(res.losses[-10:]) / min(10, n):.3f}"
+        f" (last 10); {sum(res.tokens) / sum(res.step_seconds):.0f} tokens/s; {sum(res.step_seconds):.0f} s"
+    )
+    return 0
 
 
 def cli(argv: list[str]) -> int:
-    """``python -m toolkit train [--template qwen3] [--steps 220] [--lr 8e-3] [--seed 0]``: both runs, one table."""
+    """``python -m toolkit train [--template qwen3] [--steps 220] [--lr 8e-3] [--seed 0]``: both runs, one table;
+    ``python -m toolkit train --model real [--groups 130]``: the LoRA fine-tune of the real offline model."""
     ap = argparse.ArgumentParser(prog="python -m toolkit train", description=cli.__doc__)
+    ap.add_argument("--model", default="stand-in", choices=["stand-in", "real"])
     ap.add_argument("--template", default="qwen3", choices=["qwen3", "qwen2.5"])
     ap.add_argument("--steps", type=int, default=220)
-    ap.add_argument("--lr", type=float, default=8e-3)
+    ap.add_argument("--lr", type=float, default=None)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--groups", type=int, default=130, help="real: optimizer steps (one group of conversations each)")
+    ap.add_argument("--per-group", type=int, default=8, help="real: conversations per group (they share the prefix)")
+    ap.add_argument("--data-seed", type=int, default=0)
+    ap.add_argument("--limit-steps", type=int, default=None, help="real: stop after this many steps (smoke runs)")
+    ap.add_argument("--out", default=None, help="real: adapter folder (default: the kit's shipped adapter folder)")
+    ap.add_argument("--results", default=None, help="real: results JSON (default benchmarks/results/sft_lora_…)")
     args = ap.parse_args(argv)
+    for name in ("steps", "groups", "per_group"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name.replace('_', '-')} must be a whole number >= 1")
+    if args.limit_steps is not None and args.limit_steps < 1:
+        ap.error("--limit-steps must be a whole number >= 1")
+    if args.lr is not None and not (args.lr > 0 and args.lr < 1):
+        ap.error("--lr must be a number in (0, 1)")
+    if args.model == "real":
+        args.lr = args.lr or 4e-4
+        return _real(args)
+    from toolkit.sft.experiment import experiment
+
     print("model: random-weight Qwen-shaped stand-in (learns the format, never meaning), CPU")
-    res = experiment(args.template, steps=args.steps, lr=args.lr, seed=args.seed)
+    res = experiment(args.template, steps=args.steps, lr=args.lr or 8e-3, seed=args.seed)
     rows = res.table()
     w = max(len(r[""]) for r in rows)
     print(f"{'':<{w}}  {'masked':>10}  {'unmasked':>10}")

@@ -1,0 +1,457 @@
+"""Training data the kit makes itself: seeded tool-calling conversations for the LoRA fine-tune (§14.5.2, §14.5.7).
+
+What it does
+- ``dataset(n, seed)`` draws ``n`` :class:`Example` conversations of eight kinds (:data:`KINDS`): one call with one
+  tool shown (``single``), one call chosen among several tools (``multiple``), the same function called 2–3 times in
+  one turn (``parallel``), several functions in one turn (``parallel_multiple``), a request no shown tool can serve
+  (``irrelevance``: the right answer is text), a question that needs no tool at all (``chitchat``), a call to one of
+  the kit's own tools followed by the answer written from its result (``follow_up``), and two steps where the second
+  call or the answer uses the first result (``chain``). About a third of the requests are in Chinese.
+- Requests come from templates (``toolkit.sft.bank`` for made-up APIs in ~20 domains, the phrasings below for the
+  kit's tools), never from a model: every argument is then exactly what the request says, the set is reproducible
+  from its seed in well under a second, and no CPU time goes into a teacher. Results of the kit's own tools come
+  from running them (``toolkit.tools.TOOLS``); the made-up APIs are never executed, so their conversations end at
+  the call. Some examples hide the function names behind random ones (``op_kxqze``), so that the model learns to
+  read descriptions rather than names.
+- ``labelled(examples, tokenizer)`` renders each conversation through the tokenizer's own chat template (the real
+  Qwen2.5 template of the installed model) and labels it with the kit's loss mask (``toolkit.sft.labels``).
+- ``data_hash(examples)``: sha256 of the canonical JSON of the set (goes into the adapter's manifest).
+
+What it leaves out
+- Any BFCL text (``tests/test_sft_data.py`` checks questions and function names of every BFCL category) and the
+  questions of ``benchmarks/loop_questions.py`` (checked the same way); errors returned by tools; multi-turn
+  conversations longer than two calls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import string
+from dataclasses import asdict, dataclass, field
+
+from toolkit.sft.bank import BANK, Fn
+from toolkit.sft.labels import Labelled, label
+from toolkit.tools import TOOLS, WEATHER_TABLE
+
+KINDS = ("single", "multiple", "parallel", "parallel_multiple", "irrelevance", "chitchat", "follow_up", "chain")
+WEIGHTS = (24, 26, 12, 11, 9, 4, 18, 9)  # per kind, among the kinds a group's tool list allows
+ZH_SHARE = 0.35
+MASK_NAMES_SHARE = 0.15
+
+SYSTEMS = (
+    None,  # the template's default system line
+    None,
+    "You are a helpful assistant.",
+    "You are a careful assistant. Call a function only when it is needed.",
+    "你是一个乐于助人的助手。",
+)
+
+
+@dataclass
+class Example:
+    kind: str
+    lang: str
+    messages: list[dict]
+    tools: list[dict]
+    calls: list[dict] = field(default_factory=list)  # {"name", "arguments"} of every call the assistant makes
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+# ---------------------------------------------------------------- requests for the bank's functions
+_SET = re.compile(r"\{(\w+)=([^}]*)\}")
+_USE = re.compile(r"\{(\w+)\}")
+
+
+def request(fn: Fn, rng: random.Random, lang: str) -> tuple[str, dict]:
+    """One request for ``fn`` in ``lang`` and the arguments it asks for."""
+    template = rng.choice(fn.zh if lang == "zh" else fn.en)
+    args: dict = {}
+    for name, lit in _SET.findall(template):
+        args[name] = json.loads(lit)
+    template = _SET.sub("", template)
+    said: dict[str, str] = {}
+    for name in _USE.findall(template):
+        d = fn.slots[name].draw(rng)
+        args[name], said[name] = d.value, d.say(lang)
+    order = list(fn.slots)
+    return template.format(**said), {k: args[k] for k in order if k in args}
+
+
+def _join(parts: list[str], lang: str, rng: random.Random) -> str:
+    if lang == "zh":
+        glue = rng.choice(("另外，", "还有，", "同时，", "然后"))
+        return glue.join(parts) if rng.random() < 0.6 else "请帮我做几件事：" + "".join(parts)
+    lead = rng.choice(("", "", "A few things: ", "Please help with these: "))
+    out = [parts[0]]
+    for p in parts[1:]:
+        glue = rng.choice((" Also, ", " And ", " Then ", " Plus, "))
+        out.append(glue + (p[0].lower() + p[1:] if p[:2] not in ("I ", "I'") else p))
+    return lead + "".join(out)
+
+
+# ---------------------------------------------------------------- the kit's own tools: requests and answers
+_CITY_ZH = {
+    "Paris": "巴黎",
+    "London": "伦敦",
+    "Tokyo": "东京",
+    "New York": "纽约",
+    "Berlin": "柏林",
+    "Sydney": "悉尼",
+    "Singapore": "新加坡",
+    "San Francisco": "旧金山",
+}
+_CITY_EN = {
+    "北京": "Beijing",
+    "上海": "Shanghai",
+    "广州": "Guangzhou",
+    "深圳": "Shenzhen",
+    "杭州": "Hangzhou",
+    "成都": "Chengdu",
+}
+_UNITS = [
+    ("km", "mi", "kilometres", "miles", "公里", "英里"),
+    ("mi", "km", "miles", "kilometres", "英里", "公里"),
+    ("lb", "kg", "pounds", "kilograms", "磅", "公斤"),
+    ("g", "oz", "grams", "ounces", "克", "盎司"),
+    ("ft", "m", "feet", "metres", "英尺", "米"),
+    ("in", "cm", "inches", "centimetres", "英寸", "厘米"),
+    ("l", "gal", "litres", "gallons", "升", "加仑"),
+    ("f", "c", "degrees Fahrenheit", "degrees Celsius", "华氏度", "摄氏度"),
+    ("c", "k", "degrees Celsius", "kelvin", "摄氏度", "开尔文"),
+    ("yd", "m", "yards", "metres", "码", "米"),
+    ("ml", "l", "millilitres", "litres", "毫升", "升"),
+    ("oz", "g", "ounces", "grams", "盎司", "克"),
+]
+
+
+def _city(rng, lang) -> tuple[str, str]:
+    """(the value the tool takes, how the request says it)."""
+    c = rng.choice(sorted(WEATHER_TABLE))
+    if lang == "zh":
+        return c, _CITY_ZH.get(c, c)
+    return c, _CITY_EN.get(c, c)
+
+
+def _expression(rng) -> tuple[str, str, str]:
+    """(calculator expression, English phrase, Chinese phrase)."""
+    a, b, c = rng.randint(3, 999), rng.randint(2, 99), rng.randint(2, 12)
+    p = rng.choice((5, 12, 15, 20, 35, 8, 45, 60))
+    return rng.choice(
+        (
+            (f"{a} * {b}", f"{a} times {b}", f"{a}乘以{b}"),
+            (f"{a} + {b} * {c}", f"{a} plus {b} times {c}", f"{a}加{b}乘{c}"),
+            (f"({a} - {b}) / {c}", f"{a} minus {b}, divided by {c}", f"{a}减{b}再除以{c}"),
+            (f"{p}% of {a * 4}", f"{p}% of {a * 4}", f"{a * 4}的{p}%"),
+            (f"{c} ** {rng.randint(2, 5)}", None, None),
+            (f"{a}.{b} * {c}", f"{a}.{b} multiplied by {c}", f"{a}.{b}乘{c}"),
+        )
+    )
+
+
+_CALC_Q = {
+    "en": ("What is {p}?", "Can you work out {p}?", "Compute {p}.", "Quick one: {p}?"),
+    "zh": ("{p}等于多少？", "帮我算一下{p}。", "{p}是多少？"),
+}
+_WEATHER_Q = {
+    "en": (
+        "How's the weather in {c}?",
+        "Weather check for {c}, please.",
+        "What's it like outside in {c} right now?",
+        "Current conditions in {c}?",
+    ),
+    "zh": ("{c}现在天气如何？", "查一下{c}的天气。", "{c}今天天气好吗？"),
+}
+_CONVERT_Q = {
+    "en": ("Convert {v} {a} to {b}.", "How many {b} is {v} {a}?", "{v} {a} in {b}?"),
+    "zh": ("{v}{a}换算成{b}是多少？", "{v}{a}等于多少{b}？"),
+}
+
+
+def _kit_call(kind: str, rng, lang) -> tuple[str, str, dict]:
+    """(request text, tool name, arguments) for one of the kit's tools."""
+    if kind == "calculator":
+        while True:
+            e, en, zh = _expression(rng)
+            if en:
+                break
+        return rng.choice(_CALC_Q[lang]).format(p=zh if lang == "zh" else en), "calculator", {"expression": e}
+    if kind == "get_weather":
+        c, said = _city(rng, lang)
+        unit = "fahrenheit" if rng.random() < 0.25 else "celsius"
+        q = rng.choice(_WEATHER_Q[lang]).format(c=said)
+        if unit == "fahrenheit":
+            q += "（用华氏度）" if lang == "zh" else " Give it in Fahrenheit."
+        return q, "get_weather", {"city": c, "unit": unit}
+    a, b, ea, eb, za, zb = rng.choice(_UNITS)
+    v = rng.choice((rng.randint(1, 500), round(rng.uniform(0.5, 120), 1)))
+    q = rng.choice(_CONVERT_Q[lang]).format(v=v, a=za if lang == "zh" else ea, b=zb if lang == "zh" else eb)
+    return q, "convert_units", {"value": v, "from_unit": a, "to_unit": b}
+
+
+def _num(x) -> str:
+    return f"{x:,.4f}".rstrip("0").rstrip(".") if isinstance(x, float) else f"{x:,}" if isinstance(x, int) else str(x)
+
+
+def _answer(name: str, args: dict, out: dict, lang: str) -> str:
+    """The final answer written from a real tool result."""
+    if name == "calculator":
+        r = _num(out["result"])
+        return f"{args['expression']} = {r}。" if lang == "zh" else f"{args['expression']} = {r}."
+    if name == "get_weather":
+        u = "°C" if out["unit"] == "celsius" else "°F"
+        city = out["city"] if lang == "zh" else _CITY_EN.get(out["city"], out["city"])
+        if lang == "zh":
+            return (
+                f"{_CITY_ZH.get(city, city)}现在{out['temperature']}{u}，{out['condition']}，湿度{out['humidity']}%。"
+            )
+        return f"In {city} it is {out['temperature']}{u} and {out['condition']}, with {out['humidity']}% humidity."
+    r = _num(out["result"])
+    if lang == "zh":
+        return f"{_num(args['value'])} {args['from_unit']} = {r} {args['to_unit']}。"
+    return f"{_num(args['value'])} {args['from_unit']} is {r} {args['to_unit']}."
+
+
+# ---------------------------------------------------------------- no-tool answers
+_CHITCHAT = {
+    "en": (
+        ("Good morning!", "Good morning! What can I help you with today?"),
+        ("Can you recommend a good habit for focus?", "Try working in 25-minute blocks with short breaks in between."),
+        ("What's the chemical symbol for water?", "Water is H2O: two hydrogen atoms and one oxygen atom."),
+        ("Who wrote 'Pride and Prejudice'?", "Jane Austen wrote it; it was published in 1813."),
+        ("Tell me a fun fact about octopuses.", "An octopus has three hearts and blue blood."),
+        ("How do you say thank you in Japanese?", "Arigatou (ありがとう), or more politely arigatou gozaimasu."),
+        ("What's the largest ocean on Earth?", "The Pacific Ocean is the largest."),
+        ("Can you give me a synonym for 'happy'?", "Cheerful, joyful or content all work."),
+        ("Which planet is known as the red planet?", "Mars is called the red planet because of its iron-rich dust."),
+        ("Great, that helps. Bye!", "Glad it helped. Goodbye!"),
+        ("What does CPU stand for?", "CPU stands for central processing unit."),
+        ("Write a one-line motto for a bakery.", "Fresh from our oven to your morning."),
+    ),
+    "zh": (
+        ("你好！", "你好！有什么可以帮你的吗？"),
+        ("推荐一本适合入门的编程书。", "可以从《Python编程：从入门到实践》开始，例子多、上手快。"),
+        ("一年有几个季节？", "一年有四个季节：春、夏、秋、冬。"),
+        ("长城大约有多长？", "明长城全长约8,851.8公里。"),
+        ("今天心情不好，怎么办？", "可以先出去走走、深呼吸，或者和信任的朋友聊聊。"),
+        ("水的沸点是多少？", "在标准大气压下，水的沸点是100摄氏度。"),
+        ("“你好”用英语怎么说？", "“你好”用英语说是 “Hello”。"),
+        ("谢谢你的帮助！", "不客气，随时可以再问我。"),
+        ("给我讲一个冷笑话。", "为什么数学书总是很忧郁？因为它有太多的问题。"),
+        ("熊猫主要吃什么？", "大熊猫主要吃竹子。"),
+    ),
+}
+_DECLINE = {
+    "en": (
+        "None of the functions I have can do that, so I can't help with this request directly.",
+        "Sorry, the available tools don't cover this request.",
+        "I don't have a function for that. The tools here can't answer this request.",
+    ),
+    "zh": (
+        "抱歉，现有的函数都无法完成这个请求。",
+        "我没有能处理这个请求的工具。",
+        "现有工具不支持这个请求，我没法直接帮你完成。",
+    ),
+}
+
+
+# ---------------------------------------------------------------- assembling one example
+def _others(rng, exclude: set[str], k: int) -> list[Fn]:
+    """``k`` bank functions, each from a different domain, none from the domains of ``exclude``."""
+    used = {f.domain for f in BANK if f.name in exclude}
+    out = []
+    for f in rng.sample(BANK, len(BANK)):
+        if len(out) == k:
+            break
+        if f.name not in exclude and f.domain not in used:
+            out.append(f)
+            used.add(f.domain)
+    return out
+
+
+def _assistant_calls(calls: list[dict]) -> dict:
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls
+        ],
+    }
+
+
+KIT_TOOLS = ("calculator", "get_weather", "convert_units")
+CALL_KINDS = ("single", "multiple", "parallel", "parallel_multiple", "follow_up", "chain")
+
+
+def _bank_calls(kind: str, fns: list[Fn], rng, lang) -> tuple[str, list[dict]]:
+    """A request and its calls: one call, one function 2-3 times, or 2-3 functions (each once or twice)."""
+    if kind == "parallel":
+        chosen = [rng.choice(fns)] * rng.randint(2, 3)
+    elif kind == "parallel_multiple":
+        chosen = [f for f in rng.sample(fns, rng.randint(2, min(3, len(fns)))) for _ in range(rng.randint(1, 2))]
+        rng.shuffle(chosen)
+    else:
+        chosen = [rng.choice(fns)]
+    parts, calls = [], []
+    for f in chosen:
+        text, args = request(f, rng, lang)
+        parts.append(text)
+        calls.append({"name": f.name, "arguments": args})
+    return (_join(parts, lang, rng) if len(parts) > 1 else parts[0]), calls
+
+
+def group(rng: random.Random, size: int) -> list[Example]:
+    """``size`` examples that share one system prompt and one tool list (so training runs their common prefix once).
+
+    The tool list is 1-5 made-up functions from different domains, or some of the kit's own tools with 0-2 made-up
+    ones beside them; each example's kind is drawn among those the list allows (:data:`WEIGHTS`)."""
+    system = rng.choice(SYSTEMS)
+    if rng.random() < 0.35:
+        kit = rng.sample(KIT_TOOLS, rng.randint(1, 3))
+        fns = _others(rng, set(), rng.randint(0, 2))
+    else:
+        kit, fns = [], _others(rng, set(), rng.choice((1, 1, 2, 3, 3, 4, 5)))
+    tools = [f.schema() for f in fns] + [TOOLS[n].schema for n in kit]
+    rng.shuffle(tools)
+    rename = {}
+    if not kit and rng.random() < MASK_NAMES_SHARE:
+        rename = {f.name: "op_" + "".join(rng.choice(string.ascii_lowercase) for _ in range(5)) for f in fns}
+        for t in tools:
+            t["function"]["name"] = rename[t["function"]["name"]]
+    n_tools = len(tools)
+    allowed = {
+        "single": bool(fns) and n_tools == 1,
+        "multiple": bool(fns) and n_tools > 1,
+        "parallel": bool(fns),
+        "parallel_multiple": len(fns) >= 2,
+        "irrelevance": True,
+        "chitchat": True,
+        "follow_up": bool(kit),
+        "chain": "get_weather" in kit,
+    }
+    kinds = [k for k in KINDS if allowed[k]]
+    weights = [w for k, w in zip(KINDS, WEIGHTS) if allowed[k]]
+    out = []
+    for _ in range(size):
+        kind = rng.choices(kinds, weights)[0]
+        lang = "zh" if rng.random() < ZH_SHARE else "en"
+        msgs: list[dict] = [{"role": "system", "content": system}] if system else []
+        calls: list[dict] = []
+        if kind in ("single", "multiple", "parallel", "parallel_multiple"):
+            q, calls = _bank_calls(kind, fns, rng, lang)
+            for c in calls:
+                c["name"] = rename.get(c["name"], c["name"])
+            msgs += [{"role": "user", "content": q}, _assistant_calls(calls)]
+        elif kind == "irrelevance":
+            domains = {f.domain for f in fns} | ({"math"} if "calculator" in kit else set())
+            target = rng.choice([f for f in BANK if f.domain not in domains])
+            q, _ = request(target, rng, lang)
+            msgs += [{"role": "user", "content": q}, {"role": "assistant", "content": rng.choice(_DECLINE[lang])}]
+        elif kind == "chitchat":
+            q, a = rng.choice(_CHITCHAT[lang])
+            msgs += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+        elif kind == "follow_up":
+            q, name, args = _kit_call(rng.choice(kit), rng, lang)
+            msgs.append({"role": "user", "content": q})
+            (res,) = _run(msgs, calls, [(name, args)])
+            msgs.append({"role": "assistant", "content": _answer(name, args, res, lang)})
+        else:
+            msgs.extend(_chain(rng, lang, calls, with_calculator="calculator" in kit))
+        out.append(Example(kind, lang, msgs, [dict(t, function=dict(t["function"])) for t in tools], calls))
+    return out
+
+
+def _run(msgs: list[dict], calls: list[dict], todo: list[tuple[str, dict]]) -> list[dict]:
+    """Append the assistant's calls and the real tools' results to ``msgs``; return the results."""
+    batch = [{"name": n, "arguments": a} for n, a in todo]
+    calls.extend(batch)
+    msgs.append(_assistant_calls(batch))
+    outs = []
+    for n, a in todo:
+        out = TOOLS[n].call(a)  # the real tool: its result is a fact, never scripted
+        outs.append(out)
+        msgs.append({"role": "tool", "name": n, "content": json.dumps(out, ensure_ascii=False)})
+    return outs
+
+
+def _chain(rng, lang, calls, with_calculator: bool = True) -> list[dict]:
+    """Two weather look-ups then a comparison, or a look-up then a calculation on its result."""
+    msgs: list[dict] = []
+    (c1, s1), (c2, s2) = _city(rng, lang), _city(rng, lang)
+    while c2 == c1:
+        c2, s2 = _city(rng, lang)
+    if rng.random() < 0.5:
+        q = (
+            f"{s1}和{s2}哪个更暖和？"
+            if lang == "zh"
+            else rng.choice((f"Is {s1} warmer than {s2} today?", f"Compare today's temperatures in {s1} and {s2}."))
+        )
+        msgs.append({"role": "user", "content": q})
+        w1, w2 = _run(
+            msgs,
+            calls,
+            [("get_weather", {"city": c1, "unit": "celsius"}), ("get_weather", {"city": c2, "unit": "celsius"})],
+        )
+        d = w1["temperature"] - w2["temperature"]
+        n1, n2 = (s1, s2)
+        if lang == "zh":
+            a = f"{n1}{w1['temperature']}°C，{n2}{w2['temperature']}°C，" + (
+                "两地一样暖和。" if d == 0 else f"{n1 if d > 0 else n2}更暖和，高{abs(d)}度。"
+            )
+        else:
+            a = f"{n1} is {w1['temperature']}°C and {n2} is {w2['temperature']}°C, so " + (
+                "they are equally warm." if d == 0 else f"{n1 if d > 0 else n2} is warmer by {abs(d)} degrees."
+            )
+        msgs.append({"role": "assistant", "content": a})
+        return msgs
+    k = rng.randint(2, 9)
+    q = (
+        f"把{s1}现在的气温（摄氏）加上{k}是多少？"
+        if lang == "zh"
+        else f"What do I get if I add {k} to the current temperature in {s1} (Celsius)?"
+    )
+    msgs.append({"role": "user", "content": q})
+    (w,) = _run(msgs, calls, [("get_weather", {"city": c1, "unit": "celsius"})])
+    e = f"{w['temperature']} + {k}"
+    (r,) = _run(msgs, calls, [("calculator", {"expression": e})])
+    a = (
+        f"{s1}现在{w['temperature']}°C，加上{k}等于{_num(r['result'])}。"
+        if lang == "zh"
+        else f"It is {w['temperature']}°C in {s1}; adding {k} gives {_num(r['result'])}."
+    )
+    msgs.append({"role": "assistant", "content": a})
+    return msgs
+
+
+def dataset(n_groups: int, seed: int = 0, per_group: int = 6) -> list[Example]:
+    """``n_groups`` groups of ``per_group`` examples (see :func:`group`), reproducible from ``seed``; examples of one
+    group are consecutive."""
+    rng = random.Random(f"toolkit.sft.data:{seed}")
+    return [e for _ in range(n_groups) for e in group(rng, per_group)]
+
+
+def groups_of(examples: list[Example]) -> list[list[int]]:
+    """Indices of consecutive examples that share their tool list and system prompt."""
+    out: list[list[int]] = []
+    key = None
+    for i, e in enumerate(examples):
+        k = json.dumps([e.tools, e.messages[0] if e.messages[0]["role"] == "system" else None], sort_keys=True)
+        if k != key:
+            out.append([])
+            key = k
+        out[-1].append(i)
+    return out
+
+
+def data_hash(examples: list[Example]) -> str:
+    blob = "\n".join(json.dumps(e.to_json(), ensure_ascii=False, sort_keys=True) for e in examples)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def labelled(examples: list[Example], tokenizer) -> list[Labelled]:
+    """Each example rendered through ``tokenizer``'s own chat template and labelled with the loss mask."""
+    return [label(e.messages, e.tools, "native", tokenizer=tokenizer) for e in examples]

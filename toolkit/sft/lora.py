@@ -1,0 +1,298 @@
+"""LoRA on the real offline model, on CPU, with ``peft``: the fine-tune that teaches it the template's call format.
+
+What it does
+- ``train(settings, out_dir)`` fine-tunes low-rank adapters (``peft.LoraConfig``) on the upper layers of the loaded
+  model over :mod:`toolkit.sft.data`'s generated conversations, labelled with the kit's loss mask, one group of
+  conversations per optimizer step. Resumable: a checkpoint (adapter, optimizer, step, loss curve) is written every
+  ``checkpoint_every`` steps and a rerun with the same settings and data continues from it.
+- Three exact savings make it fit a 2-core CPU (``benchmarks/sft_speed.py`` measures each): the conversations of a
+  group share their system prompt and tool list, so that prefix runs once and its keys/values are repeated for the
+  group (the same numbers as running each row in full: a test checks loss and gradients); logits are computed only
+  at trained positions (the 151,936-wide head is the single largest matmul); adapters sit on the upper layers only,
+  so autograd records nothing below them and the backward pass stops there. The dtype is the one ``toolkit.models``
+  picks (float32 on CPUs without bf16 instructions, where bf16 measured 5-10x slower).
+- ``group_loss(model, rows)`` is that loss for one group; ``save_adapter`` writes the adapter with its manifest
+  (base model sha256, data seed and hash, settings, commit, loss, seconds); :func:`toolkit.models.load` applies it
+  (``load("qwen2.5-coder-0.5b+lora")``).
+
+What it leaves out
+- GPUs, mixed precision, packing several groups into one step, RL and preference tuning; evaluation (that is
+  ``benchmarks/bfcl.py`` and ``benchmarks/loop_questions.py`` with the adapter).
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import platform
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from toolkit.sft.data import data_hash, dataset, groups_of, labelled
+from toolkit.sft.labels import IGNORE_INDEX, Labelled
+
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    """Everything that decides a run's numbers (it keys the checkpoint: change one and the run starts over)."""
+
+    groups: int = 130  # optimizer steps; one group of ``per_group`` conversations each
+    per_group: int = 8
+    data_seed: int = 0
+    seed: int = 0
+    rank: int = 8
+    alpha: int = 16
+    first_layer: int = 12  # adapters on layers first_layer .. last (Qwen2.5-0.5B has 24)
+    targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    lr: float = 4e-4
+    warmup: int = 10
+    max_len: int = 1536  # longer conversations are dropped (counted in the results)
+    threads: int = 2
+
+    def key(self) -> str:
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass
+class Result:
+    settings: dict
+    losses: list[float] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)  # tokens run per step (shared prefix once)
+    trained_tokens: list[int] = field(default_factory=list)
+    step_seconds: list[float] = field(default_factory=list)
+    dropped: int = 0
+
+
+# ---------------------------------------------------------------- the loss of one group
+def _common_prefix(rows: list[Labelled]) -> int:
+    """Leading tokens every row shares, stopping before the first trained token (the prefix is never trained)."""
+    n = min(len(r.ids) for r in rows)
+    first_trained = min(r.labels.index(next(x for x in r.labels if x != IGNORE_INDEX)) for r in rows)
+    k = 0
+    while k < min(n, first_trained) and all(r.ids[k] == rows[0].ids[k] for r in rows):
+        k += 1
+    return k
+
+
+def group_loss(model, rows: list[Labelled], share_prefix: bool = True, head_at_trained_only: bool = True):
+    """Mean next-token cross-entropy over the trained tokens of ``rows``; also returns (tokens run, trained)."""
+    import torch  # lazy: heavy
+    import torch.nn.functional as F  # lazy: heavy
+
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    body, head = base.model, base.lm_head
+    dev = head.weight.device
+    pad = 0
+    n = _common_prefix(rows) if share_prefix and len(rows) > 1 else 0
+    if n >= 2:
+        pre = body(input_ids=torch.tensor([rows[0].ids[:n]], device=dev), use_cache=True)
+        cache = pre.cache
+        cache.batch_repeat_interleave(len(rows))
+        width = max(len(r.ids) for r in rows) - n
+        ids = torch.full((len(rows), width), pad, dtype=torch.long, device=dev)
+        attn = torch.zeros((len(rows), n + width), dtype=torch.long, device=dev)
+        attn[:, :n] = 1
+        for j, r in enumerate(rows):
+            ids[j, : len(r.ids) - n] = torch.tensor(r.ids[n:])
+            attn[j, n : len(r.ids)] = 1
+        rest = body(input_ids=ids, attention_mask=attn, cache=cache, use_cache=True).last_hidden_state
+        hidden = torch.cat([pre.last_hidden_state.expand(len(rows), -1, -1), rest], 1)
+        ran = n + sum(len(r.ids) - n for r in rows)
+    else:
+        width = max(len(r.ids) for r in rows)
+        ids = torch.full((len(rows), width), pad, dtype=torch.long, device=dev)
+        attn = torch.zeros((len(rows), width), dtype=torch.long, device=dev)
+        for j, r in enumerate(rows):
+            ids[j, : len(r.ids)] = torch.tensor(r.ids)
+            attn[j, : len(r.ids)] = 1
+        hidden = body(input_ids=ids, attention_mask=attn).last_hidden_state
+        ran = sum(len(r.ids) for r in rows)
+    labels = torch.full((len(rows), hidden.shape[1]), IGNORE_INDEX, dtype=torch.long, device=dev)
+    for j, r in enumerate(rows):
+        labels[j, : len(r.labels)] = torch.tensor(r.labels)
+    target = labels[:, 1:]
+    keep = target != IGNORE_INDEX
+    if head_at_trained_only:
+        logits = head(hidden[:, :-1][keep])
+    else:
+        logits = head(hidden[:, :-1])[keep]
+    loss = F.cross_entropy(logits.float(), target[keep])
+    return loss, ran, int(keep.sum())
+
+
+# ---------------------------------------------------------------- model + adapters
+def attach(model, s: LoraSettings):
+    """Wrap ``model`` with fresh LoRA adapters on layers ``first_layer``.. (everything else frozen)."""
+    from peft import LoraConfig, get_peft_model  # lazy: heavy, training only
+
+    n_layers = model.config.num_hidden_layers
+    cfg = LoraConfig(
+        r=s.rank,
+        lora_alpha=s.alpha,
+        lora_dropout=0.0,
+        target_modules=list(s.targets),
+        layers_to_transform=list(range(s.first_layer, n_layers)),
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(model, cfg)
+
+
+def base_sha256(folder: Path) -> str:
+    h = hashlib.sha256()
+    with open(folder / "model.safetensors", "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def commit_of(root: Path | None = None) -> str:
+    """The kit's commit, with ``+dirty`` when its toolkit/ folder has uncommitted changes."""
+    import subprocess
+
+    root = root or Path(__file__).resolve().parents[2]
+    try:
+        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "toolkit"], capture_output=True, text=True
+        )
+        return sha.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+
+
+def save_adapter(model, out: Path, manifest: dict) -> Path:
+    """The adapter as float16 safetensors (half the bytes; loading casts back) + ``manifest.json``."""
+    import torch  # lazy: heavy
+    from safetensors.torch import load_file, save_file  # lazy: heavy
+
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(out))
+    (out / "README.md").unlink(missing_ok=True)  # peft's generated model card: the manifest says what matters
+    st = out / "adapter_model.safetensors"
+    save_file({k: v.to(torch.float16).contiguous() for k, v in load_file(str(st)).items()}, str(st))
+    # peft writes the base model's local path into its config: replace it with the kit's name for it
+    cfg_path = out / "adapter_config.json"
+    cfg = json.loads(cfg_path.read_text())
+    cfg["base_model_name_or_path"] = "qwen2.5-coder-0.5b"
+    cfg_path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    manifest = dict(manifest, files={p.name: p.stat().st_size for p in sorted(out.iterdir()) if p.name != MANIFEST})
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+    return out
+
+
+# ---------------------------------------------------------------- training
+def train(
+    loaded, s: LoraSettings, out: Path, ckpt_dir: Path, results: Path | None = None, progress=True, limit_steps=None
+) -> Result:
+    """Fine-tune ``loaded`` (a :class:`toolkit.models.Loaded` of the real model) and save the adapter to ``out``."""
+    import torch  # lazy: heavy
+
+    commit = commit_of()  # the code that trains: read before the run (HEAD may move while it runs)
+    torch.manual_seed(s.seed)
+    torch.set_num_threads(s.threads)
+    examples = dataset(s.groups, seed=s.data_seed, per_group=s.per_group)
+    rows = labelled(examples, loaded.tokenizer)
+    groups = []
+    dropped = 0
+    for idx in groups_of(examples):
+        keep = [rows[i] for i in idx if len(rows[i].ids) <= s.max_len]
+        dropped += len(idx) - len(keep)
+        if keep:
+            groups.append(keep)
+    model = attach(loaded.model, s)
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=s.lr, weight_decay=0.0)
+    total = min(len(groups), limit_steps or len(groups))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda k: min(1.0, (k + 1) / s.warmup) * max(0.05, 1 - k / max(1, len(groups)))
+    )
+    res = Result(asdict(s), dropped=dropped)
+    ckpt = ckpt_dir / f"lora-{s.key()}.pt"
+    start = 0
+    if ckpt.exists():
+        state = torch.load(ckpt, weights_only=False)
+        model.load_state_dict(state["adapter"], strict=False)
+        opt.load_state_dict(state["opt"])
+        sched.load_state_dict(state["sched"])
+        res = Result(**state["result"])
+        start = len(res.losses)
+        torch.set_rng_state(state["rng"])
+    bar = None
+    if progress:
+        from tqdm import tqdm  # lazy: a CLI nicety
+
+        bar = tqdm(total=total, initial=start, desc="lora", unit="step", dynamic_ncols=True)
+    for step in range(start, total):
+        t0 = time.perf_counter()
+        loss, ran, trained = group_loss(model, groups[step])
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        sched.step()
+        res.losses.append(round(loss.item(), 5))
+        res.tokens.append(ran)
+        res.trained_tokens.append(trained)
+        res.step_seconds.append(round(time.perf_counter() - t0, 3))
+        if bar:
+            recent = res.step_seconds[-10:]
+            bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{sum(res.tokens[-10:]) / sum(recent):.0f}")
+            bar.update(1)
+        if (step + 1) % 10 == 0 or step + 1 == total:
+            trainable = {k: v for k, v in model.state_dict().items() if "lora_" in k}
+            tmp = ckpt.with_suffix(".tmp")
+            ckpt_dir.mkdir(parents=True, exist_ok=True)
+            torch.save(
+                dict(
+                    adapter=trainable,
+                    opt=opt.state_dict(),
+                    sched=sched.state_dict(),
+                    result=asdict(res),
+                    rng=torch.get_rng_state(),
+                ),
+                tmp,
+            )
+            os.replace(tmp, ckpt)
+    if bar:
+        bar.close()
+    model.eval()
+    secs = sum(res.step_seconds)
+    from toolkit import fetch
+
+    manifest = dict(
+        name="qwen2.5-coder-0.5b+lora (toolkit tool-call adapter)",
+        base=dict(
+            name=fetch.DISPLAY_NAME,
+            gguf_sha256=fetch.GGUF_SHA256,
+            safetensors_sha256=base_sha256(fetch.installed_folder()),
+        ),
+        data=dict(
+            seed=s.data_seed,
+            groups=s.groups,
+            per_group=s.per_group,
+            examples=len(examples),
+            dropped_over_max_len=res.dropped,
+            sha256=data_hash(examples),
+            generator="toolkit.sft.data (templates + the kit's real tools; no BFCL text)",
+        ),
+        settings=asdict(s),
+        steps=len(res.losses),
+        loss_first10=round(sum(res.losses[:10]) / max(1, len(res.losses[:10])), 4),
+        loss_last10=round(sum(res.losses[-10:]) / max(1, len(res.losses[-10:])), 4),
+        seconds=round(secs, 1),
+        tokens_per_s=round(sum(res.tokens) / secs, 1) if secs else None,
+        commit=commit,
+        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        machine=dict(platform=platform.platform(), cpus=os.cpu_count(), threads=s.threads, dtype=loaded.dtype),
+    )
+    save_adapter(model, out, manifest)
+    if results is not None:
+        results.write_text(json.dumps(dict(manifest=manifest, curve=asdict(res)), indent=1, ensure_ascii=False) + "\n")
+    return res
