@@ -510,7 +510,7 @@ BANK: list[Fn] = [
         "math",
     ),
     Fn(
-        "prime_factorize",
+        "integer_prime_decomposition",
         "Prime factorisation of a positive integer.",
         {"n": integer("The integer to factor (2 or more).", 12, 99999)},
         ["Factor {n} into primes.", "What are the prime factors of {n}?"],
@@ -758,7 +758,7 @@ BANK: list[Fn] = [
         "books",
     ),
     Fn(
-        "movie_showtimes",
+        "cinema_schedule_for_film",
         "Showtimes of a film at cinemas in a city on a date.",
         {
             "film": text("Film title.", ["Glass Harbor", "Night Ferry", "The Ninth Orchard", "Paper Comets"]),

@@ -57,6 +57,7 @@ class Example:
     messages: list[dict]
     tools: list[dict]
     calls: list[dict] = field(default_factory=list)  # {"name", "arguments"} of every call the assistant makes
+    meant: str = ""  # irrelevance: the (not shown) bank function the request was written for
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -341,6 +342,7 @@ def group(rng: random.Random, size: int) -> list[Example]:
         lang = "zh" if rng.random() < ZH_SHARE else "en"
         msgs: list[dict] = [{"role": "system", "content": system}] if system else []
         calls: list[dict] = []
+        meant = ""
         if kind in ("single", "multiple", "parallel", "parallel_multiple"):
             q, calls = _bank_calls(kind, fns, rng, lang)
             for c in calls:
@@ -350,6 +352,7 @@ def group(rng: random.Random, size: int) -> list[Example]:
             domains = {f.domain for f in fns} | ({"math"} if "calculator" in kit else set())
             target = rng.choice([f for f in BANK if f.domain not in domains])
             q, _ = request(target, rng, lang)
+            meant = target.name
             msgs += [{"role": "user", "content": q}, {"role": "assistant", "content": rng.choice(_DECLINE[lang])}]
         elif kind == "chitchat":
             q, a = rng.choice(_CHITCHAT[lang])
@@ -361,7 +364,7 @@ def group(rng: random.Random, size: int) -> list[Example]:
             msgs.append({"role": "assistant", "content": _answer(name, args, res, lang)})
         else:
             msgs.extend(_chain(rng, lang, calls, with_calculator="calculator" in kit))
-        out.append(Example(kind, lang, msgs, [dict(t, function=dict(t["function"])) for t in tools], calls))
+        out.append(Example(kind, lang, msgs, [dict(t, function=dict(t["function"])) for t in tools], calls, meant))
     return out
 
 
