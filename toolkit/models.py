@@ -79,11 +79,7 @@ class Loaded:
     def description(self) -> str:
         params = sum(p.numel() for p in self.model.parameters()) if self.model is not None else 0
         label = "RANDOM-WEIGHT STAND-IN (shows mechanics, not meaning)" if not self.semantic else "real weights"
-        extra = ""
-        if self.adapter:
-            a = self.adapter
-            extra = f" + LoRA adapter {a.get('adapter', ADAPTER_NAME)} (r={a['settings']['rank']}, {a['steps']} steps, data {a['data']['sha256'][:8]})"
-        return f"{self.name}{extra} [{self.kind}, {label}, {params / 1e6:.1f}M params, {self.device}, {self.dtype}]"
+        return f"{self.name} [{self.kind}, {label}, {params / 1e6:.1f}M params, {self.device}, {self.dtype}]"
 
     def __repr__(self) -> str:
         return f"Loaded({self.description})"
@@ -231,7 +227,11 @@ def apply_adapter(loaded: Loaded, folder: Path | None = None) -> Loaded:
     peft_model = PeftModel.from_pretrained(loaded.model, str(folder))
     loaded.model = peft_model.merge_and_unload().eval()
     loaded.adapter = dict(man, adapter=folder.name)
-    loaded.name = f"{loaded.name}"
+    # the name carries the adapter: every output and every results cache keyed by it tells the two models apart
+    loaded.name = (
+        f"{loaded.name} + LoRA adapter {folder.name} (r={man['settings']['rank']}, {man['steps']} steps, "
+        f"data {man['data']['sha256'][:8]})"
+    )
     loaded.notes.append(f"LoRA adapter {folder.name} merged into the weights")
     return loaded
 

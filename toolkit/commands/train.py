@@ -35,15 +35,15 @@ def _real(args) -> int:
 
 def cli(argv: list[str]) -> int:
     """``python -m toolkit train [--template qwen3] [--steps 220] [--lr 8e-3] [--seed 0]``: both runs, one table;
-    ``python -m toolkit train --model real [--groups 130]``: the LoRA fine-tune of the real offline model."""
+    ``python -m toolkit train --model real [--groups 50]``: the LoRA fine-tune of the real offline model."""
     ap = argparse.ArgumentParser(prog="python -m toolkit train", description=cli.__doc__)
     ap.add_argument("--model", default="stand-in", choices=["stand-in", "real"])
     ap.add_argument("--template", default="qwen3", choices=["qwen3", "qwen2.5"])
     ap.add_argument("--steps", type=int, default=220)
     ap.add_argument("--lr", type=float, default=None)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--groups", type=int, default=130, help="real: optimizer steps (one group of conversations each)")
-    ap.add_argument("--per-group", type=int, default=8, help="real: conversations per group (they share the prefix)")
+    ap.add_argument("--groups", type=int, default=50, help="real: optimizer steps (one group of conversations each)")
+    ap.add_argument("--per-group", type=int, default=10, help="real: conversations per group (they share the prefix)")
     ap.add_argument("--data-seed", type=int, default=0)
     ap.add_argument("--limit-steps", type=int, default=None, help="real: stop after this many steps (smoke runs)")
     ap.add_argument("--out", default=None, help="real: adapter folder (default: the kit's shipped adapter folder)")

@@ -308,14 +308,14 @@ def _bank_calls(kind: str, fns: list[Fn], rng, lang) -> tuple[str, list[dict]]:
 def group(rng: random.Random, size: int) -> list[Example]:
     """``size`` examples that share one system prompt and one tool list (so training runs their common prefix once).
 
-    The tool list is 1-5 made-up functions from different domains, or some of the kit's own tools with 0-2 made-up
+    The tool list is 1-4 made-up functions from different domains, or some of the kit's own tools with 0-2 made-up
     ones beside them; each example's kind is drawn among those the list allows (:data:`WEIGHTS`)."""
     system = rng.choice(SYSTEMS)
     if rng.random() < 0.35:
         kit = rng.sample(KIT_TOOLS, rng.randint(1, 3))
         fns = _others(rng, set(), rng.randint(0, 2))
     else:
-        kit, fns = [], _others(rng, set(), rng.choice((1, 1, 2, 3, 3, 4, 5)))
+        kit, fns = [], _others(rng, set(), rng.choice((1, 1, 2, 2, 3, 3, 4)))
     tools = [f.schema() for f in fns] + [TOOLS[n].schema for n in kit]
     rng.shuffle(tools)
     rename = {}
