@@ -44,6 +44,7 @@ system:
 ## real-model: the optional real offline model (Qwen2.5-Coder-0.5B-Instruct, ~480 MB download, ~1.2 GB cache)
 real-model: setup
 	$(PY) -m toolkit models install-real
+	$(PY) -m toolkit models adapter --check > /dev/null  # the shipped LoRA adapter (no training): fits these weights
 
 ## lab: JupyterLab on notebooks/ (prints the URL)
 lab: setup

