@@ -30,7 +30,19 @@ from toolkit.eval.levers import HINTS
 from toolkit.eval.report import _pct
 from toolkit.eval.run import Cache, run_cases
 
+# The fixed budgets of the saved base-model runs; `accuracy --budget measured` (the default since issue 25) gives each
+# category enough for its longest possible answer instead (toolkit.eval.budget: 112 / 96 / 352 / 224, text 64).
 MAX_NEW = {"simple_python": 64, "multiple": 64, "irrelevance": 64, "parallel": 128, "parallel_multiple": 128}
+
+
+def budgets(a, tokenizer) -> dict[str, int]:
+    from toolkit.eval import budget
+
+    if getattr(a, "budget", "fixed") == "fixed":
+        return {c: MAX_NEW[c] for c in a.categories}
+    return {c: budget.budget(c, tokenizer) for c in a.categories}
+
+
 VERSION = 3  # bump when prompts, grammars or levers change: old cached outputs are then not reused
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 
@@ -79,12 +91,13 @@ def _cached(a, loaded, backend, cases, mode, desc, settings: dict, **run) -> lis
 def run_accuracy(a, loaded, backend) -> list:
     cases = bfcl.subset(a.categories, a.limit, a.seed)
     results, speed = [], {}
+    a.max_new = budgets(a, loaded.tokenizer)
     for mode in a.modes:
         fresh_s, fresh_n = 0.0, 0
         for cat in a.categories:
             cs = [c for c in cases if c.category == cat]
             t0 = time.perf_counter()
-            n_new = MAX_NEW.get(cat, 128)
+            n_new = a.max_new[cat]
             settings = dict(max_new_tokens=n_new, temperature=0.0, seed=0)
             got = _cached(
                 a, loaded, backend, cs, mode, f"{mode:>11} {cat}", settings, batch_size=a.batch, max_new_tokens=n_new
@@ -127,7 +140,8 @@ def cmd_accuracy(a) -> int:
         "seed": a.seed,
         "categories": a.categories,
         "modes": a.modes,
-        "max_new_tokens": MAX_NEW,
+        "max_new_tokens": a.max_new,
+        "budget": a.budget,
         "batch": a.batch,
         "cases": [
             {
@@ -524,6 +538,12 @@ def parser() -> argparse.ArgumentParser:
         "--limit", type=_positive, default=None, help="seeded sample of N cases per category (default all)"
     )
     acc.add_argument("--batch", type=_positive, default=8)
+    acc.add_argument(
+        "--budget",
+        default="measured",
+        choices=["measured", "fixed"],
+        help="new tokens per category: enough for its longest answer (measured) or the saved runs' fixed MAX_NEW",
+    )
     acc.add_argument(
         "--cached-only",
         action="store_true",
