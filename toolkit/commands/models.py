@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
+from toolkit import cliargs
 from toolkit.fetch import DISPLAY_NAME, IntegrityError, install, is_installed, manifest, target_folder
 
 
 # ------------------------------------------------------------------ command line
 def cli(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(
+    p = cliargs.Parser(
         prog="python -m toolkit models", description="Install or inspect the optional real offline model."
     )
     sub = p.add_subparsers(dest="cmd", required=True)

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import argparse
-
-from toolkit.sft.experiment import experiment
+from toolkit import cliargs
 
 
 def cli(argv: list[str]) -> int:
     """``python -m toolkit train [--template qwen3] [--steps 220] [--lr 8e-3] [--seed 0]``: both runs, one table."""
-    ap = argparse.ArgumentParser(prog="python -m toolkit train", description=cli.__doc__)
+    ap = cliargs.Parser(prog="python -m toolkit train", description=cli.__doc__)
     ap.add_argument("--template", default="qwen3", choices=["qwen3", "qwen2.5"])
-    ap.add_argument("--steps", type=int, default=220)
-    ap.add_argument("--lr", type=float, default=8e-3)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--steps", type=cliargs.count(1, 100_000), default=220)
+    ap.add_argument("--lr", type=cliargs.number(0.0, 10.0, lo_open=True), default=8e-3)
+    ap.add_argument("--seed", type=cliargs.count(0), default=0)
     args = ap.parse_args(argv)
+    from toolkit.sft.experiment import experiment  # lazy: torch (~3 s), after the arguments are checked
+
     print("model: random-weight Qwen-shaped stand-in (learns the format, never meaning), CPU")
     res = experiment(args.template, steps=args.steps, lr=args.lr, seed=args.seed)
     rows = res.table()
