@@ -18,7 +18,6 @@ Leaves out: Voila and a real Binder node (the browser test opens both kinds of p
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -35,6 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from test_browser import CHROMIUM, CHROMIUM_ARGS, burn_cpu, start_lab  # noqa: E402
+
+from toolkit import cliargs  # noqa: E402
 
 SETUP = (
     "from toolkit.plots import decay_figure, context_growth_figure\nfrom toolkit import cost\n"
@@ -122,9 +123,9 @@ def kernel_redraw_ms(changes: int = 20) -> list[float]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--figures", type=int, default=3)
-    ap.add_argument("--wait", type=float, default=60)
+    ap = cliargs.Parser()
+    ap.add_argument("--figures", type=cliargs.count(1), default=3)
+    ap.add_argument("--wait", type=cliargs.number(0.0, lo_open=True), default=60)
     ap.add_argument("--no-burn", action="store_true")
     ap.add_argument("--only", default="")
     a = ap.parse_args(argv)

@@ -10,7 +10,6 @@ Every server is started on 127.0.0.1 and stopped by PID.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -24,6 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from toolkit import cliargs  # noqa: E402
+
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -158,9 +159,9 @@ def big_argument() -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--calls", type=int, default=200)
-    ap.add_argument("--starts", type=int, default=5)
+    ap = cliargs.Parser()
+    ap.add_argument("--calls", type=cliargs.count(1), default=200)
+    ap.add_argument("--starts", type=cliargs.count(1), default=5)
     a = ap.parse_args()
     res: dict = {"latency_ms": {}}
     for nodelay in (False, True):

@@ -27,7 +27,6 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from toolkit import fetch
 from toolkit.models import REAL_OFFLINE, STAND_IN
 
 MAX_SHOWN = 60  # characters of a bad value echoed back in an error
@@ -113,13 +112,19 @@ def _nearest_existing(path: Path) -> Path:
     return p
 
 
-def _creatable(path: Path) -> str | None:
-    """Why ``path`` (absent) cannot be created, or None."""
+def _creatable(path: Path, parents: bool) -> str | None:
+    """Why ``path`` (absent) cannot be created, or None. ``parents``: missing folders above it may be made too,
+    but never straight under the filesystem root (``/nonexistent/dir`` is a typo, even for root)."""
     anchor = _nearest_existing(path.parent)
     if not anchor.is_dir():
         return f"{anchor} is a file, not a folder"
+    if anchor != path.parent and (not parents or anchor == Path(anchor.anchor)):
+        missing = path.parent
+        while missing.parent != anchor:
+            missing = missing.parent
+        return f"no such folder {missing}"
     if not os.access(anchor, os.W_OK | os.X_OK):
-        return f"cannot create it: {anchor} is not writable"
+        return f"{anchor} is not writable"
     return None
 
 
@@ -154,7 +159,7 @@ def out_file(text: str) -> Path:
         if not os.access(p, os.W_OK):
             raise argparse.ArgumentTypeError(f"{_shown(text)} is not writable")
         return p
-    why = _creatable(p)
+    why = _creatable(p, parents=False)
     if why:
         raise argparse.ArgumentTypeError(f"cannot write {_shown(text)}: {why}")
     return p
@@ -171,7 +176,7 @@ def out_dir(text: str) -> Path:
         if not os.access(p, os.W_OK | os.X_OK):
             raise argparse.ArgumentTypeError(f"folder {_shown(text)} is not writable")
         return p
-    why = _creatable(p)
+    why = _creatable(p, parents=True)
     if why:
         raise argparse.ArgumentTypeError(f"cannot create folder {_shown(text)}: {why}")
     return p
@@ -198,11 +203,7 @@ def model(text: str) -> str:
     name = text.strip()
     if name == "auto" or name in (STAND_IN, f"{STAND_IN}-qwen2.5", f"{STAND_IN}-qwen3"):
         return name
-    if name == REAL_OFFLINE:
-        if not fetch.is_installed():
-            raise argparse.ArgumentTypeError(
-                f"{REAL_OFFLINE} is not installed: run `python -m toolkit models install-real`, or use {STAND_IN}"
-            )
+    if name == REAL_OFFLINE:  # installed or not: the load says so in one line (it is many commands' default)
         return name
     p = Path(name).expanduser()
     if p.exists() or name.startswith(("/", ".", "~")) or name.endswith(".gguf"):
@@ -243,6 +244,15 @@ def url(text: str) -> str:
     if port_ is not None and not 0 < port_ < 65536:
         raise argparse.ArgumentTypeError(f"URL {_shown(text)}: port {port_} out of range")
     return raw.rstrip("/")
+
+
+def counts(text: str) -> list[int]:
+    """A comma-separated list of whole numbers ≥ 1, e.g. ``1,4,16``."""
+    conv = count(1)
+    items = [x for x in text.split(",") if x.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"expected whole numbers like 1,4,16, got {_shown(text)}")
+    return [conv(x) for x in items]
 
 
 def one_of(choices, what: str = "value", allow_empty: bool = False):
