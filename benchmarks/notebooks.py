@@ -18,7 +18,6 @@ Leaves out: browser rendering time (tests/test_browser.py) and GPU runs.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
@@ -28,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from test_notebooks import MODES, NOTEBOOKS, execute_notebook  # noqa: E402
+
+from toolkit import cliargs  # noqa: E402
 
 EACH_S, ALL_S, EACH_MB = 180, 600, 2048
 
@@ -55,7 +56,7 @@ def run(path: Path, mode: str) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = cliargs.Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--mode", choices=["both", "machine", "binder"], default="both")
     ap.add_argument("--only", default="", help="comma-separated notebook number prefixes, e.g. 01,04")
     args = ap.parse_args(argv)
