@@ -9,8 +9,9 @@ What it does
   :func:`existing_file`, :func:`existing_dir`, :func:`out_file` and :func:`out_dir` (a file or folder the command
   will write: it exists with the right kind and is writable, or can be created under a writable folder),
   :func:`model` (the names ``toolkit.models.load`` accepts, checked without loading anything), :func:`url`.
-- It imports only the standard library and the kit's light modules (``toolkit.models`` defers torch to ``load``),
-  so a usage error costs the interpreter's start and no more (``benchmarks/cli_errors.py`` measures it).
+- It imports only the standard library and ``toolkit.models`` for the model names (which imports torch only
+  inside ``load``; ``tests/test_cliargs.py`` runs every command with torch, transformers and xgrammar made
+  unimportable), so a usage error costs about the interpreter's start (``benchmarks/cli_errors.py`` measures it).
 
 What it leaves out
 - Whatever needs the network or a model: a hub id is accepted when the hub may be reachable, and the command's

@@ -10,7 +10,7 @@ from toolkit import cliargs
 
 
 def _print(claims) -> None:
-    from toolkit.book.claims import coverage, coverage_line
+    from toolkit.book.claims import coverage, coverage_line  # lazy: see cli (torch, xgrammar)
     from toolkit.book.ledger import CAVEAT, FAILS, HOLDS, VERDICTS
 
     mark = {HOLDS: "✓", CAVEAT: "~", FAILS: "✗"}

@@ -87,10 +87,9 @@ def _from_mcp(target: str, stdio: bool) -> list[dict]:
     parts = shlex.split(target) if stdio else []
     if stdio and shutil.which(parts[0]) is None:
         raise CannotRead(f"cannot start {target!r}: no such command")
-    # lazy: the SDK (pydantic, httpx) takes ~1-2 s to import; file linting and usage errors never wait for it
-    from mcp import StdioServerParameters
+    from mcp import StdioServerParameters  # lazy: the SDK (pydantic, httpx), ~1-2 s; files never wait for it
 
-    from toolkit.mcp.client import Connection
+    from toolkit.mcp.client import Connection  # lazy: the SDK, as above
 
     if stdio:
         server = StdioServerParameters(command=parts[0], args=parts[1:])
