@@ -154,10 +154,6 @@ def run_one(name, device, repeats, max_new_tokens):
 
 
 def main(argv=None) -> int:
-    import torch
-
-    from toolkit import fetch
-
     ap = cliargs.Parser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default=None, help="comma list (default: stand-in, plus the real model if installed)")
     ap.add_argument("--devices", default=None, help="comma list (default: cpu, plus cuda if available)")
@@ -166,6 +162,10 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=cliargs.count(1, 1024), default=2, help="CPU threads for torch (default 2)")
     ap.add_argument("--json-out", type=cliargs.out_file, default=None)
     a = ap.parse_args(argv)
+    import torch  # torch: after the arguments are checked (a usage error never waits for it)
+
+    from toolkit import fetch
+
     torch.set_num_threads(a.threads)
     names = a.models.split(",") if a.models else ["stand-in"] + (["qwen2.5-coder-0.5b"] if fetch.is_installed() else [])
     devices = a.devices.split(",") if a.devices else ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

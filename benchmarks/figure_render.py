@@ -28,14 +28,28 @@ import tempfile
 import time
 from pathlib import Path
 
-import nbformat
+from toolkit import cliargs  # noqa: E402
+
+
+def parser():
+    """The command line, built before the imports below (nbformat and browser helpers (~1-7 s)): a usage error skips them."""
+    ap = cliargs.Parser()
+    ap.add_argument("--figures", type=cliargs.count(1), default=3)
+    ap.add_argument("--wait", type=cliargs.number(0.0, lo_open=True), default=60)
+    ap.add_argument("--no-burn", action="store_true")
+    ap.add_argument("--only", default="")
+    return ap
+
+
+if __name__ == "__main__":
+    parser().parse_args()  # exits 2 on a bad value, before the imports below
+
+import nbformat  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from test_browser import CHROMIUM, CHROMIUM_ARGS, burn_cpu, start_lab  # noqa: E402
-
-from toolkit import cliargs  # noqa: E402
 
 SETUP = (
     "from toolkit.plots import decay_figure, context_growth_figure\nfrom toolkit import cost\n"
@@ -123,12 +137,7 @@ def kernel_redraw_ms(changes: int = 20) -> list[float]:
 
 
 def main(argv=None) -> int:
-    ap = cliargs.Parser()
-    ap.add_argument("--figures", type=cliargs.count(1), default=3)
-    ap.add_argument("--wait", type=cliargs.number(0.0, lo_open=True), default=60)
-    ap.add_argument("--no-burn", action="store_true")
-    ap.add_argument("--only", default="")
-    a = ap.parse_args(argv)
+    a = parser().parse_args(argv)
     kinds = [k for k in CELLS if not a.only or k in a.only.split(",")]
     from playwright.sync_api import sync_playwright
 
