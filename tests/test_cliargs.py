@@ -123,10 +123,7 @@ CASES = [
     *_bench("multiplication.py", [], {"--n": COUNT, "--digits": ["-1"], "--seed": ["-1"], "--out": OUT_FILE}),
     *_bench("notebooks.py", [], {"--mode": ["nosuch"]}),
     *_bench(
-        "patterns.py",
-        [],
-        {"--n": COUNT, "--k": ["-1"], "--max-new-tokens": ["0"], "--model": MODEL, "--out": OUT_FILE},
-        heavy_ok=True,
+        "patterns.py", [], {"--n": COUNT, "--k": ["-1"], "--max-new-tokens": ["0"], "--model": MODEL, "--out": OUT_FILE}
     ),
     *_bench("prefix_reuse.py", [], {"--T": COUNT, "--R": ["-1"], "--model": MODEL, "--json-out": OUT_FILE}),
     *_bench("retokenization.py", [], {"--model": MODEL, "--max-new-tokens": ["0"]}),
