@@ -85,6 +85,8 @@ CASES = [
     *_tk("figures", [], {"--out": OUT_DIR, "--formats": ["gif"]}),
     *_tk("train", [], {"--steps": COUNT, "--lr": [*REAL, "0"], "--seed": NON_NEGATIVE}),
     *_tk("models", [], {"--bogus": ["1"]}),
+    pytest.param("toolkit", ["no-such-command"], False, id="toolkit:unknown command"),
+    pytest.param("toolkit", ["x" * 5000], False, id="toolkit:huge unknown command"),
     *_bench(
         "bfcl.py",
         ["accuracy"],
