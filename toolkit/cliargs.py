@@ -265,7 +265,7 @@ def one_of(choices, what: str = "value", allow_empty: bool = False):
         bad = [x for x in items if x not in allowed]
         if (not items and not allow_empty) or bad:
             raise argparse.ArgumentTypeError(
-                f"unknown {what} {_shown(','.join(bad) or text)}; choose from {','.join(allowed)}"
+                f"unknown {what}(s) {bad or [text]!r}"[:200] + f"; known: {', '.join(allowed)}"
             )
         return items
 

@@ -77,7 +77,10 @@ def cli(argv: list[str]) -> int:
         p.error("--tools goes with a question; an example brings its own tools")
     names = a.tools if a.question is not None and a.tools else LOOP_EXAMPLES[a.example]["tools"] if a.example else TOOLS
     if a.tool_choice not in TOOL_MODES and a.tool_choice not in names:
-        p.error(f"--tool-choice must be one of {list(TOOL_MODES)} or a mounted tool's name {sorted(names)}")
+        p.error(
+            f"tool_choice must be one of {list(TOOL_MODES)} or a mounted tool's name {sorted(names)}, "
+            f"got {a.tool_choice[:60]!r}"
+        )
     try:
         url = http.check_url(a.backend) if a.backend else http.from_env()
     except ValueError as e:
