@@ -94,6 +94,7 @@ CASES = [
         heavy_ok=True,
     ),
     *_bench("bfcl.py", ["passk"], {"--temperature": REAL, "--samples": ["0"]}, heavy_ok=True),
+    *_bench("cli_errors.py", [], {"--repeats": COUNT, "--out": OUT_FILE}),
     *_bench(
         "classroom.py",
         [],
