@@ -25,6 +25,7 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from toolkit import cliargs  # noqa: E402
 from toolkit.eval import bfcl, report
 from toolkit.eval.levers import HINTS
 from toolkit.eval.report import _pct
@@ -523,14 +524,16 @@ def _non_negative(text: str) -> int:
 def parser() -> argparse.ArgumentParser:
     """The command line. ``--categories`` defaults per subcommand (see :func:`parse`): argparse shares a parent's
     actions between subparsers, so a ``set_defaults`` on one subparser would change every other one's default."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = cliargs.Parser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--model", default="qwen2.5-coder-0.5b")
+    common.add_argument("--model", type=cliargs.model, default="qwen2.5-coder-0.5b")
     common.add_argument("--categories", nargs="+", default=None, help="default: all five (levers: its four)")
-    common.add_argument("--seed", type=int, default=0)
-    common.add_argument("--cache", default=os.path.join(os.path.expanduser("~"), ".cache", "toolcall-kit", "bfcl"))
-    common.add_argument("--out", default=RESULTS)
+    common.add_argument("--seed", type=cliargs.count(0), default=0)
+    common.add_argument(
+        "--cache", type=cliargs.out_dir, default=os.path.join(os.path.expanduser("~"), ".cache", "toolcall-kit", "bfcl")
+    )
+    common.add_argument("--out", type=cliargs.out_dir, default=RESULTS)
     common.add_argument("--no-save", action="store_true")
     acc = sub.add_parser("accuracy", parents=[common])
     acc.add_argument("--modes", nargs="+", default=list(bfcl.MODES), choices=bfcl.MODES)
@@ -552,7 +555,7 @@ def parser() -> argparse.ArgumentParser:
     pk = sub.add_parser("passk", parents=[common])
     pk.add_argument("--tasks", type=_positive, default=100)
     pk.add_argument("--samples", type=_positive, default=8)
-    pk.add_argument("--temperature", type=float, default=0.7)
+    pk.add_argument("--temperature", type=cliargs.number(0.0, 10.0), default=0.7)
     pk.add_argument("--mode", default="constrained", choices=bfcl.MODES)
     pk.add_argument("--cached-only", action="store_true", help="generate nothing: tasks whose samples are all cached")
     ch = sub.add_parser("chains", parents=[common])

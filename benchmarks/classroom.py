@@ -25,7 +25,6 @@ Leaves out: many server processes, GPUs (vLLM's continuous batching is what make
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -37,6 +36,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from toolkit import cliargs  # noqa: E402
 
 
 def session(url, info, tok, template, max_new_tokens, timeout_s, turns=2) -> dict:
@@ -140,17 +140,33 @@ def pct(xs, q):
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--url", default=None, help="a running server (default: start transformers serve here)")
-    p.add_argument("--model", default="qwen2.5-coder-0.5b", help="what to serve when starting one (or stand-in)")
-    p.add_argument("--sessions", default="1,4,16")
-    p.add_argument("--max-new-tokens", type=int, default=32)
+    p = cliargs.Parser(description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--url", type=cliargs.url, default=None, help="a running server (default: start transformers serve here)"
+    )
+    p.add_argument(
+        "--model",
+        type=cliargs.model,
+        default="qwen2.5-coder-0.5b",
+        help="what to serve when starting one (or stand-in)",
+    )
+    p.add_argument("--sessions", type=cliargs.counts, default="1,4,16")
+    p.add_argument("--max-new-tokens", type=cliargs.count(1, 4096), default=32)
     p.add_argument("--turns", type=int, choices=(1, 2), default=2, help="1: the call turn only; 2: call and answer")
-    p.add_argument("--timeout", type=float, default=600.0)
-    p.add_argument("--deadline", type=float, default=1800.0, help="seconds per N before the rest are abandoned")
+    p.add_argument("--timeout", type=cliargs.number(0.0, lo_open=True), default=600.0)
+    p.add_argument(
+        "--deadline",
+        type=cliargs.number(0.0, lo_open=True),
+        default=1800.0,
+        help="seconds per N before the rest are abandoned",
+    )
     p.add_argument("--json", action="store_true")
     p.add_argument(
-        "--check", default=None, metavar="RESULTS", help="print the capacity check of a saved run; no server"
+        "--check",
+        type=cliargs.existing_file,
+        default=None,
+        metavar="RESULTS",
+        help="print the capacity check of a saved run; no server",
     )
     a = p.parse_args(argv)
     if a.check:
@@ -161,7 +177,7 @@ def main(argv=None) -> int:
         chk = capacity_check(saved)
         print(json.dumps(chk, indent=1)) if a.json else print_check(chk)
         return 0
-    ns = [int(x) for x in a.sessions.split(",")]
+    ns = a.sessions
     if any(n < 1 or n > 64 for n in ns):
         p.error("--sessions: each N between 1 and 64 (loopback, bounded)")
 

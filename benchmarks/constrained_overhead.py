@@ -18,7 +18,6 @@ Leaves out: batching (one sequence), transformers' ``generate`` overhead, and ju
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -26,6 +25,7 @@ import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from toolkit import cliargs  # noqa: E402
 
 
 def _sync(device: str) -> None:
@@ -154,18 +154,18 @@ def run_one(name, device, repeats, max_new_tokens):
 
 
 def main(argv=None) -> int:
-    import torch
+    ap = cliargs.Parser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", default=None, help="comma list (default: stand-in, plus the real model if installed)")
+    ap.add_argument("--devices", default=None, help="comma list (default: cpu, plus cuda if available)")
+    ap.add_argument("--repeats", type=cliargs.count(1), default=3)
+    ap.add_argument("--max-new-tokens", type=cliargs.count(1, 4096), default=48)
+    ap.add_argument("--threads", type=cliargs.count(1, 1024), default=2, help="CPU threads for torch (default 2)")
+    ap.add_argument("--json-out", type=cliargs.out_file, default=None)
+    a = ap.parse_args(argv)
+    import torch  # torch: after the arguments are checked (a usage error never waits for it)
 
     from toolkit import fetch
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--models", default=None, help="comma list (default: stand-in, plus the real model if installed)")
-    ap.add_argument("--devices", default=None, help="comma list (default: cpu, plus cuda if available)")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--max-new-tokens", type=int, default=48)
-    ap.add_argument("--threads", type=int, default=2, help="CPU threads for torch (default 2)")
-    ap.add_argument("--json-out", default=None)
-    a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
     names = a.models.split(",") if a.models else ["stand-in"] + (["qwen2.5-coder-0.5b"] if fetch.is_installed() else [])
     devices = a.devices.split(",") if a.devices else ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

@@ -13,7 +13,6 @@ lent machine, and the speed of a dense forward pass does not depend on the value
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import os
 import platform
@@ -24,12 +23,49 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from toolkit import cliargs  # noqa: E402
+
+
+def parser():
+    """The command line, built before the imports below (torch (~5 s)): a usage error skips them."""
+    p = cliargs.Parser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda")
+    p.add_argument(
+        "--model", default=None, help="qwen3-0.6b-shape (GPU default) | stand-in (CPU default) | qwen2.5-coder-0.5b"
+    )
+    p.add_argument("--prompt", type=cliargs.count(1), default=None, help="prompt tokens for the decode table")
+    p.add_argument("--new", type=cliargs.count(1), default=None, help="new tokens per engine run")
+    p.add_argument("--hf-new", type=cliargs.count(1), default=None, help="new tokens for the model.generate row")
+    p.add_argument("--T", type=cliargs.count(1), default=None)
+    p.add_argument("--delta", type=cliargs.count(1), default=None)
+    p.add_argument("--R", type=cliargs.count(1), default=None)
+    p.add_argument("--decode-per-round", type=cliargs.count(1), default=1)
+    p.add_argument(
+        "--agent-budget-s",
+        type=cliargs.number(0.0, lo_open=True),
+        default=90.0,
+        help="stop the agent workload's rounds after this",
+    )
+    p.add_argument("--no-compile", dest="compile", action="store_false", help="skip the torch.compile row")
+    p.add_argument("--skip", default="", help="comma list of sections to skip: decode,agent,constrained")
+    p.add_argument(
+        "--threads", type=cliargs.count(1, 1024), default=None, help="CPU threads (default: torch's; 1 is polite)"
+    )
+    p.add_argument(
+        "--out", type=cliargs.out_file, default=None, help="also write the printed tables to this markdown file"
+    )
+    return p
+
+
+if __name__ == "__main__":
+    parser().parse_args()  # exits 2 on a bad value, before the imports below
+
 import torch  # noqa: E402
 
-from toolkit import speed
-from toolkit.speed import engine_decode_rate as engine_rate
-from toolkit.speed import hf_decode_rate as hf_rate
-from toolkit.speed import prompt_ids, sync
+from toolkit import speed  # noqa: E402
+from toolkit.speed import engine_decode_rate as engine_rate  # noqa: E402
+from toolkit.speed import hf_decode_rate as hf_rate  # noqa: E402
+from toolkit.speed import prompt_ids, sync  # noqa: E402
 
 LINES: list[str] = []
 
@@ -257,24 +293,7 @@ def constrained_table(e, args):
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda")
-    p.add_argument(
-        "--model", default=None, help="qwen3-0.6b-shape (GPU default) | stand-in (CPU default) | qwen2.5-coder-0.5b"
-    )
-    p.add_argument("--prompt", type=int, default=None, help="prompt tokens for the decode table")
-    p.add_argument("--new", type=int, default=None, help="new tokens per engine run")
-    p.add_argument("--hf-new", type=int, default=None, help="new tokens for the model.generate row")
-    p.add_argument("--T", type=int, default=None)
-    p.add_argument("--delta", type=int, default=None)
-    p.add_argument("--R", type=int, default=None)
-    p.add_argument("--decode-per-round", type=int, default=1)
-    p.add_argument("--agent-budget-s", type=float, default=90.0, help="stop the agent workload's rounds after this")
-    p.add_argument("--no-compile", dest="compile", action="store_false", help="skip the torch.compile row")
-    p.add_argument("--skip", default="", help="comma list of sections to skip: decode,agent,constrained")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's; 1 is polite)")
-    p.add_argument("--out", default=None, help="also write the printed tables to this markdown file")
-    args = p.parse_args(argv)
+    args = parser().parse_args(argv)
     dev = torch.device(
         "cuda"
         if (args.device == "auto" and torch.cuda.is_available())

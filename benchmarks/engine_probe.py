@@ -160,7 +160,10 @@ def matmuls(dt=torch.bfloat16):
     print(f"| add [1,1024] | {graph_time_us(lambda: x + x):.1f} | |")
 
 
-def main():
+def main(argv=None):
+    from toolkit import cliargs
+
+    cliargs.Parser(description=__doc__.splitlines()[0]).parse_args(argv)  # no options: anything else is refused
     if not torch.cuda.is_available():
         print("engine_probe: needs CUDA (it times GPU kernels); nothing to do here")
         return 0

@@ -18,7 +18,6 @@ Leaves out: Voila and a real Binder node (the browser test opens both kinds of p
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -29,7 +28,23 @@ import tempfile
 import time
 from pathlib import Path
 
-import nbformat
+from toolkit import cliargs  # noqa: E402
+
+
+def parser():
+    """The command line, built before the imports below (nbformat and browser helpers (~1-7 s)): a usage error skips them."""
+    ap = cliargs.Parser()
+    ap.add_argument("--figures", type=cliargs.count(1), default=3)
+    ap.add_argument("--wait", type=cliargs.number(0.0, lo_open=True), default=60)
+    ap.add_argument("--no-burn", action="store_true")
+    ap.add_argument("--only", default="")
+    return ap
+
+
+if __name__ == "__main__":
+    parser().parse_args()  # exits 2 on a bad value, before the imports below
+
+import nbformat  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -122,12 +137,7 @@ def kernel_redraw_ms(changes: int = 20) -> list[float]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--figures", type=int, default=3)
-    ap.add_argument("--wait", type=float, default=60)
-    ap.add_argument("--no-burn", action="store_true")
-    ap.add_argument("--only", default="")
-    a = ap.parse_args(argv)
+    a = parser().parse_args(argv)
     kinds = [k for k in CELLS if not a.only or k in a.only.split(",")]
     from playwright.sync_api import sync_playwright
 

@@ -19,7 +19,6 @@ weights.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import os
@@ -34,6 +33,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+from toolkit import cliargs  # noqa: E402
 
 
 def _ms(fn) -> float:
@@ -180,9 +180,9 @@ def _commit() -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--json-out", default=None)
+    ap = cliargs.Parser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeats", type=cliargs.count(1), default=3)
+    ap.add_argument("--json-out", type=cliargs.out_file, default=None)
     a = ap.parse_args(argv)
     load_before = os.getloadavg()[0]
     rows = calculator_rows(a.repeats) + cost_view_rows(a.repeats) + model_rows(a.repeats)

@@ -17,7 +17,6 @@ Leaves out: sampling (greedy only: one run per question is the whole distributio
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import os
@@ -358,12 +357,21 @@ def run_one(qd: dict, loaded, which: str, cap_s: float | None):
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    from toolkit import cliargs  # here: after the sys.path choice above (PYTHONPATH may name another checkout)
+
+    p = cliargs.Parser(description=__doc__.split("\n")[0])
     p.add_argument("--pass", dest="which", choices=list(PASSES), required=True)
     p.add_argument("--only", default="", help="comma-separated question ids (default: all)")
-    p.add_argument("--cap-s", type=float, default=None, help="stop a task after this many seconds")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (1 on a shared machine)")
-    p.add_argument("--out", default=None, help="JSON file (default benchmarks/results/loop_questions_<pass>.json)")
+    p.add_argument(
+        "--cap-s", type=cliargs.number(0.0, lo_open=True), default=None, help="stop a task after this many seconds"
+    )
+    p.add_argument("--threads", type=cliargs.count(1, 1024), default=1, help="torch threads (1 on a shared machine)")
+    p.add_argument(
+        "--out",
+        type=cliargs.out_file,
+        default=None,
+        help="JSON file (default benchmarks/results/loop_questions_<pass>.json)",
+    )
     a = p.parse_args(argv)
     chosen = [q for q in QUESTIONS if not a.only or q["id"] in a.only.split(",")]
     if a.only and len(chosen) != len(a.only.split(",")):

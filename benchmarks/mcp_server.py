@@ -1,5 +1,6 @@
 """The kit's MCP server, measured: start time, kept-alive HTTP latency with and without TCP_NODELAY, and what a
-10 MB argument costs (reply size, server RSS before and after).
+10 MB argument costs (reply size, server RSS before and after), and the first tools/call on a fresh server
+against the second, idle and with every core busy.
 
     python benchmarks/mcp_server.py [--calls 200] [--starts 5]
 
@@ -10,7 +11,6 @@ Every server is started on 127.0.0.1 and stopped by PID.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -24,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from toolkit import cliargs  # noqa: E402
+
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -101,6 +103,49 @@ def stdio_start_s(n: int) -> list[float]:
     return out
 
 
+def first_calls_ms(n: int, busy: bool) -> dict:
+    """Milliseconds of the first and the second tools/call on a fresh stdio server (after its ready line and
+    server/discover), ``n`` starts; ``busy``: with one CPU-burning process per core, stopped by PID after."""
+    burners = []
+    if busy:
+        burn = "import time\nt = time.time() + 600\nwhile time.time() < t: pass"
+        burners = [subprocess.Popen([sys.executable, "-c", burn]) for _ in range(os.cpu_count() or 1)]
+    call = lambda rid: json.dumps(
+        {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+         "params": {"name": "calculator", "arguments": {"expression": "250 * 15%"}, "_meta": META}}
+    ).encode() + b"\n"  # fmt: skip
+    first, second = [], []
+    try:
+        for _ in range(n):
+            p = subprocess.Popen(
+                [sys.executable, "-m", "toolkit", "mcp", "serve", "--stdio"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=ENV,
+                cwd=ROOT,
+            )
+            p.stderr.readline()  # the ready line: a host that waits for it sends its first request now
+            disc = {"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": META}}
+            p.stdin.write(json.dumps(disc).encode() + b"\n")
+            p.stdin.flush()
+            p.stdout.readline()
+            for rid, into in ((1, first), (2, second)):
+                t0 = time.perf_counter()
+                p.stdin.write(call(rid))
+                p.stdin.flush()
+                line = p.stdout.readline()
+                into.append((time.perf_counter() - t0) * 1000)
+                assert b'"isError":false' in line.replace(b" ", b""), line[:200]
+            p.stdin.close()
+            p.wait(10)
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+    return {"first_ms": round(statistics.median(first), 1), "second_ms": round(statistics.median(second), 1)}
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -158,9 +203,9 @@ def big_argument() -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--calls", type=int, default=200)
-    ap.add_argument("--starts", type=int, default=5)
+    ap = cliargs.Parser()
+    ap.add_argument("--calls", type=cliargs.count(1), default=200)
+    ap.add_argument("--starts", type=cliargs.count(1), default=5)
     a = ap.parse_args()
     res: dict = {"latency_ms": {}}
     for nodelay in (False, True):
@@ -175,6 +220,7 @@ def main() -> None:
         }
     starts = stdio_start_s(a.starts)
     res["stdio_start_s"] = {"median": round(statistics.median(starts), 3), "max": round(max(starts), 3)}
+    res["first_call"] = {"idle": first_calls_ms(a.starts, busy=False), "busy": first_calls_ms(a.starts, busy=True)}
     res["big_argument"] = big_argument()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
     res.update(
@@ -196,6 +242,11 @@ def main() -> None:
         f"stdio start to first answer, {a.starts} starts: median {res['stdio_start_s']['median']} s, "
         f"max {res['stdio_start_s']['max']} s (load {res['load'][0]:.2f} on {res['cpus']} CPUs)"
     )
+    for state, v in res["first_call"].items():
+        print(
+            f"first tools/call on a fresh stdio server ({state}, median of {a.starts}): {v['first_ms']} ms; "
+            f"second: {v['second_ms']} ms; ratio {v['first_ms'] / v['second_ms']:.1f}x"
+        )
     big = res["big_argument"]
     for label, v in big["calls"].items():
         print(

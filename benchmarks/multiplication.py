@@ -16,7 +16,6 @@ assert; a random-weight stand-in (the script refuses to run without the real mod
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -25,6 +24,8 @@ import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from toolkit import cliargs  # noqa: E402
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 if not os.environ.get("PYTHONPATH"):
     sys.path.insert(0, ROOT)
@@ -43,12 +44,14 @@ def states_exactly(answer: str | None, product: int) -> bool:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--n", type=int, default=10, help="how many products (default 10)")
-    p.add_argument("--digits", type=int, default=6, help="digits per factor (default 6)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1, help="torch threads (1 on a shared machine)")
-    p.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "multiplication.json"))
+    p = cliargs.Parser(description=__doc__.split("\n")[0])
+    p.add_argument("--n", type=cliargs.count(1), default=10, help="how many products (default 10)")
+    p.add_argument("--digits", type=cliargs.count(1, 100), default=6, help="digits per factor (default 6)")
+    p.add_argument("--seed", type=cliargs.count(0), default=0)
+    p.add_argument("--threads", type=cliargs.count(1, 1024), default=1, help="torch threads (1 on a shared machine)")
+    p.add_argument(
+        "--out", type=cliargs.out_file, default=os.path.join(ROOT, "benchmarks", "results", "multiplication.json")
+    )
     a = p.parse_args(argv)
     if not (1 <= a.n <= 500 and 2 <= a.digits <= 30):
         p.error("--n must be 1..500 and --digits 2..30")

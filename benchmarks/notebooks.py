@@ -18,7 +18,6 @@ Leaves out: browser rendering time (tests/test_browser.py) and GPU runs.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
@@ -26,6 +25,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+from toolkit import cliargs  # noqa: E402
+
+
+def parser():
+    """The command line, built before the imports below (notebook runner (nbformat, jsonschema: ~1-7 s)): a usage error skips them."""
+    ap = cliargs.Parser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mode", choices=["both", "machine", "binder"], default="both")
+    ap.add_argument("--only", default="", help="comma-separated notebook number prefixes, e.g. 01,04")
+    return ap
+
+
+if __name__ == "__main__":
+    parser().parse_args()  # exits 2 on a bad value, before the imports below
 
 from test_notebooks import MODES, NOTEBOOKS, execute_notebook  # noqa: E402
 
@@ -55,10 +67,7 @@ def run(path: Path, mode: str) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mode", choices=["both", "machine", "binder"], default="both")
-    ap.add_argument("--only", default="", help="comma-separated notebook number prefixes, e.g. 01,04")
-    args = ap.parse_args(argv)
+    args = parser().parse_args(argv)
     wanted = [p for p in NOTEBOOKS if not args.only or p.name[:2] in args.only.split(",")]
     modes = ["machine", "binder"] if args.mode == "both" else [args.mode]
     print(

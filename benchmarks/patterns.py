@@ -27,7 +27,6 @@ Leaves out: sampling several runs per task, timing asserts (times are printed, n
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -38,6 +37,45 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from toolkit import cliargs  # noqa: E402
+
+
+def parser():
+    """The command line, built before the imports below (the patterns pull xgrammar and torch): a usage error
+    skips them."""
+    ap = cliargs.Parser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", type=cliargs.model, default="auto")
+    ap.add_argument("--n", type=cliargs.count(1), default=3)
+    ap.add_argument("--seed", type=cliargs.count(0), default=0)
+    ap.add_argument("--patterns", default=None, help="comma-separated pattern names (default: all)")
+    ap.add_argument("--max-new-tokens", type=cliargs.count(1, 4096), default=64)
+    ap.add_argument("--out", type=cliargs.out_file, default=None)
+    ap.add_argument("--what", choices=("patterns", "rag"), default="patterns")
+    ap.add_argument("--k", type=cliargs.count(1), default=3)
+    ap.add_argument("--modes", default="before,tool,tool_required,before_rerank", help="RAG modes to run (--what rag)")
+    ap.add_argument(
+        "--depth", type=cliargs.count(1), default=8, help="BM25 candidates the reranker rescores (--what rag)"
+    )
+    ap.add_argument(
+        "--common-tasks", action="store_true", help="--merge: keep only the tasks every pattern finished (listed)"
+    )
+    ap.add_argument("--fresh", action="store_true", help="ignore the runs already saved in the results file")
+    ap.add_argument(
+        "--threads", type=cliargs.count(1, 1024), default=1, help="torch threads (the machine is shared: 1 by default)"
+    )
+    ap.add_argument(
+        "--merge",
+        type=cliargs.existing_file,
+        nargs="+",
+        default=None,
+        help="combine saved pattern files (runs split across processes)",
+    )
+    return ap
+
+
+if __name__ == "__main__":
+    parser().parse_args()  # exits 2 on a bad value, before the imports below
 
 from toolkit.eval.report import meta  # noqa: E402
 from toolkit.eval.stats import wilson  # noqa: E402
@@ -377,29 +415,11 @@ def merge(files: list[Path], out: Path, common: bool = False) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default="auto")
-    ap.add_argument("--n", type=int, default=3)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--patterns", default=",".join(PATTERNS))
-    ap.add_argument("--max-new-tokens", type=int, default=64)
-    ap.add_argument("--out", default=None)
-    ap.add_argument("--what", choices=("patterns", "rag"), default="patterns")
-    ap.add_argument("--k", type=int, default=3)
-    ap.add_argument("--modes", default="before,tool,tool_required,before_rerank", help="RAG modes to run (--what rag)")
-    ap.add_argument("--depth", type=int, default=8, help="BM25 candidates the reranker rescores (--what rag)")
-    ap.add_argument(
-        "--common-tasks", action="store_true", help="--merge: keep only the tasks every pattern finished (listed)"
-    )
-    ap.add_argument("--fresh", action="store_true", help="ignore the runs already saved in the results file")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared: 1 by default)")
-    ap.add_argument(
-        "--merge", nargs="+", default=None, help="combine saved pattern files (runs split across processes)"
-    )
+    ap = parser()
     a = ap.parse_args(argv)
     if a.merge:
         return merge([Path(f) for f in a.merge], Path(a.out or RESULTS / "patterns_merged.json"), a.common_tasks)
-    names = [p for p in a.patterns.split(",") if p]
+    names = [p for p in (a.patterns or ",".join(PATTERNS)).split(",") if p]
     unknown = [p for p in names if p not in PATTERNS]
     if unknown or a.n < 1:
         ap.error(f"unknown pattern(s) {unknown}; known: {', '.join(PATTERNS)}" if unknown else "--n must be >= 1")

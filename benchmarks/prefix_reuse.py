@@ -17,7 +17,6 @@ first turn's T, so both are printed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -25,6 +24,7 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from toolkit import cliargs  # noqa: E402
 
 
 def token_stream(n: int, tokenizer) -> list[int]:
@@ -77,16 +77,26 @@ def book_ratio(T: int, delta: int, R: int) -> float:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="stand-in", help="stand-in | qwen2.5-coder-0.5b | folder (default stand-in)")
-    p.add_argument("--T", type=int, default=2000, help="tool-definition tokens (book: 10,000)")
-    p.add_argument("--delta", type=int, default=512, help="new tokens per turn (book: 2048)")
-    p.add_argument("--R", type=int, default=30, help="turns")
+    p = cliargs.Parser(description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--model",
+        type=cliargs.model,
+        default="stand-in",
+        help="stand-in | qwen2.5-coder-0.5b | folder (default stand-in)",
+    )
+    p.add_argument("--T", type=cliargs.count(1), default=2000, help="tool-definition tokens (book: 10,000)")
+    p.add_argument("--delta", type=cliargs.count(1), default=512, help="new tokens per turn (book: 2048)")
+    p.add_argument("--R", type=cliargs.count(1), default=30, help="turns")
     p.add_argument("--backend", choices=["hf", "engine"], default="hf")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--every", type=int, default=5, help="print every N-th turn")
+    p.add_argument("--threads", type=cliargs.count(1, 1024), default=2)
+    p.add_argument("--every", type=cliargs.count(1), default=5, help="print every N-th turn")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--json-out", default=None, help="also write the JSON summary and per-turn rows to this file")
+    p.add_argument(
+        "--json-out",
+        type=cliargs.out_file,
+        default=None,
+        help="also write the JSON summary and per-turn rows to this file",
+    )
     a = p.parse_args(argv)
 
     import torch

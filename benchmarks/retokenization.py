@@ -16,7 +16,6 @@ Saves benchmarks/results/retokenization-<date>.json (date, machine, model, commi
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -25,14 +24,15 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from toolkit import cliargs  # noqa: E402
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="qwen2.5-coder-0.5b")
+    p = cliargs.Parser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", type=cliargs.model, default="qwen2.5-coder-0.5b")
     p.add_argument("--examples", default="calculator,weather")
     p.add_argument("--templates", default="qwen2.5,qwen3")
-    p.add_argument("--max-new-tokens", type=int, default=40)
+    p.add_argument("--max-new-tokens", type=cliargs.count(1, 4096), default=40)
     p.add_argument("--server", action="store_true", help="also send before/after prompts to a local transformers serve")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)

@@ -21,7 +21,6 @@ Leaves out: vLLM / SGLang (CUDA only here: the README gives their commands; ``--
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -31,6 +30,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from toolkit import cliargs  # noqa: E402
 
 TOOL_WAIT_S = 0.5
 
@@ -205,11 +205,20 @@ def measure(url, info, tok, template, who, max_new_tokens: int = 64) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--url", default=None, help="a running server (default: start transformers serve here)")
-    p.add_argument("--model", default="qwen2.5-coder-0.5b", help="what to serve when starting one (or stand-in)")
-    p.add_argument("--max-new-tokens", type=int, default=64)
-    p.add_argument("--out", default=None, help="results file (default benchmarks/results/serving.json)")
+    p = cliargs.Parser(description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--url", type=cliargs.url, default=None, help="a running server (default: start transformers serve here)"
+    )
+    p.add_argument(
+        "--model",
+        type=cliargs.model,
+        default="qwen2.5-coder-0.5b",
+        help="what to serve when starting one (or stand-in)",
+    )
+    p.add_argument("--max-new-tokens", type=cliargs.count(1, 4096), default=64)
+    p.add_argument(
+        "--out", type=cliargs.out_file, default=None, help="results file (default benchmarks/results/serving.json)"
+    )
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
 

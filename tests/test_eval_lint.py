@@ -98,4 +98,37 @@ def test_cli_exit_codes(tmp_path):
     r = run(str(bad), "--json")
     assert r.returncode == 1 and json.loads(r.stdout)["errors"] == 1
     r = run(str(tmp_path / "missing.json"))
-    assert r.returncode == 2 and "cannot read tools" in r.stderr
+    assert r.returncode == 2 and "no such file" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    for content, says in (
+        ('{"tools": "notalist"}', "expected a list of tools"),
+        ("[1, 2]", "not an object"),
+        ("{not json", "is not JSON"),
+    ):
+        junk = tmp_path / "junk.json"
+        junk.write_text(content)
+        r = run(str(junk))
+        assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    for args, says in (
+        (["--mcp", "http://127.0.0.1:9/mcp"], "connection refused"),
+        (["--mcp", "notaurl"], "not a URL"),
+        (["--mcp-stdio", "no-such-command-x"], "no such command"),
+        (["--mcp-stdio", "cat"], "did not answer as an MCP server"),
+    ):
+        r = run(*args)
+        assert r.returncode == 2 and says in r.stderr and "ExceptionGroup" not in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_vague_untyped_and_too_short_definitions_are_errors_citing_the_chapter():
+    params = json.loads(json.dumps(GOOD["function"]["parameters"]))
+    params["properties"]["city"] = {"description": "City name, e.g. Paris"}
+    assert ("G7", "error") in rules([_bad(parameters=params)])
+    assert ("G8", "error") in rules([_bad(name="do")]) and ("G8", "error") in rules([_bad(name="process_data")])
+    assert ("G9", "error") in rules([_bad(description="Gets data.")])
+    assert ("G10", "error") in rules([_bad(description="Fetches city weather.")])
+    params = json.loads(json.dumps(GOOD["function"]["parameters"]))
+    params["properties"]["city"]["description"] = "v"
+    assert ("G11", "error") in rules([_bad(parameters=params)])
+    params["properties"]["city"]["description"] = "city"
+    assert ("G11", "error") in rules([_bad(parameters=params)])
+    assert all("§" in RULES[r] for r in ("G7", "G8", "G9", "G10", "G11"))

@@ -268,3 +268,42 @@ def test_idle_legacy_sessions_expire(http_server):
     assert httpx2.post(http_server.url, headers=head, json=ping).status_code == 200
     time.sleep(4)  # the server was started with a 2 s idle timeout
     assert httpx2.post(http_server.url, headers=head, json=ping).status_code == 404
+
+
+# ------------------------------------------------------------------ the same answer on every transport and era
+def _modern_head() -> dict:
+    return {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": "2026-07-28",
+    }
+
+
+SIDE_BY_SIDE = [line for line, _, _ in MALFORMED if len(line) < 1000] + [
+    b'{"jsonrpc":"2.0","id":30,"method":"tools/frobnicate","params":{"_meta":%s}}' % json.dumps(META).encode(),
+    _call(31, "no_such_tool", {}),
+    _call(32, "x" * 1_000_000, {}),
+]
+
+
+@pytest.mark.parametrize("line", SIDE_BY_SIDE, ids=lambda v: repr(v[:40]))
+def test_the_same_malformed_request_gets_the_same_answer_on_stdio_and_both_http_eras(raw, http_server, line):
+    by_stdio = raw.send(line)
+    answers = {"stdio": by_stdio}
+    for era, head in (("legacy", _legacy_session(http_server.url)), ("2026-07-28", _modern_head())):
+        if era == "2026-07-28" and b'"method":"tools/' in line.replace(b" ", b""):
+            msg = json.loads(line)  # the 2026-07-28 client repeats the method (and a tool's name) in headers
+            head = {**head, "Mcp-Method": msg["method"]}
+            if msg["method"] == "tools/call":
+                head["Mcp-Name"] = msg["params"]["name"]
+        r = httpx2.post(http_server.url, headers=head, content=line, timeout=60)
+        assert r.status_code != 202 or by_stdio is None, f"{era}: a silent 202 where stdio answers"
+        answers[era] = _sse_json(r)
+    for era, reply in answers.items():
+        assert reply is not None and len(json.dumps(reply)) < BOUND, (era, json.dumps(reply)[:300])
+        assert "pydantic" not in json.dumps(reply) and "validation error" not in json.dumps(reply).lower(), reply
+    keyed = {era: (a["id"], a["error"]["code"]) for era, a in answers.items()}
+    assert len(set(keyed.values())) == 1, keyed
+    messages = {era: a["error"]["message"] for era, a in answers.items()}
+    if b"x" * 1000 not in line:  # a huge name: every transport names its length, in its own bounded words
+        assert len(set(messages.values())) == 1, messages

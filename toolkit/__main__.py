@@ -30,11 +30,17 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+    if argv and argv[0] not in COMMANDS and argv[0] not in ("-h", "--help"):
+        shown = argv[0] if len(argv[0]) <= 40 else argv[0][:40] + "…"
+        print(
+            f"python -m toolkit: error: unknown command {shown!r}; choose from {', '.join(COMMANDS)}", file=sys.stderr
+        )
+        return 2
+    if not argv or argv[0] in ("-h", "--help"):
         print("usage: python -m toolkit <command> [options]\n\ncommands:")
         for name, (_, help_) in COMMANDS.items():
             print(f"  {name:<10} {help_}")
-        return 0 if not argv or argv[0] in ("-h", "--help") else 2
+        return 0
     module = importlib.import_module(COMMANDS[argv[0]][0])
     try:
         return int(module.cli(argv[1:]) or 0)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import asdict
 
-from toolkit.book.claims import check_all, coverage, coverage_line, write_markdown
-from toolkit.book.ledger import CAVEAT, FAILS, HOLDS, VERDICTS, Claim
+from toolkit import cliargs
 
 
-def _print(claims: list[Claim]) -> None:
+def _print(claims) -> None:
+    from toolkit.book.claims import coverage, coverage_line  # lazy: see cli (torch, xgrammar)
+    from toolkit.book.ledger import CAVEAT, FAILS, HOLDS, VERDICTS
+
     mark = {HOLDS: "✓", CAVEAT: "~", FAILS: "✗"}
     for c in claims:
         print(f"{mark[c.verdict]} [{c.verdict}] {c.section} — {c.claim}")
@@ -24,7 +25,7 @@ def _print(claims: list[Claim]) -> None:
 
 
 def cli(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m toolkit claims", description=__doc__.split("\n")[0])
+    ap = cliargs.Parser(prog="python -m toolkit claims", description=__doc__.split("\n")[0])
     ap.add_argument("--json", action="store_true", help="print the ledger as JSON")
     ap.add_argument(
         "--write",
@@ -32,9 +33,13 @@ def cli(argv: list[str]) -> int:
         const="figures/claims.md",
         default=None,
         metavar="PATH",
+        type=cliargs.out_file,
         help="also write Markdown (default figures/claims.md)",
     )
     args = ap.parse_args(argv)
+    # lazy: the ledger's checks import torch, transformers and xgrammar (~12 s); usage errors never wait for them
+    from toolkit.book.claims import check_all, coverage, write_markdown
+
     claims = check_all()
     if args.json:
         print(

@@ -2,31 +2,31 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
-from toolkit import models
-from toolkit.grammar.check import chat_prompt, check
-from toolkit.grammar.compile import SchemaError, bounded, compile_schema
-from toolkit.grammar.hf import sample
-from toolkit.grammar.precheck import precheck, read_schema_file
+from toolkit import cliargs, models
 
 
 # ---------------------------------------------------------------- command line
 def cli(argv: list[str]) -> int:
     """``python -m toolkit constrain --schema FILE --samples N --temperature T [--json] [--model NAME]``."""
-    ap = argparse.ArgumentParser(
+    ap = cliargs.Parser(
         prog="python -m toolkit constrain",
         description="Sample outputs under a JSON-Schema grammar (xgrammar) and validate them.",
     )
-    ap.add_argument("--schema", required=True, help="JSON Schema file")
-    ap.add_argument("--samples", type=int, default=5)
-    ap.add_argument("--temperature", type=float, default=1.0)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--max-new-tokens", type=int, default=64)
+    ap.add_argument("--schema", required=True, type=cliargs.existing_file, help="JSON Schema file")
+    ap.add_argument("--samples", type=cliargs.count(1, 1000), default=5)
+    ap.add_argument("--temperature", type=cliargs.number(0.0, 10.0), default=1.0, help="0 = greedy")
+    ap.add_argument("--seed", type=cliargs.count(0), default=0)
+    ap.add_argument("--max-new-tokens", type=cliargs.count(1, 4096), default=64)
     ap.add_argument("--prompt", default="Give one example.", help="the user message")
-    ap.add_argument("--model", default="auto", help="auto | stand-in | qwen2.5-coder-0.5b | folder (default auto)")
+    ap.add_argument(
+        "--model",
+        type=cliargs.model,
+        default="auto",
+        help="auto | stand-in | qwen2.5-coder-0.5b | folder (default auto)",
+    )
     ap.add_argument("--unconstrained", action="store_true", help="sample without the grammar, for comparison")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
     ap.add_argument(
@@ -35,15 +35,26 @@ def cli(argv: list[str]) -> int:
         help="sample even if the schema uses keywords xgrammar does not enforce (printed as warnings)",
     )
     a = ap.parse_args(argv)
+    if not a.prompt.strip():
+        ap.error("--prompt is empty")
+    # lazy: the grammar modules import xgrammar and torch; the arguments above are checked before they load
+    from toolkit.grammar.check import chat_prompt, check
+    from toolkit.grammar.compile import SchemaError, bounded, compile_schema
+    from toolkit.grammar.hf import sample
+    from toolkit.grammar.precheck import precheck, read_schema_file
+
     try:  # every check a schema can fail runs here, before a model loads
-        schema = read_schema_file(a.schema)
+        schema = read_schema_file(str(a.schema))
         warnings = precheck(schema, a.allow_unenforced)
     except SchemaError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     for w in warnings:
         print(f"warning: not enforced by the grammar: {w}", file=sys.stderr)
-    loaded = models.load(a.model, quiet=True)
+    try:
+        loaded = models.load(a.model, quiet=True)
+    except (OSError, ConnectionError, ValueError) as e:
+        cliargs.fail(ap, f"could not load model {a.model!r}: {str(e).splitlines()[0][:300]}")
     notes = list(loaded.notes) + [f"not enforced by the grammar: {w}" for w in warnings]
     if not loaded.semantic:
         # A random-weight model rarely closes a string by itself: bound them so every sample terminates.

@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
-from toolkit.book.figures import write_all
+from toolkit import cliargs
+
+FORMATS = ("svg", "png", "pdf")
 
 
 def cli(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m toolkit figures", description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default="figures", help="output folder (default: figures)")
+    ap = cliargs.Parser(prog="python -m toolkit figures", description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=cliargs.out_dir, default="figures", help="output folder (default: figures)")
     ap.add_argument("--lang", choices=("zh", "en", "both"), default="both")
-    ap.add_argument("--formats", default="svg,png,pdf", help="comma-separated image formats; '' for data only")
+    ap.add_argument(
+        "--formats",
+        type=cliargs.one_of(FORMATS, "image format", allow_empty=True),
+        default=list(FORMATS),
+        help="comma-separated image formats; '' for data only",
+    )
     ap.add_argument("--no-claims", action="store_true", help="do not write claims.md into --out")
     args = ap.parse_args(argv)
     langs = ("zh", "en") if args.lang == "both" else (args.lang,)
-    formats = tuple(f for f in args.formats.split(",") if f)
+    formats = tuple(args.formats)
+    from toolkit.book.figures import write_all  # lazy: plotly, torch and xgrammar (~10 s), after the arguments
+
     try:
-        r = write_all(Path(args.out), langs, formats, claims=not args.no_claims)
+        r = write_all(args.out, langs, formats, claims=not args.no_claims)
     except RuntimeError as e:
         print(f"figures: {e}", file=sys.stderr)
         return 1

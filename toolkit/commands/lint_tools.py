@@ -2,57 +2,134 @@
 server's ``tools/list``; print the findings (or ``--json``); exit 1 when any is an error, 2 when the tools cannot be read.
 
 ``python -m toolkit lint-tools FILE.json`` or ``--mcp URL`` (Streamable HTTP) or ``--mcp-stdio "command args"``.
+A file that is not a list of tool objects (or ``{"tools": [...]}``), a server that refuses the connection, a
+command that does not start, and a peer that does not speak MCP are each one plain line, exit 2.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
+import shutil
 import sys
 from dataclasses import asdict
-from pathlib import Path
 
-from toolkit.eval.lint import RULES, lint
-from toolkit.mcp.client import Connection
+from toolkit import cliargs
+from toolkit.errors import describe
+
+MAX_FILE_BYTES = 16 * 1024 * 1024
+MCP_TIMEOUT_S = 15.0
+
+
+class CannotRead(Exception):
+    """The tools could not be read; the message is the one line the command prints."""
+
+
+def read_tools_file(path) -> list:
+    """The tools in a JSON file: a list of objects, or an object whose ``tools`` is one (a tools/list result)."""
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise CannotRead(f"{path} is {path.stat().st_size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except OSError as e:
+        raise CannotRead(f"cannot read {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise CannotRead(f"{path} is not UTF-8 text (byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise CannotRead(f"{path} is not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except RecursionError:
+        raise CannotRead(f"{path}: JSON nested too deeply") from None
+    tools = data.get("tools") if isinstance(data, dict) and "tools" in data else data
+    if not isinstance(tools, list):
+        raise CannotRead(
+            f'{path}: expected a list of tools or {{"tools": [...]}}, got {describe(tools if isinstance(data, dict) else data)}'
+        )
+    bad = [i for i, t in enumerate(tools) if not isinstance(t, dict)]
+    if bad:
+        raise CannotRead(f"{path}: tool #{bad[0]} is {describe(tools[bad[0]])}, not an object ({len(bad)} such)")
+    return tools
+
+
+def _leaves(e: BaseException) -> list[BaseException]:
+    """The real errors inside (nested) exception groups, and their causes."""
+    subs = getattr(e, "exceptions", None)  # an ExceptionGroup (Python 3.11+; anyio's backport before)
+    if isinstance(subs, (list, tuple)) and subs:
+        return [x for sub in subs for x in _leaves(sub)]
+    out = [e]
+    if e.__cause__ is not None and e.__cause__ is not e:
+        out += _leaves(e.__cause__)
+    return out
+
+
+def why_unreachable(e: BaseException, target: str, stdio: bool) -> str:
+    """One plain line for a server that could not be listed: refused, not started, timed out or not MCP."""
+    leaves = _leaves(e)
+    names = {type(x).__name__ for x in leaves}
+    text = " ".join(str(x) for x in leaves)
+    if stdio:
+        if names & {"FileNotFoundError", "PermissionError"}:
+            return f"cannot start {target!r}: no such command (or not executable)"
+        if "McpError" in names or "MCPError" in names or "ValidationError" in names or "TimeoutError" in names:
+            return f"{target!r} started but did not answer as an MCP server over stdio"
+        return f"{target!r} started but did not answer as an MCP server over stdio ({type(leaves[-1]).__name__})"
+    if "ConnectError" in names or "ConnectionRefusedError" in names or "Connection refused" in text:
+        return f"connection refused at {target} (is the server running, on that port?)"
+    if names & {"ConnectTimeout", "ReadTimeout", "TimeoutError"}:
+        return f"no answer from {target} within {MCP_TIMEOUT_S:g} s"
+    for x in leaves:
+        status = getattr(getattr(x, "response", None), "status_code", None)
+        if status is not None:
+            return f"{target} is not an MCP server: it answered HTTP {status}"
+    return f"{target} did not answer as an MCP server ({type(leaves[-1]).__name__}: {str(leaves[-1])[:120]})"
 
 
 def _from_mcp(target: str, stdio: bool) -> list[dict]:
-    if stdio:
-        from mcp import StdioServerParameters  # lazy: only when a server is linted
+    parts = shlex.split(target) if stdio else []
+    if stdio and shutil.which(parts[0]) is None:
+        raise CannotRead(f"cannot start {target!r}: no such command")
+    from mcp import StdioServerParameters  # lazy: the SDK (pydantic, httpx), ~1-2 s; files never wait for it
 
-        parts = shlex.split(target)
-        target = StdioServerParameters(command=parts[0], args=parts[1:])
-    with Connection(target) as conn:
-        return [
-            {"name": t.name, "description": t.description, "inputSchema": t.input_schema} for t in conn.list_tools()
-        ]
+    from toolkit.mcp.client import Connection  # lazy: the SDK, as above
+
+    if stdio:
+        server = StdioServerParameters(command=parts[0], args=parts[1:])
+    else:
+        server = target
+    try:
+        with Connection(server, timeout=MCP_TIMEOUT_S, call_timeout=MCP_TIMEOUT_S) as conn:
+            return [
+                {"name": t.name, "description": t.description, "inputSchema": t.input_schema} for t in conn.list_tools()
+            ]
+    except Exception as e:  # noqa: BLE001 — a server that is down or speaks something else: say which
+        raise CannotRead(why_unreachable(e, target, stdio)) from None
 
 
 def cli(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(
+    p = cliargs.Parser(
         prog="python -m toolkit lint-tools", description="Check tool definitions against the description guidelines."
     )
-    p.add_argument("file", nargs="?", help="a JSON file: a list of tools (OpenAI, bare or MCP style)")
-    p.add_argument("--mcp", help="URL of a running MCP server (Streamable HTTP): lint its tools/list")
+    p.add_argument(
+        "file", nargs="?", type=cliargs.existing_file, help="a JSON file: a list of tools (OpenAI, bare or MCP style)"
+    )
+    p.add_argument("--mcp", type=cliargs.url, help="URL of a running MCP server (Streamable HTTP): lint its tools/list")
     p.add_argument("--mcp-stdio", help="command line of an MCP server to start over stdio: lint its tools/list")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     if sum(bool(x) for x in (a.file, a.mcp, a.mcp_stdio)) != 1:
-        p.print_usage(sys.stderr)
-        print("give exactly one of FILE, --mcp URL, --mcp-stdio COMMAND", file=sys.stderr)
-        return 2
+        p.error("give exactly one of FILE, --mcp URL, --mcp-stdio COMMAND")
+    if a.mcp_stdio is not None:
+        try:
+            if not shlex.split(a.mcp_stdio):
+                p.error("--mcp-stdio is empty")
+        except ValueError as e:
+            p.error(f"--mcp-stdio: {e}")
     try:
-        if a.file:
-            tools = json.loads(Path(a.file).read_text(encoding="utf-8"))
-        else:
-            tools = _from_mcp(a.mcp or a.mcp_stdio, stdio=bool(a.mcp_stdio))
-    except (OSError, ValueError) as e:
-        print(f"lint-tools: cannot read tools: {str(e)[:200]}", file=sys.stderr)
+        tools = read_tools_file(a.file) if a.file else _from_mcp(a.mcp or a.mcp_stdio, stdio=bool(a.mcp_stdio))
+    except CannotRead as e:
+        print(f"lint-tools: cannot read tools: {e}", file=sys.stderr)
         return 2
-    except Exception as e:  # noqa: BLE001 — a server that is down or speaks something else
-        print(f"lint-tools: cannot list tools: {type(e).__name__}: {str(e)[:200]}", file=sys.stderr)
-        return 2
+    from toolkit.eval.lint import RULES, lint  # lazy: jsonschema (~1-6 s), once the tools are read
+
     findings = lint(tools)
     errors = sum(f.level == "error" for f in findings)
     if a.json:
@@ -66,6 +143,5 @@ def cli(argv: list[str]) -> int:
     else:
         for f in findings:
             print(f"{f.level:<7} {f.rule}  {f.tool}: {f.message}   [{RULES[f.rule]}]")
-        n = len(tools) if isinstance(tools, list) else len(tools.get("tools", [])) if isinstance(tools, dict) else 0
-        print(f"{n} tool(s), {errors} error(s), {len(findings) - errors} warning(s)")
+        print(f"{len(tools)} tool(s), {errors} error(s), {len(findings) - errors} warning(s)")
     return 1 if errors else 0

@@ -2,60 +2,60 @@
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import re
 
-from toolkit.backends import choose, http, http_chat
+from toolkit import cliargs
+from toolkit.backends import http, http_chat
 from toolkit.conversations import LOOP_EXAMPLES
-from toolkit.loop.examples import MAX_QUESTION_CHARS, ask, example, pick_tools, settings_for
-from toolkit.loop.loop import ANSWER_PREFIXES, DEFAULTS, RULE, check_tool_choice, run
-from toolkit.models import REAL_OFFLINE, STAND_IN, load
+from toolkit.models import load
 from toolkit.schema import openai_schema
 from toolkit.tokenizer import qwen_tokenizer
 from toolkit.tools import TOOLS
 
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2 (argparse would print the whole usage first)
-        self.exit(2, f"{self.prog}: error: {message}\n")
+TOOL_MODES = ("auto", "required", "none")  # or a mounted tool's name (the loop's check_tool_choice agrees)
 
 
-def _positive(limit: int):
-    def conv(text):
-        try:
-            n = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if not 1 <= n <= limit:
-            raise argparse.ArgumentTypeError(f"{n} is not between 1 and {limit}")
-        return n
+def _epilog(argv: list[str]) -> str | None:
+    """The loop's rule, for --help only: it lives in toolkit.loop.loop, which imports xgrammar and torch."""
+    if not {"-h", "--help"} & set(argv):
+        return None
+    from toolkit.loop.loop import RULE  # lazy: heavy (xgrammar, torch); only a help request pays for it
 
-    return conv
+    return f"Rule printed in every trace: {RULE}"
 
 
 def cli(argv: list[str]) -> int:
-    p = _Parser(
+    p = cliargs.Parser(
         prog="python -m toolkit loop",
         description="Run the host loop on your question (or an example) with the kit's demo tools.",
-        epilog=f"Rule printed in every trace: {RULE}",
+        epilog=_epilog(argv),
     )
     p.add_argument("question", nargs="?", help="what to ask (quote it); or use --example")
     p.add_argument("--example", choices=sorted(LOOP_EXAMPLES), default=None)
-    p.add_argument("--tools", default=None, help=f"comma-separated tools to mount (default all: {','.join(TOOLS)})")
+    p.add_argument(
+        "--tools",
+        type=cliargs.one_of(TOOLS, "tool"),
+        default=None,
+        help=f"comma-separated tools to mount (default all: {','.join(TOOLS)})",
+    )
     p.add_argument("--tool-choice", default="auto", help="auto | required | none | a mounted tool's name")
-    p.add_argument("--model", default="auto", help="auto | stand-in | qwen2.5-coder-0.5b | folder (default auto)")
+    p.add_argument(
+        "--model",
+        type=cliargs.model,
+        default="auto",
+        help="auto | stand-in | qwen2.5-coder-0.5b | folder (default auto)",
+    )
     p.add_argument("--constrain", choices=["tag", "none"], default="tag")
     p.add_argument(
         "--answer-prefix",
         default=None,
-        help="text that starts the answer when the rule says so; "
-        f"default 'auto' (by the question's language: {ANSWER_PREFIXES}); '' for none",
+        help="text that starts the answer when the rule says so; default 'auto' (by the question's language); '' for none",
     )
     p.add_argument("--no-reuse", action="store_true", help="prefill the whole prompt every turn")
-    p.add_argument("--max-turns", type=_positive(20), default=DEFAULTS["max_turns"])
-    p.add_argument("--max-new-tokens", type=_positive(4096), default=None, help="per turn (default 160; stand-in 48)")
+    p.add_argument("--max-turns", type=cliargs.count(1, 20), default=None, help="model turns (default 4)")
+    p.add_argument(
+        "--max-new-tokens", type=cliargs.count(1, 4096), default=None, help="per turn (default 160; stand-in 48)"
+    )
     p.add_argument(
         "--backend",
         default=None,
@@ -63,37 +63,45 @@ def cli(argv: list[str]) -> int:
         "the model is the server's",
     )
     p.add_argument("--backend-mode", choices=http.MODES, default="tokens", help="tokens (kit renders) | chat")
-    p.add_argument("--timeout", type=_positive(3600), default=int(http.DEFAULT_TIMEOUT_S), help="seconds per request")
+    p.add_argument(
+        "--timeout", type=cliargs.count(1, 3600), default=int(http.DEFAULT_TIMEOUT_S), help="seconds per request"
+    )
     p.add_argument("--json", action="store_true", help="print the steps as JSON")
     a = p.parse_args(argv)
-    # Everything a user typed is checked before a model loads.
+    # Everything a user typed is checked before the loop's modules (xgrammar, torch) import and a model loads.
     if (a.question is None) == (a.example is None):
         p.error("give a question or --example NAME (one of them)")
     if a.question is not None and not a.question.strip():
         p.error("the question is empty")
-    if a.question is not None and len(a.question) > MAX_QUESTION_CHARS:
-        p.error(f"the question is {len(a.question)} characters; at most {MAX_QUESTION_CHARS}")
-    try:
-        mounted = pick_tools(a.tools) if a.question is not None else example(a.example)["tools"]
-        if a.example and a.tools:
-            raise ValueError("--tools goes with a question; an example brings its own tools")
-        choice = check_tool_choice(a.tool_choice, mounted)
-    except ValueError as e:
-        p.error(str(e))
-    if not (
-        a.model in ("auto", REAL_OFFLINE)
-        or a.model.startswith(STAND_IN)
-        or os.path.exists(a.model)
-        or re.fullmatch(r"[\w.-]+/[\w.-]+", a.model)
-    ):
-        p.error(f"--model {a.model!r}: not auto, {STAND_IN}, {REAL_OFFLINE}, an existing folder/.gguf or a hub id")
+    if a.example and a.tools:
+        p.error("--tools goes with a question; an example brings its own tools")
+    names = a.tools if a.question is not None and a.tools else LOOP_EXAMPLES[a.example]["tools"] if a.example else TOOLS
+    if a.tool_choice not in TOOL_MODES and a.tool_choice not in names:
+        p.error(
+            f"tool_choice must be one of {list(TOOL_MODES)} or a mounted tool's name {sorted(names)}, "
+            f"got {a.tool_choice[:60]!r}"
+        )
     try:
         url = http.check_url(a.backend) if a.backend else http.from_env()
     except ValueError as e:
         p.error(f"--backend / ${http.ENV}: {e}")
+    if url is not None and a.model != "auto":
+        p.error("--model and --backend exclude each other: the server decides the model")
+
+    # lazy: these import xgrammar and torch (~14 s on a busy machine); a usage error above never waits for them
+    from toolkit.loop.examples import MAX_QUESTION_CHARS, ask, example, pick_tools, settings_for
+    from toolkit.loop.loop import DEFAULTS, RULE, check_tool_choice
+
+    if a.max_turns is None:
+        a.max_turns = DEFAULTS["max_turns"]
+    if a.question is not None and len(a.question) > MAX_QUESTION_CHARS:
+        p.error(f"the question is {len(a.question)} characters; at most {MAX_QUESTION_CHARS}")
+    try:
+        mounted = pick_tools(a.tools) if a.question is not None else example(a.example)["tools"]
+        choice = check_tool_choice(a.tool_choice, mounted)
+    except ValueError as e:
+        p.error(str(e))
     if url is not None:
-        if a.model != "auto":
-            p.error("--model and --backend exclude each other: the server decides the model")
         return _served(a, p, url, mounted, choice)
     import torch  # torch loads only after the arguments are checked
 
@@ -128,6 +136,10 @@ def cli(argv: list[str]) -> int:
 
 def _served(a, p, url: str, mounted: dict, choice) -> int:
     """The same loop against a server (toolkit.backends.http); every failure is one line, exit 1."""
+    from toolkit.backends import choose  # lazy, as in cli: torch and transformers
+    from toolkit.loop.examples import example
+    from toolkit.loop.loop import DEFAULTS, RULE, run
+
     messages = example(a.example)["messages"] if a.example else [{"role": "user", "content": a.question}]
     try:
         info = http.probe(url, timeout_s=min(a.timeout, http.PROBE_TIMEOUT_S))

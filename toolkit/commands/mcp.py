@@ -18,32 +18,26 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
-from mcp.shared.exceptions import MCPError
-
-from toolkit.mcp.client import Connection
-from toolkit.mcp.process import HTTPServer, stdio_server
-from toolkit.mcp.server import kit_tools, serve_http, serve_stdio
-from toolkit.mcp.wire import WireLog
+from toolkit import cliargs
 from toolkit.tools import set_notes_dir
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m toolkit mcp", description=__doc__.split("\n")[0])
+    p = cliargs.Parser(prog="python -m toolkit mcp", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("serve", help="serve the kit's tools over MCP")
     how = s.add_mutually_exclusive_group(required=True)
     how.add_argument("--stdio", action="store_true", help="JSON-RPC over stdin/stdout")
     how.add_argument("--http", action="store_true", help="Streamable HTTP on 127.0.0.1")
-    s.add_argument("--port", type=int, default=0, help="HTTP port (0: a free one)")
+    s.add_argument("--port", type=cliargs.port(), default=0, help="HTTP port (0: a free one)")
     s.add_argument("--demo", action="store_true", help="add fetch_page (injection carrier) and delete_notes")
     s.add_argument("--test-tools", action="store_true", help="add hang (a tool that never answers in time)")
-    s.add_argument("--notes-dir", help="folder write_note/delete_notes use")
-    s.add_argument("--pid-file", help="write this server's PID here")
+    s.add_argument("--notes-dir", type=cliargs.out_dir, help="folder write_note/delete_notes use")
+    s.add_argument("--pid-file", type=cliargs.out_file, help="write this server's PID here")
     s.add_argument(
         "--session-idle",
-        type=float,
+        type=cliargs.number(0.0, 7 * 24 * 3600.0, lo_open=True),
         default=None,
         metavar="SECONDS",
         help="HTTP: close a legacy-era session after this long without a request (default 300)",
@@ -60,6 +54,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def demo_session(conn) -> None:
     """The scripted session ``wirelog`` records; the notebook walks through the same steps one by one."""
+    from mcp.shared.exceptions import MCPError  # lazy: the SDK (pydantic) takes ~1 s; usage errors never wait
+
     conn.list_tools()
     conn.call_tool("calculator", {"expression": "250 * 15%"})
     conn.call_tool("calculator", {"expression": "1 / 0"})  # a tool failure: isError true
@@ -75,6 +71,10 @@ def demo_session(conn) -> None:
 
 def wirelog(transport: str, legacy: bool = False):
     """Run :func:`demo_session` against a fresh kit server; return (WireLog, protocol version)."""
+    from toolkit.mcp.client import Connection  # lazy: the SDK, as in demo_session
+    from toolkit.mcp.process import HTTPServer, stdio_server
+    from toolkit.mcp.wire import WireLog
+
     log, mode = WireLog(), ("legacy" if legacy else "auto")
     if transport == "stdio":
         with Connection(stdio_server(), mode=mode, log=log) as conn:
@@ -90,9 +90,15 @@ def wirelog(transport: str, legacy: bool = False):
 def cli(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.cmd == "serve":
+        if args.http is False and args.port:
+            cliargs.usage_exit("python -m toolkit mcp serve", "--port goes with --http")
+        from toolkit.mcp.server import kit_tools, serve_http, serve_stdio  # lazy: the SDK, after the arguments
+
         if args.pid_file:
-            Path(args.pid_file).write_text(str(os.getpid()))
+            args.pid_file.parent.mkdir(parents=True, exist_ok=True)
+            args.pid_file.write_text(str(os.getpid()))
         if args.notes_dir:
+            args.notes_dir.mkdir(parents=True, exist_ok=True)
             set_notes_dir(args.notes_dir)
         tools = kit_tools(demo=args.demo, test_tools=args.test_tools)
         if args.stdio:

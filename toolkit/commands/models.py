@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
+from toolkit import cliargs
 from toolkit.fetch import DISPLAY_NAME, IntegrityError, install, is_installed, manifest, target_folder
 
 
 # ------------------------------------------------------------------ command line
 def cli(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(
+    p = cliargs.Parser(
         prog="python -m toolkit models", description="Install or inspect the optional real offline model."
     )
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -39,7 +39,7 @@ def cli(argv: list[str]) -> int:
 
 def _adapter(check: bool) -> int:
     """Print the shipped adapter's manifest; with ``check`` compare its base sha256 with the installed model's."""
-    from toolkit.models import adapter_folder, adapter_manifest
+    from toolkit.models import adapter_folder, adapter_manifest  # lazy: keeps the usage errors fast
 
     folder = adapter_folder()
     man = adapter_manifest(folder)
@@ -52,7 +52,7 @@ def _adapter(check: bool) -> int:
         if not is_installed():
             print("the real offline model is not installed: run `make real-model`", file=sys.stderr)
             return 1
-        from toolkit.sft.lora import base_sha256
+        from toolkit.sft.lora import base_sha256  # lazy: keeps the usage errors fast
 
         got = base_sha256(target_folder())
         out["base_matches"] = got == man["base"]["safetensors_sha256"]

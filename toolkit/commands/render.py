@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
+from toolkit import cliargs
 from toolkit.conversations import ROUND_TRIPS, round_trip
 from toolkit.prefix import shared_prefix
 from toolkit.render import render
@@ -15,7 +15,7 @@ from toolkit.tokenizer import TEMPLATES, tokenizer_for
 def cli(argv: list[str]) -> int:
     """``python -m toolkit render --example calculator --template qwen3 [--stage ...] [--json]``."""
 
-    ap = argparse.ArgumentParser(
+    ap = cliargs.Parser(
         prog="python -m toolkit render", description="Render a worked tool-call example and show its tokens."
     )
     ap.add_argument("--example", choices=sorted(ROUND_TRIPS), default="calculator")
@@ -27,7 +27,7 @@ def cli(argv: list[str]) -> int:
         help="first request, second request (after the tool result), or the full conversation",
     )
     ap.add_argument("--json", action="store_true", help="print JSON instead of text + table")
-    ap.add_argument("--limit", type=int, default=0, help="print at most this many table rows (0 = all)")
+    ap.add_argument("--limit", type=cliargs.count(0), default=0, help="print at most this many table rows (0 = all)")
     a = ap.parse_args(argv)
 
     rt = round_trip(a.example)

@@ -3,18 +3,17 @@ LoRA fine-tune of the real offline model into a native tool caller (``toolkit.sf
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from toolkit.paths import cache_dir
+from toolkit import cliargs
 
 
 def _real(args) -> int:
     from toolkit import fetch
-    from toolkit.models import REAL_OFFLINE, adapter_folder, load
-    from toolkit.paths import results_dirs
-    from toolkit.sft.lora import LoraSettings, train
+    from toolkit.models import REAL_OFFLINE, adapter_folder, load  # lazy: torch, after the arguments are checked
+    from toolkit.paths import cache_dir, results_dirs
+    from toolkit.sft.lora import LoraSettings, train  # lazy: torch, after the arguments are checked
 
     if not fetch.is_installed():
         print("the real offline model is not installed: run `make real-model` first", file=sys.stderr)
@@ -36,30 +35,25 @@ def _real(args) -> int:
 def cli(argv: list[str]) -> int:
     """``python -m toolkit train [--template qwen3] [--steps 220] [--lr 8e-3] [--seed 0]``: both runs, one table;
     ``python -m toolkit train --model real [--groups 50]``: the LoRA fine-tune of the real offline model."""
-    ap = argparse.ArgumentParser(prog="python -m toolkit train", description=cli.__doc__)
+    ap = cliargs.Parser(prog="python -m toolkit train", description=cli.__doc__)
     ap.add_argument("--model", default="stand-in", choices=["stand-in", "real"])
     ap.add_argument("--template", default="qwen3", choices=["qwen3", "qwen2.5"])
-    ap.add_argument("--steps", type=int, default=220)
-    ap.add_argument("--lr", type=float, default=None)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--groups", type=int, default=50, help="real: optimizer steps (one group of conversations each)")
-    ap.add_argument("--per-group", type=int, default=10, help="real: conversations per group (they share the prefix)")
-    ap.add_argument("--data-seed", type=int, default=0)
-    ap.add_argument("--limit-steps", type=int, default=None, help="real: stop after this many steps (smoke runs)")
-    ap.add_argument("--out", default=None, help="real: adapter folder (default: the kit's shipped adapter folder)")
-    ap.add_argument("--results", default=None, help="real: results JSON (default benchmarks/results/sft_lora_…)")
+    ap.add_argument("--steps", type=cliargs.count(1, 100_000), default=220)
+    ap.add_argument("--lr", type=cliargs.number(0.0, 10.0, lo_open=True), default=None)
+    ap.add_argument("--seed", type=cliargs.count(0), default=0)
+    ap.add_argument(
+        "--groups", type=cliargs.count(1, 100_000), default=50, help="real: optimizer steps (one group each)"
+    )
+    ap.add_argument("--per-group", type=cliargs.count(1, 64), default=10, help="real: conversations per group")
+    ap.add_argument("--data-seed", type=cliargs.count(0), default=0)
+    ap.add_argument("--limit-steps", type=cliargs.count(1, 100_000), default=None, help="real: stop after N steps")
+    ap.add_argument("--out", type=cliargs.out_dir, default=None, help="real: adapter folder (default: the shipped one)")
+    ap.add_argument("--results", type=cliargs.out_file, default=None, help="real: results JSON")
     args = ap.parse_args(argv)
-    for name in ("steps", "groups", "per_group"):
-        if getattr(args, name) < 1:
-            ap.error(f"--{name.replace('_', '-')} must be a whole number >= 1")
-    if args.limit_steps is not None and args.limit_steps < 1:
-        ap.error("--limit-steps must be a whole number >= 1")
-    if args.lr is not None and not (args.lr > 0 and args.lr < 1):
-        ap.error("--lr must be a number in (0, 1)")
     if args.model == "real":
         args.lr = args.lr or 4e-4
         return _real(args)
-    from toolkit.sft.experiment import experiment
+    from toolkit.sft.experiment import experiment  # lazy: torch (~3 s), after the arguments are checked
 
     print("model: random-weight Qwen-shaped stand-in (learns the format, never meaning), CPU")
     res = experiment(args.template, steps=args.steps, lr=args.lr or 8e-3, seed=args.seed)

@@ -15,6 +15,14 @@ What it does
   description lists choices ("one of", "either", "e.g. a, b") without an ``enum``;
   G4 error (§3.1): every parameter has a description; G5 warning (§3.1): at most 5 top-level parameters;
   G6 error (§3.1): the description is at most 1024 characters; G0 error: a description at all;
+  G7 error (§3.1 strong typing): every parameter has a ``type`` (or an ``enum``/``const``/``anyOf``/``$ref``);
+  G8 error (§3.1 "do not assume the model understands from the name", §14.5.9 tool-selection errors): a name
+  made only of generic words (``do``, ``run``, ``process_data``) or of one or two characters;
+  G9 error (§3.1 start with a verb that says what it does): a description whose words are all generic ("Gets
+  data.", "Handles things."); G10 error (§3.1: what it does and when not to use it need a sentence): a
+  description of fewer than ``MIN_WORDS`` words (``MIN_CJK_CHARS`` characters in Chinese);
+  G11 error (§3.1 every parameter has a description): one shorter than ``MIN_PARAM_CHARS`` characters ("v")
+  or one that only repeats the parameter's name;
   K1 warning (kit rule, measured by the description benchmark): two tools whose names look alike.
 - ``RULES``: each rule id and what it says (the command prints it beside each finding).
 
@@ -29,11 +37,27 @@ import difflib
 import re
 from dataclasses import dataclass
 
-import jsonschema
+from toolkit.errors import bounded_message, describe
 
 NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 MAX_DESCRIPTION = 1024
 MAX_PARAMS = 5
+MIN_WORDS = 5  # "Fetches the weather." (3 words) cannot also say when not to use it
+MIN_CJK_CHARS = 6
+MIN_PARAM_CHARS = 3
+TYPED = ("type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref")
+_GENERIC_NAME = {
+    "do", "run", "exec", "execute", "process", "handle", "handler", "tool", "tools", "func", "function", "fn",
+    "helper", "util", "utils", "misc", "data", "get", "set", "call", "action", "task", "thing", "stuff", "api",
+    "main", "test", "foo", "bar", "baz", "method", "op", "operation", "query", "request", "info", "item",
+    "object", "perform", "work", "my", "the", "a", "it", "new", "tmp", "temp", "generic", "general", "any",
+}  # fmt: skip
+_GENERIC_WORDS = _GENERIC_NAME | {
+    "gets", "does", "handles", "manages", "processes", "performs", "helps", "works", "deals", "runs", "returns",
+    "things", "something", "some", "information", "results", "result", "items", "values", "value", "objects",
+    "of", "with", "for", "and", "or", "to", "an", "this", "that", "stuff", "input", "output", "inputs", "outputs",
+    "requests", "operations", "tasks", "actions", "given", "specified", "relevant", "various", "certain",
+}  # fmt: skip
 _NOT_VERBS = {
     "this",
     "the",
@@ -110,6 +134,11 @@ RULES = {
     "G4": "§3.1: every parameter has a description",
     "G5": f"§3.1: few top-level parameters (≤ {MAX_PARAMS})",
     "G6": f"§3.1: the description is at most {MAX_DESCRIPTION} characters",
+    "G7": "§3.1: strong typing — every parameter has a type",
+    "G8": "§3.1 / §14.5.9: a name that says what the tool does (generic names cause wrong tool choices)",
+    "G9": "§3.1: the description says specifically what the tool does, not 'gets data'",
+    "G10": f"§3.1: the description is a sentence (≥ {MIN_WORDS} words) saying what it does and when not to use it",
+    "G11": "§3.1: every parameter has a real description, not a letter or its own name",
     "K1": "kit rule: tool names do not look alike (measured: look-alike names cost selection accuracy)",
 }
 
@@ -145,6 +174,31 @@ def _verb_first(desc: str) -> bool:
     return w not in _NOT_VERBS and w.endswith("s") and not w.endswith("ss") and len(w) > 3
 
 
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z]+", text.lower())
+
+
+def _name_parts(name: str) -> list[str]:
+    return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name)]
+
+
+def _vague_name(name: str) -> bool:
+    parts = _name_parts(name)
+    return len(name) <= 2 or not parts or all(p in _GENERIC_NAME for p in parts)
+
+
+def _cjk(text: str) -> int:
+    return len(re.findall(r"[\u4e00-\u9fff]", text))
+
+
+def _describes(desc: str, param: str) -> bool:
+    """Whether a parameter's description says more than a letter or the parameter's own name."""
+    d = desc.strip()
+    if len(d) < MIN_PARAM_CHARS and not _cjk(d):
+        return False
+    return re.sub(r"[\W_]", "", d.lower()) != re.sub(r"[\W_]", "", param.lower())
+
+
 def lint(tools) -> list[Finding]:
     """All findings for a list of tools (see the module docstring for the rules)."""
     out: list[Finding] = []
@@ -162,7 +216,9 @@ def lint(tools) -> list[Finding]:
             out.append(Finding(level, rule, name, msg))
 
         if not isinstance(fn.get("name"), str) or not NAME.match(fn["name"]):
-            add("error", "S1", f"invalid name {fn.get('name')!r}")
+            add("error", "S1", f"invalid name {describe(fn.get('name'))}")
+        elif _vague_name(fn["name"]):
+            add("error", "G8", f"name {fn['name']!r} says nothing about what the tool does")
         desc = fn.get("description")
         if not isinstance(desc, str) or not desc.strip():
             add("error", "G0", "no description: the model only sees the name")
@@ -174,12 +230,21 @@ def lint(tools) -> list[Finding]:
                 )
             if not _verb_first(desc):
                 add("warning", "G1", f"description starts with {desc.split()[0]!r}, not a verb saying what it does")
+            words = _words(desc)
+            chinese = _cjk(desc) > len(words)  # judged by characters, not words
+            if words and not chinese and all(w in _GENERIC_WORDS for w in words):
+                add("error", "G9", f"description {bounded_message(desc, 80)!r} says nothing specific")
+            if (_cjk(desc) < MIN_CJK_CHARS) if chinese else (len(words) < MIN_WORDS):
+                n = f"{_cjk(desc)} characters" if chinese else f"{len(words)} word(s)"
+                add("error", "G10", f"description is {n}: too short to say what it does and when not to use it")
             if not _WHEN_NOT.search(desc):
                 add("warning", "G2", "description never says when not to use it (e.g. 'Do not use for …')")
         params = fn.get("parameters", {"type": "object", "properties": {}})
         if not isinstance(params, dict):
             add("error", "S2", "parameters must be a JSON Schema object")
             continue
+        import jsonschema  # lazy: ~1-6 s (its IRI format checker builds a parser); `lint-tools` parses first
+
         try:
             jsonschema.validators.validator_for(params, default=jsonschema.Draft202012Validator).check_schema(params)
         except jsonschema.SchemaError as e:
@@ -198,6 +263,14 @@ def lint(tools) -> list[Finding]:
                 continue
             if not str(s.get("description", "")).strip():
                 add("error", "G4", f"parameter {p!r} has no description")
+            elif not _describes(str(s["description"]), p):
+                add(
+                    "error",
+                    "G11",
+                    f"parameter {p!r} is described only as {bounded_message(str(s['description']), 40)!r}",
+                )
+            if not set(TYPED) & set(s):
+                add("error", "G7", f"parameter {p!r} has no type: the model must guess what to send")
             t = s.get("type")
             if (
                 t in ("integer", "number")

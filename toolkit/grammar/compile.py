@@ -23,6 +23,7 @@ from typing import Any
 import jsonschema
 import xgrammar as xgr
 
+from toolkit.grammar.budget import fit
 from toolkit.qwen import STOP_IDS, TOOL_CALL_END_ID, TOOL_CALL_ID, VOCAB_WIDTH
 from toolkit.schema import function_of
 
@@ -243,7 +244,12 @@ def compile_tools(
 
 
 def compile_tool_choice(
-    tools, tokenizer, choice: str = "auto", vocab_width: int | None = None, any_whitespace: bool = False
+    tools,
+    tokenizer,
+    choice: str = "auto",
+    vocab_width: int | None = None,
+    any_whitespace: bool = False,
+    max_new_tokens: int | None = None,
 ) -> Grammar:
     """The grammar of one assistant turn under an API-style tool choice (Qwen's ``<tool_call>`` format).
 
@@ -252,6 +258,8 @@ def compile_tool_choice(
     ``"required"``: the turn starts with one such call, then continues as ``"auto"``. A named tool is
     ``"required"`` with ``tools`` narrowed to it. ``"none"``: any text except the two tag tokens. ``"answer"``
     (the host's answer turn after tool results): text without a fence, a brace or ``<tool_call>``.
+    ``max_new_tokens``: the turn's decoding budget; each tool's strings are then bounded so that one call always
+    finishes within it (``toolkit.grammar.budget.fit``; the prompt keeps the tools' own schemas).
     """
     if choice not in ("auto", "required", "none", "answer"):
         raise SchemaError(f"tool choice must be 'auto', 'required', 'none' or 'answer', got {choice!r}")
@@ -262,6 +270,11 @@ def compile_tool_choice(
         fmt = {"type": "any_text", "excludes": ["```", "{", "<tool_call>"]}
         schema = {}
     else:
+        if max_new_tokens is not None:
+            try:
+                tools = [fit(t, max_new_tokens) for t in tools]
+            except ValueError as e:
+                raise SchemaError(str(e)) from None
         one = compile_tools(tools, tokenizer, mode="tag", vocab_width=vocab_width, any_whitespace=any_whitespace)
         tag, schema = one.source["format"], one.schema
         fmt = {

@@ -3,7 +3,8 @@
 What it does
 - :class:`GrammarMask` (allocate / fill / accept / is_terminated / reset): bitmasks are ``int32[1, ceil(V/32)]`` sized
   from the MODEL's logit width (151,936), not ``len(tokenizer)``; the extra rows are padding the mask forbids.
-  ``allowed_mask`` unpacks a bitmask into booleans; ``replay`` checks a finished generation.
+  ``allowed_mask`` unpacks a bitmask into booleans; ``replay`` checks a finished generation; ``longest_call`` drives
+  a tool-call grammar as the slowest decoder would and counts its tokens (``toolkit.grammar.budget`` bounds them).
 
 What it leaves out
 - Jump-forward decoding and speculative masks.
@@ -15,6 +16,7 @@ import numpy as np
 import xgrammar as xgr
 
 from toolkit.grammar.compile import Grammar
+from toolkit.qwen import TOOL_CALL_END_ID, TOOL_CALL_ID
 
 
 # ---------------------------------------------------------------- the mask protocol
@@ -74,3 +76,78 @@ def replay(grammar: Grammar, ids) -> tuple[bool, bool]:
         if not m.accept(i):
             return False, False
     return True, m.is_terminated()
+
+
+def longest_call(grammar, tokenizer, limit: int) -> int | None:
+    """Tokens the slowest decoder spends on one call under ``grammar`` (from ``<tool_call>`` to ``</tool_call>``,
+    both counted); None if the call is still open after ``limit`` tokens."""
+    sizes = _token_bytes(tokenizer, grammar.vocab_width)
+    length, quote, prefer = sizes["len"], sizes["quote"], sizes["prefer"]
+    m = GrammarMask(grammar)
+    bm = m.allocate()
+    m.fill(bm)
+    if not m.allowed(bm)[TOOL_CALL_ID] or not m.accept(TOOL_CALL_ID):
+        raise ValueError("the grammar does not let a call start with <tool_call>")
+    last = None
+    for n in range(2, limit + 1):
+        m.fill(bm)
+        allowed = m.allowed(bm)
+        hits = prefer[allowed[prefer]]
+        if last == sizes["backslash"] and sizes["u"] is not None and allowed[sizes["u"]]:
+            choice = sizes["u"]  # \uXXXX: the longest escape
+        elif hits.size:
+            choice = int(hits[0])
+        else:
+            keep = allowed & ~quote
+            keep[TOOL_CALL_END_ID] = False
+            pool = keep if keep.any() else allowed
+            choice = int(np.argmin(np.where(pool, length, np.iinfo(np.int64).max)))
+        m.accept(choice)
+        last = choice
+        if choice == TOOL_CALL_END_ID:
+            return n
+    return None
+
+
+_SIZES: dict = {}
+
+
+def _token_bytes(tokenizer, width: int) -> dict:
+    """Each token's byte length (byte-level BPE: the GPT-2 byte alphabet), the one-byte tokens, and the tokens
+    holding a double quote; cached per tokenizer."""
+    key = (id(tokenizer), width)
+    if key not in _SIZES:
+        _SIZES[key] = _measure(tokenizer, width)
+    return _SIZES[key]
+
+
+def _measure(tokenizer, width: int) -> dict:
+    table = {c: b for b, c in _bytes_to_unicode().items()}
+    length, quote, single = np.full(width, 10**6, dtype=np.int64), np.zeros(width, dtype=bool), {}
+    for tok, i in tokenizer.get_vocab().items():
+        if i >= width:
+            continue
+        try:
+            raw = bytes(table[c] for c in tok)
+        except KeyError:  # an added/special token: one token, not text
+            continue
+        length[i], quote[i] = len(raw), b'"' in raw
+        if len(raw) == 1:
+            single[raw[0]] = i
+    length[TOOL_CALL_END_ID] = 1
+    # an escape first, then the bytes that make the most tokens per character: 4-byte leads, continuations
+    order = [0x5C, *range(0xF0, 0xF5), *range(0x80, 0xC0)]
+    prefer = np.array([single[b] for b in order if b in single])
+    return {"len": length, "quote": quote, "prefer": prefer, "backslash": single.get(0x5C), "u": single.get(0x75)}
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible map from bytes to printable characters, which byte-level BPE vocabularies are written in."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))

@@ -34,7 +34,6 @@ import json
 import os
 import socket
 import sys
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,7 +46,15 @@ from toolkit import __version__
 from toolkit.errors import ToolError, bounded_message, describe
 from toolkit.mcp.demo import DEMO_TOOLS, TEST_TOOLS
 from toolkit.mcp.process import READY_MARK
-from toolkit.mcp.stdio import bounded_error, stdio_transport
+from toolkit.mcp.stdio import (
+    CHUNK,
+    MAX_MESSAGE_BYTES,
+    bounded_error,
+    error_line,
+    parse_line,
+    stdio_transport,
+    top_level_id,
+)
 from toolkit.tools import TOOLS, Tool
 
 SERVER_NAME = "toolcall-kit"
@@ -111,19 +118,29 @@ async def call_kit_tool(tools: Mapping[str, Tool], name: str, arguments: dict | 
 
 
 def _warm_up() -> None:
-    """Import jsonschema (``Tool.validate`` needs it) on a background thread.
+    """Import jsonschema (``Tool.validate`` needs it) before the server says it is ready, so the first
+    ``tools/call`` costs what the next one does.
 
-    The import takes about a second here (its optional IRI format checker builds a parser at import time);
-    done in the foreground it would delay the ready line past clients' connect timeouts. A ``tools/call`` that
-    arrives before it finishes simply waits on Python's import lock.
+    Most of jsonschema's import time (about 3 of 3.3 s here, more on a busy machine) is its optional ``iri``
+    format checker building a Lark parser in ``rfc3987_syntax``. The kit validates arguments without a format
+    checker, so the server imports jsonschema with that module masked (0.25 s) — unless something in this process
+    already imported it. A server process only; a notebook's jsonschema keeps every checker.
     """
-    threading.Thread(target=__import__, args=("jsonschema",), name="warm-jsonschema", daemon=True).start()
+    if "jsonschema" in sys.modules:
+        return
+    masked = "rfc3987_syntax" not in sys.modules
+    if masked:
+        sys.modules["rfc3987_syntax"] = None  # an ImportError inside jsonschema: that one checker is skipped
+    try:
+        import jsonschema  # noqa: F401  (warm: the call path then finds it imported)
+    finally:
+        if masked and sys.modules.get("rfc3987_syntax") is None:
+            del sys.modules["rfc3987_syntax"]
 
 
 def build_server(tools: Mapping[str, Tool] | None = None) -> Server:
     """A low-level SDK ``Server`` whose ``tools/list`` and ``tools/call`` are backed by ``tools``."""
     tools = dict(TOOLS if tools is None else tools)
-    _warm_up()
 
     async def on_list_tools(ctx, params) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[mcp_tool(t) for t in tools.values()])
@@ -148,6 +165,7 @@ def serve_stdio(tools: Mapping[str, Tool] | None = None) -> None:
     import anyio  # lazy: only the transport that runs is loaded (fast start)
 
     server = build_server(tools)
+    _warm_up()
 
     async def main() -> None:
         async with stdio_transport() as (read, write):
@@ -232,6 +250,68 @@ class BoundedErrors:
         return await self.app(scope, receive, bounded_send)
 
 
+class JsonRpcGate:
+    """ASGI middleware: a POSTed body that is not one JSON-RPC 2.0 message gets the very answer stdio gives the
+    same bytes as a line (``toolkit.mcp.stdio.parse_line``: -32700 / -32600, bounded, with the id when one can be
+    read), in both protocol eras; over-long bodies get stdio's -32600 with HTTP 413. Without it the SDK answers a
+    legacy-era batch or ``"jsonrpc": "1.0"`` with -32602 and a pydantic dump, and an object id with a silent 202.
+    Requests the SDK must refuse first (a foreign Origin or Host, a non-JSON content type) pass through to it."""
+
+    def __init__(self, app, port: int):
+        self.app, self.port = app, port
+        self.hosts = {f"{HOST}:{port}".encode(), f"localhost:{port}".encode()}
+
+    def _gated(self, scope) -> bool:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"].rstrip("/") != PATH:
+            return False
+        h = dict(scope.get("headers", []))
+        origin = h.get(b"origin")
+        if h.get(b"host") not in self.hosts or (origin is not None and origin[7:] not in self.hosts):
+            return False
+        return h.get(b"content-type", b"").split(b";")[0].strip() == b"application/json"
+
+    async def __call__(self, scope, receive, send):
+        if not self._gated(scope):
+            return await self.app(scope, receive, send)
+        body, size, more = bytearray(), 0, True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size <= MAX_MESSAGE_BYTES:
+                body += chunk
+            elif len(body) > CHUNK:
+                del body[CHUNK:]  # kept: the head, for the id
+            more = message.get("more_body", False)
+        if size > MAX_MESSAGE_BYTES:
+            msg = f"Invalid Request: message of {size:,} bytes exceeds the limit of {MAX_MESSAGE_BYTES:,} bytes"
+            return await _answer(send, 413, error_line(types.INVALID_REQUEST, msg, top_level_id(bytes(body))))
+        item = parse_line(bytes(body))
+        if item is None:
+            return await _answer(send, 400, error_line(types.INVALID_REQUEST, "Invalid Request: empty body"))
+        if isinstance(item, bytes):
+            return await _answer(send, 400, item)
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        return await self.app(scope, replay, send)
+
+
+async def _answer(send, status: int, line: bytes) -> None:
+    data = line.rstrip(b"\n")
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": data, "more_body": False})
+
+
 def _bound_json(data: bytes) -> bytes:
     """A JSON-RPC message (bytes) with its error bounded; anything else unchanged."""
     try:
@@ -258,6 +338,7 @@ def serve_http(
     SDK's 4 MiB, as stdio lines are."""
     import uvicorn  # lazy: only the transport that runs is loaded (fast start)
 
+    _warm_up()
     sock = bind(port, tcp_nodelay)
     port = sock.getsockname()[1]
     app = build_server(tools).streamable_http_app(
@@ -267,9 +348,17 @@ def serve_http(
         session_idle_timeout=session_idle_s,
         max_sessions=max_sessions,
     )
-    app = BoundedErrors(app)
+    app = BoundedErrors(JsonRpcGate(app, port))
     url = f"http://{HOST}:{port}{PATH}"
     (announce or (lambda u: print(f"MCP Streamable HTTP server on {u} (pid {os.getpid()})", flush=True)))(url)
-    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2, lifespan="on")
+    # h11's 16 KiB limit on a request head drops the connection without an answer when a 2026-07-28 client
+    # copies a huge tool name into its Mcp-Name header; with the body's limit, the SDK answers -32602 instead
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        timeout_graceful_shutdown=2,
+        lifespan="on",
+        h11_max_incomplete_event_size=MAX_MESSAGE_BYTES + (1 << 16),
+    )
     uvicorn.Server(config).run(sockets=[sock])
     sys.stdout.flush()

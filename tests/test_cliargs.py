@@ -1,0 +1,231 @@
+"""The argument layer (toolkit/cliargs.py): each converter refuses what it names; every entry point — each
+``python -m toolkit`` command and each ``benchmarks/*.py`` — answers a bad value of every option type with exit 2
+and one line on stderr, no traceback, and no model load (``tests/fixtures/guarded_run.py`` makes a load exit 99;
+for the kit's commands it also makes importing torch/transformers/xgrammar fail). Times are printed, not asserted
+(``benchmarks/cli_errors.py`` measures them)."""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from toolkit import cliargs
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNNER = ROOT / "tests" / "fixtures" / "guarded_run.py"
+SCHEMA = ROOT / "tests" / "fixtures" / "cli_schema.json"
+
+# bad values per option type
+COUNT = ["-5", "0", "1.5", "many"]
+NON_NEGATIVE = ["-1", "x"]
+REAL = ["nan", "inf", "-1", "x"]
+PORT = ["-1", "70000", "http"]
+OUT_FILE = ["/nonexistent/dir/out.json", "/tmp", "/etc/passwd/x"]
+OUT_DIR = ["/etc/passwd", "/nonexistent/dir/x.json"]
+IN_FILE = ["/nonexistent/in.json", "/tmp"]
+MODEL = ["/nonexistent/model", "nonexistent-org/nonexistent-model", "not a model!", "/etc/passwd"]
+URL = ["notaurl", "ftp://127.0.0.1/x", "http://127.0.0.1:70000/v1", "http://"]
+
+
+def _cases(entry, base, table, heavy_ok=False):
+    for option, bad in table.items():
+        for value in bad[:1] if heavy_ok else bad:  # scripts that import torch first: one value per option (time)
+            yield pytest.param(entry, [*base, option, value], heavy_ok, id=f"{entry}:{' '.join(base)}:{option}={value}")
+
+
+def _tk(cmd, base, table):
+    return list(_cases("toolkit", [cmd, *base], table))
+
+
+def _bench(name, base, table, heavy_ok=False):
+    return list(_cases(f"benchmarks/{name}", base, table, heavy_ok))
+
+
+CASES = [
+    *_tk("render", [], {"--limit": NON_NEGATIVE, "--example": ["nosuch"]}),
+    *_tk(
+        "constrain",
+        ["--schema", str(SCHEMA)],
+        {
+            "--samples": COUNT,
+            "--temperature": REAL,
+            "--max-new-tokens": COUNT,
+            "--seed": NON_NEGATIVE,
+            "--model": MODEL,
+            "--schema": IN_FILE,
+        },
+    ),
+    *_tk(
+        "loop",
+        ["what is 2+2?"],
+        {
+            "--max-turns": [*COUNT, "21"],
+            "--max-new-tokens": COUNT,
+            "--timeout": COUNT,
+            "--model": MODEL,
+            "--backend": URL,
+            "--tools": ["nosuch", ","],
+            "--tool-choice": ["nosuch"],
+        },
+    ),
+    *_tk(
+        "mcp",
+        ["serve", "--http"],
+        {"--port": PORT, "--session-idle": [*REAL, "0"], "--pid-file": OUT_FILE, "--notes-dir": OUT_DIR},
+    ),
+    *_tk("lint-tools", [], {"--mcp": URL}),
+    *_cases("toolkit", ["lint-tools"], {"--json": []}),
+    *[pytest.param("toolkit", ["lint-tools", v], False, id=f"lint-tools:file={v}") for v in IN_FILE],
+    *_tk("claims", [], {"--write": OUT_FILE}),
+    *_tk("figures", [], {"--out": OUT_DIR, "--formats": ["gif"]}),
+    *_tk("train", [], {"--steps": COUNT, "--lr": [*REAL, "0"], "--seed": NON_NEGATIVE}),
+    *_tk("models", [], {"--bogus": ["1"]}),
+    pytest.param("toolkit", ["no-such-command"], False, id="toolkit:unknown command"),
+    pytest.param("toolkit", ["x" * 5000], False, id="toolkit:huge unknown command"),
+    *_bench(
+        "bfcl.py",
+        ["accuracy"],
+        {"--limit": COUNT, "--batch": COUNT, "--model": MODEL, "--cache": OUT_DIR, "--out": OUT_DIR, "--seed": ["-1"]},
+        heavy_ok=True,
+    ),
+    *_bench("bfcl.py", ["passk"], {"--temperature": REAL, "--samples": ["0"]}, heavy_ok=True),
+    *_bench("cli_errors.py", [], {"--repeats": COUNT, "--out": OUT_FILE}),
+    *_bench(
+        "classroom.py",
+        [],
+        {
+            "--sessions": ["0,4", "x", ","],
+            "--max-new-tokens": COUNT,
+            "--timeout": REAL,
+            "--deadline": ["-1"],
+            "--url": URL,
+            "--check": IN_FILE,
+            "--model": MODEL,
+        },
+    ),
+    *_bench(
+        "constrained_overhead.py",
+        [],
+        {"--repeats": COUNT, "--max-new-tokens": ["0"], "--threads": ["0"], "--json-out": OUT_FILE},
+    ),
+    *_bench(
+        "engine.py",
+        [],
+        {"--prompt": COUNT, "--new": ["-1"], "--agent-budget-s": REAL, "--threads": ["0"], "--out": OUT_FILE},
+    ),
+    *_bench("engine_probe.py", [], {"--bogus": ["1"]}, heavy_ok=True),
+    *_bench("figure_render.py", [], {"--figures": COUNT, "--wait": REAL}),
+    *_bench("latency.py", [], {"--repeats": COUNT, "--json-out": OUT_FILE}),
+    *_bench("loop_questions.py", ["--pass", "before"], {"--cap-s": REAL, "--threads": COUNT, "--out": OUT_FILE}),
+    *_bench("mcp_server.py", [], {"--calls": COUNT, "--starts": ["-1"]}),
+    *_bench("multiplication.py", [], {"--n": COUNT, "--digits": ["-1"], "--seed": ["-1"], "--out": OUT_FILE}),
+    *_bench("notebooks.py", [], {"--mode": ["nosuch"]}),
+    *_bench(
+        "patterns.py", [], {"--n": COUNT, "--k": ["-1"], "--max-new-tokens": ["0"], "--model": MODEL, "--out": OUT_FILE}
+    ),
+    *_bench("prefix_reuse.py", [], {"--T": COUNT, "--R": ["-1"], "--model": MODEL, "--json-out": OUT_FILE}),
+    *_bench("retokenization.py", [], {"--model": MODEL, "--max-new-tokens": ["0"]}),
+    *_bench("serving.py", [], {"--url": URL, "--max-new-tokens": ["0"], "--model": MODEL, "--out": OUT_FILE}),
+]
+
+
+@pytest.mark.parametrize("entry,argv,heavy_ok", CASES)
+def test_every_entry_point_refuses_a_bad_value_in_one_line(entry, argv, heavy_ok, tmp_path):
+    target = entry if entry == "toolkit" else str(ROOT / entry)
+    cmd = [sys.executable, str(RUNNER), *([] if heavy_ok else ["--block-heavy"]), target, *argv]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(tmp_path / "hub"), TOOLKIT_BACKEND="")
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=180, cwd=tmp_path, env=env, check=False)
+    took = time.perf_counter() - t0
+    print(f"{took:.2f} s  {entry} {' '.join(argv)}  ->  {r.stderr.strip()[:160]}")
+    assert "MODEL LOAD" not in r.stderr, "a model loaded before the bad value was refused"
+    assert "Traceback" not in r.stderr + r.stdout, r.stderr[-2000:]
+    assert r.returncode == 2, (r.returncode, r.stderr[-500:])
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and 10 < len(lines[0]) <= 500, lines
+
+
+def test_every_benchmark_script_is_in_the_table():
+    scripts = {p.name for p in (ROOT / "benchmarks").glob("*.py")}
+    covered = {e.split("/", 1)[1] for e, *_ in (c.values for c in CASES) if e.startswith("benchmarks/")}
+    assert scripts - covered == set(), "add the new benchmark's options to CASES"
+
+
+# ---------------------------------------------------------------- the converters themselves
+def _refuses(conv, text):
+    with pytest.raises(argparse.ArgumentTypeError) as e:
+        conv(text)
+    assert "\n" not in str(e.value) and len(str(e.value)) < 300
+    return str(e.value)
+
+
+def test_counts_numbers_ports():
+    c = cliargs.count(1, 20)
+    assert c("3") == 3 and c("20") == 20
+    for bad in ("0", "21", "-5", "1.5", "x", ""):
+        _refuses(c, bad)
+    assert cliargs.count(0)("0") == 0
+    n = cliargs.number(0.0, 10.0)
+    assert n("0") == 0.0 and n("2.5") == 2.5
+    for bad in ("nan", "inf", "-inf", "-1", "11", "x"):
+        _refuses(n, bad)
+    _refuses(cliargs.number(0.0, lo_open=True), "0")
+    p = cliargs.port()
+    assert p("0") == 0 and p("65535") == 65535
+    for bad in ("-1", "65536", "70000", "x"):
+        _refuses(p, bad)
+    _refuses(cliargs.port(allow_zero=False), "0")
+    assert cliargs.counts("1,4,16") == [1, 4, 16]
+    _refuses(cliargs.counts, "1,0")
+
+
+def test_paths(tmp_path):
+    f = tmp_path / "f.txt"
+    f.write_text("x")
+    assert cliargs.existing_file(str(f)) == f and cliargs.existing_dir(str(tmp_path)) == tmp_path
+    _refuses(cliargs.existing_file, str(tmp_path))
+    _refuses(cliargs.existing_file, str(tmp_path / "missing"))
+    _refuses(cliargs.existing_dir, str(f))
+    assert cliargs.out_file(str(tmp_path / "new.json")) == tmp_path / "new.json"
+    assert "folder" in _refuses(cliargs.out_file, str(tmp_path))
+    assert "no such folder" in _refuses(cliargs.out_file, str(tmp_path / "a" / "b.json"))
+    _refuses(cliargs.out_file, str(f / "x"))
+    assert cliargs.out_dir(str(tmp_path / "a" / "b")) == tmp_path / "a" / "b"  # made later by the command
+    _refuses(cliargs.out_dir, str(f))
+    _refuses(cliargs.out_dir, str(f / "sub"))
+    _refuses(cliargs.out_dir, "/nonexistent-top/dir")
+
+
+def test_models_and_urls(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    for ok in ("auto", "stand-in", "qwen2.5-coder-0.5b"):
+        assert cliargs.model(ok) == ok
+    (tmp_path / "m").mkdir()
+    assert "config.json" in _refuses(cliargs.model, str(tmp_path / "m"))
+    (tmp_path / "m" / "config.json").write_text(json.dumps({}))
+    assert cliargs.model(str(tmp_path / "m")) == str(tmp_path / "m")
+    assert "local cache" in _refuses(cliargs.model, "org/model")
+    (tmp_path / "hub" / "models--org--model").mkdir(parents=True)
+    assert cliargs.model("org/model") == "org/model"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    assert cliargs.model("other/model") == "other/model"  # online: the load will say whether the hub has it
+    for bad in ("/nonexistent/model", "nonsense name", str(tmp_path / "m" / "config.json")):
+        _refuses(cliargs.model, bad)
+    assert cliargs.url("http://127.0.0.1:8000/mcp/") == "http://127.0.0.1:8000/mcp"
+    for bad in ("notaurl", "ftp://x/y", "http://127.0.0.1:70000/", "http://h/x?q=1", "http://"):
+        _refuses(cliargs.url, bad)
+
+
+def test_parser_errors_are_one_line(capsys):
+    p = cliargs.Parser(prog="prog")
+    p.add_argument("--n", type=cliargs.count(1), required=True)
+    with pytest.raises(SystemExit) as e:
+        p.parse_args(["--n", "-5"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and err.startswith("prog: error: argument --n")

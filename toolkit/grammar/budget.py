@@ -1,0 +1,109 @@
+"""A tool call against the decoding budget: how many new tokens one call can take, and schemas bounded to fit.
+
+What it does
+- :func:`worst_call_tokens` bounds the new tokens of one ``<tool_call>…</tool_call>`` of a tool, as
+  ``compile_tools`` writes it (compact JSON), under any byte-level BPE such as Qwen's: every token carries at
+  least one byte, and the two tags are one token each, so the bound is the call's longest text in bytes. A string
+  with ``maxLength`` n costs at most 4n bytes (xgrammar writes a length-bounded string without escapes, so a
+  character is at most 4 UTF-8 bytes; the tests check this) — or n times the widest character of a simple
+  ``^[...]*$`` / ``^[...]{0,n}$`` pattern. It is None when a part has no bound (a string without ``maxLength``,
+  a number: JSON's number grammar has no length limit).
+- :func:`fit` lowers the strings' ``maxLength`` so that the bound is within ``max_new_tokens``; the budget left
+  after the call's fixed text is shared among the strings in proportion to their present bounds.
+  ``compile_tool_choice(..., max_new_tokens=N)`` applies it to every tool before compiling (a ValueError
+  here, a ``SchemaError`` there, when even the call's fixed text does not fit).
+- ``toolkit.grammar.mask.longest_call`` drives a compiled grammar the way the slowest decoder would — always the allowed token
+  with the fewest bytes (the first byte of a 4-byte character before all), an escape whenever one may start, never a
+  closing quote while anything else is allowed — and counts the tokens until ``</tool_call>``: the measured
+  counterpart of the bound, on a real tokenizer.
+
+What it leaves out
+- Numbers (their digits are unbounded in JSON; the walk stops at the budget and says so), arrays and nested
+  objects (:func:`worst_call_tokens` returns None for them), and ``any_whitespace`` grammars.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+from toolkit.schema import function_of
+
+UTF8_MAX = 4  # the most bytes of one character in a length-bounded string (no escapes there)
+_CLASS = re.compile(r"^\^\[((?:[^\]\\]|\\.)+)\](?:\*|\{0,(\d+)\})\$$")
+
+
+def _char_bytes(prop: dict) -> int:
+    """The most bytes one character of this string can take in the call's JSON text."""
+    m = _CLASS.match(prop.get("pattern", "")) if isinstance(prop.get("pattern"), str) else None
+    if not m or "\\" in m.group(1).replace("\\-", "") or '"' in m.group(1):
+        return UTF8_MAX
+    return max(len(c.encode("utf-8")) for c in m.group(1).replace("\\-", "-"))
+
+
+def _max_len(prop: dict) -> int | None:
+    m = _CLASS.match(prop.get("pattern", "")) if isinstance(prop.get("pattern"), str) else None
+    bounds = [b for b in (prop.get("maxLength"), int(m.group(2)) if m and m.group(2) else None) if b is not None]
+    return min(bounds) if bounds else None
+
+
+def _value_bytes(prop: dict) -> int | None:
+    if "enum" in prop:
+        return max(len(json.dumps(v, ensure_ascii=False).encode("utf-8")) for v in prop["enum"])
+    if "const" in prop:
+        return len(json.dumps(prop["const"], ensure_ascii=False).encode("utf-8"))
+    t = prop.get("type")
+    if t == "string":
+        n = _max_len(prop)
+        return None if n is None else 2 + n * _char_bytes(prop)
+    if t == "boolean":
+        return 5
+    if t == "integer" and "minimum" in prop and "maximum" in prop:
+        return max(len(str(int(prop["minimum"]))), len(str(int(prop["maximum"]))))
+    return None  # numbers, unbounded integers, arrays, objects
+
+
+def worst_call_tokens(tool) -> int | None:
+    """Upper bound on the new tokens of one call of ``tool`` (OpenAI-style or bare schema); None if unbounded."""
+    fn = function_of(tool)
+    props = (fn.get("parameters") or {}).get("properties") or {}
+    # '\n{"name": "X", "arguments": {' + '"k": v, ' per parameter + '}}\n', as compile_tools' compact JSON
+    fixed = len(f'\n{{"name": {json.dumps(fn["name"], ensure_ascii=False)}, "arguments": {{}}}}\n'.encode())
+    total = 2 + fixed + max(0, 2 * (len(props) - 1))  # the two tags; ", " between arguments
+    for key, prop in props.items():
+        v = _value_bytes(prop) if isinstance(prop, dict) else None
+        if v is None:
+            return None
+        total += len(json.dumps(key, ensure_ascii=False).encode()) + 2 + v  # '"key": '
+    return total
+
+
+def fit(tool, max_new_tokens: int):
+    """A copy of ``tool`` whose strings are bounded so that one call fits in ``max_new_tokens`` new tokens."""
+    out = copy.deepcopy(tool)
+    fn = function_of(out)
+    props = (fn.get("parameters") or {}).get("properties") or {}
+    strings = {k: p for k, p in props.items() if isinstance(p, dict) and p.get("type") == "string" and "enum" not in p}
+    for p in strings.values():
+        if _max_len(p) is None:
+            p["maxLength"] = max_new_tokens  # a first bound, narrowed below
+    worst = worst_call_tokens(out)
+    if worst is None or worst <= max_new_tokens:
+        return out
+    spent_on_strings = sum(_max_len(p) * _char_bytes(p) for p in strings.values())
+    room = max_new_tokens - (worst - spent_on_strings)
+    if room < len(strings):
+        raise ValueError(f"a call of {fn['name']!r} needs {worst - spent_on_strings} tokens before its strings; "
+                          f"max_new_tokens={max_new_tokens} leaves no room for them")  # fmt: skip
+    for p in strings.values():
+        share = room * _max_len(p) * _char_bytes(p) // spent_on_strings
+        p["maxLength"] = max(1, share // _char_bytes(p))
+    while worst_call_tokens(out) > max_new_tokens:  # the floor of 1 can overshoot: trim the longest string
+        longest = max(strings.values(), key=lambda p: p["maxLength"] * _char_bytes(p))
+        if longest["maxLength"] <= 1:
+            raise ValueError(f"a call of {fn['name']!r} cannot fit in max_new_tokens={max_new_tokens}")
+        longest["maxLength"] -= 1
+        if "pattern" in p and _CLASS.match(p["pattern"]).group(2):
+            p["pattern"] = re.sub(r"\{0,\d+\}\$$", "*$", p["pattern"])  # maxLength now bounds it
+    return out
