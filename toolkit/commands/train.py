@@ -10,7 +10,7 @@ from toolkit import cliargs
 
 
 def _real(args) -> int:
-    from toolkit import fetch
+    from toolkit import fetch  # lazy: keeps the usage errors fast
     from toolkit.models import REAL_OFFLINE, adapter_folder, load  # lazy: torch, after the arguments are checked
     from toolkit.paths import cache_dir, results_dirs
     from toolkit.sft.lora import LoraSettings, train  # lazy: torch, after the arguments are checked

@@ -31,6 +31,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from toolkit import fetch
+from toolkit.paths import kit_root
 from toolkit.sft.data import data_hash, dataset, groups_of, labelled
 from toolkit.sft.labels import IGNORE_INDEX, Labelled
 
@@ -187,7 +189,7 @@ def commit_of(root: Path | None = None) -> str:
     """The kit's commit, with ``+dirty`` when its toolkit/ folder has uncommitted changes."""
     import subprocess
 
-    root = root or Path(__file__).resolve().parents[2]
+    root = root or kit_root()
     try:
         sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
         dirty = subprocess.run(
@@ -297,8 +299,6 @@ def train(
         bar.close()
     model.eval()
     secs = sum(res.step_seconds)
-    from toolkit import fetch
-
     manifest = dict(
         name="qwen2.5-coder-0.5b+lora (toolkit tool-call adapter)",
         base=dict(
