@@ -14,17 +14,20 @@ def cli(argv: list[str]) -> int:
     ap.add_argument("--out", default="figures", help="output folder (default: figures)")
     ap.add_argument("--lang", choices=("zh", "en", "both"), default="both")
     ap.add_argument("--formats", default="svg,png,pdf", help="comma-separated image formats; '' for data only")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds the image export may take (default 300)")
     ap.add_argument("--no-claims", action="store_true", help="do not write claims.md into --out")
     args = ap.parse_args(argv)
+    if not args.timeout > 0:
+        ap.error("--timeout must be a number of seconds > 0")
     langs = ("zh", "en") if args.lang == "both" else (args.lang,)
     formats = tuple(f for f in args.formats.split(",") if f)
     try:
-        r = write_all(Path(args.out), langs, formats, claims=not args.no_claims)
+        r = write_all(Path(args.out), langs, formats, claims=not args.no_claims, timeout=args.timeout)
     except RuntimeError as e:
         print(f"figures: {e}", file=sys.stderr)
         return 1
     print(
         f"wrote {r['figures']} figures as {r['images']} images, with their data, into {args.out}/ "
-        f"in {r['seconds']:.1f} s"
+        f"in {r['seconds']:.1f} s (data {r['data_seconds']:.1f} s)"
     )
     return 0
