@@ -24,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from toolkit.paths import provenance  # noqa: E402  (results name a clean commit or say they do not)
+
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -176,13 +178,12 @@ def main() -> None:
     starts = stdio_start_s(a.starts)
     res["stdio_start_s"] = {"median": round(statistics.median(starts), 3), "max": round(max(starts), 3)}
     res["big_argument"] = big_argument()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
     res.update(
         date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         machine=platform.node(),
         cpus=os.cpu_count(),
         load=os.getloadavg(),
-        commit=commit.strip(),
+        **provenance(ROOT),
         model="none (no model runs)",
     )
 

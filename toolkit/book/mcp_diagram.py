@@ -175,9 +175,12 @@ def mcp_figure(facts: dict, lang: str = "en", width: int = CANVAS_PX) -> go.Figu
 def mcp_session_trace() -> list[dict]:
     """One real session with the kit's MCP server over stdio (``initialize``, ``tools/list``, one ``tools/call``
     of the chapter's own example, 250 × 15 %), as the client's wire log recorded it, timestamps dropped."""
-    with Connection(stdio_server(), mode="legacy", timeout=180, call_timeout=180) as c:  # a loaded machine is slow
-        c.list_tools()
-        c.call_tool("calculator", {"expression": "250 * 0.15"})
+    try:
+        with Connection(stdio_server(), mode="legacy", timeout=180, call_timeout=180) as c:  # a loaded machine is slow
+            c.list_tools()
+            c.call_tool("calculator", {"expression": "250 * 0.15"})
+    except Exception as e:  # the SDK's MCPError, a dead server: one line for the figures command
+        raise RuntimeError(f"recording the MCP session for the Tool Use 3.2 figure failed: {e}") from None
     return [dict(direction=e.direction, message=e.message) for e in c.log]
 
 
