@@ -51,6 +51,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from test_browser import CHROMIUM, CHROMIUM_ARGS, burn_cpu, start_lab  # noqa: E402
 
+from toolkit.paths import provenance  # noqa: E402  (results name a clean commit or say they do not)
+
 SETUP = (
     "from toolkit.plots import decay_figure, context_growth_figure\nfrom toolkit import cost\n"
     "import plotly.graph_objects as go\nfrom toolkit.widgets.plot import FigureView\n"
@@ -182,7 +184,7 @@ def main(argv=None) -> int:
                 "date": time.strftime("%Y-%m-%d %H:%M"),
                 "machine": platform.node(),
                 "cores": os.cpu_count(),
-                "commit": commit,
+                **provenance(ROOT),
                 "burn": not a.no_burn,
                 "seconds_to_traces": {k: v[0] for k, v in results.items()},
                 "redraw_ms": ms,

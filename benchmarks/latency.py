@@ -24,7 +24,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -34,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 from toolkit import cliargs  # noqa: E402
+from toolkit.paths import provenance  # noqa: E402  (results name a clean commit or say they do not)
 
 
 def _ms(fn) -> float:
@@ -170,15 +170,6 @@ def model_rows(repeats: int) -> list[dict]:
     return rows
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main(argv=None) -> int:
     ap = cliargs.Parser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=cliargs.count(1), default=3)
@@ -207,7 +198,7 @@ def main(argv=None) -> int:
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} CPUs",
             "model": "none (stand-in built for its own row)",
-            "commit": _commit(),
+            **provenance(ROOT),
             "load_1min": [round(load_before, 2), round(load_after, 2)],
             "repeats": a.repeats,
         }

@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from toolkit import cliargs  # noqa: E402
+from toolkit.paths import provenance  # noqa: E402  (results name a clean commit or say they do not)
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
 META = {
@@ -222,13 +223,12 @@ def main() -> None:
     res["stdio_start_s"] = {"median": round(statistics.median(starts), 3), "max": round(max(starts), 3)}
     res["first_call"] = {"idle": first_calls_ms(a.starts, busy=False), "busy": first_calls_ms(a.starts, busy=True)}
     res["big_argument"] = big_argument()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
     res.update(
         date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         machine=platform.node(),
         cpus=os.cpu_count(),
         load=os.getloadavg(),
-        commit=commit.strip(),
+        **provenance(ROOT),
         model="none (no model runs)",
     )
 

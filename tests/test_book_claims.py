@@ -12,6 +12,7 @@ from toolkit.book import (
     claims_kit,
     claims_mcp,
     claims_patterns,
+    claims_reading,
     claims_render,
     claims_serving,
     claims_tool_use,
@@ -33,6 +34,7 @@ CLAIM_MODULES = (
     claims_kit,
     claims_serving,
     claims_patterns,
+    claims_reading,
     claims,
 )
 
@@ -68,7 +70,7 @@ REQUIRED = {
     "apply-chat-template",
     "sdk-names",
     "only-discover-call",
-    "pk-upper-bound",
+    "pk-upper-bound-measured",
     "decoupling-security",
     "loss-mask",
     "no-suspend",
@@ -152,17 +154,23 @@ def test_known_verdicts(ledger):
     assert all(by[f"table-{p:.2f}-{k}"].verdict == HOLDS for p in cost.BOOK_PS for k in cost.BOOK_KS)
     role = by["tool-role-turn"]
     assert role.verdict == FAILS and "user turn" in role.why and "tool turn False" in role.evidence
-    assert by["tool-call-token"].verdict == HOLDS and "151657" in by["tool-call-token"].evidence
+    assert by["tool-call-token"].verdict in (HOLDS, CAVEAT) and "151657" in by["tool-call-token"].evidence
+    assert "tokenizer.json" in by["tool-call-token"].evidence  # the real model's file, not the kit's table
+    assert "generation_config.json" in by["eos"].evidence and "<|im_end|>" in by["eos"].evidence
+    assert by["arguments-object"].verdict == FAILS and "escaped JSON string" in by["arguments-object"].evidence
+    assert by["tools-isomorphic"].verdict == CAVEAT and "outputSchema" in by["tools-isomorphic"].why
+    assert by["shorten-lowers-base"].verdict == FAILS and "exponent" in by["shorten-lowers-base"].why
+    assert by["one-line-newlines"].verdict == FAILS
     assert by["initialize-era"].verdict == CAVEAT and "server/discover" in by["initialize-era"].why
     assert "clientInfo" in by["initialize-era"].evidence and "protocolVersion" in by["initialize-era"].evidence
     assert "2.0" in by["jsonrpc"].evidence
     # issue 17's fixes: no pedantic caveats; the book is right about isError, the SDK deviates
-    assert by["special-set"].verdict == by["constant"].verdict == HOLDS
+    assert by["constant"].verdict == HOLDS and by["special-set"].verdict in (HOLDS, CAVEAT)
     assert by["is-error"].verdict == HOLDS and "-32601" in by["is-error"].evidence
     assert "deviation of the SDK" in by["is-error"].evidence
     assert "BFCL" in by["tokens-per-tool"].evidence and all("BFCL" in by[f"tools-{n}"].evidence for n in (10, 50, 100))
     assert "KV cache" in by["decode-wall-clock"].evidence and "attention" in by["decode-wall-clock"].evidence
-    assert by["apply-chat-template"].verdict == FAILS and "input_ids" in by["apply-chat-template"].why
+    assert by["apply-chat-template"].verdict == CAVEAT and "input_ids" in by["apply-chat-template"].why
     assert by["im-start-colon"].verdict == FAILS
     assert by["loss-mask"].verdict == HOLDS and "trained 0 of" in by["loss-mask"].evidence
     # the final <|im_end|> is sampled, never fed: the cache holds one token less than prompt + output

@@ -6,7 +6,7 @@ import copy
 import pytest
 
 from toolkit.book.claims_patterns import pattern_claims, patterns_claims, rag_claims
-from toolkit.book.ledger import FAILS, HOLDS, VERDICTS
+from toolkit.book.ledger import CAVEAT, FAILS, HOLDS, VERDICTS
 
 META = {"model": "M [x]", "date": "2026-12-01T00:00:00", "commit": "abc1234", "k": 2}
 
@@ -104,7 +104,7 @@ def _rag():
         for c in ("injected", "clean")
     ]
     rr = dict(
-        reranker="R [x]",
+        reranker="cross-encoder R [x]",
         depth=8,
         ks=[1, 2],
         n=2,
@@ -147,6 +147,11 @@ def test_rag_verdicts_follow_the_runs():
     worse = _rag()
     worse["rerank_recall"]["recall_rerank"]["1"] = 0.5
     assert {c.id: c for c in rag_claims(worse)}["rag-rerank"].verdict == FAILS
+    chat = _rag()  # a chat model scoring yes/no tests the scorer, not the idea: not checked, whatever it scores
+    chat["rerank_recall"]["reranker"] = "Qwen2.5-Coder-0.5B [x]"
+    chat["rerank_recall"]["recall_rerank"]["1"] = 0.5
+    rr = {c.id: c for c in rag_claims(chat)}["rag-rerank"]
+    assert rr.verdict == CAVEAT and rr.why.startswith("not checked")
     used = copy.deepcopy(_rag())
     used["runs"][0]["supported"] = True
     assert {c.id: c for c in rag_claims(used)}["rag-recall-not-use"].verdict == FAILS

@@ -140,7 +140,8 @@ def test_chain_claims_follow_the_saved_numbers(tmp_path):
     assert above["pk-upper-bound-measured"].verdict == FAILS and "LOWER" in above["pk-upper-bound-measured"].why
     assert above["pk-measured-chains"].verdict == FAILS
     below = save(rows(0.4, 0.7))
-    assert below["pk-upper-bound-measured"].verdict == HOLDS
+    # measured as an upper bound; the caveat is the simulation: the departures the sentence names push success up
+    assert below["pk-upper-bound-measured"].verdict == CAVEAT and "ABOVE p^k" in below["pk-upper-bound-measured"].why
     inside = save(rows(0.5, 0.55))
     assert inside["pk-measured-chains"].verdict == HOLDS
     assert inside["pk-upper-bound-measured"].verdict == CAVEAT  # inside every interval: no direction to claim

@@ -12,6 +12,11 @@ What it does
   checkout has none: ``results_file`` then raises :class:`ResultsMissing`, whose message says where it looked and
   how to point the kit at a checkout; ``results_file(name, required=False)`` returns None instead.
 - ``kit_root()``: the folder that holds the imported ``toolkit`` package (a checkout's root, or site-packages).
+- ``provenance(root)``: what a saved result says about the code that made it: ``commit`` (short sha), ``clean``
+  and ``changed`` (files under ``toolkit/`` and ``benchmarks/`` that differ from that commit, saved results
+  aside). A dirty tree is marked, never hidden: its commit reads ``<sha>+dirty``; with
+  ``TOOLKIT_REQUIRE_CLEAN=1`` it is refused instead (:class:`DirtyTree`). Outside a git checkout the commit
+  is ``unknown`` and ``clean`` is None.
 
 What it leaves out
 - Downloading anything (``toolkit.fetch`` does that) and any cache eviction.
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -88,3 +94,34 @@ def data_file(name: str) -> Traversable:
 def package_text(*parts: str) -> str:
     """The text of a file shipped inside the package, e.g. ``package_text("templates", "qwen3.jinja")``."""
     return files("toolkit").joinpath(*parts).read_text(encoding="utf-8")
+
+
+class DirtyTree(RuntimeError):
+    """A result would name a commit that did not make it (``TOOLKIT_REQUIRE_CLEAN=1`` and changed files)."""
+
+
+PROVENANCE_PATHS = ("toolkit", "benchmarks", ":(exclude)benchmarks/results", "pyproject.toml", "requirements.txt")
+
+
+def provenance(root: str | os.PathLike | None = None) -> dict:
+    """``{"commit", "clean", "changed"}`` for a results file; see the module docstring."""
+    root = Path(root) if root is not None else kit_root()
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30)
+
+    try:
+        head = git("rev-parse", "--short", "HEAD")
+        status = git("status", "--porcelain", "--", *PROVENANCE_PATHS)
+    except (OSError, subprocess.TimeoutExpired):
+        return dict(commit="unknown", clean=None, changed=[])
+    if head.returncode != 0 or status.returncode != 0:
+        return dict(commit="unknown", clean=None, changed=[])
+    changed = sorted(line[3:] for line in status.stdout.splitlines() if line.strip())
+    sha = head.stdout.strip()
+    if changed and os.environ.get("TOOLKIT_REQUIRE_CLEAN", "") in ("1", "true", "yes"):
+        raise DirtyTree(
+            f"refusing to save a result for commit {sha}: {len(changed)} changed file(s) "
+            f"({', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''}); commit them first"
+        )
+    return dict(commit=sha + ("+dirty" if changed else ""), clean=not changed, changed=changed)

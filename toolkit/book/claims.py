@@ -28,6 +28,7 @@ from toolkit.book.claims_flops import flops_claims
 from toolkit.book.claims_kit import kit_claims
 from toolkit.book.claims_mcp import mcp_claims
 from toolkit.book.claims_patterns import patterns_claims
+from toolkit.book.claims_reading import reading_claims
 from toolkit.book.claims_render import token_claims
 from toolkit.book.claims_serving import serving_claims
 from toolkit.book.claims_tool_use import tool_use_claims
@@ -47,6 +48,7 @@ GROUPS = (
     chain_claims,
     serving_claims,
     patterns_claims,
+    reading_claims,
 )
 
 
@@ -93,9 +95,13 @@ def coverage(claims: list[Claim], statements: list[Statement] | None = None) -> 
     unknown = sorted({i for s in mapped for i in s.ledger if i not in ids})
     bad_kind = [s for s in statements if s.kind not in KINDS]
     unused = sorted(ids - {i for s in mapped for i in s.ledger})
+    by_id = {c.id: c for c in claims}
+    # checked with a computed verdict: every claim the line maps to ran here (none says "not checked/measured")
+    ran = [s for s in mapped if all(i in by_id and not by_id[i].evidence.startswith("not ") for i in s.ledger)]
     return dict(
         statements=len(statements),
         mapped=len(mapped),
+        computed=len(ran),
         not_checkable=len(unchecked),
         unmapped=[f"{s.section}: {s.quote}" for s in unmapped],
         unknown_ids=unknown,
@@ -109,8 +115,8 @@ def coverage(claims: list[Claim], statements: list[Statement] | None = None) -> 
 def coverage_line(cov: dict) -> str:
     return (
         f"inventory: {cov['statements']} checkable-looking statements in the two chapters; {cov['mapped']} "
-        f"checked by the ledger's {cov['ledger']} entries, {cov['not_checkable']} not checkable here (each "
-        f"with its reason), {len(cov['unmapped'])} unmapped"
+        f"mapped to the ledger's {cov['ledger']} entries, {cov['computed']} of them checked here with a computed "
+        f"verdict, {cov['not_checkable']} not checkable here (each with its reason), {len(cov['unmapped'])} unmapped"
         + (f"; unknown ids {cov['unknown_ids']}" if cov["unknown_ids"] else "")
     )
 

@@ -1,14 +1,20 @@
 """Claims about tokens and rendering (§14.5.2, "Tool Use" §3.1), checked with the offline tokenizers, the kit's
 templates and the host loop.
 
-Leaves out: the real Qwen tokenizer_config itself (flags are read from the kit's offline tokenizer).
+The token facts (added tokens, special flags, eos) are read from sources independent of the kit's own tables: the
+installed real model's tokenizer.json and generation_config.json, and the official Qwen3 template's golden
+renderings. Leaves out: Qwen3's own tokenizer_config.json (not on this machine; Qwen2.5 shares its added tokens).
 """
 
 from __future__ import annotations
 
+import json
+
 from toolkit.book.claims_tool_use import FORMAT_EXAMPLE
 from toolkit.book.ledger import Claim, _verdict
 from toolkit.conversations import CALCULATOR, call_text
+from toolkit.fetch import installed_folder, manifest
+from toolkit.paths import kit_root
 from toolkit.prefix import shared_prefix
 from toolkit.render import render
 from toolkit.tokenizer import tokenizer_for
@@ -16,54 +22,127 @@ from toolkit.tools import schemas
 
 
 # ================================================================ §14.5.2 tokens and rendering
+def real_model_files() -> dict | None:
+    """The installed real model's own files, independent of the kit's tables: its ``tokenizer.json`` (loaded with
+    the ``tokenizers`` library itself), ``generation_config.json`` and the manifest of what the install changed.
+    None when ``make real-model`` has not run."""
+    folder = installed_folder()
+    if folder is None:
+        return None
+    from tokenizers import Tokenizer  # lazy: only for the ledger's token claims
+
+    tj = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    return dict(
+        folder=folder.name,
+        tokenizer=Tokenizer.from_file(str(folder / "tokenizer.json")),
+        added={t["content"]: (t["id"], t["special"]) for t in tj["added_tokens"]},
+        generation=json.loads((folder / "generation_config.json").read_text(encoding="utf-8")),
+        reset=set((manifest() or {}).get("tokenizer", {}).get("special_flag_reset_to_false", [])),
+    )
+
+
+def qwen3_golden() -> list[dict]:
+    """The official Qwen3 template's renderings kept as the golden fixtures (tests/fixtures/qwen3_golden.json):
+    strings the published template produced, not the kit's template. Empty outside a checkout."""
+    path = kit_root() / "tests" / "fixtures" / "qwen3_golden.json"
+    return json.loads(path.read_text(encoding="utf-8"))["cases"] if path.exists() else []
+
+
 def token_claims() -> list[Claim]:
     out = []
-    tok = tokenizer_for("qwen3")
-    added = tok.added_tokens_decoder
-    tc = {t.content: (i, t.special) for i, t in added.items()}
-    one = [len(tok.encode(s, add_special_tokens=False)) for s in ("<tool_call>", "</tool_call>")]
-    out.append(
-        Claim(
-            "tool-call-token",
-            "§14.5.2 step 2",
-            "<tool_call> and </tool_call> are each one added token "
-            "with special = false, not spelled out character by character.",
-            f"ids {tc['<tool_call>'][0]}, "
-            f"{tc['</tool_call>'][0]}; special {tc['<tool_call>'][1]}, {tc['</tool_call>'][1]}; encode to "
-            f"{one} token(s)",
-            *_verdict(
-                one == [1, 1] and not tc["<tool_call>"][1] and not tc["</tool_call>"][1], "flags or lengths differ"
+    real = real_model_files()
+    golden = qwen3_golden()
+    missing = "the real model's files are not installed (make real-model): no independent source on this machine"
+    if real is None:
+        for cid, step, claim in (
+            (
+                "tool-call-token",
+                "§14.5.2 step 2",
+                "<tool_call> and </tool_call> are each one added token, special = false.",
             ),
+            ("special-set", "§14.5.2 step 2", "Only <|im_start|> / <|im_end|>-kind control tokens are special."),
+            ("eos", "§14.5.2 step 3", "<|im_end|> is the end-of-sequence token; generating it ends the request."),
+        ):
+            out.append(
+                Claim(cid, step, claim, "not checked", *_verdict(real is None, missing, [(real is None, missing)]))
+            )
+    else:
+        added, tk = real["added"], real["tokenizer"]
+        one = [len(tk.encode(t, add_special_tokens=False).ids) for t in ("<tool_call>", "</tool_call>")]
+        ids = [added[t][0] for t in ("<tool_call>", "</tool_call>")]
+        flags = [added[t][1] for t in ("<tool_call>", "</tool_call>")]
+        untouched = not set(ids) & real["reset"]
+        src = f"the installed model's own tokenizer.json ({real['folder']}, read with the tokenizers library)"
+        fam = (
+            "checked on Qwen2.5's files, which carry the same added tokens 151643–151664 as Qwen3; Qwen3's own "
+            "tokenizer_config.json is not on this machine"
         )
-    )
-    special = sorted((i, t.content) for i, t in added.items() if t.special)
-    names = [c for _, c in special]
-    control = all(c.startswith("<|") and c.endswith("|>") for c in names)
-    tags = [c for c in tc if not c.startswith("<|")]
-    out.append(
-        Claim(
-            "special-set",
-            "§14.5.2 step 2",
-            "Only control tokens of the <|im_start|> / <|im_end|> kind are "
-            "marked special; the tool and think tags are not.",
-            f"special=true: {len(names)} tokens, ids "
-            f"{special[0][0]}–{special[-1][0]}, all <|…|> control tokens: {control}; tag tokens "
-            f"({', '.join(tags)}) special: {sorted({tc[c][1] for c in tags})}",
-            *_verdict(
-                control and "<|im_start|>" in names and not any(tc[c][1] for c in tags),
-                "a non-control token is special",
-            ),
+        out.append(
+            Claim(
+                "tool-call-token",
+                "§14.5.2 step 2",
+                "<tool_call> and </tool_call> are each one added token "
+                "with special = false, not spelled out character by character.",
+                f"{src}: ids {ids}, special {flags} (flags as the model file carried them: the install reset "
+                f"none of these ids: {untouched}); each encodes to {one} token(s)",
+                *_verdict(
+                    one == [1, 1] and flags == [False, False] and untouched,
+                    "flags or lengths differ",
+                    [(real["folder"].startswith("qwen2.5"), fam)],
+                ),
+            )
         )
-    )
-    out.append(
-        Claim(
-            "eos",
-            "§14.5.2 step 3",
-            "<|im_end|> is Qwen3's end-of-sequence token; generating it ends the request.",
-            f"tokenizer.eos_token = {tok.eos_token!r} (id {tok.eos_token_id})",
-            *_verdict(tok.eos_token == "<|im_end|>", "another eos token"),
+        special = sorted((i, c) for c, (i, sp) in added.items() if sp)
+        names = [c for _, c in special]
+        control = all(c.startswith("<|") and c.endswith("|>") for c in names)
+        tags = [c for c in added if not c.startswith("<|")]
+        out.append(
+            Claim(
+                "special-set",
+                "§14.5.2 step 2",
+                "Only control tokens of the <|im_start|> / <|im_end|> kind are marked special; the tool tags are not.",
+                f"{src}: special=true: {len(names)} tokens, ids {special[0][0]}–{special[-1][0]}, all <|…|> "
+                f"control tokens: {control}; tag tokens ({', '.join(tags)}) special: "
+                f"{sorted({added[c][1] for c in tags})}; ids whose flag the install reset: {sorted(real['reset'])}",
+                *_verdict(
+                    control
+                    and "<|im_start|>" in names
+                    and "<|im_end|>" in names
+                    and not any(added[c][1] for c in tags),
+                    "a non-control token is special",
+                    [(real["folder"].startswith("qwen2.5"), fam)],
+                ),
+            )
         )
-    )
+        eos_id = real["generation"].get("eos_token_id")
+        eos_ids = eos_id if isinstance(eos_id, list) else [eos_id]
+        eos_text = [tk.id_to_token(i) for i in eos_ids]
+        turns = []  # every assistant turn the official template rendered, less a trailing generation prompt
+        for c in golden:
+            parts = c["text"].split("<|im_start|>assistant")[1:]
+            prompt = parts[-1].replace("<think>", "").replace("</think>", "").strip() if parts else "x"
+            if not prompt:  # the generation prompt: a header with nothing rendered after it
+                parts = parts[:-1]
+            turns += parts
+        closed = [seg.split("<|im_start|>")[0].rstrip("\n").endswith("<|im_end|>") for seg in turns]
+        out.append(
+            Claim(
+                "eos",
+                "§14.5.2 step 3",
+                "<|im_end|> is Qwen3's end-of-sequence token; generating it ends the request.",
+                f"{real['folder']}/generation_config.json: eos_token_id {eos_id} = {eos_text}; the official Qwen3 "
+                f"template's golden renderings: every finished assistant turn closed by <|im_end|> in "
+                f"{sum(closed)} of {len(closed)} cases",
+                *_verdict(
+                    "<|im_end|>" in eos_text and all(closed),
+                    "the generation config names another eos token, or a Qwen3 rendering closes a turn otherwise",
+                    [
+                        (not closed, "no Qwen3 golden renderings found (a checkout has them in tests/fixtures)"),
+                        (real["folder"].startswith("qwen2.5"), fam),
+                    ],
+                ),
+            )
+        )
     r = render([{"role": "user", "content": "hi"}], schemas(), "qwen3")
     sys_turn = r.text.split("<|im_end|>", 1)[0]
     out.append(

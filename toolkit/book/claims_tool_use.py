@@ -11,6 +11,7 @@ from importlib.metadata import version
 
 from toolkit.book.ledger import Claim, _verdict
 from toolkit.conversations import tool_use_conversation
+from toolkit.fetch import installed_folder
 from toolkit.parse import parse_tool_calls
 from toolkit.render import render, tokenize
 from toolkit.tokenizer import tokenizer_for
@@ -27,6 +28,17 @@ PRINTED_SYSTEM_LINES = (
 
 
 FORMAT_EXAMPLE = '{"name": <function-name>, "arguments": <args-json-object>}'
+
+
+def _real_rendering(msgs, tools) -> str | None:
+    """The messages rendered by the installed real model's own chat template (transformers), or None."""
+    folder = installed_folder()
+    if folder is None:
+        return None
+    from transformers import AutoTokenizer  # lazy: transformers loads only for this check
+
+    tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    return tok.apply_chat_template(msgs, tools=tools, tokenize=False)
 
 
 def tool_use_claims() -> list[Claim]:
@@ -108,10 +120,15 @@ def tool_use_claims() -> list[Claim]:
             f"tokenize=False it returns a str of {len(as_text)} characters that starts "
             f"{as_text[:22]!r}",
             *_verdict(
-                isinstance(got, str),
-                "as written the call returns token ids "
-                f"({kind} with input_ids), not text; pass tokenize=False for the "
-                "text the chapter then prints",
+                as_text.startswith("<|im_start|>system") and "<tools>" in as_text and len(ids) > 0,
+                "the call does not render the messages and tools through the template",
+                [
+                    (
+                        not isinstance(got, str),
+                        "it converts, as the chapter says; as written it returns the converted text already "
+                        f"tokenized ({kind} with input_ids); tokenize=False gives the text the chapter prints",
+                    )
+                ],
             ),
         )
     )
@@ -142,35 +159,39 @@ def tool_use_claims() -> list[Claim]:
             ),
         )
     )
-    # What the model writes: arguments as a JSON object inside <tool_call>. Checked on the generation side (the
-    # format the template asks for, and what the host parser accepts); replaying OpenAI-style string arguments
-    # through a template is a separate, computed caveat.
+    # The chapter prints <tool_call> with the arguments as a JSON object, from a message list that carries them
+    # as a JSON string. Rendered by the real model's own template (its chat_template.jinja, through transformers),
+    # independent of the kit's templates.
     _, calls = parse_tool_calls(
         '<tool_call>\n{"name": "calculator", "arguments": {"expression": "250 * 0.15"}}\n</tool_call>'
     )
-    args_obj = {t: '"arguments": {"expression": "250 * 0.15"}' in x.text for t, x in r.items()}
+    printed_obj = '"arguments": {"expression": "250 * 0.15"}'
+    real = _real_rendering(msgs, tools)
+    kit_obj = {t: printed_obj in x.text for t, x in r.items()}
+    real_obj = real is not None and printed_obj in real
+    real_str = real is not None and '"arguments": "{\\"expression\\"' in real
     out.append(
         Claim(
             "arguments-object",
             "Tool Use §3.1",
-            "Inside <tool_call> the arguments are a JSON object "
-            '({"expression": "250 * 0.15"}), although the message list carries them as a string.',
-            f"the template's call format asks for <args-json-object> ({FORMAT_EXAMPLE in sys25}); the host "
-            f"parser reads the object form as {calls[0].arguments} (ok {calls[0].ok}); replaying the "
-            "printed message list (string arguments): "
-            + "; ".join(f"{t} writes an object {v}" for t, v in args_obj.items()),
+            "Rendering the chapter's message list (arguments as a JSON string) gives its printed <tool_call> with "
+            'the arguments as a JSON object ({"expression": "250 * 0.15"}).',
+            (
+                "the real model's chat_template.jinja (transformers apply_chat_template) writes the arguments as "
+                + ("a JSON object" if real_obj else "an escaped JSON string" if real_str else "neither form")
+                if real is not None
+                else "the real model's template is not installed (make real-model)"
+            )
+            + "; the kit's templates: "
+            + "; ".join(f"{t} object {v}" for t, v in kit_obj.items())
+            + f"; the template's call format asks the model for <args-json-object> ({FORMAT_EXAMPLE in sys25}) and "
+            f"the host parser reads the object form as {calls[0].arguments}",
             *_verdict(
-                FORMAT_EXAMPLE in sys25 and calls[0].ok and isinstance(calls[0].arguments, dict),
-                "the object form is not what the template asks for or the parser reads",
-                [
-                    (
-                        not all(args_obj.values()),
-                        "when the history is replayed with OpenAI-style "
-                        "string arguments, "
-                        + ", ".join(t for t, v in args_obj.items() if not v)
-                        + " writes the string escaped, not as an object: pass a dict",
-                    )
-                ],
+                real_obj or real is None,
+                "the template writes `tojson` of what the list holds: string arguments come out as an escaped JSON "
+                "string, not the object the chapter prints; the object form is what the model itself generates "
+                "(the format line asks for <args-json-object>), so the printed sequence needs arguments as a dict",
+                [(real is None, "not checked: the real model's template is not on this machine")],
             ),
         )
     )

@@ -1,44 +1,78 @@
 """The book's figures, rebuilt from data: ``python -m toolkit figures --out figures [--lang zh|en|both]``.
 
 What it does
-- fig 14-9: the round trip as a sequence diagram (user, host, engine/model, tool), drawn from a trace that
-  the host loop recorded (``round_trip_trace``), not typed by hand; token counts come from the real tokenizer.
-- fig 14-10: context growth per turn (served from the prefix cache vs computed) and cumulative prefill, from
-  ``toolkit.cost.growth(10_000, 2048, 30)``.
-- fig 14-11: MCP's host / client / server split, labelled with the method names and wire fields the
-  installed ``mcp`` SDK uses and the kit's real tool names.
-- table 14-11: p^k for p ∈ {0.99, 0.95, 0.90}, k ∈ {10, 20, 50}.
-- Each figure is written as SVG, PNG and PDF in Chinese (``.zh``) and English (``.en``) through plotly +
-  kaleido + the system chromium, with its data as JSON (and CSV for tables) beside it. Data files carry no
-  timings or dates, so two runs give byte-identical data. The figure builders (``context_growth_figure``,
-  ``decay_figure``) are what the notebook widgets update in place.
+- fig 14-9: the round trip as a sequence diagram, drawn from a trace the host loop recorded
+  (``toolkit.book.diagrams``); fig 14-10: context growth, warm and cold (``toolkit.book.charts``); fig 14-11:
+  MCP's host / client / server split with ``initialize``, ``tools/list`` and ``tools/call``
+  (``toolkit.book.mcp_diagram``); table 14-11 as an image and typeset as Markdown and LaTeX; the p^k curves;
+  and for "Tool Use" §3.2 the three phases of one recorded MCP session and the stdio / Streamable HTTP table.
+- Each figure is written as SVG, PNG (300 dpi at the 130 mm text width) and PDF in Chinese (``.zh``) and English
+  (``.en``), with its data and caption as JSON beside it (captions are not drawn into the images; all of them are
+  also in ``captions.md``). Data files carry no timings or dates: two runs give byte-identical data.
+- Image export runs in a bounded child process (``toolkit.book.export``): past ``timeout`` seconds it is stopped
+  with a one-line error, after the data files are written.
 
 What it leaves out
-- Styling for print beyond fixed sizes, colours and fonts (Noto Sans CJK); PDFs/PNGs are not byte-stable
-  (chromium stamps them), only the data files are.
-- Any figure of the chapter other than these four.
+- PDFs/PNGs are not byte-stable (chromium stamps them), only the data files are.
+- Any figure of the chapters other than these.
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import csv
 import io
 import json
 import os
 import time
-import warnings
 from pathlib import Path
 
 import plotly.graph_objects as go
-import plotly.io as pio
 
 from toolkit import cost
+from toolkit.book import charts
 from toolkit.book.claims import write_markdown
 from toolkit.book.diagrams import _arrows, round_trip_figure, round_trip_trace
-from toolkit.book.fonts import embed_font
-from toolkit.book.mcp_diagram import mcp_architecture, mcp_figure
-from toolkit.plots import context_growth_figure, table_figure
+from toolkit.book.export import export
+from toolkit.book.fonts import embed_font, font_style, svg_text
+from toolkit.book.mcp_diagram import mcp_architecture, mcp_figure, mcp_sequence_figure, mcp_session_trace
+from toolkit.book.typeset import CANVAS_PX, PRINT_MM
+
+CAPTIONS = {
+    "fig14-9_round_trip": dict(
+        zh="图 14-9 一次工具调用的完整往返：模型只负责生成，解析与执行都在宿主",
+        en="Fig 14-9 One tool call, round trip: the model only generates; the host parses and executes",
+    ),
+    "fig14-10_context_growth": dict(
+        zh="图 14-10 Agent 循环里上下文怎样逐轮变长，前缀缓存省掉了哪一块（T = 1 万词元，Δ = 2048，R = 30）",
+        en="Fig 14-10 How the context grows turn by turn in an agent loop, and what the prefix cache saves "
+        "(T = 10,000 tokens, Δ = 2,048, R = 30)",
+    ),
+    "fig14-11_mcp": dict(
+        zh="图 14-11 MCP 的客户端-服务器架构：宿主里每个客户端连一个服务器",
+        en="Fig 14-11 MCP's client–server architecture: one client in the host per server",
+    ),
+    "table14-11_success": dict(
+        zh="表 14-11 串行多步任务的整体成功率 p^k", en="Table 14-11 Overall success p^k of a serial multi-step task"
+    ),
+    "pk_curve": dict(
+        zh="串行 k 步的整体成功率 p^k：表 14-11 的九个格子是三条曲线上的点；虚线是 20 步仍保持 0.9 所需的 p",
+        en="Overall success p^k of k serial steps: table 14-11's nine cells are points on three curves; the "
+        "dashed line is the p that keeps 20 steps at 0.9",
+    ),
+    "tooluse3-2_mcp_phases": dict(
+        zh="Tool Use §3.2 MCP 的三个阶段：一次真实的 stdio 会话（本套件的服务器）记录下来的消息",
+        en="Tool Use §3.2 MCP's three phases: the messages of one real stdio session with the kit's server",
+    ),
+    "tooluse3-2_transports": dict(
+        zh="Tool Use §3.2 两种标准传输：stdio 与 Streamable HTTP",
+        en="Tool Use §3.2 The two standard transports: stdio and Streamable HTTP",
+    ),
+}
+
+
+def png_scale(dpi: int = 300) -> float:
+    """PNG scale so the canvas prints at ``dpi`` across the book's text width."""
+    return round(dpi * PRINT_MM / 25.4 / CANVAS_PX, 3)
 
 
 # ---------------------------------------------------------------- writing
@@ -54,11 +88,15 @@ def _dump_csv(path: Path, rows: list[dict]) -> None:
     path.write_text(buf.getvalue(), encoding="utf-8")
 
 
+def _dump_figure_data(out: Path, stem: str, **data) -> None:
+    _dump_json(out / f"{stem}.json", dict(caption=CAPTIONS[stem], **data))
+
+
 def build_static(out: Path, langs=("zh", "en")) -> list[tuple[go.Figure, Path]]:
-    """fig 14-10 and table 14-11 (pure arithmetic): write their data, return (figure, stem) pairs to render."""
+    """fig 14-10, table 14-11 and the p^k curves (pure arithmetic): write their data, return (figure, stem) pairs."""
     out.mkdir(parents=True, exist_ok=True)
-    g = cost.growth(10_000, 2048, 30)
-    _dump_json(out / "fig14-10_context_growth.json", dict(summary=g.summary(), turns=g.rows()))
+    g, cold = cost.growth(10_000, 2048, 30), cost.growth(10_000, 2048, 30, warm=False)
+    _dump_figure_data(out, "fig14-10_context_growth", summary=g.summary(), cold=cold.summary(), turns=g.rows())
     _dump_csv(out / "fig14-10_context_growth.csv", g.rows())
     rows = cost.success_table()
     table_rows = [
@@ -71,40 +109,62 @@ def build_static(out: Path, langs=("zh", "en")) -> list[tuple[go.Figure, Path]]:
     ]
     _dump_csv(out / "table14-11_success.csv", table_rows)
     p = cost.required_p(0.9, 20)
-    _dump_json(
-        out / "table14-11_success.json",
-        dict(rows=table_rows, inverse=dict(P=0.9, k=20, required_p=p, steps_per_error=cost.steps_per_error(p))),
+    _dump_figure_data(
+        out,
+        "table14-11_success",
+        rows=table_rows,
+        inverse=dict(P=0.9, k=20, required_p=p, steps_per_error=cost.steps_per_error(p)),
     )
+    for lg in langs:
+        (out / f"table14-11_success.{lg}.md").write_text(charts.table_markdown(rows, lang=lg), encoding="utf-8")
+        (out / f"table14-11_success.{lg}.tex").write_text(charts.table_latex(rows, lang=lg), encoding="utf-8")
+    curves = {f"{q:.2f}": [round(cost.success(q, k), 6) for k in range(61)] for q in cost.BOOK_PS}
+    _dump_figure_data(out, "pk_curve", k=list(range(61)), curves=curves, required_p_20_steps_0_9=p)
     return [
         pair
         for lg in langs
         for pair in (
-            (context_growth_figure(g, lg), out / f"fig14-10_context_growth.{lg}"),
-            (table_figure(rows, cost.BOOK_KS, lg), out / f"table14-11_success.{lg}"),
+            (charts.growth_print_figure(lang=lg), out / f"fig14-10_context_growth.{lg}"),
+            (charts.table_print_figure(rows, lang=lg), out / f"table14-11_success.{lg}"),
+            (charts.pk_curve_figure(lg), out / f"pk_curve.{lg}"),
         )
     ]
 
 
 def build_traced(out: Path, langs=("zh", "en")) -> list[tuple[go.Figure, Path]]:
-    """fig 14-9 (from a recorded host-loop trace) and fig 14-11 (from the installed SDK): data + pairs."""
+    """fig 14-9 (recorded host-loop traces), fig 14-11 (the installed SDK), the MCP phases (a recorded stdio
+    session) and the transport table: write their data, return (figure, stem) pairs."""
     out.mkdir(parents=True, exist_ok=True)
-    trace = round_trip_trace()
-    _dump_json(out / "fig14-9_round_trip.json", dict(trace=trace, arrows={lg: _arrows(trace, lg) for lg in langs}))
+    traces = {lg: round_trip_trace(lg) for lg in langs}
+    _dump_figure_data(out, "fig14-9_round_trip", traces=traces, events={lg: _arrows(traces[lg], lg) for lg in langs})
     facts = mcp_architecture()
-    _dump_json(out / "fig14-11_mcp.json", facts)
+    _dump_figure_data(out, "fig14-11_mcp", facts=facts)
+    session = mcp_session_trace()
+    _dump_figure_data(out, "tooluse3-2_mcp_phases", session=session)
+    transports = {lg: charts.transport_rows(lg) for lg in langs}
+    _dump_figure_data(out, "tooluse3-2_transports", rows=transports)
+    for lg in langs:
+        (out / f"tooluse3-2_transports.{lg}.md").write_text(charts.rows_markdown(transports[lg]), encoding="utf-8")
     return [
         pair
         for lg in langs
         for pair in (
-            (round_trip_figure(trace, lg), out / f"fig14-9_round_trip.{lg}"),
+            (round_trip_figure(traces[lg], lg), out / f"fig14-9_round_trip.{lg}"),
             (mcp_figure(facts, lg), out / f"fig14-11_mcp.{lg}"),
+            (mcp_sequence_figure(session, lg), out / f"tooluse3-2_mcp_phases.{lg}"),
+            (charts.transport_figure(transports[lg], lg), out / f"tooluse3-2_transports.{lg}"),
         )
     ]
 
 
 def build_all(out: Path, langs=("zh", "en")) -> list[tuple[go.Figure, Path]]:
-    """Write every data file and return the (figure, stem) pairs still to be rendered to images."""
-    return build_static(out, langs) + build_traced(out, langs)
+    """Write every data file (and captions.md) and return the (figure, stem) pairs still to be rendered."""
+    todo = build_static(out, langs) + build_traced(out, langs)
+    lines = ["# Captions", "", "The figures carry no titles; their captions, as the book sets them:", ""]
+    for stem, cap in CAPTIONS.items():
+        lines += [f"- `{stem}`", *(f"  - {lg}: {cap[lg]}" for lg in langs)]
+    (out / "captions.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return todo
 
 
 def _find_chromium() -> str | None:
@@ -114,46 +174,42 @@ def _find_chromium() -> str | None:
     return None
 
 
-def render_images(todo, formats=("svg", "png", "pdf")) -> int:
-    """Render figures to image files through kaleido and the system chromium (never downloads a browser)."""
-    figs, files, scales = [], [], []
-    for fig, stem in todo:
-        for fmt in formats:
-            figs.append(fig), files.append(stem.with_suffix(stem.suffix + "." + fmt))
-            scales.append(2 if fmt == "png" else 1)
-    if figs:
-        with warnings.catch_warnings():  # plotly always passes kopts; the running server ignores them, as meant
-            warnings.filterwarnings("ignore", message="The kopts argument is ignored")
-            pio.write_images(
-                figs, files, width=[f.layout.width for f in figs], height=[f.layout.height for f in figs], scale=scales
-            )
-        for f in files:
-            if f.suffix == ".svg":
-                f.write_text(embed_font(f.read_text(encoding="utf-8")), encoding="utf-8")
-    return len(files)
+def render_images(todo, browser: str, formats=("svg", "png", "pdf"), timeout: float = 300.0) -> int:
+    """Render figures to image files in one bounded export (``toolkit.book.export``); embed fonts in the SVGs."""
+    jobs = [
+        dict(
+            figure=fig.to_json(),
+            file=str(stem.with_suffix(stem.suffix + "." + fmt)),
+            width=fig.layout.width,
+            height=fig.layout.height,
+            scale=png_scale() if fmt == "png" else 1,
+        )
+        for fig, stem in todo
+        for fmt in formats
+    ]
+    n = export(jobs, browser, timeout)
+    svgs = {Path(j["file"]): None for j in jobs if j["file"].endswith(".svg")}
+    for f in svgs:
+        svgs[f] = f.read_text(encoding="utf-8")
+    for lang in {f.suffixes[-2] for f in svgs}:  # one font subset per language: subsetting CJK takes seconds
+        group = {f: t for f, t in svgs.items() if f.suffixes[-2] == lang}
+        style = font_style("".join(svg_text(t) for t in group.values()))
+        for f, text in group.items():
+            f.write_text(embed_font(text, style), encoding="utf-8")
+    return n
 
 
-def write_all(out: Path, langs=("zh", "en"), formats=("svg", "png", "pdf"), claims: bool = True) -> dict:
-    """Everything ``make figures`` does. One browser session renders while Python records the trace."""
+def write_all(
+    out: Path, langs=("zh", "en"), formats=("svg", "png", "pdf"), claims: bool = True, timeout: float = 300.0
+) -> dict:
+    """Everything ``make figures`` does: the data files first, then one bounded image export."""
     t0 = time.perf_counter()
     browser = _find_chromium()
     if formats and browser is None:
         raise RuntimeError("no chromium found: run `make system` (apt-get install chromium fonts-noto-cjk)")
-    if formats:
-        import kaleido  # lazy: only when images are written
-
-        os.environ.setdefault("BROWSER_PATH", browser)
-        kaleido.start_sync_server(silence_warnings=True)
-    try:
-        static = build_static(out, langs)
-        with cf.ThreadPoolExecutor(1) as pool:  # chromium renders in its own process while Python works
-            jobs = [pool.submit(render_images, static, formats)]
-            traced = build_traced(out, langs)
-            jobs.append(pool.submit(render_images, traced, formats))
-            if claims:
-                write_markdown(out / "claims.md")
-            n = sum(j.result() for j in jobs)
-    finally:
-        if formats:
-            kaleido.stop_sync_server(silence_warnings=True)
-    return dict(figures=len(static) + len(traced), images=n, seconds=time.perf_counter() - t0)
+    todo = build_all(out, langs)
+    if claims:
+        write_markdown(out / "claims.md")
+    t_data = time.perf_counter() - t0
+    n = render_images(todo, browser, formats, timeout) if formats else 0
+    return dict(figures=len(todo), images=n, seconds=time.perf_counter() - t0, data_seconds=t_data)

@@ -1,0 +1,122 @@
+"""Statements a second, independent reading of both chapters found unchecked (issue 27), checked here.
+
+What it does
+- §14.5.4 "shortening the chain lowers the base of the exponent": the arithmetic says it lowers k, the exponent.
+- "Tool Use" §3.1: the one-line token sequence drops the newlines the template writes (they are tokens too),
+  rendered by the installed real model's own template when it is there.
+- "Tool Use" §3.2: tools/list entries "completely isomorphic" to local tools: the same three pieces of information,
+  converted without loss by the kit's server, but not the same shape (no ``{"type": "function"}`` wrapper,
+  ``inputSchema`` for ``parameters``, and fields a local definition has no place for).
+- "Tool Use" §3.2: MCP covers a tool's definition, discovery, call and communication: each is a part of the SDK.
+
+What it leaves out
+- The §14.5.7 training statements (the training ledger checks them) and statements that need measurements the
+  kit does not have (each has its reason in the inventory).
+"""
+
+from __future__ import annotations
+
+from toolkit import cost
+from toolkit.book.claims_tool_use import _real_rendering
+from toolkit.book.ledger import Claim, _verdict
+from toolkit.conversations import tool_use_conversation
+from toolkit.mcp.server import mcp_tool
+from toolkit.render import render
+from toolkit.tools import TOOLS
+
+
+def reading_claims() -> list[Claim]:
+    import mcp.types as mt  # lazy: the SDK loads only for the protocol claims
+
+    out = []
+    p, k, k_short = 0.95, 20, 10
+    before, after = cost.success(p, k), cost.success(p, k_short)
+    base_same = cost.success(p, k_short) == p**k_short  # shortening changes k; p is what it was
+    out.append(
+        Claim(
+            "shorten-lowers-base",
+            "§14.5.4",
+            "Shortening the chain (several tools in one call instead of in series) makes the base of the exponent "
+            "smaller.",
+            f"p = {p}: {k} serial steps → p^k = {before:.3f}; the same work in {k_short} steps → {after:.3f}; the "
+            f"per-step p (the base) is unchanged ({base_same}), the exponent k went from {k} to {k_short}",
+            *_verdict(
+                not base_same,
+                "a wording slip: shortening the chain lowers the exponent k, not the base p (the base is what "
+                "verification and retries raise)",
+            ),
+        )
+    )
+    msgs, tools = tool_use_conversation()
+    real = _real_rendering(msgs, tools)
+    text = real if real is not None else render(msgs, tools, "qwen2.5", add_generation_prompt=False).text
+    where = "the installed model's own template" if real is not None else "the kit's Qwen2.5 template"
+    newlines = text.count("\n")
+    out.append(
+        Claim(
+            "one-line-newlines",
+            "Tool Use §3.1",
+            "The one-line token sequence is the token stream, only written on one line.",
+            f"{where} writes {newlines} newlines for the chapter's messages (after each role, around <tools>, "
+            "<tool_call> and <tool_response>); the one-line form has none, and writes 'system:' for 'system\\n'",
+            *_verdict(
+                newlines == 0,
+                f"the newlines are characters of the prompt and become tokens ({newlines} here); a one-line form "
+                "that drops them is not the token stream the model reads",
+            ),
+        )
+    )
+    local = TOOLS["calculator"].schema
+    remote = mcp_tool(TOOLS["calculator"]).model_dump(by_alias=True, exclude_none=True)
+    lossless = (
+        remote["name"] == local["function"]["name"]
+        and remote["description"] == local["function"]["description"]
+        and remote["inputSchema"] == local["function"]["parameters"]
+    )
+    extra = sorted(
+        f.alias or n
+        for n, f in mt.Tool.model_fields.items()
+        if (f.alias or n) not in ("name", "description", "inputSchema")
+    )
+    out.append(
+        Claim(
+            "tools-isomorphic",
+            "Tool Use §3.2",
+            "A tools/list entry is completely isomorphic to a local tool definition.",
+            f"the kit's calculator: local {sorted(local)} with function {sorted(local['function'])}; as an MCP "
+            f"Tool {sorted(remote)}; name, description and parameters ↔ inputSchema carried over unchanged: "
+            f"{lossless}; MCP Tool fields with no local counterpart: {extra}",
+            *_verdict(
+                lossless,
+                "the conversion loses or changes a field",
+                [
+                    (
+                        bool(extra) or "type" in local,
+                        "the same information, not the same shape: no {'type': 'function'} wrapper, 'inputSchema' "
+                        f"for 'parameters', and {', '.join(extra)} have no place in a local definition",
+                    )
+                ],
+            ),
+        )
+    )
+    parts = {
+        "definition": hasattr(mt, "Tool") and "inputSchema" in {f.alias or n for n, f in mt.Tool.model_fields.items()},
+        "discovery": hasattr(mt, "ListToolsRequest"),
+        "call": hasattr(mt, "CallToolRequest") and hasattr(mt, "CallToolResult"),
+        "communication": hasattr(mt, "JSONRPCRequest"),
+    }
+    from mcp.client import stdio, streamable_http  # lazy: as above
+
+    parts["communication"] = parts["communication"] and bool(stdio.stdio_client) and bool(streamable_http)
+    out.append(
+        Claim(
+            "mcp-four-parts",
+            "Tool Use §3.2",
+            "MCP covers a tool's definition, discovery, call and communication.",
+            "the installed SDK: " + "; ".join(f"{k} {v}" for k, v in parts.items()) + " (Tool with inputSchema; "
+            "ListToolsRequest; CallToolRequest/CallToolResult; JSON-RPC messages over the stdio and Streamable "
+            "HTTP transports)",
+            *_verdict(all(parts.values()), "a part is missing from the SDK"),
+        )
+    )
+    return out
