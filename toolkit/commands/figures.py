@@ -32,7 +32,7 @@ def cli(argv: list[str]) -> int:
     from toolkit.book.figures import write_all  # lazy: plotly, torch and xgrammar (~10 s), after the arguments
 
     try:
-        r = write_all(Path(args.out), langs, formats, claims=not args.no_claims, timeout=args.timeout)
+        r = write_all(args.out, langs, formats, claims=not args.no_claims, timeout=args.timeout)
     except RuntimeError as e:
         print(f"figures: {e}", file=sys.stderr)
         return 1
