@@ -23,11 +23,10 @@ import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from toolkit.eval import bfcl, report
 from toolkit.eval.levers import HINTS
-from toolkit.eval.report import _pct
+from toolkit.eval.report import percent
 from toolkit.eval.run import Cache, run_cases
 
 MAX_NEW = {"simple_python": 64, "multiple": 64, "irrelevance": 64, "parallel": 128, "parallel_multiple": 128}
@@ -473,7 +472,7 @@ def cmd_descriptions(a) -> int:
         ]
     print(f"\nmodel: {loaded.description}; up to {len(cases)} BFCL 'multiple' cases, {a.mode} mode")
     print(report.descriptions_table(rows))
-    print("AST-correct (BFCL rules): " + ", ".join(f"{r['variant']} {_pct(r['ast_accuracy'])}" for r in rows))
+    print("AST-correct (BFCL rules): " + ", ".join(f"{r['variant']} {percent(r['ast_accuracy'])}" for r in rows))
     _save(a, loaded, "descriptions", {"rows": rows, "cases": per_case, "variants": list(VARIANTS)})
     return 0
 

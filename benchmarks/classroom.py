@@ -36,7 +36,6 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def session(url, info, tok, template, max_new_tokens, timeout_s, turns=2) -> dict:

@@ -28,8 +28,6 @@ import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-if not os.environ.get("PYTHONPATH"):  # PYTHONPATH set: measure that checkout's toolkit (e.g. an old commit)
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 
 # ---------------------------------------------------------------- what the trace did
@@ -217,6 +215,7 @@ def main(argv=None) -> int:
     import torch
 
     from toolkit.models import load
+    from toolkit.settings import LoopConfig
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -224,7 +223,7 @@ def main(argv=None) -> int:
     if not loaded.semantic:
         print("the real offline model is not installed: this benchmark needs it (make real-model)")
         return 2
-    settings = BEFORE if a.which == "before" else __import__("toolkit.loop.loop", fromlist=["DEFAULTS"]).DEFAULTS
+    settings = BEFORE if a.which == "before" else LoopConfig.for_model(loaded).values()
     print(f"model: {loaded.description}\ncommit: {_commit()}\npass: {a.which} settings: {settings}")
     path = a.out or os.path.join(os.path.dirname(__file__), "results", f"loop_questions_{a.which}.json")
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

@@ -32,12 +32,10 @@ import hashlib
 import json
 import os
 import re
-import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from toolkit.eval.report import meta  # noqa: E402
 from toolkit.eval.stats import wilson  # noqa: E402

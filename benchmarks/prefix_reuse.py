@@ -24,7 +24,6 @@ import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 
 def token_stream(n: int, tokenizer) -> list[int]:

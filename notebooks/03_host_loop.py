@@ -43,13 +43,14 @@ from toolkit.backends.scripted import ScriptedBackend
 from toolkit.calculator import calculator
 from toolkit.conversations import LOOP_EXAMPLES
 from toolkit.errors import ToolError
-from toolkit.loop.examples import example, run_example, settings_for
+from toolkit.loop.examples import example, run_example
 from toolkit.loop.loop import RULE, TOOL_CHOICES, run, timestamp_prefix
 from toolkit.loop.steps import Executed, Rendered
 from toolkit.models import template_for
 from toolkit.paths import results_file
 from toolkit.prefix import prefix_stability
 from toolkit.qwen import IM_END_ID, TOOL_CALL_ID
+from toolkit.settings import LoopConfig
 from toolkit.tokenizer import qwen_tokenizer
 from toolkit.widgets.trace import TraceView
 
@@ -204,7 +205,7 @@ print(
 )
 
 # %%
-print("defaults:", settings_for(loaded))
+print("settings:", LoopConfig.for_model(loaded).describe())
 print("rule:", RULE)
 view = TraceView(loaded.description, loaded.semantic)
 display(view)

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from toolkit import cost
-from toolkit.book.diagrams import _arrows, round_trip_figure, round_trip_trace
+from toolkit.book.diagrams import arrow_rows, round_trip_figure, round_trip_trace
 from toolkit.book.figures import _find_chromium, write_all
 from toolkit.book.fonts import _font_file, embed_font, svg_text
 from toolkit.book.mcp_diagram import mcp_architecture, mcp_figure
@@ -44,7 +44,7 @@ def test_round_trip_is_the_books_beijing_example_with_six_numbered_steps():
     result = next(s for s in trace["steps"] if s["kind"] == "tool_result")
     assert result["status"] == "ok" and result["result"]["city"] == "北京"  # get_weather really ran
     for lang in ("zh", "en"):
-        arrows = _arrows(trace, lang)
+        arrows = arrow_rows(trace, lang)
         assert [a["step"] for a in arrows if a["step"]] == ["①", "②", "③", "④", "⑤", "⑥"]  # each once, in order
         fig = round_trip_figure(trace, lang)
         texts = " ".join(a.text for a in fig.layout.annotations)

@@ -26,6 +26,7 @@ from toolkit.backends.base import Generation
 from toolkit.backends.decode import decode, decode_rows
 from toolkit.backends.sampling import allowed_from_bitmask, choose, generator
 from toolkit.prefix import shared_prefix
+from toolkit.qwen import ENDOFTEXT_ID
 
 
 class HFBackend:
@@ -95,7 +96,7 @@ class HFBackend:
         temperature=0.0,
         top_p=1.0,
         seed=0,
-        pad_id: int = 151643,
+        pad_id: int = ENDOFTEXT_ID,
         share_prefix: bool = True,
         processors=(),
     ) -> list[Generation]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from toolkit.book.ledger import Claim, _verdict
+from toolkit.book.ledger import Claim, make_verdict
 from toolkit.paths import results_file
 
 BFCL_RESULTS = "bfcl_qwen2.5-coder-0.5b.json"  # in benchmarks/results (toolkit.paths.results_file finds it)
@@ -43,14 +43,14 @@ def chain_claims(path: Path | None = None) -> list[Claim]:
                 "§14.5.4",
                 "A k-step chain succeeds with p^k.",
                 "not measured",
-                *_verdict(not rows, why, caveats=[(not rows, why)]),
+                *make_verdict(not rows, why, caveats=[(not rows, why)]),
             ),
             Claim(
                 "pk-upper-bound-measured",
                 "§14.5.4",
                 "p^k is an upper-bound model.",
                 "not measured",
-                *_verdict(not rows, why, caveats=[(not rows, why)]),
+                *make_verdict(not rows, why, caveats=[(not rows, why)]),
             ),
         ]
     m = doc["chains"]["meta"]
@@ -76,7 +76,7 @@ def chain_claims(path: Path | None = None) -> list[Claim]:
             "§14.5.4 table 14-11",
             "A k-step chain succeeds with p^k (the product of the per-step rates).",
             f"{src}: {table}",
-            *_verdict(
+            *make_verdict(
                 b["inside"] >= b["rows"] / 2,
                 f"the product falls outside the measured 95% interval in {b['rows'] - b['inside']} of {b['rows']} "
                 "rows: chained steps are not the independent isolated steps p^k multiplies",
@@ -88,7 +88,7 @@ def chain_claims(path: Path | None = None) -> list[Claim]:
             "§14.5.4",
             "p^k is an upper-bound model of chain success.",
             f"{src}: {where}",
-            *_verdict(
+            *make_verdict(
                 b["verdict"] != "lower",
                 f"measured chain success lies above p^k more often than below ({where}): on these chains p^k was a "
                 "LOWER bound — a step that follows right ones succeeds more often than the same step alone",

@@ -7,7 +7,7 @@ Leaves out: the real Qwen tokenizer_config itself (flags are read from the kit's
 from __future__ import annotations
 
 from toolkit.book.claims_tool_use import FORMAT_EXAMPLE
-from toolkit.book.ledger import Claim, _verdict
+from toolkit.book.ledger import Claim, make_verdict
 from toolkit.conversations import CALCULATOR, call_text
 from toolkit.prefix import shared_prefix
 from toolkit.render import render
@@ -31,7 +31,7 @@ def token_claims() -> list[Claim]:
             f"ids {tc['<tool_call>'][0]}, "
             f"{tc['</tool_call>'][0]}; special {tc['<tool_call>'][1]}, {tc['</tool_call>'][1]}; encode to "
             f"{one} token(s)",
-            *_verdict(
+            *make_verdict(
                 one == [1, 1] and not tc["<tool_call>"][1] and not tc["</tool_call>"][1], "flags or lengths differ"
             ),
         )
@@ -49,7 +49,7 @@ def token_claims() -> list[Claim]:
             f"special=true: {len(names)} tokens, ids "
             f"{special[0][0]}–{special[-1][0]}, all <|…|> control tokens: {control}; tag tokens "
             f"({', '.join(tags)}) special: {sorted({tc[c][1] for c in tags})}",
-            *_verdict(
+            *make_verdict(
                 control and "<|im_start|>" in names and not any(tc[c][1] for c in tags),
                 "a non-control token is special",
             ),
@@ -61,7 +61,7 @@ def token_claims() -> list[Claim]:
             "§14.5.2 step 3",
             "<|im_end|> is Qwen3's end-of-sequence token; generating it ends the request.",
             f"tokenizer.eos_token = {tok.eos_token!r} (id {tok.eos_token_id})",
-            *_verdict(tok.eos_token == "<|im_end|>", "another eos token"),
+            *make_verdict(tok.eos_token == "<|im_end|>", "another eos token"),
         )
     )
     r = render([{"role": "user", "content": "hi"}], schemas(), "qwen3")
@@ -74,7 +74,7 @@ def token_claims() -> list[Claim]:
             "the system turn; they are ordinary tokens paid on every request.",
             f"tool block inside the first (system) turn: {'<tools>' in sys_turn}; {r.counts['tools']} "
             f"tokens of {len(r)} for the kit's {len(schemas())} tools",
-            *_verdict(
+            *make_verdict(
                 sys_turn.startswith("<|im_start|>system") and "<tools>" in sys_turn,
                 "the tool block is not in the system turn",
             ),
@@ -95,7 +95,7 @@ def token_claims() -> list[Claim]:
             "The system block printed in step 1 (Tools header, "
             "signatures in <tools>, the call format inside <tool_call>) is what Qwen3's template writes.",
             f"printed pieces found verbatim in the kit's Qwen3 rendering: {sum(found)} of {len(found)}",
-            *_verdict(all(found), "a printed piece is not in the rendering"),
+            *make_verdict(all(found), "a printed piece is not in the rendering"),
         )
     )
     msgs = [
@@ -122,7 +122,7 @@ def token_claims() -> list[Claim]:
             "each inside <tool_response>…</tool_response>; no 'tool' role reaches the token stream.",
             f"two tool messages → {users} user turn(s) with {blocks} <tool_response> blocks; "
             f"'<|im_start|>tool' in text: {'<|im_start|>tool' in r2.text}",
-            *_verdict(
+            *make_verdict(
                 users == 1 and blocks == 2 and "<|im_start|>tool" not in r2.text,
                 "the results are not merged into one user turn",
             ),
@@ -134,7 +134,7 @@ def token_claims() -> list[Claim]:
             "§14.5.2 step 5",
             "The rendering ends with <|im_start|>assistant\\n, the generation prompt the next turn continues from.",
             f"the rendering after the two tool results ends with {r2.text[-36:]!r}",
-            *_verdict(r2.text.endswith("<|im_start|>assistant\n"), "the rendering ends otherwise"),
+            *make_verdict(r2.text.endswith("<|im_start|>assistant\n"), "the rendering ends otherwise"),
         )
     )
     out.append(_prefix_extends_claim(render, shared_prefix, tokenizer_for))
@@ -151,7 +151,7 @@ def token_claims() -> list[Claim]:
             "§14.5.8",
             "A timestamp at the start of the prompt makes the prefix cache hit drop to (nearly) zero.",
             f"two renderings 7 s apart share {sp} of {len(a)} tokens ({sp / len(a):.1%})",
-            *_verdict(sp < 0.05 * len(a), "most of the prefix survives"),
+            *make_verdict(sp < 0.05 * len(a), "most of the prefix survives"),
         )
     )
     # §14.5.8: compressing history changes the prefix and so breaks the cache
@@ -180,7 +180,7 @@ def token_claims() -> list[Claim]:
             f"12-message history vs the same with its "
             f"first 6 messages summarised: {keep} of {len(full)} tokens still shared; the first changed "
             f"message starts at token {before}",
-            *_verdict(
+            *make_verdict(
                 keep <= before,
                 "the cache survives the change",
                 [
@@ -235,7 +235,7 @@ def _prefix_extends_claim(render, shared_prefix, tokenizer_for) -> Claim:
         "Inside one tool loop each request extends the previous "
         "request plus the model's output, so the cache can serve all of it.",
         ev,
-        *_verdict(
+        *make_verdict(
             plain_ok,
             "a plain call already breaks the prefix",
             [

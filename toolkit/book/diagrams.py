@@ -116,7 +116,7 @@ def _wrap(text: str, width: int) -> str:
     return "<br>".join(lines)
 
 
-def _arrows(trace: dict, lang: str) -> list[dict]:
+def arrow_rows(trace: dict, lang: str) -> list[dict]:
     """Turn recorded steps into arrows ``{src, dst, step, label}``: §14.5.2's six steps, each numbered once."""
     zh = lang == "zh"
     out = []
@@ -196,7 +196,7 @@ _NOTE_SIDE = {"host": -1, "engine": +1}
 
 def round_trip_figure(trace: dict, lang: str = "en", width: int = 1200) -> go.Figure:
     t = L[lang]
-    arrows = _arrows(trace, lang)
+    arrows = arrow_rows(trace, lang)
     lane_x = {name: float(i) for i, name in enumerate(LANES)}
     row_h = 70
     height = 130 + row_h * len(arrows)

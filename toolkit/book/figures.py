@@ -35,7 +35,7 @@ import plotly.io as pio
 
 from toolkit import cost
 from toolkit.book.claims import write_markdown
-from toolkit.book.diagrams import _arrows, round_trip_figure, round_trip_trace
+from toolkit.book.diagrams import arrow_rows, round_trip_figure, round_trip_trace
 from toolkit.book.fonts import embed_font
 from toolkit.book.mcp_diagram import mcp_architecture, mcp_figure
 from toolkit.plots import context_growth_figure, table_figure
@@ -89,7 +89,7 @@ def build_traced(out: Path, langs=("zh", "en")) -> list[tuple[go.Figure, Path]]:
     """fig 14-9 (from a recorded host-loop trace) and fig 14-11 (from the installed SDK): data + pairs."""
     out.mkdir(parents=True, exist_ok=True)
     trace = round_trip_trace()
-    _dump_json(out / "fig14-9_round_trip.json", dict(trace=trace, arrows={lg: _arrows(trace, lg) for lg in langs}))
+    _dump_json(out / "fig14-9_round_trip.json", dict(trace=trace, arrows={lg: arrow_rows(trace, lg) for lg in langs}))
     facts = mcp_architecture()
     _dump_json(out / "fig14-11_mcp.json", facts)
     return [

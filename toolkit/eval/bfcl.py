@@ -35,6 +35,7 @@ from pathlib import Path
 
 from toolkit.grammar.compile import compile_grammar, compile_tools
 from toolkit.loop.gate import FirstTokenGate, starting_ids
+from toolkit.qwen import TOOL_CALL_ID
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
 MODES = ("prompt", "native", "constrained")
@@ -276,5 +277,5 @@ class IntentGate(FirstTokenGate):
     seeded evaluation subset): a weak, stated choice, not a tuned one.
     """
 
-    def __init__(self, tokenizer, threshold: float | None = GATE_THRESHOLD, tool_call_id: int = 151657):
+    def __init__(self, tokenizer, threshold: float | None = GATE_THRESHOLD, tool_call_id: int = TOOL_CALL_ID):
         super().__init__(tokenizer, STRUCTURED_STARTS, threshold, tool_call_id)

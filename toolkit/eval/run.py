@@ -40,7 +40,7 @@ from toolkit.eval.score import score
 from toolkit.grammar.compile import SchemaError
 from toolkit.grammar.mask import GrammarMask
 from toolkit.loop.gate import FirstTokenGate
-from toolkit.qwen import STOP_IDS
+from toolkit.qwen import ENDOFTEXT_ID, STOP_IDS, TOOL_CALL_ID
 from toolkit.render import render
 
 
@@ -117,7 +117,7 @@ def generate_batch(
         masks=[GrammarMask(g) for g in grammars] if grammars else None,
         temperature=temperature,
         seed=seed,
-        pad_id=151643 if pad is None else pad,
+        pad_id=ENDOFTEXT_ID if pad is None else pad,
         share_prefix=share_prefix,
         processors=processors,
     )
@@ -352,7 +352,7 @@ def first_tokens(backend, tokenizer, case: Case, mode: str = "native", k: int = 
     return {
         "id": case.id,
         "prompt_tokens": len(ids),
-        "p_tool_call": float(p[151657]),
+        "p_tool_call": float(p[TOOL_CALL_ID]),
         "structured_mass": float(p[struct].sum()),
         "top": [(tokenizer.decode([int(i)]), float(v)) for v, i in zip(top.values, top.indices)],
     }
