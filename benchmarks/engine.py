@@ -303,7 +303,7 @@ def main(argv=None) -> int:
     )
     model, what = build_model(args.model, dev)
     weight_bytes = speed.weight_bytes(model)
-    say(f"# toolkit.engine benchmark — {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC")
+    say(f"# toolkit.backends.engine benchmark — {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC")
     say()
     say(f"- machine: {machine}; host {platform.node()}, {os.cpu_count()} CPU cores")
     say(

@@ -117,7 +117,7 @@ QUESTIONS = [
     dict(id="intro_zh", kind="no tool", q="用一句话介绍一下你自己。", check=check_intro),
 ]
 
-# The loop's defaults before issue 13 (toolkit.host.run_example at commit 2b68bc0 with a real model).
+# The loop's defaults before issue 13 (run_example in toolkit/host.py, since moved to toolkit.loop.examples, at commit 2b68bc0 with a real model).
 BEFORE = dict(
     constrain="tag",
     parallel=True,

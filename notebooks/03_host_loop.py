@@ -251,7 +251,7 @@ turns[
 # tokenization differs from what the model produced, the cache stops matching.
 #
 # ### What each tool choice allows
-# Each mode is a grammar over the whole vocabulary (`toolkit.constrain.compile_tool_choice`). The table asks
+# Each mode is a grammar over the whole vocabulary (`toolkit.grammar.compile.compile_tool_choice`). The table asks
 # each one whether it accepts five possible outputs, by replaying their tokens through xgrammar (no model
 # runs here). Under `auto`, text is allowed, but a started call must fit a schema; `required` and a named tool
 # must start with a call (then behave like `auto`); `none` masks out the `<tool_call>` token.

@@ -1,4 +1,4 @@
-"""toolkit.engine: same greedy tokens as model.generate, prefix reuse = fresh prefill, masks, sampling, errors."""
+"""toolkit.backends.engine: same greedy tokens as model.generate, prefix reuse = fresh prefill, masks, sampling, errors."""
 
 import math
 
@@ -253,7 +253,7 @@ def test_allowed_tokens_matches_xgrammar():
 
 
 class _XgrMask:
-    """A minimal mask on xgrammar's GrammarMatcher (the protocol toolkit.constrain.GrammarMask follows)."""
+    """A minimal mask on xgrammar's GrammarMatcher (the protocol toolkit.grammar.mask.GrammarMask follows)."""
 
     def __init__(self, compiled, vocab):
         import xgrammar as xgr
@@ -313,7 +313,7 @@ def test_mask_is_respected(lm3, number_grammar, temperature):
 
 
 def test_masked_greedy_equals_host_backend(lm3, number_grammar):
-    """The same mask through toolkit.host.HFBackend (xgrammar applies it on logits) gives the same tokens."""
+    """The same mask through toolkit.backends.hf.HFBackend (xgrammar applies it on logits) gives the same tokens."""
     from toolkit.backends.hf import HFBackend
 
     _, compiled = number_grammar
@@ -324,7 +324,7 @@ def test_masked_greedy_equals_host_backend(lm3, number_grammar):
 
 
 def test_host_loop_runs_on_engine_like_hf_backend(lm3):
-    """The host loop (toolkit.host) with the engine as backend: same tokens per turn as its HFBackend."""
+    """The host loop (toolkit.loop.loop) with the engine as backend: same tokens per turn as its HFBackend."""
     from toolkit.backends.hf import HFBackend
     from toolkit.loop.examples import example
     from toolkit.loop.loop import run

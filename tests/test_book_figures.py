@@ -33,7 +33,7 @@ def test_growth_figure_is_drawn_from_cost():
 
 def test_round_trip_is_the_books_beijing_example_with_six_numbered_steps():
     trace = round_trip_trace()
-    assert "toolkit.host.run" in trace["producer"] and "no neural model ran" in trace["model"]
+    assert "toolkit.loop.loop.run" in trace["producer"] and "no neural model ran" in trace["model"]
     assert "北京" in trace["example"]
     kinds = [s["kind"] for s in trace["steps"]]
     assert kinds == ["user", "request", "model_output", "parse", "tool_result", "request", "model_output", "answer"]

@@ -97,3 +97,63 @@ def test_the_checks_can_fail():
         assert private_imports(bad) and "_answer_prefix" in private_imports(bad)[0]
     finally:
         bad.unlink()
+
+
+NAMED = re.compile(r"(?<![\w/.])toolkit(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+def resolves(dotted: str) -> bool:
+    """``toolkit.a.b.C.d``: the longest importable module prefix, then attributes down the rest."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        name = ".".join(parts[:cut])
+        if not _is_module(name):
+            continue
+        obj = importlib.import_module(name)
+        for attr in parts[cut:]:
+            if not hasattr(obj, attr):
+                return _is_module(f"{name}.{attr}") and attr == parts[-1]
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+def _texts():
+    """Where people read module names: the README, and docstrings and comments of the kit, notebooks, benchmarks, tests."""
+    yield ROOT / "README.md", (ROOT / "README.md").read_text(encoding="utf-8")
+    for p in _py_files("toolkit", "notebooks", "benchmarks", "tests"):
+        if p.name != "test_house.py":  # its own examples of stale names
+            yield p, p.read_text(encoding="utf-8")
+
+
+def test_every_named_toolkit_module_or_attribute_imports():
+    stale = sorted(
+        {f"{p.relative_to(ROOT)}: {m.rstrip('.')}" for p, text in _texts() for m in NAMED.findall(text) if not resolves(m.rstrip("."))}
+    )
+    assert not stale, f"{len(stale)} names of toolkit modules/attributes that do not import:\n" + "\n".join(stale)
+
+
+def test_stale_name_check_can_fail():
+    assert resolves("toolkit.loop.loop.run") and resolves("toolkit.settings.LoopConfig.for_model")
+    assert not resolves("toolkit.host") and not resolves("toolkit.loop.loop.DEFAULTS")
+
+
+def _what_is_where() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## What is where", 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("| `")]
+
+
+def test_readme_what_is_where_lists_every_module():
+    rows = _what_is_where()
+    missing = []
+    kit = ROOT / "toolkit"
+    for pkg in sorted(p for p in kit.iterdir() if p.is_dir() and (p / "__init__.py").exists()):
+        row = next((r for r in rows if r.startswith(f"| `toolkit/{pkg.name}/`")), None)
+        names = set(re.findall(r"`([A-Za-z_0-9]+)`", row or ""))
+        missing += [f"toolkit/{pkg.name}/{m.stem}.py" for m in sorted(pkg.glob("*.py")) if m.stem != "__init__" and m.stem not in names]
+    listed = " ".join(rows)
+    for m in sorted(kit.glob("*.py")):
+        if m.stem != "__init__" and not re.search(rf"`(toolkit/)?{m.name}`", listed):
+            missing.append(f"toolkit/{m.name}")
+    assert not missing, "README.md's 'What is where' leaves out: " + ", ".join(missing)

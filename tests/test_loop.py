@@ -1,4 +1,4 @@
-"""toolkit.host: the parser, every error path and guard of the loop (scripted fake models), prefix reuse on a
+"""toolkit.loop.loop: the parser, every error path and guard of the loop (scripted fake models), prefix reuse on a
 real transformers model (the random-weight stand-in), and the real offline model's round trips."""
 
 import json

@@ -202,7 +202,7 @@ class Engine(EngineSteps):
         return ", ".join(parts)
 
     def describe(self) -> str:
-        return f"toolkit.engine [{self.mode}, cache {self.max_len} positions] over {self.name}"
+        return f"toolkit.backends.engine [{self.mode}, cache {self.max_len} positions] over {self.name}"
 
     def reset(self) -> None:
         """Forget the cached prefix (the next call prefills its whole prompt)."""

@@ -167,11 +167,11 @@ def layers_of(model, fuse: bool) -> list[_Layer]:
 def check_supported(model) -> None:
     cfg = model.config
     if getattr(cfg, "model_type", "") not in ("qwen2", "qwen3"):
-        raise EngineError(f"toolkit.engine runs Qwen2/Qwen3 models only, not model_type={cfg.model_type!r}")
+        raise EngineError(f"toolkit.backends.engine runs Qwen2/Qwen3 models only, not model_type={cfg.model_type!r}")
     if "sliding_attention" in (getattr(cfg, "layer_types", None) or []):
-        raise EngineError("toolkit.engine has no sliding-window attention; this config uses it")
+        raise EngineError("toolkit.backends.engine has no sliding-window attention; this config uses it")
     rope = getattr(model.model.rotary_emb, "rope_type", "default")
     if rope not in ("default", "linear", "yarn", "llama3"):  # static inv_freq only
-        raise EngineError(f"toolkit.engine supports static RoPE only, not rope_type={rope!r}")
+        raise EngineError(f"toolkit.backends.engine supports static RoPE only, not rope_type={rope!r}")
     if getattr(cfg, "hidden_act", "silu") != "silu":
-        raise EngineError(f"toolkit.engine expects a SiLU MLP, not hidden_act={cfg.hidden_act!r}")
+        raise EngineError(f"toolkit.backends.engine expects a SiLU MLP, not hidden_act={cfg.hidden_act!r}")

@@ -184,7 +184,7 @@ def tool_cost_claims() -> list[Claim]:
             "public BFCL function docs, Qwen3 "
             f"tokenizer: median {m:.0f} tokens over {len(sets['multi_turn'])} multi-turn API functions, "
             f"{meds['live']:.0f} over {len(sets['live'])} live (user-contributed) functions; the kit's own "
-            f"20 schemas (toolkit.catalog): {kit:.0f}",
+            f"20 schemas (toolkit.book.catalog): {kit:.0f}",
             *make_verdict(
                 all(0.5 * 200 <= v <= 2 * 200 for v in meds.values()),
                 "a public set's median is off by more than a factor of two",

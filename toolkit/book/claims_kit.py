@@ -80,7 +80,7 @@ def kit_claims() -> list[Claim]:
             "§14.5.7",
             "In SFT on tool trajectories the tool results are masked out of the "
             "loss; the model's calls and answers are trained.",
-            f"toolkit.train.label on a rendered "
+            f"toolkit.sft.labels.label on a rendered "
             f"calculator trajectory: <tool_response> tokens trained {tr[1]} of {sum(tr)}; <tool_call> "
             f"tokens trained {calls[1]} of {sum(calls)}",
             *make_verdict(

@@ -199,7 +199,7 @@ def token_claims() -> list[Claim]:
 def _prefix_extends_claim(render, shared_prefix, tokenizer_for) -> Claim:
     """Does request k+1 start with what the cache holds after request k? The cache holds request k's prompt plus
     the generated tokens that were fed back in, i.e. all but the last sampled token (<|im_end|> is sampled and
-    ends the request; it never runs through the model), exactly as ``toolkit.host`` counts reuse."""
+    ends the request; it never runs through the model), exactly as ``toolkit.loop.loop`` counts reuse."""
     tools = schemas(["calculator"])
     user = [{"role": "user", "content": CALCULATOR["question"]}]
     call = call_text(CALCULATOR)

@@ -32,7 +32,7 @@ QUESTION_ZH = "北京今天天气怎么样？"
 def round_trip_trace() -> dict:
     """Record the book's own example (§14.5.2: get_weather for 北京) with the host loop; return it as plain data.
 
-    ``toolkit.host.run`` runs with its ``ScriptedBackend`` (a fake model replaying fixed texts, so the figure is
+    ``toolkit.loop.loop.run`` runs with its ``ScriptedBackend`` (a fake model replaying fixed texts, so the figure is
     deterministic): the call is the one §14.5.2 step 2 prints; ``toolkit.tools.get_weather`` really runs (a
     fixed local table); every token count comes from the offline Qwen3 tokenizer and the Qwen3 template. The
     scripted answer is built from the ``<tool_response>`` the host put into the second prompt.
@@ -89,7 +89,7 @@ def round_trip_trace() -> dict:
         elif d["step"] == "Answered":
             steps.append(dict(kind="answer", text=d["text"]))
     return dict(
-        producer="toolkit.host.run (the kit's host loop), template qwen3, offline Qwen3 tokenizer; "
+        producer="toolkit.loop.loop.run (the kit's host loop), template qwen3, offline Qwen3 tokenizer; "
         "get_weather executed by toolkit.tools (a fixed local table, not live data)",
         example="§14.5.2: get_weather, city 北京",
         model=f"{trace.model}: replays fixed texts, no neural model ran",

@@ -11,7 +11,7 @@ from toolkit.backends import choose, http, http_chat
 from toolkit.conversations import LOOP_EXAMPLES
 from toolkit.loop.examples import MAX_QUESTION_CHARS, ask, example, pick_tools
 from toolkit.loop.loop import ANSWER_PREFIXES, RULE, check_tool_choice, run
-from toolkit.models import REAL_OFFLINE, STAND_IN, load
+from toolkit.models import REAL_OFFLINE, STAND_IN
 from toolkit.schema import openai_schema
 from toolkit.settings import MODEL_MAX_NEW_TOKENS, STAND_IN_SETTINGS, LoopConfig
 from toolkit.tokenizer import qwen_tokenizer
@@ -105,11 +105,11 @@ def cli(argv: list[str]) -> int:
 
     torch.manual_seed(0)
     try:
-        loaded = load(a.model, quiet=a.json)
+        chosen = choose.choose(a.model, quiet=a.json, reuse=not a.no_reuse)  # no server here: the local model
     except (OSError, ConnectionError, ValueError) as e:
         p.error(f"could not load model {a.model!r}: {str(e).splitlines()[0][:300]}")
-    messages = example(a.example)["messages"] if a.example else a.question
-    settings = _settings(a, LoopConfig.for_model(loaded), choice)
+    loaded, messages = chosen.loaded, example(a.example)["messages"] if a.example else a.question
+    settings = _settings(a, chosen.settings, choice)
     trace = ask(messages, loaded, tools=mounted, reuse=not a.no_reuse, config=settings)
     if a.json:
         out = trace.to_json()

@@ -11,7 +11,7 @@ What it does
   ``prompt``: BFCL's "Prompt" style — the function docs as JSON in the system prompt (text assembled at run
   time from ``bfcl_eval.constants.default_prompts``, nothing copied), the model answers
   ``[f(a=1), g(b=2)]`` in plain text; ``native``: the chat template's ``tools=``, calls parsed from
-  ``<tool_call>`` blocks with :func:`toolkit.host.parse_tool_calls`; ``constrained``: the native prompt decoded
+  ``<tool_call>`` blocks with :func:`toolkit.parse.parse_tool_calls`; ``constrained``: the native prompt decoded
   under :func:`constrained_grammar` — either one or more ``<tool_call>`` blocks that fit the tools' schemas, or
   a plain-text answer (so a model can still decline, which irrelevance needs) that may not contain ``{``,
   ``````` or ``<tool_call>`` (so JSON cannot hide in prose).
@@ -220,7 +220,7 @@ def constrained_grammar(
 ):
     """Either 1..``max_calls`` ``<tool_call>`` blocks whose JSON fits one of ``tools``, or a short text answer
     (at most :data:`DECLINE_MAX_TOKENS` tokens) free of :data:`STRUCTURED_STARTS`, so a call cannot hide in
-    prose as fenced JSON, XML or a Python list. Raises :class:`toolkit.constrain.SchemaError` for schemas
+    prose as fenced JSON, XML or a Python list. Raises :class:`toolkit.grammar.compile.SchemaError` for schemas
     xgrammar rejects (the caller counts that, it does not crash). ``newline_after``: every call is followed by
     ``"\n"``, so the turn's only end decision (another ``<tool_call>`` or the stop token) comes right after
     ``</tool_call>\n`` — the point :class:`toolkit.eval.levers.MoreCallsGate` acts on. ``as_list``: one block
