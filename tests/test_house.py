@@ -128,7 +128,12 @@ def _texts():
 
 def test_every_named_toolkit_module_or_attribute_imports():
     stale = sorted(
-        {f"{p.relative_to(ROOT)}: {m.rstrip('.')}" for p, text in _texts() for m in NAMED.findall(text) if not resolves(m.rstrip("."))}
+        {
+            f"{p.relative_to(ROOT)}: {m.rstrip('.')}"
+            for p, text in _texts()
+            for m in NAMED.findall(text)
+            if not resolves(m.rstrip("."))
+        }
     )
     assert not stale, f"{len(stale)} names of toolkit modules/attributes that do not import:\n" + "\n".join(stale)
 
@@ -151,7 +156,11 @@ def test_readme_what_is_where_lists_every_module():
     for pkg in sorted(p for p in kit.iterdir() if p.is_dir() and (p / "__init__.py").exists()):
         row = next((r for r in rows if r.startswith(f"| `toolkit/{pkg.name}/`")), None)
         names = set(re.findall(r"`([A-Za-z_0-9]+)`", row or ""))
-        missing += [f"toolkit/{pkg.name}/{m.stem}.py" for m in sorted(pkg.glob("*.py")) if m.stem != "__init__" and m.stem not in names]
+        missing += [
+            f"toolkit/{pkg.name}/{m.stem}.py"
+            for m in sorted(pkg.glob("*.py"))
+            if m.stem != "__init__" and m.stem not in names
+        ]
     listed = " ".join(rows)
     for m in sorted(kit.glob("*.py")):
         if m.stem != "__init__" and not re.search(rf"`(toolkit/)?{m.name}`", listed):
