@@ -168,7 +168,7 @@ def test_newline_after_grammar_puts_the_end_decision_after_each_call():
     def ids(text):
         return tok.encode(text, add_special_tokens=False) + [IM_END_ID]
 
-    old, new = constrained_grammar(tools, tok), constrained_grammar(tools, tok, newline_after=True)
+    old, new = constrained_grammar(tools, tok), constrained_grammar(tools, tok, more_calls=True)
     assert replay(old, ids(one)) == (True, True) and replay(old, ids(one + "\n")) == (True, True)
     assert replay(new, ids(one))[0] is False  # the end decision comes only after the newline
     assert replay(new, ids(one + "\n")) == (True, True) and replay(new, ids(one + "\n" + one + "\n")) == (True, True)

@@ -5,7 +5,7 @@ What it does
 - ``python_calls_ebnf(tools)``: the EBNF (xgrammar's dialect) of 1..``max_calls`` such calls in a list.
 - ``python_calls_grammar(tools, tokenizer)``: that list *or* a short text free of the structured starts (as the
   constrained mode's text branch in :func:`toolkit.eval.bfcl.constrained_grammar`), compiled through the kit's one
-  ``compile_grammar``. ``toolkit.eval.run.run_cases(..., mode="prompt", python_calls=True)`` decodes under it and
+  ``compile_grammar``. ``toolkit.eval.run.run_cases`` with ``Levers(mode="prompt", python_calls=True)`` decodes under it and
   gates the first token onto ``[``; ``toolkit.eval.read.decode_python`` reads the result (never evaluated).
 
 What it leaves out
