@@ -64,6 +64,11 @@ class Backend(Protocol):
     ) -> Generation: ...
 
 
+def name_of(backend) -> str:
+    """What ran: the backend's ``name``, or its class name for one that does not say."""
+    return getattr(backend, "name", type(backend).__name__)
+
+
 def vocab_width(backend) -> int:
     """The backend's logit width, or :data:`VOCAB_WIDTH` for one that does not say."""
     return getattr(backend, "vocab_width", None) or VOCAB_WIDTH

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from toolkit.backends.base import name_of
 from toolkit.calculator import calculator
 from toolkit.errors import ToolError
 from toolkit.loop.loop import loop, run
@@ -241,7 +242,7 @@ def run_chain(backend, tokenizer, t, until_decided: bool = False, **loop_kwargs)
     kw = {"max_turns": t.k + 2, "parallel": False, "max_new_tokens": 96}
     kw.update(loop_kwargs)
     msgs = [{"role": "user", "content": t.question}]
-    trace = Trace(getattr(backend, "name", type(backend).__name__), messages=msgs)
+    trace = Trace(name_of(backend), messages=msgs)
     for step in loop(backend, tokenizer, msgs, tools(), **kw):
         trace.steps.append(step)
         if until_decided and isinstance(step, Executed) and t.score(executed_calls(trace)).decided:

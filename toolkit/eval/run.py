@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from toolkit.backends.base import Batches, Resets, Scores
+from toolkit.backends.base import Batches, Resets, Scores, vocab_width
 from toolkit.eval.bfcl import STRUCTURED_STARTS, Case, IntentGate, constrained_grammar, messages_for
 from toolkit.eval.levers import Levers, MoreCallsGate
 from toolkit.eval.prompt_grammar import python_calls_grammar
@@ -246,7 +246,7 @@ def run_cases(
     holds and generate nothing (to collect several runs into one report)."""
     lv = levers or Levers()
     mode = lv.mode
-    width = getattr(backend, "vocab_width", None)
+    width = vocab_width(backend)
     todo = []
     for c in cases:
         for s in range(samples):

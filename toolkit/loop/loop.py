@@ -60,7 +60,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolkit.backends.base import Generation, Peeks
+from toolkit.backends.base import Generation, Peeks, name_of, vocab_width
 from toolkit.grammar.compile import bounded, compile_tool_choice
 from toolkit.grammar.mask import GrammarMask
 from toolkit.loop.execute import CallResult, error_result, execute
@@ -236,7 +236,7 @@ class Host:
                     chosen,
                     self.tokenizer,
                     kind if kind in TOOL_CHOICES + ("answer",) else "required",
-                    vocab_width=getattr(self.backend, "vocab_width", None),
+                    vocab_width=vocab_width(self.backend),
                 )
         return self.grammars[kind]
 
@@ -387,7 +387,7 @@ def loop(
 
 def run(backend, tokenizer, messages, tools, on_step: Callable | None = None, **kw) -> Trace:
     """Run :func:`loop` to the end and collect a :class:`Trace` (``on_step`` sees each step as it happens)."""
-    trace = Trace(getattr(backend, "name", type(backend).__name__), messages=messages)
+    trace = Trace(name_of(backend), messages=messages)
     for step in loop(backend, tokenizer, messages, tools, **kw):
         trace.steps.append(step)
         if on_step:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from toolkit.backends.base import Generation
+from toolkit.backends.base import Generation, vocab_width
 from toolkit.backends.choose import backend_for
 from toolkit.backends.scripted import ScriptedBackend
 from toolkit.grammar.compile import compile_tool_choice
@@ -77,9 +77,7 @@ class Setup:
 
     def answer_grammar(self, backend):
         if self._answer_grammar is None and self.settings.get("constrain", "tag") == "tag":
-            self._answer_grammar = compile_tool_choice(
-                [], self.tokenizer, "answer", vocab_width=getattr(backend, "vocab_width", None)
-            )
+            self._answer_grammar = compile_tool_choice([], self.tokenizer, "answer", vocab_width=vocab_width(backend))
         return self._answer_grammar
 
 
