@@ -23,12 +23,11 @@ import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from toolkit import cliargs  # noqa: E402
 from toolkit.eval import bfcl, report
-from toolkit.eval.levers import HINTS
-from toolkit.eval.report import _pct
+from toolkit.eval.levers import HINTS, Levers
+from toolkit.eval.report import percent
 from toolkit.eval.run import Cache, run_cases
 
 # The fixed budgets of the saved base-model runs; `accuracy --budget measured` (the default since issue 25) gives each
@@ -77,12 +76,14 @@ def _save(a, loaded, section: str, data: dict, **meta) -> None:
     print(f"wrote {out} and .md")
 
 
-def _cached(a, loaded, backend, cases, mode, desc, settings: dict, **run) -> list:
-    """``run_cases`` over ``cases`` with its cache under ``a.cache`` (keyed by ``settings``) and a progress bar."""
-    cache = Cache(a.cache, loaded.name, template="qwen2.5", version=VERSION, **settings)
+def _cached(a, loaded, backend, cases, levers: Levers, desc, extra: dict | None = None, **run) -> list:
+    """``run_cases`` over ``cases`` with its cache under ``a.cache`` (keyed by ``levers`` and ``extra``) and a
+    progress bar."""
+    cache = Cache(a.cache, loaded.name, levers, version=VERSION, **(extra or {}))
     bar = _progress(len(cases) * run.get("samples", 1), desc)
     out = []
-    for r in run_cases(backend, loaded.tokenizer, cases, mode, cache=cache, cached_only=a.cached_only, **run):
+    tok = loaded.tokenizer
+    for r in run_cases(cases, backend, levers, tokenizer=tok, cache=cache, cached_only=a.cached_only, **run):
         out.append(r)
         bar.update(1)
     bar.close()
@@ -99,10 +100,8 @@ def run_accuracy(a, loaded, backend) -> list:
             cs = [c for c in cases if c.category == cat]
             t0 = time.perf_counter()
             n_new = a.max_new[cat]
-            settings = dict(max_new_tokens=n_new, temperature=0.0, seed=0)
-            got = _cached(
-                a, loaded, backend, cs, mode, f"{mode:>11} {cat}", settings, batch_size=a.batch, max_new_tokens=n_new
-            )
+            levers = Levers(mode=mode, max_new_tokens=n_new)
+            got = _cached(a, loaded, backend, cs, levers, f"{mode:>11} {cat}", batch_size=a.batch)
             results += got
             n0 = sum(not r.cached for r in got)
             if n0:
@@ -172,20 +171,10 @@ def cmd_passk(a) -> int:
     for cat in a.categories:
         cs = [c for c in cases if c.category == cat]
         n_new = MAX_NEW.get(cat, 128)
-        settings = dict(max_new_tokens=n_new, temperature=a.temperature, seed=a.seed, samples=a.samples)
+        levers = Levers(mode=a.mode, max_new_tokens=n_new, temperature=a.temperature, seed=a.seed)
+        desc = f"pass^k {a.mode} {cat}"
         results += _cached(
-            a,
-            loaded,
-            backend,
-            cs,
-            a.mode,
-            f"pass^k {a.mode} {cat}",
-            settings,
-            batch_size=a.samples,
-            max_new_tokens=n_new,
-            temperature=a.temperature,
-            seed=a.seed,
-            samples=a.samples,
+            a, loaded, backend, cs, levers, desc, {"samples": a.samples}, batch_size=a.samples, samples=a.samples
         )
     per_task: dict[str, list] = {}
     for r in results:
@@ -336,19 +325,8 @@ def cmd_levers(a) -> int:
         for cat in a.categories:
             cs = [c for c in cases if c.category == cat]
             n_new = LEVER_MAX_NEW.get(cat, 128)
-            settings = dict(max_new_tokens=n_new, temperature=0.0, seed=0, lever=lever, **kw)
-            got = _cached(
-                a,
-                loaded,
-                backend,
-                cs,
-                mode,
-                f"{lever:>17} {cat}",
-                settings,
-                batch_size=a.batch,
-                max_new_tokens=n_new,
-                **kw,
-            )
+            levers = Levers(mode=mode, max_new_tokens=n_new, **kw)
+            got = _cached(a, loaded, backend, cs, levers, f"{lever:>17} {cat}", {"lever": lever}, batch_size=a.batch)
             results[(lever, cat)] = got
             fresh += sum(not r.cached for r in got)
         speed[lever] = {"fresh_cases": fresh, "seconds": round(time.perf_counter() - t0, 1)}
@@ -441,17 +419,15 @@ def cmd_descriptions(a) -> int:
     for v in a.variants:
         tools_of = {c.id: variants(c)[v] for c in cases}
         scored = {c.id: renamed_answer(c, tools_of[c.id]) for c in cases}
-        settings = dict(max_new_tokens=64, temperature=0.0, seed=0, variant=v)
         res = _cached(
             a,
             loaded,
             backend,
             list(scored.values()),
-            a.mode,
+            Levers(mode=a.mode, max_new_tokens=64),
             f"descriptions {v}",
-            settings,
+            {"variant": v},
             batch_size=8,
-            max_new_tokens=64,
             tools_for=lambda c, t=tools_of: t[c.id],
         )
         if not res:
@@ -488,7 +464,7 @@ def cmd_descriptions(a) -> int:
         ]
     print(f"\nmodel: {loaded.description}; up to {len(cases)} BFCL 'multiple' cases, {a.mode} mode")
     print(report.descriptions_table(rows))
-    print("AST-correct (BFCL rules): " + ", ".join(f"{r['variant']} {_pct(r['ast_accuracy'])}" for r in rows))
+    print("AST-correct (BFCL rules): " + ", ".join(f"{r['variant']} {percent(r['ast_accuracy'])}" for r in rows))
     _save(a, loaded, "descriptions", {"rows": rows, "cases": per_case, "variants": list(VARIANTS)})
     return 0
 

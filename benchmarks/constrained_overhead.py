@@ -88,11 +88,11 @@ def decode(model, prompt_ids, n_tokens, grammar=None, device="cpu"):
 
 
 def compile_ms(tools, tok, width, repeats=5):
-    from toolkit.grammar.compile import _compiler, compile_tools
+    from toolkit.grammar.compile import compile_tools, compiler_for
 
     times = []
     for _ in range(repeats):
-        _compiler(tok, width).clear_cache()  # measure a real compile, not a cache hit
+        compiler_for(tok, width).clear_cache()  # measure a real compile, not a cache hit
         times.append(compile_tools(tools, tok, mode="tag", vocab_width=width).compile_ms)
     return statistics.median(times)
 

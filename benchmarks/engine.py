@@ -20,7 +20,6 @@ import sys
 import time
 import traceback
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from toolkit import cliargs  # noqa: E402
@@ -323,7 +322,7 @@ def main(argv=None) -> int:
     )
     model, what = build_model(args.model, dev)
     weight_bytes = speed.weight_bytes(model)
-    say(f"# toolkit.engine benchmark — {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC")
+    say(f"# toolkit.backends.engine benchmark — {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC")
     say()
     say(f"- machine: {machine}; host {platform.node()}, {os.cpu_count()} CPU cores")
     say(

@@ -13,7 +13,6 @@ import sys
 import time
 import traceback
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
@@ -167,8 +166,7 @@ def main(argv=None):
     if not torch.cuda.is_available():
         print("engine_probe: needs CUDA (it times GPU kernels); nothing to do here")
         return 0
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import engine as bench  # benchmarks/engine.py
+    import engine as bench  # benchmarks/engine.py, beside this script (its folder is on the path)
     from transformers import AutoModelForCausalLM, Qwen3Config
 
     from toolkit.backends.engine import Engine

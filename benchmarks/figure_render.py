@@ -18,6 +18,7 @@ Leaves out: Voila and a real Binder node (the browser test opens both kinds of p
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import platform
@@ -47,9 +48,24 @@ if __name__ == "__main__":
 import nbformat  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
 
-from test_browser import CHROMIUM, CHROMIUM_ARGS, burn_cpu, start_lab  # noqa: E402
+
+def _test_module(name: str):
+    """A module of tests/ by its file (the tests are not a package; the kit itself is installed)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_browser = _test_module("test_browser")
+CHROMIUM, CHROMIUM_ARGS, burn_cpu, start_lab = (
+    _browser.CHROMIUM,
+    _browser.CHROMIUM_ARGS,
+    _browser.burn_cpu,
+    _browser.start_lab,
+)
 
 from toolkit.paths import provenance  # noqa: E402  (results name a clean commit or say they do not)
 

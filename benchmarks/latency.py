@@ -6,7 +6,9 @@ timings live here instead (tests/test_tools.py, test_cost.py and test_models.py 
 - cost views (notebook 04): moving a slider re-renders the figure kernel-side in ≤ 100 ms;
 - stand-in model: built in < 1 s once transformers is imported;
 - hub probe: ``hub_reachable()`` answers in < 0.1 s with HF_HUB_OFFLINE=1 and gives up within its timeout
-  when the network refuses (a refusing socket is simulated, nothing leaves the machine).
+  when the network refuses (a refusing socket is simulated, nothing leaves the machine);
+- server errors (tests/test_backends_http.py used to assert these): ``http.probe`` of a closed loopback port fails
+  in < 10 s, of a port that accepts and never answers (``timeout_s=1``) in < 8 s.
 Each row is the worst of ``--repeats`` runs (default 3) beside the median; the 1-minute load average is printed,
 because on a shared machine a number is only as good as the load beside it. ``--json-out`` saves the rows with
 date, machine, model and commit.
@@ -20,6 +22,7 @@ weights.
 from __future__ import annotations
 
 import datetime
+import importlib.util
 import json
 import os
 import platform
@@ -30,10 +33,17 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 from toolkit import cliargs  # noqa: E402
 from toolkit.paths import provenance  # noqa: E402  (results name a clean commit or say they do not)
+
+
+def _test_module(name: str):
+    """A module of tests/ by its file (the tests are not a package; the kit itself is installed)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def _ms(fn) -> float:
@@ -43,7 +53,7 @@ def _ms(fn) -> float:
 
 
 def calculator_rows(repeats: int) -> list[dict]:
-    from test_tools import HOSTILE
+    HOSTILE = _test_module("test_tools").HOSTILE
 
     from toolkit.calculator import calculator
     from toolkit.errors import ToolError
@@ -170,13 +180,64 @@ def model_rows(repeats: int) -> list[dict]:
     return rows
 
 
+def server_error_rows(repeats: int) -> list[dict]:
+    import socket
+
+    from toolkit.backends import http
+
+    def fail(url, **kw):
+        try:
+            http.probe(url, **kw)
+        except http.ServerError:
+            return
+        raise AssertionError(f"{url} answered")
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    down = [_ms(lambda: fail(f"http://127.0.0.1:{closed}/v1")) for _ in range(repeats)]
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)  # accepts connections (the kernel does), never reads or replies
+    try:
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+        silent = [_ms(lambda: fail(url, timeout_s=1.0)) for _ in range(repeats)]
+    finally:
+        listener.close()
+    return [
+        {
+            "what": "http.probe of a closed loopback port: one-line error",
+            "target_ms": 10_000,
+            "worst_ms": max(down),
+            "median_ms": statistics.median(down),
+            "note": "",
+        },
+        {
+            "what": "http.probe of a server that never answers (timeout_s=1)",
+            "target_ms": 8_000,
+            "worst_ms": max(silent),
+            "median_ms": statistics.median(silent),
+            "note": "",
+        },
+    ]
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def main(argv=None) -> int:
     ap = cliargs.Parser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=cliargs.count(1), default=3)
     ap.add_argument("--json-out", type=cliargs.out_file, default=None)
     a = ap.parse_args(argv)
     load_before = os.getloadavg()[0]
-    rows = calculator_rows(a.repeats) + cost_view_rows(a.repeats) + model_rows(a.repeats)
+    rows = calculator_rows(a.repeats) + cost_view_rows(a.repeats) + model_rows(a.repeats) + server_error_rows(a.repeats)
     load_after = os.getloadavg()[0]
     head = f"{'what':<66} {'target':>8} {'worst':>9} {'median':>9} {'met?':>5}"
     print(head + "\n" + "-" * len(head))

@@ -27,8 +27,6 @@ import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-if not os.environ.get("PYTHONPATH"):  # PYTHONPATH set: measure that checkout's toolkit (e.g. an old commit)
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 
 # ---------------------------------------------------------------- what the trace did
@@ -249,7 +247,7 @@ QUESTIONS = [
     dict(id="capital_en", kind="no tool", q="What is the capital city of Australia?", check=check_capital),
 ]
 
-# The loop's defaults before issue 13 (toolkit.host.run_example at commit 2b68bc0 with a real model).
+# The loop's defaults before issue 13 (run_example in toolkit/host.py, since moved to toolkit.loop.examples, at commit 2b68bc0 with a real model).
 BEFORE = dict(
     constrain="tag",
     parallel=True,
@@ -379,6 +377,7 @@ def main(argv=None) -> int:
     import torch
 
     from toolkit.models import load
+    from toolkit.settings import LoopConfig
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -393,7 +392,7 @@ def main(argv=None) -> int:
         if a.which == "before"
         else NO_CRUTCHES
         if a.which in ("lora", "base-free")
-        else __import__("toolkit.loop.loop", fromlist=["DEFAULTS"]).DEFAULTS
+        else LoopConfig.for_model(loaded).values()
     )
     print(f"model: {loaded.description}\ncommit: {_commit()}\npass: {a.which} settings: {settings}")
     path = a.out or os.path.join(os.path.dirname(__file__), "results", f"loop_questions_{a.which}.json")

@@ -23,7 +23,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 from toolkit import cliargs  # noqa: E402
 from toolkit.paths import provenance  # noqa: E402  (results name a clean commit or say they do not)
 

@@ -20,15 +20,12 @@ import json
 import os
 import random
 import re
-import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from toolkit import cliargs  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-if not os.environ.get("PYTHONPATH"):
-    sys.path.insert(0, ROOT)
 
 
 def pairs(n: int, digits: int, seed: int) -> list[tuple[int, int]]:

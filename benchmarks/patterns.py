@@ -31,12 +31,10 @@ import hashlib
 import json
 import os
 import re
-import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from toolkit import cliargs  # noqa: E402
 

@@ -23,7 +23,6 @@ import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from toolkit import cliargs  # noqa: E402
 
 

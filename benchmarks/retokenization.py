@@ -23,7 +23,6 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 from toolkit import cliargs  # noqa: E402
 
 
@@ -46,6 +45,7 @@ def main(argv=None) -> int:
     from toolkit.loop.steps import Generated, Rendered
     from toolkit.models import load
     from toolkit.prefix import shared_prefix
+    from toolkit.qwen import IM_END_ID
 
     torch.manual_seed(0)
     loaded = load(a.model, quiet=True)
@@ -88,7 +88,7 @@ def main(argv=None) -> int:
             b = TokensBackend(srv.url, tok, stream=False)
             for d in rows:
                 for side in ("before", "after"):
-                    r = b.complete(d[f"_{side}"], max_new_tokens=1, stop_ids={151645})
+                    r = b.complete(d[f"_{side}"], max_new_tokens=1, stop_ids={IM_END_ID})
                     d[f"server_prompt_tokens_{side}"] = r["usage"].get("prompt_tokens")
     for d in rows:
         d.pop("_before"), d.pop("_after")

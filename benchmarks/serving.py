@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 from toolkit import cliargs  # noqa: E402
 
 TOOL_WAIT_S = 0.5
@@ -73,7 +71,7 @@ def slow_weather(city: str) -> dict:
 def measure(url, info, tok, template, who, max_new_tokens: int = 64) -> dict:
     """The five measurements; ``who`` is the ``Loaded`` or ``Served`` the loop settings come from."""
     from toolkit.backends.http_tokens import TokensBackend
-    from toolkit.loop.examples import example, settings_for
+    from toolkit.loop.examples import example
     from toolkit.loop.execute import execute
     from toolkit.loop.loop import run
     from toolkit.loop.steps import Executed, Generated, Rendered
@@ -81,6 +79,7 @@ def measure(url, info, tok, template, who, max_new_tokens: int = 64) -> dict:
     from toolkit.prefix import shared_prefix
     from toolkit.qwen import IM_END_ID, STOP_IDS
     from toolkit.render import render
+    from toolkit.settings import LoopConfig
     from toolkit.tools import Tool
 
     out: dict = {}
@@ -89,8 +88,10 @@ def measure(url, info, tok, template, who, max_new_tokens: int = 64) -> dict:
     calc = Tool.from_function(slow_calculator, bounds={"expression": {"maxLength": 24}})
     ex = example("calculator")
     backend = TokensBackend(url, tok, info=info)
-    kw = settings_for(who, template=template, tool_choice="required", max_turns=2, max_new_tokens=max_new_tokens)
-    trace = run(backend, tok, ex["messages"], {"slow_calculator": calc}, **kw)
+    kw = LoopConfig.for_model(
+        who, template=template, tool_choice="required", max_turns=2, max_new_tokens=max_new_tokens
+    )
+    trace = run(backend, tok, ex["messages"], {"slow_calculator": calc}, config=kw)
     spans = list(SPANS)
     requests = [
         dict(turn=s.turn, t_sent=r["t_sent"], t_done=r["t_done"], finish_reason=r.get("finish_reason"))
@@ -132,8 +133,8 @@ def measure(url, info, tok, template, who, max_new_tokens: int = 64) -> dict:
     SPANS.clear()
     tools = {"slow_weather": Tool.from_function(slow_weather, bounds={"city": {"maxLength": 16}})}
     msgs = [{"role": "user", "content": "What is the weather in Paris and in Tokyo today? Look up both cities."}]
-    kw2 = dict(kw, max_turns=1, max_new_tokens=max(60, max_new_tokens))
-    t2 = run(TokensBackend(url, tok, info=info), tok, msgs, tools, **kw2)
+    kw2 = kw.but("the parallel-calls measurement", max_turns=1, max_new_tokens=max(60, max_new_tokens))
+    t2 = run(TokensBackend(url, tok, info=info), tok, msgs, tools, config=kw2)
     model_text = t2.of(Generated)[0].text if t2.of(Generated) else ""
     model_calls = [
         dict(name=r.name, arguments=r.arguments, status=r.status) for s in t2.of(Executed) for r in s.results

@@ -48,7 +48,7 @@ from toolkit.parse import parse_tool_calls
 from toolkit.prefix import shared_prefix
 from toolkit.qwen import VOCAB_WIDTH
 from toolkit.render import render
-from toolkit.tokenizer import tokenizer_for
+from toolkit.tokenizer import template_text, tokenizer_for
 from toolkit.tools import TOOLS
 from toolkit.widgets.tokens import TokenView, legend_html, segment_table
 from toolkit.widgets.toolcost import ToolCountCost
@@ -107,6 +107,28 @@ if not loaded.semantic:
             "not a meaningful answer.**"
         )
     )
+
+# %% [markdown]
+# ### The one call a host makes, beside the kit's rendering
+# Everything above came from `toolkit.render`. A host that talks to this model renders with one call to the
+# tokenizer's own chat template, `apply_chat_template(messages, tools=tools, tokenize=False)`. The cell below makes
+# that call for the first request and compares the text byte for byte with the kit's rendering for the same model.
+# With the real offline model the template is the one shipped with its weights (Qwen's); the stand-in's tokenizer
+# carries the kit's own template, and the cell says which it was.
+
+# %%
+model_tok = loaded.tokenizer
+by_template = model_tok.apply_chat_template(calc.first, tools=calc.tools, tokenize=False, add_generation_prompt=True)
+by_kit = render(calc.first, calc.tools, template_for(loaded), tokenizer=model_tok).text
+own = model_tok.chat_template != template_text(template_for(loaded))
+print(
+    "the tokenizer's chat template:", "the model's own, shipped with it" if own else "the kit's (the model ships none)"
+)
+print(f"byte-equal: {by_template.encode() == by_kit.encode()} ({len(by_template.encode())} bytes each)")
+assert by_template.encode() == by_kit.encode(), "the kit's rendering differs from the model's template"
+print(by_template)
+
+# %%
 trace = run_example("calculator", loaded, max_turns=2)
 generated = trace.of(Generated)[0]
 gen_tok = loaded.tokenizer

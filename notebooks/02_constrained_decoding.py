@@ -39,6 +39,7 @@ import json
 import pandas as pd
 import plotly.graph_objects as go
 import torch
+import xgrammar as xgr
 from IPython.display import Markdown, display
 
 from toolkit import models, tools
@@ -102,6 +103,29 @@ call_grammar = compile_tools(weather, tok, mode="tag", vocab_width=V)
 print(call_grammar.text)
 
 # %% [markdown]
+# ### One masked step, by hand
+# Here is all that a grammar does at one step, with xgrammar's own API and nothing of the kit in between: a
+# `GrammarMatcher` follows the grammar, `fill_next_token_bitmask` writes one bit per token id (1 = allowed next),
+# `apply_token_bitmask_inplace` sets the logits of every other id to −∞, and the choice is made from what is left.
+# `accept_token` moves the matcher on. The stepper below does the same at every step (`toolkit.grammar.mask.GrammarMask`
+# wraps these calls) and records what each step allowed.
+
+# %%
+question = "What is the weather in Paris right now? Please answer in fahrenheit."
+prompt = chat_prompt(tok, question, tools=weather)
+matcher = xgr.GrammarMatcher(call_grammar.compiled)
+bitmask = xgr.allocate_token_bitmask(1, V)
+with torch.inference_mode():
+    logits = model(input_ids=torch.tensor([prompt]), logits_to_keep=1).logits[:, -1].float()
+matcher.fill_next_token_bitmask(bitmask)
+masked = logits.clone()
+xgr.apply_token_bitmask_inplace(masked, bitmask)
+first = int(masked.argmax())
+assert matcher.accept_token(first)
+print(f"allowed ids: {int(torch.isfinite(masked).sum()):,} of {V:,}; the model's own pick: "
+      f"{tok.decode([int(logits.argmax())])!r}, the grammar's pick: {tok.decode([first])!r} (id {first})")  # fmt: skip
+
+# %% [markdown]
 # ## 2 · Step through one constrained generation
 # The slider walks through the generation. The top panel is the number of token ids the grammar allowed at each
 # step, on a log axis: 1 means the grammar dictated the token (the model's preference did not matter); tens of
@@ -111,8 +135,6 @@ print(call_grammar.text)
 # forbids.
 
 # %%
-question = "What is the weather in Paris right now? Please answer in fahrenheit."
-prompt = chat_prompt(tok, question, tools=weather)
 tr = trace(model, tok, prompt, call_grammar, max_new_tokens=48, temperature=0.0)
 print(
     f"{loaded.name}: {len(prompt)} prompt tokens, {len(tr.ids)} generated in {tr.seconds:.1f} s; "

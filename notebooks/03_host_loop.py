@@ -43,13 +43,14 @@ from toolkit.backends.scripted import ScriptedBackend
 from toolkit.calculator import calculator
 from toolkit.conversations import LOOP_EXAMPLES
 from toolkit.errors import ToolError
-from toolkit.loop.examples import example, run_example, settings_for
+from toolkit.loop.examples import example, run_example
 from toolkit.loop.loop import RULE, TOOL_CHOICES, run, timestamp_prefix
 from toolkit.loop.steps import Executed, Rendered
 from toolkit.models import template_for
 from toolkit.paths import results_file
 from toolkit.prefix import prefix_stability
 from toolkit.qwen import IM_END_ID, TOOL_CALL_ID
+from toolkit.settings import LoopConfig
 from toolkit.tokenizer import qwen_tokenizer
 from toolkit.widgets.trace import TraceView
 
@@ -101,10 +102,11 @@ for expr in [
 
 # %% [markdown]
 # ## 2 · The loop, written out
-# Here is the whole host loop in plain code, from the kit's pieces, before the library's version hides it:
-# **render** the messages and the tools' schemas into token ids, **generate** until `<|im_end|>`, **parse** the
-# `<tool_call>` blocks out of the text, **execute** them, **append** the call and one `role="tool"` message per
-# result, and go again until a turn has no call. The first turn decodes under the tools' grammar (it must start
+# Here is the whole host loop in plain code, from the kit's pieces, before the library's version hides it, in
+# the six stages the library's loop names: **decide the turn** (render the messages and the tools' schemas into
+# token ids, and pick the grammar the turn decodes under), **generate** until `<|im_end|>`, **parse** the
+# `<tool_call>` blocks out of the text, **guard** the calls (here only a cap on calls per turn), **execute** them,
+# and **feed back** the call and one `role="tool"` message per result; then go again until a turn has no call. The first turn decodes under the tools' grammar (it must start
 # with a call, like `tool_choice="required"`); later turns decode freely. Errors (bad JSON, an unknown tool, wrong
 # arguments, a tool that raises) come back from `parse_tool_calls` and `execute` as data, never as exceptions.
 
@@ -117,7 +119,7 @@ from toolkit.render import render
 from toolkit.schema import openai_schema
 
 
-def host_loop(backend, tokenizer, messages, tools, template, max_turns=4, max_new_tokens=96, bound=None):
+def host_loop(backend, tokenizer, messages, tools, template, max_turns=4, max_new_tokens=96, bound=None, max_calls=8):
     schemas = [openai_schema(t) for t in tools.values()]
     call_first = compile_tool_choice(
         [bounded(s, max_length=bound) if bound else s for s in schemas],
@@ -126,8 +128,8 @@ def host_loop(backend, tokenizer, messages, tools, template, max_turns=4, max_ne
         vocab_width=backend.vocab_width,
     )
     for turn in range(1, max_turns + 1):
-        prompt = render(messages, schemas, template=template, tokenizer=tokenizer).ids  # 1 render
-        mask = GrammarMask(call_first) if turn == 1 else None
+        prompt = render(messages, schemas, template=template, tokenizer=tokenizer).ids  # 1 decide the turn:
+        mask = GrammarMask(call_first) if turn == 1 else None  # a call first (as "required"), then free text
         g = backend.generate(prompt, max_new_tokens=max_new_tokens, stop_ids={IM_END_ID}, mask=mask)  # 2 generate
         text = tokenizer.decode([t for t in g.new_ids if t != IM_END_ID])
         content, calls = parse_tool_calls(text)  # 3 parse
@@ -137,6 +139,7 @@ def host_loop(backend, tokenizer, messages, tools, template, max_turns=4, max_ne
             return text
         for i, c in enumerate(calls):  # ids unique over the conversation, as an API's would be
             c.id = f"call_{turn}_{i}"
+        calls = calls[:max_calls]  # 4 guard the calls (the library also holds repeats, and answers the skipped)
         messages.append(
             {
                 "role": "assistant",
@@ -149,9 +152,9 @@ def host_loop(backend, tokenizer, messages, tools, template, max_turns=4, max_ne
             if all(c.ok for c in calls)
             else {"role": "assistant", "content": text}
         )
-        for r in execute(calls, tools):  # 4 execute
+        for r in execute(calls, tools):  # 5 execute
             print(f"   {r.status}: {r.name}({r.arguments}) -> {r.result}")
-            messages.append(r.message())  # 5 append
+            messages.append(r.message())  # 6 feed back
     return None
 
 
@@ -168,11 +171,12 @@ answer_by_hand = host_loop(
 print("answer:", repr(answer_by_hand))
 
 # %% [markdown]
-# That is the mechanism. The library's `toolkit.loop.loop.loop` is the same five steps, plus what a host needs
-# around them: the `tool_choice` rule (under `auto` the model's first token decides call or text), a repeat guard,
+# That is the mechanism. The library's `toolkit.loop.loop.loop` is the same six stages, one method each
+# (`Host.decide_turn`, `Host.generate`, `Host.parse`, `RepeatGuard.check`, `Host.execute_calls`, `Host.feed_back`),
+# plus what a host needs around them: the `tool_choice` rule (under `auto` the model's first token decides call or text), a repeat guard,
 # a cap on calls per turn, a token budget, an answer prefix when the model keeps calling, and per-turn
 # accounting of the cache (which is what the trace view below draws). It yields one typed step per stage.
-# `run_example` calls it with the defaults printed below; for a random-weight stand-in it bounds every string to
+# `run_example` calls it with `LoopConfig.for_model(loaded)`, printed below with where each value came from; for a random-weight stand-in it bounds every string to
 # 8 characters (a model that writes noise never closes a string) and shortens the turns, as the cell above did.
 
 # %% [markdown]
@@ -181,7 +185,7 @@ print("answer:", repr(answer_by_hand))
 # definitions (the same every turn), the history, and the tokens that are new since the previous request — then
 # the cache split (reused vs prefilled, plus generated) and the wall time of prefill, decode and the tools.
 #
-# The loop's defaults are printed first. `tool_choice` is named as the chat APIs name it: `auto` (text or
+# The loop's settings are printed first, each with where it came from. `tool_choice` is named as the chat APIs name it: `auto` (text or
 # calls — the default), `required`, `none`, or one tool's name. The rule printed with them says how each turn
 # is decoded; every turn of the trace records which case it was (`mode`) and why (`rule`). This 0.5B model
 # almost never writes the single `<tool_call>` token on its own: when it wants to call it starts with a fence,
@@ -204,7 +208,7 @@ print(
 )
 
 # %%
-print("defaults:", settings_for(loaded))
+print("settings:", LoopConfig.for_model(loaded).describe())
 print("rule:", RULE)
 view = TraceView(loaded.description, loaded.semantic)
 display(view)
@@ -250,7 +254,7 @@ turns[
 # tokenization differs from what the model produced, the cache stops matching.
 #
 # ### What each tool choice allows
-# Each mode is a grammar over the whole vocabulary (`toolkit.constrain.compile_tool_choice`). The table asks
+# Each mode is a grammar over the whole vocabulary (`toolkit.grammar.compile.compile_tool_choice`). The table asks
 # each one whether it accepts five possible outputs, by replaying their tokens through xgrammar (no model
 # runs here). Under `auto`, text is allowed, but a started call must fit a schema; `required` and a named tool
 # must start with a call (then behave like `auto`); `none` masks out the `<tool_call>` token.

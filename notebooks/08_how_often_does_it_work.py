@@ -267,6 +267,7 @@ else:
 # %%
 from toolkit.backends.choose import backend_for, choose, is_served, local_for, model_line
 from toolkit.eval.bfcl import GATE_THRESHOLD
+from toolkit.eval.levers import Levers
 from toolkit.eval.run import first_tokens, run_cases
 
 loaded = choose("auto")  # the local model, or the server TOOLKIT_BACKEND names (notebook 10)
@@ -329,9 +330,8 @@ if is_served(loaded):
     )
 for mode in bfcl.MODES:
     t0 = time.perf_counter()
-    for r in run_cases(
-        backend, loaded.tokenizer, live, mode, batch_size=2, max_new_tokens=32 if loaded.semantic else 16
-    ):
+    levers = Levers(mode=mode, max_new_tokens=32 if loaded.semantic else 16)
+    for r in run_cases(live, backend, levers, tokenizer=loaded.tokenizer, batch_size=2):
         live_rows.append(
             {"mode": mode, "id": r.id, "ok": r.ok, "kind": r.kind, "new_tokens": r.new_tokens, "text": r.text[:90]}
         )

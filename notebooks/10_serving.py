@@ -39,7 +39,7 @@ from toolkit.backends import http
 from toolkit.backends.http_tokens import TokensBackend
 from toolkit.backends.serve import LocalServer, folder_for
 from toolkit.calculator import calculator
-from toolkit.loop.examples import example, settings_for
+from toolkit.loop.examples import example
 from toolkit.loop.execute import execute
 from toolkit.loop.loop import run
 from toolkit.loop.steps import Executed, Generated, Rendered
@@ -48,6 +48,7 @@ from toolkit.parse import parse_tool_calls
 from toolkit.prefix import shared_prefix
 from toolkit.qwen import IM_END_ID, STOP_IDS
 from toolkit.render import render
+from toolkit.settings import LoopConfig
 from toolkit.tools import Tool, get_weather
 from toolkit.widgets.capacity import CapacityView
 
@@ -101,8 +102,8 @@ def slow_calculator(expression: str) -> dict:
 slow = {"slow_calculator": Tool.from_function(slow_calculator, bounds={"expression": {"maxLength": 24}})}
 ex = example("calculator")
 backend = TokensBackend(URL, tok, info=info, max_rounds=3)
-kw = settings_for(loaded, template=TEMPLATE, tool_choice="required", max_turns=2, max_new_tokens=40)
-trace = run(backend, tok, ex["messages"], slow, **kw)
+kw = LoopConfig.for_model(loaded, template=TEMPLATE, tool_choice="required", max_turns=2, max_new_tokens=40)
+trace = run(backend, tok, ex["messages"], slow, config=kw)
 t_start = min(s.generation.server["t_sent"] for s in trace.of(Generated))
 rows = []
 for s in trace.of(Generated):
@@ -174,8 +175,8 @@ def slow_weather(city: str) -> dict:
 
 weather = {"slow_weather": Tool.from_function(slow_weather, bounds={"city": {"maxLength": 16}})}
 msgs = [{"role": "user", "content": "What is the weather in Paris and in Tokyo today? Look up both cities."}]
-kw2 = settings_for(loaded, template=TEMPLATE, tool_choice="required", max_turns=1, max_new_tokens=40)
-t2 = run(TokensBackend(URL, tok, info=info, max_rounds=3), tok, msgs, weather, **kw2)
+kw2 = LoopConfig.for_model(loaded, template=TEMPLATE, tool_choice="required", max_turns=1, max_new_tokens=40)
+t2 = run(TokensBackend(URL, tok, info=info, max_rounds=3), tok, msgs, weather, config=kw2)
 ran = [r for s in t2.of(Executed) for r in s.results]
 print("the model wrote:", repr(t2.of(Generated)[0].text))
 print(f"calls in one answer: {len(ran)}", [(r.name, r.arguments, r.status) for r in ran])
@@ -203,7 +204,7 @@ else:  # the host's side on a two-call answer, labelled as written here (the sma
     wire = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls]
     msgs = msgs[:1] + [{"role": "assistant", "content": content, "tool_calls": wire}] + [r.message() for r in results]
 tool_msgs = [m for m in msgs if m["role"] == "tool"]
-text = render(msgs, None, template=kw2["template"], tokenizer=tok).text
+text = render(msgs, None, template=kw2.template, tokenizer=tok).text
 tail = text[text.find("<|im_start|>assistant") :]
 print(f"{len(tool_msgs)} tool result(s) -> user turns after the call: {tail.count('<|im_start|>user')}")  # one
 print(tail[:600])
@@ -246,7 +247,7 @@ for i, p in enumerate(prompts):
 history = ex["messages"]
 compressed = [m for m in history if m["role"] in ("system", "user")][:2]
 compressed[-1] = dict(compressed[-1], content=compressed[-1]["content"] + " (earlier: slow_calculator gave 37.5)")
-cp = render(compressed, [t.schema for t in slow.values()], template=kw["template"], tokenizer=tok).ids
+cp = render(compressed, [t.schema for t in slow.values()], template=kw.template, tokenizer=tok).ids
 rows.append(dict(turn="compressed", prompt=len(cp), reusable=shared_prefix(prompts[-1], cp), server_cached=None))
 hits = pd.DataFrame(rows)
 display(hits)

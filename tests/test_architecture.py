@@ -130,7 +130,7 @@ def test_only_paths_finds_files_through_the_package_location():
     assert not offenders, "use toolkit.paths (results_file, data_file, kit_root):\n" + "\n".join(offenders)
 
 
-HOUSE_TESTS = {"architecture", "binder", "browser", "environment", "install", "notebooks", "notebook_numbers"}
+HOUSE_TESTS = {"architecture", "binder", "browser", "environment", "house", "install", "notebooks", "notebook_numbers"}
 
 
 def test_tests_mirror_the_kit():

@@ -87,12 +87,12 @@ def test_greedy_ignores_the_seed_and_respects_the_mask(lm):
 def test_grammar_trace_draws_what_the_backend_draws(lm, tag_grammar, temperature, constrained):
     """``toolkit.grammar.inspect.trace`` (the notebooks' step-by-step view) decodes through the same loop and
     sampler: for the same seed, temperature and grammar it picks the tokens ``HFBackend.generate`` picks."""
-    from toolkit.grammar.compile import _stop_ids
+    from toolkit.grammar.compile import stop_ids_of
     from toolkit.grammar.inspect import trace
 
     tok = qwen_tokenizer("qwen3")
     grammar = tag_grammar if constrained else None
-    stops = set(grammar.stop_token_ids if grammar else _stop_ids(tok))
+    stops = set(grammar.stop_token_ids if grammar else stop_ids_of(tok))
     for seed in range(2):
         prompt = _prompt(30, seed=seed + 10)
         g = HFBackend(lm).generate(

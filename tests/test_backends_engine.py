@@ -1,4 +1,4 @@
-"""toolkit.engine: same greedy tokens as model.generate, prefix reuse = fresh prefill, masks, sampling, errors."""
+"""toolkit.backends.engine: same greedy tokens as model.generate, prefix reuse = fresh prefill, masks, sampling, errors."""
 
 import math
 
@@ -253,7 +253,7 @@ def test_allowed_tokens_matches_xgrammar():
 
 
 class _XgrMask:
-    """A minimal mask on xgrammar's GrammarMatcher (the protocol toolkit.constrain.GrammarMask follows)."""
+    """A minimal mask on xgrammar's GrammarMatcher (the protocol toolkit.grammar.mask.GrammarMask follows)."""
 
     def __init__(self, compiled, vocab):
         import xgrammar as xgr
@@ -313,7 +313,7 @@ def test_mask_is_respected(lm3, number_grammar, temperature):
 
 
 def test_masked_greedy_equals_host_backend(lm3, number_grammar):
-    """The same mask through toolkit.host.HFBackend (xgrammar applies it on logits) gives the same tokens."""
+    """The same mask through toolkit.backends.hf.HFBackend (xgrammar applies it on logits) gives the same tokens."""
     from toolkit.backends.hf import HFBackend
 
     _, compiled = number_grammar
@@ -324,7 +324,7 @@ def test_masked_greedy_equals_host_backend(lm3, number_grammar):
 
 
 def test_host_loop_runs_on_engine_like_hf_backend(lm3):
-    """The host loop (toolkit.host) with the engine as backend: same tokens per turn as its HFBackend."""
+    """The host loop (toolkit.loop.loop) with the engine as backend: same tokens per turn as its HFBackend."""
     from toolkit.backends.hf import HFBackend
     from toolkit.loop.examples import example
     from toolkit.loop.loop import run
@@ -353,17 +353,17 @@ def test_host_loop_runs_on_engine_like_hf_backend(lm3):
 # ---------------------------------------------------------------- compile (CPU: slow) and CUDA graphs
 def test_gemv_formulation_matches_linear():
     """compile="gemv" writes the decode step's matmuls as multiply + sum: same function as F.linear."""
-    from toolkit.backends.engine_math import _post_fast, _pre_fast
+    from toolkit.backends.engine_math import post_fast, pre_fast
 
     g = torch.Generator().manual_seed(0)
     r = lambda *shape: torch.randn(*shape, generator=g)  # noqa: E731
     h, add, ln = r(1, 64), r(1, 64), r(64)
     wqkv, bqkv, qkn, cos, sin = r(8 * 16, 64), r(8 * 16), r(6, 16), r(1, 1, 16), r(1, 1, 16)
-    a = _pre_fast(h, add, ln, wqkv, bqkv, qkn, cos, sin, 1e-6, 4, 2, 16, gemv=False)
-    b = _pre_fast(h, add, ln, wqkv, bqkv, qkn, cos, sin, 1e-6, 4, 2, 16, gemv=True)
+    a = pre_fast(h, add, ln, wqkv, bqkv, qkn, cos, sin, 1e-6, 4, 2, 16, gemv=False)
+    b = pre_fast(h, add, ln, wqkv, bqkv, qkn, cos, sin, 1e-6, 4, 2, 16, gemv=True)
     o, wo, wgu, wd = r(1, 64), r(64, 64), r(256, 64), r(64, 128)
-    c = _post_fast(h, o, wo, None, ln, wgu, wd, 1e-6, gemv=False)
-    d = _post_fast(h, o, wo, None, ln, wgu, wd, 1e-6, gemv=True)
+    c = post_fast(h, o, wo, None, ln, wgu, wd, 1e-6, gemv=False)
+    d = post_fast(h, o, wo, None, ln, wgu, wd, 1e-6, gemv=True)
     for x, y in zip(a + c, b + d):
         torch.testing.assert_close(x, y, atol=1e-4, rtol=1e-4)
     assert a[2].shape == (2, 1, 2, 16)  # stacked (key, value) of the one token

@@ -20,7 +20,7 @@ from toolkit.book import (
 )
 from toolkit.book.claims import INVENTORY, check_all, coverage, inventory, to_markdown, write_markdown
 from toolkit.book.claims_cost import cost_claims, decay_claims
-from toolkit.book.ledger import CAVEAT, FAILS, HOLDS, VERDICTS, Claim, _verdict
+from toolkit.book.ledger import CAVEAT, FAILS, HOLDS, VERDICTS, Claim, make_verdict
 from toolkit.commands import claims as claims_command
 from toolkit.commands.claims import cli
 
@@ -123,7 +123,7 @@ def _calls(fn_name: str):
 
 def test_no_verdict_or_caveat_is_typed():
     """Every verdict and every caveat hangs on a computed condition: no literal True/False, no literal verdict."""
-    calls = _calls("_verdict")
+    calls = _calls("make_verdict")
     assert len(calls) > 50
     for c in calls:
         assert not isinstance(c.args[0], ast.Constant), ast.unparse(c)
@@ -143,9 +143,9 @@ def test_no_verdict_or_caveat_is_typed():
 
 
 def test_caveats_follow_the_evidence():
-    assert _verdict(True, "x", [(False, "hidden")]) == (HOLDS, "")
-    assert _verdict(True, "x", [(True, "shown"), (False, "hidden")]) == (CAVEAT, "shown")
-    assert _verdict(False, "because") == (FAILS, "because")
+    assert make_verdict(True, "x", [(False, "hidden")]) == (HOLDS, "")
+    assert make_verdict(True, "x", [(True, "shown"), (False, "hidden")]) == (CAVEAT, "shown")
+    assert make_verdict(False, "because") == (FAILS, "because")
 
 
 def test_known_verdicts(ledger):

@@ -8,7 +8,7 @@ import pytest
 
 from toolkit import cost
 from toolkit.book.charts import growth_print_figure, table_latex, table_markdown, table_print_figure, transport_rows
-from toolkit.book.diagrams import _arrows, round_trip_figure, round_trip_trace
+from toolkit.book.diagrams import arrow_rows, round_trip_figure, round_trip_trace
 from toolkit.book.export import ExportTimeout, export
 from toolkit.book.figures import CAPTIONS, _find_chromium, write_all
 from toolkit.book.fonts import _font_file, embed_font, svg_text
@@ -64,7 +64,7 @@ def test_line_breaks_keep_words_numbers_and_punctuation_together():
 def test_round_trip_is_the_books_example_with_six_numbered_steps():
     for lang in ("zh", "en"):
         trace = round_trip_trace(lang)
-        assert "toolkit.loop.run" in trace["producer"] and "no neural model ran" in trace["model"]
+        assert "toolkit.loop.loop.run" in trace["producer"] and "no neural model ran" in trace["model"]
         kinds = [s["kind"] for s in trace["steps"]]
         assert kinds == ["user", "request", "model_output", "parse", "tool_result", "request", "model_output", "answer"]
         req1, req2 = [s for s in trace["steps"] if s["kind"] == "request"]
@@ -73,7 +73,7 @@ def test_round_trip_is_the_books_example_with_six_numbered_steps():
         assert result["status"] == "ok" and result["result"]["temp_c"] == 25  # the tool really ran: §14.5.2's values
         # step 5 as the template wrote it, newlines kept
         assert req2["tail"].startswith("<|im_start|>user\n<tool_response>\n{") and '"temp_c": 25' in req2["tail"]
-        events = _arrows(trace, lang)
+        events = arrow_rows(trace, lang)
         assert [e["label"][0] for e in events if e["label"][0] in "①②③④⑤⑥"] == list("①②③④⑤⑥")
         fig = round_trip_figure(trace, lang)
         texts = " ".join(a.text for a in fig.layout.annotations)

@@ -62,9 +62,7 @@ def test_python_call_grammar_accepts_bfcl_answers_and_the_scorer_agrees():
 
 
 def test_python_calls_lever_only_in_prompt_mode():
-    from toolkit.eval.run import run_cases
-    from toolkit.tokenizer import qwen_tokenizer
+    from toolkit.eval.levers import Levers
 
-    case = bfcl.load("simple_python")[0]
-    with pytest.raises(ValueError, match="prompt"):
-        list(run_cases(None, qwen_tokenizer("qwen2.5"), [case], "constrained", python_calls=True))
+    with pytest.raises(ValueError, match="prompt"):  # before any case or model is touched
+        Levers(mode="constrained", python_calls=True)

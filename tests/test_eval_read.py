@@ -77,7 +77,7 @@ def test_list_grammar_holds_every_call_in_one_block_and_the_host_splits_it():
     def ids(text):
         return tok.encode(text, add_special_tokens=False) + [IM_END_ID]
 
-    g = constrained_grammar(case.tools, tok, as_list=True)
+    g = constrained_grammar(case.tools, tok, list_calls=True)
     listed = f"<tool_call>\n{json.dumps([a, b])}\n</tool_call>"
     assert replay(g, ids(listed)) == (True, True)
     assert replay(g, ids(f"<tool_call>\n{json.dumps([a])}\n</tool_call>")) == (True, True)
@@ -87,11 +87,11 @@ def test_list_grammar_holds_every_call_in_one_block_and_the_host_splits_it():
     five = f"<tool_call>\n{json.dumps([a] * 5)}\n</tool_call>"
     assert replay(g, ids(five))[0] is False  # at most max_calls (4)
 
-    got = decode(listed, "constrained", lists=True)
+    got = decode(listed, "constrained", list_calls=True)
     assert got.calls == [{"spotify.play": a["arguments"]}, {"spotify.play": b["arguments"]}]
     assert score(case, got).ok  # BFCL's parallel answer, in any order
     assert decode(listed, "constrained").error  # without the lever the kit's parser reads a list as a bad call
     assert split_lists("<tool_call>\n[{broken\n</tool_call>") == "<tool_call>\n[{broken\n</tool_call>"
-    assert decode("<tool_call>\n[{broken\n</tool_call>", "constrained", lists=True).error  # malformed, counted
-    assert decode("<tool_call>\n[1, 2]\n</tool_call>", "constrained", lists=True).error  # not calls
+    assert decode("<tool_call>\n[{broken\n</tool_call>", "constrained", list_calls=True).error  # malformed, counted
+    assert decode("<tool_call>\n[1, 2]\n</tool_call>", "constrained", list_calls=True).error  # not calls
     assert split_lists("plain text") == "plain text"

@@ -3,6 +3,7 @@
 import pytest
 
 from toolkit.eval import bfcl
+from toolkit.eval.levers import Levers
 from toolkit.eval.run import Cache, generate_batch, prompt_ids, run_cases
 
 
@@ -63,8 +64,9 @@ def test_runner_scores_caches_and_resumes(tok, tmp_path):
         return next((t for k, t in zip(keys, texts) if k and k in q), texts[-1])
 
     backend = ScriptedBackend(tok, [answer] * 3)
-    cache = Cache(tmp_path, "scripted", max_new_tokens=32)
-    first = list(run_cases(backend, tok, cases, "native", cache=cache, batch_size=8, max_new_tokens=32))
+    levers = Levers(mode="native", max_new_tokens=32)
+    cache = Cache(tmp_path, "scripted", levers)
+    first = list(run_cases(cases, backend, levers, tokenizer=tok, cache=cache, batch_size=8))
     assert len(backend.prompts) == 3 and not any(r.cached for r in first)
     by = {r.id: r for r in first}
     assert by["simple_python_0"].ok and by["simple_python_0"].kind == "ok"
@@ -72,11 +74,18 @@ def test_runner_scores_caches_and_resumes(tok, tmp_path):
         not by["simple_python_1"].ok and by["simple_python_1"].kind == "no_call" and by["simple_python_1"].untagged_json
     )
     assert by["irrelevance_0"].ok
-    again = list(run_cases(ScriptedBackend(tok, []), tok, cases, "native", cache=cache))
+    again = list(run_cases(cases, ScriptedBackend(tok, []), levers, tokenizer=tok, cache=cache))
     assert all(r.cached for r in again) and {r.id: r.ok for r in again} == {r.id: r.ok for r in first}
     assert (
         list(
-            run_cases(ScriptedBackend(tok, []), tok, bfcl.load("parallel")[:2], "native", cache=cache, cached_only=True)
+            run_cases(
+                bfcl.load("parallel")[:2],
+                ScriptedBackend(tok, []),
+                levers,
+                tokenizer=tok,
+                cache=cache,
+                cached_only=True,
+            )
         )
         == []
     )
@@ -87,7 +96,7 @@ def test_prompt_mode_runs_through_the_same_runner(tok, tmp_path):
 
     case = bfcl.load("parallel")[0]
     text = "[spotify.play(artist='Maroon 5', duration=15), spotify.play(artist='Taylor Swift', duration=20)]"
-    (r,) = run_cases(ScriptedBackend(tok, [text]), tok, [case], "prompt")
+    (r,) = run_cases([case], ScriptedBackend(tok, [text]), Levers(mode="prompt"), tokenizer=tok)
     assert r.ok and len(r.calls) == 2
     assert r.prompt_tokens > len(prompt_ids(case, "native", tok))  # BFCL's instructions cost tokens
 
@@ -102,7 +111,7 @@ def test_a_schema_xgrammar_rejects_is_counted_not_raised(tok, monkeypatch):
 
     monkeypatch.setattr(run, "constrained_grammar", reject)
     cases = bfcl.load("simple_python")[:1] + bfcl.load("irrelevance")[:1]
-    rs = list(run_cases(ScriptedBackend(tok, []), tok, cases, "constrained"))
+    rs = list(run_cases(cases, ScriptedBackend(tok, []), Levers(mode="constrained"), tokenizer=tok))
     assert [r.kind for r in rs] == ["malformed", "ok"] and all(r.grammar_error for r in rs)
 
 
@@ -137,5 +146,5 @@ def test_a_row_ends_at_either_stop_id(tok):
             g.new_ids = [i for i in g.new_ids if i != 151645] + [151643]  # <|endoftext|> instead of <|im_end|>
             return g
 
-    (r,) = run_cases(EndsWithEndOfText(tok, [call]), tok, [case], "native")
+    (r,) = run_cases([case], EndsWithEndOfText(tok, [call]), Levers(mode="native"), tokenizer=tok)
     assert r.ok and r.stopped_by == "stop" and "<|endoftext|>" not in r.text

@@ -1,4 +1,4 @@
-"""Tests for toolkit.constrain: grammars, the mask protocol, traces vs xgrammar's own generate, distortion, CLI."""
+"""Tests for toolkit.grammar: grammars, the mask protocol, traces vs xgrammar's own generate, distortion, CLI."""
 
 import json
 import math

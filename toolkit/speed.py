@@ -26,6 +26,7 @@ import torch
 
 from toolkit import cost
 from toolkit.paths import data_file
+from toolkit.qwen import ENDOFTEXT_ID, IM_END_ID
 
 # Qwen3-0.6B's published config values (facts), written here because the hub cannot be reached.
 QWEN3_06B = dict(
@@ -41,8 +42,8 @@ QWEN3_06B = dict(
     max_position_embeddings=40_960,
     rms_norm_eps=1e-6,
     hidden_act="silu",
-    bos_token_id=151643,
-    eos_token_id=151645,
+    bos_token_id=ENDOFTEXT_ID,
+    eos_token_id=IM_END_ID,
 )
 RESULTS = data_file("engine_h200.json")  # package data: found from a wheel as from a checkout
 

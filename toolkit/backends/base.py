@@ -5,10 +5,18 @@ Backend protocol (``HFBackend``, ``ScriptedBackend`` and ``Engine`` implement it
     backend.generate(prompt_ids: list[int], *, max_new_tokens: int, stop_ids: set[int], mask=None,
                      temperature: float = 0.0, top_p: float = 1.0, seed: int = 0) -> Generation
     backend.name: str            # what ran, e.g. Loaded.description; says "STAND-IN" for random weights
-    backend.reset() -> None      # forget any cached prefix (optional)
-    backend.vocab_width: int     # logit width, for grammar bitmasks (optional; default 151,936)
-    backend.peek(prompt_ids, *, temperature, top_p, seed) -> Generation   # next token, no mask (optional;
-                                 # default: a one-token generate) — the call gate of tool_choice="auto"
+    backend.vocab_width: int     # logit width, for grammar bitmasks (``vocab_width(backend)``: default 151,936)
+
+Optional capabilities, each a ``runtime_checkable`` protocol of its own, so callers ask
+``isinstance(backend, Peeks)`` instead of probing attribute names:
+
+- :class:`Resets`: ``reset()`` forgets any cached prefix;
+- :class:`Peeks`: ``peek(prompt_ids, *, temperature, top_p, seed) -> Generation``, the next token without a mask
+  (the call gate of ``tool_choice="auto"``; without it the loop does a one-token generate);
+- :class:`Batches`: ``generate_batch(prompts, ...) -> list[Generation]``, a padded batch through the same decode
+  loop (``toolkit.eval.run.generate_batch``; without it prompts run one at a time);
+- :class:`Scores`: ``next_token_logits(prompt_ids)``, the model's logits for the next token (one forward, no mask;
+  ``toolkit.eval.run.first_tokens``). A server that returns tokens, not logits, does not have it.
 
 Every model backend picks tokens with the one sampler (``toolkit.backends.sampling.choose``) inside the one decode
 loop (``toolkit.backends.decode``): the same seed, temperature, top-p and grammar give the same tokens.
@@ -24,7 +32,9 @@ Leaves out: batching several conversations, streaming.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
+
+from toolkit.qwen import VOCAB_WIDTH
 
 
 # ================================================================ backend protocol
@@ -52,3 +62,47 @@ class Backend(Protocol):
         top_p: float = 1.0,
         seed: int = 0,
     ) -> Generation: ...
+
+
+def name_of(backend) -> str:
+    """What ran: the backend's ``name``, or its class name for one that does not say."""
+    return getattr(backend, "name", type(backend).__name__)
+
+
+def vocab_width(backend) -> int:
+    """The backend's logit width, or :data:`VOCAB_WIDTH` for one that does not say."""
+    return getattr(backend, "vocab_width", None) or VOCAB_WIDTH
+
+
+@runtime_checkable
+class Resets(Protocol):
+    def reset(self) -> None: ...
+
+
+@runtime_checkable
+class Peeks(Protocol):
+    def peek(
+        self, prompt_ids: list[int], *, temperature: float = 0.0, top_p: float = 1.0, seed: int = 0
+    ) -> Generation: ...
+
+
+@runtime_checkable
+class Batches(Protocol):
+    def generate_batch(
+        self,
+        prompts: list[list[int]],
+        *,
+        max_new_tokens: int,
+        stop_ids: set[int],
+        masks=None,
+        temperature: float = 0.0,
+        seed: int = 0,
+        pad_id: int,
+        share_prefix: bool = True,
+        processors=(),
+    ) -> list[Generation]: ...
+
+
+@runtime_checkable
+class Scores(Protocol):
+    def next_token_logits(self, prompt_ids: list[int]) -> Any: ...  # a 1-D float tensor over the vocabulary

@@ -1,11 +1,14 @@
 """One chooser for every notebook and script: the local model, or the server ``TOOLKIT_BACKEND`` names (§14.5.8).
 
 What it does
-- ``choose(name)`` returns what the kit runs on: ``toolkit.models.load(name)`` when ``TOOLKIT_BACKEND`` is unset, or
-  a :class:`Served` — the server's model, its URL, the kit's tokenizer and template for it — when it names an
-  OpenAI-compatible server (``http://host:port/v1``). A ``Served`` reads like a ``toolkit.models.Loaded`` (``name``,
-  ``description``, ``semantic``, ``tokenizer``; ``model`` is None: no weights here), so ``settings_for``, the
-  trace view and the patterns take either.
+- ``choose(name)`` returns what the kit runs on, as one :class:`Choice`: ``loaded`` (``toolkit.models.load(name)``
+  when ``TOOLKIT_BACKEND`` is unset, or a :class:`Served` — the server's model, its URL, the kit's tokenizer and
+  template for it — when it names an OpenAI-compatible server, ``http://host:port/v1``), ``backend``
+  (:func:`backend_for` it) and ``settings`` (``toolkit.settings.LoopConfig.for_model`` it: the same settings for
+  a local and a served model). A ``Choice`` reads like the model it holds (``choice.tokenizer``,
+  ``choice.description``, ``choice.semantic`` …), so code that treats it as a ``Loaded`` keeps working. A
+  ``Served`` reads like a ``toolkit.models.Loaded`` (``name``, ``description``, ``semantic``, ``tokenizer``;
+  ``model`` is None: no weights here), so ``LoopConfig.for_model``, the trace view and the patterns take either.
 - ``backend_for(loaded)`` is the backend for either: an ``HFBackend`` on local weights, a ``TokensBackend`` (the kit
   renders and counts, the server decodes) on a ``Served``.
 - ``model_line(loaded)`` is the one line every output prints: the model, and the server's URL when one decodes.
@@ -32,6 +35,7 @@ from toolkit import models
 from toolkit.backends import http
 from toolkit.backends.hf import HFBackend
 from toolkit.backends.http_tokens import TokensBackend
+from toolkit.settings import LoopConfig
 from toolkit.tokenizer import qwen_tokenizer
 
 STAND_IN_MARK = "stand-in"  # in the folder name serve.folder_for gives a random-weight model
@@ -87,23 +91,50 @@ class Served:
         return f"Served({self.description})"
 
 
-def choose(name: str = "auto", *, quiet: bool = False, url: str | None = None):
-    """The server ``url`` (default ``TOOLKIT_BACKEND``) as a :class:`Served`, or the local model ``name``.
-    A malformed URL raises ``ValueError``, a server that does not answer ``http.ServerError`` (one line each)."""
+@dataclass
+class Choice:
+    """What the kit runs on: the model (``loaded``: a ``Loaded`` or a :class:`Served`), the backend that decodes
+    for it, and the loop's settings for it. Other attributes are the model's (``choice.tokenizer`` …)."""
+
+    loaded: object
+    backend: object
+    settings: LoopConfig
+
+    def __getattr__(self, name):  # only for names a Choice does not have: read it as the model it holds
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.__dict__["loaded"], name)
+
+    def __repr__(self) -> str:
+        return f"Choice({model_line(self.loaded)}; settings: {self.settings.describe()})"
+
+
+def unwrap(loaded):
+    """The model a :class:`Choice` holds (anything else is returned as it is)."""
+    return loaded.loaded if isinstance(loaded, Choice) else loaded
+
+
+def choose(name: str = "auto", *, quiet: bool = False, url: str | None = None, reuse: bool = True) -> Choice:
+    """The server ``url`` (default ``TOOLKIT_BACKEND``) as a :class:`Served`, or the local model ``name``, with its
+    backend and settings (a :class:`Choice`). A malformed URL raises ``ValueError``, a server that does not answer
+    ``http.ServerError`` (one line each)."""
     url = http.check_url(url) if url else http.from_env()
     if url is None:
-        return models.load(name, quiet=quiet)
-    info = http.probe(url)
-    template = template_of(info.model)
-    return Served(info, qwen_tokenizer(template), template)
+        loaded = models.load(name, quiet=quiet)
+    else:
+        info = http.probe(url)
+        template = template_of(info.model)
+        loaded = Served(info, qwen_tokenizer(template), template)
+    return Choice(loaded, backend_for(loaded, reuse=reuse), LoopConfig.for_model(loaded))
 
 
 def is_served(loaded) -> bool:
-    return isinstance(loaded, Served)
+    return isinstance(unwrap(loaded), Served)
 
 
 def backend_for(loaded, reuse: bool = True, **kw):
     """The backend that decodes for ``loaded``: a ``TokensBackend`` on a server, an ``HFBackend`` on local weights."""
+    loaded = unwrap(loaded)
     if isinstance(loaded, Served):
         return TokensBackend(loaded.url, loaded.tokenizer, info=loaded.info, **kw)
     return HFBackend.from_loaded(loaded, reuse=reuse)
@@ -111,6 +142,7 @@ def backend_for(loaded, reuse: bool = True, **kw):
 
 def model_line(loaded) -> str:
     """One line: which model decodes, and where."""
+    loaded = unwrap(loaded)
     if isinstance(loaded, Served):
         return f"model: {loaded.name} | server: {loaded.url} ({loaded.info.kind}, {loaded.mode} mode)"
     return f"model: {loaded.description}"
@@ -121,8 +153,9 @@ _LOCAL: dict[str, object] = {}
 
 def local_for(loaded, step: str, name: str | None = None):
     """The local model for ``step`` (a step no server can run); on a server it prints one line saying so."""
-    if not isinstance(loaded, Served):
+    if not isinstance(unwrap(loaded), Served):
         return loaded
+    loaded = unwrap(loaded)
     name = name or os.environ.get("TOOLKIT_MODEL", "auto")
     if name not in _LOCAL:
         _LOCAL[name] = models.load(name, quiet=True)
@@ -134,6 +167,7 @@ def local_for(loaded, step: str, name: str | None = None):
 def cache_note(loaded) -> str:
     """On a server, what the trace's ``reused`` column means there (the server's reported cached prompt tokens);
     empty for local weights, whose cache the kit counts itself."""
+    loaded = unwrap(loaded)
     if not isinstance(loaded, Served):
         return ""
     if loaded.info.kind == "transformers":

@@ -46,7 +46,7 @@ import torch
 from toolkit.backends import sampling
 from toolkit.backends.base import Generation
 from toolkit.backends.decode import decode
-from toolkit.backends.engine_math import EngineError, _check_supported, _layers, _post, _post_fast, _pre, _pre_fast
+from toolkit.backends.engine_math import EngineError, check_supported, layers_of, post, post_fast, pre, pre_fast
 from toolkit.backends.engine_steps import EngineSteps
 
 
@@ -76,7 +76,7 @@ class Engine(EngineSteps):
         lookahead: int = 4,
         name: str | None = None,
     ):
-        _check_supported(model)
+        check_supported(model)
         p = next(model.parameters())
         self.device, self.dtype = p.device, p.dtype
         cuda = self.device.type == "cuda"
@@ -119,7 +119,7 @@ class Engine(EngineSteps):
         self.embed = model.model.embed_tokens.weight.detach()
         self.lm_head = model.get_output_embeddings().weight.detach()
         self.norm = model.model.norm.weight.detach()
-        self.layers = _layers(model, self.fuse)
+        self.layers = layers_of(model, self.fuse)
         self.weight_bytes = sum(x.numel() * x.element_size() for x in model.parameters())
 
         dev, dt, L = self.device, self.dtype, self.max_len
@@ -164,7 +164,7 @@ class Engine(EngineSteps):
         self._cu_q = torch.tensor([0, 1], dtype=torch.int32, device=dev)
         self._cu_k = {b: torch.tensor([0, b], dtype=torch.int32, device=dev) for b in self.buckets}
         # Plain functions for prefill (shapes vary); the decode step's may be compiled (one fixed shape).
-        self._pre, self._post = (_pre_fast, _post_fast) if self.fast else (_pre, _post)
+        self._pre, self._post = (pre_fast, post_fast) if self.fast else (pre, post)
         self._pre_dec, self._post_dec = self._pre, self._post
         if self.compile:
             self._pre_dec = torch.compile(self._pre, fullgraph=True, dynamic=False)
@@ -202,7 +202,7 @@ class Engine(EngineSteps):
         return ", ".join(parts)
 
     def describe(self) -> str:
-        return f"toolkit.engine [{self.mode}, cache {self.max_len} positions] over {self.name}"
+        return f"toolkit.backends.engine [{self.mode}, cache {self.max_len} positions] over {self.name}"
 
     def reset(self) -> None:
         """Forget the cached prefix (the next call prefills its whole prompt)."""

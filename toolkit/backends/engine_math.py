@@ -22,7 +22,7 @@ class EngineError(ValueError):
 
 
 # ---------------------------------------------------------------- the model's math (as transformers writes it)
-def _rms(x, w, eps):
+def rms_scale(x, w, eps):
     xf = x.to(torch.float32)
     var = xf.pow(2).mean(-1, keepdim=True)
     return w * (xf * torch.rsqrt(var + eps)).to(x.dtype)
@@ -43,12 +43,12 @@ def _lin(x, w, b=None, gemv=False):
     return y if b is None else y + b
 
 
-def _pre(h, add, ln, wq, bq, wk, bk, wv, bv, qn, kn, cos, sin, eps, heads, kv_heads, head_dim):
+def pre(h, add, ln, wq, bq, wk, bk, wv, bv, qn, kn, cos, sin, eps, heads, kv_heads, head_dim):
     """Residual add (of the previous layer's MLP output), norm, q/k/v, q/k norms, RoPE -> (h, q, stack(k, v)).
     ``wk is None``: q/k/v weights are fused into ``wq``."""
     if add is not None:
         h = h + add
-    x = _rms(h, ln, eps)
+    x = rms_scale(h, ln, eps)
     if wk is None:  # one matmul for q, k and v (concatenated weights)
         q, k, v = F.linear(x, wq, bq).split([heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], -1)
     else:
@@ -56,14 +56,14 @@ def _pre(h, add, ln, wq, bq, wk, bk, wv, bv, qn, kn, cos, sin, eps, heads, kv_he
     s = x.shape[0]
     q, k, v = q.reshape(s, heads, head_dim), k.reshape(s, kv_heads, head_dim), v.reshape(s, kv_heads, head_dim)
     if qn is not None:  # Qwen3 normalises each head's q and k
-        q, k = _rms(q, qn, eps), _rms(k, kn, eps)
+        q, k = rms_scale(q, qn, eps), rms_scale(k, kn, eps)
     return h, _rope(q, cos, sin), torch.stack((_rope(k, cos, sin), v))
 
 
-def _post(h, o, wo, bo, ln, wg, wu, wd, eps):
+def post(h, o, wo, bo, ln, wg, wu, wd, eps):
     """Attention output projection + residual, norm, MLP. Returns (residual, mlp_out); ``wu is None`` = fused."""
     h = h + F.linear(o, wo, bo)
-    x = _rms(h, ln, eps)
+    x = rms_scale(h, ln, eps)
     if wu is None:
         g, u = F.linear(x, wg).chunk(2, dim=-1)
     else:
@@ -71,10 +71,10 @@ def _post(h, o, wo, bo, ln, wg, wu, wd, eps):
     return h, F.linear(F.silu(g) * u, wd)
 
 
-def _pre_fast(h, add, ln, wqkv, bqkv, qkn, cos, ssin, eps, heads, kv_heads, head_dim, gemv=False):
+def pre_fast(h, add, ln, wqkv, bqkv, qkn, cos, ssin, eps, heads, kv_heads, head_dim, gemv=False):
     """The same layer start with fewer kernels (CUDA default): fused RMSNorm kernels, q and k normed and rotated
     together, RoPE as roll + one multiply-add (``ssin`` = sin with the first half negated). Rounds differently
-    from ``_pre`` in the last bit; used for both the eager and the graph path, so those two still agree."""
+    from ``pre`` in the last bit; used for both the eager and the graph path, so those two still agree."""
     if add is not None:
         h = h + add
     x = F.rms_norm(h, (h.shape[-1],), ln, eps)
@@ -88,7 +88,7 @@ def _pre_fast(h, add, ln, wqkv, bqkv, qkn, cos, ssin, eps, heads, kv_heads, head
     return h, qk[:, :heads], torch.stack((qk[:, heads:], v))
 
 
-def _post_fast(h, o, wo, bo, ln, wgu, wd, eps, gemv=False):
+def post_fast(h, o, wo, bo, ln, wgu, wd, eps, gemv=False):
     h = h + _lin(o, wo, bo, gemv)
     g, u = _lin(F.rms_norm(h, (h.shape[-1],), ln, eps), wgu, None, gemv).chunk(2, dim=-1)
     return h, _lin(F.silu(g) * u, wd, None, gemv)
@@ -118,7 +118,7 @@ def _bias(lin):
     return None if lin.bias is None else lin.bias.detach()
 
 
-def _layers(model, fuse: bool) -> list[_Layer]:
+def layers_of(model, fuse: bool) -> list[_Layer]:
     out = []
     for layer in model.model.layers:
         a, m = layer.self_attn, layer.mlp
@@ -164,14 +164,14 @@ def _layers(model, fuse: bool) -> list[_Layer]:
     return out
 
 
-def _check_supported(model) -> None:
+def check_supported(model) -> None:
     cfg = model.config
     if getattr(cfg, "model_type", "") not in ("qwen2", "qwen3"):
-        raise EngineError(f"toolkit.engine runs Qwen2/Qwen3 models only, not model_type={cfg.model_type!r}")
+        raise EngineError(f"toolkit.backends.engine runs Qwen2/Qwen3 models only, not model_type={cfg.model_type!r}")
     if "sliding_attention" in (getattr(cfg, "layer_types", None) or []):
-        raise EngineError("toolkit.engine has no sliding-window attention; this config uses it")
+        raise EngineError("toolkit.backends.engine has no sliding-window attention; this config uses it")
     rope = getattr(model.model.rotary_emb, "rope_type", "default")
     if rope not in ("default", "linear", "yarn", "llama3"):  # static inv_freq only
-        raise EngineError(f"toolkit.engine supports static RoPE only, not rope_type={rope!r}")
+        raise EngineError(f"toolkit.backends.engine supports static RoPE only, not rope_type={rope!r}")
     if getattr(cfg, "hidden_act", "silu") != "silu":
-        raise EngineError(f"toolkit.engine expects a SiLU MLP, not hidden_act={cfg.hidden_act!r}")
+        raise EngineError(f"toolkit.backends.engine expects a SiLU MLP, not hidden_act={cfg.hidden_act!r}")

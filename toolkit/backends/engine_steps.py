@@ -21,7 +21,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.attention.bias import causal_lower_right
 
 from toolkit.backends import sampling
-from toolkit.backends.engine_math import _rms
+from toolkit.backends.engine_math import rms_scale
 from toolkit.backends.sampling import allowed_from_bitmask
 
 
@@ -156,7 +156,7 @@ class EngineSteps:
 
     def _head(self, h):
         """Final norm + LM head (logits in the model's dtype)."""
-        x = F.rms_norm(h, (h.shape[-1],), self.norm, self.eps) if self.fast else _rms(h, self.norm, self.eps)
+        x = F.rms_norm(h, (h.shape[-1],), self.norm, self.eps) if self.fast else rms_scale(h, self.norm, self.eps)
         return F.linear(x, self.lm_head)
 
     def _sample(self, greedy: bool, masked: bool, nucleus: bool = False) -> None:

@@ -26,6 +26,7 @@ from toolkit.backends.base import Generation
 from toolkit.backends.decode import decode, decode_rows
 from toolkit.backends.sampling import allowed_from_bitmask, choose, generator
 from toolkit.prefix import shared_prefix
+from toolkit.qwen import ENDOFTEXT_ID
 
 
 class HFBackend:
@@ -85,6 +86,13 @@ class HFBackend:
             t2 = time.perf_counter()
         return Generation(new, keep, len(prompt_ids) - keep, t1 - t0, t2 - t1, stopped_by)
 
+    def next_token_logits(self, prompt_ids) -> torch.Tensor:
+        """The model's logits for the token after ``prompt_ids``: one forward of the whole prompt, no cache, no
+        mask (``toolkit.backends.base.Scores``; BFCL's first-token probes)."""
+        with torch.inference_mode():
+            x = torch.tensor([list(prompt_ids)], device=self.device)
+            return self.model(input_ids=x, logits_to_keep=1).logits[0, -1].float().cpu()
+
     def generate_batch(
         self,
         prompts,
@@ -95,7 +103,7 @@ class HFBackend:
         temperature=0.0,
         top_p=1.0,
         seed=0,
-        pad_id: int = 151643,
+        pad_id: int = ENDOFTEXT_ID,
         share_prefix: bool = True,
         processors=(),
     ) -> list[Generation]:

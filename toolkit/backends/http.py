@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from toolkit.backends.base import Generation
-from toolkit.qwen import IM_END_ID
+from toolkit.qwen import ENDOFTEXT_ID, IM_END_ID, VOCAB_WIDTH
 
 ENV = "TOOLKIT_BACKEND"
 MODES = ("tokens", "chat")
@@ -31,7 +31,7 @@ CONNECT_TIMEOUT_S = 3.0
 DEFAULT_TIMEOUT_S = 300.0  # one request's read timeout: a CPU server decodes a few tokens per second
 PROBE_TIMEOUT_S = 5.0
 MAX_ROUNDS = 6  # requests per turn when the host enforces a grammar by jump-forward
-PAD_ID = 151643
+PAD_ID = ENDOFTEXT_ID
 
 
 class ServerError(Exception):
@@ -104,7 +104,7 @@ def _detail(e) -> str:
     return " ".join(str(text).split())[:300]
 
 
-def _call(url: str, what: str, fn, timeout_s: float):
+def call_server(url: str, what: str, fn, timeout_s: float):
     """Run one request; every failure becomes a :class:`ServerError` naming the URL and the request."""
     import openai  # lazy: only when a server is used
 
@@ -133,7 +133,7 @@ def probe(url: str, timeout_s: float = PROBE_TIMEOUT_S, model: str | None = None
     """``GET /models``: which model the server serves. ``model`` picks one when it lists several."""
     url = check_url(url)
     client = _client(url, timeout_s)
-    page = _call(url, "GET /models", lambda: client.models.list(), timeout_s)
+    page = call_server(url, "GET /models", lambda: client.models.list(), timeout_s)
     try:
         entries = [m.model_dump() for m in page.data]
     except (AttributeError, TypeError) as e:
@@ -170,7 +170,7 @@ class ServedGeneration(Generation):
     server: dict = field(default_factory=dict)
 
 
-def _usage(resp) -> dict:
+def usage_of(resp) -> dict:
     u = getattr(resp, "usage", None)
     if u is None:
         return {}
@@ -183,7 +183,7 @@ def _usage(resp) -> dict:
     }
 
 
-class _Served:
+class ServedBackend:
     """What both modes share: the client, the model, the stop-id request fields, timing."""
 
     mode = ""
@@ -201,7 +201,7 @@ class _Served:
         self.info = info or probe(url, model=model)
         self.url, self.model, self.tokenizer = self.info.url, self.info.model, tokenizer
         self.timeout_s, self.stream = float(timeout_s), bool(stream)
-        self.vocab_width = 151_936
+        self.vocab_width = VOCAB_WIDTH
         self.client = _client(self.url, self.timeout_s)
         self.notes: list[str] = []
         self.turns: list[dict] = []  # the ``server`` dict of every request, in order

@@ -19,7 +19,16 @@ from __future__ import annotations
 import json
 import time
 
-from toolkit.backends.http import MODES, ServedGeneration, ServerError, ServerInfo, _call, _Served, _usage, probe
+from toolkit.backends.http import (
+    MODES,
+    ServedBackend,
+    ServedGeneration,
+    ServerError,
+    ServerInfo,
+    call_server,
+    probe,
+    usage_of,
+)
 from toolkit.backends.http_tokens import TokensBackend
 from toolkit.parse import parse_tool_calls
 from toolkit.qwen import IM_END_ID
@@ -56,7 +65,7 @@ def call_text(name: str, arguments) -> str:
     return f"<tool_call>\n{body}\n</tool_call>"
 
 
-class ChatBackend(_Served):
+class ChatBackend(ServedBackend):
     """``/v1/chat/completions`` with ``tools=``; reads ``messages`` (the list the loop extends). See the module
     docstring."""
 
@@ -71,7 +80,7 @@ class ChatBackend(_Served):
         if self.tools:
             kw["tools"] = self.tools
         t_sent, t0 = time.time(), time.perf_counter()
-        resp = _call(
+        resp = call_server(
             self.url,
             "POST /chat/completions",
             lambda: self.client.chat.completions.create(messages=wire_messages(messages), extra_body=extra, **kw),
@@ -99,7 +108,7 @@ class ChatBackend(_Served):
             server_tool_calls=calls,
             text=text,
             finish_reason=resp.choices[0].finish_reason,
-            usage=_usage(resp),
+            usage=usage_of(resp),
             t_sent=t_sent,
             t_done=t_sent + wall,
             wall_s=wall,

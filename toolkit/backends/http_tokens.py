@@ -29,13 +29,13 @@ from __future__ import annotations
 import time
 
 from toolkit.backends import http_structured
-from toolkit.backends.http import MAX_ROUNDS, ServedGeneration, ServerError, _call, _Served, _usage
+from toolkit.backends.http import MAX_ROUNDS, ServedBackend, ServedGeneration, ServerError, call_server, usage_of
 from toolkit.qwen import IM_END_ID
 
 STRUCTURED = ("auto", "server", "host")  # send the grammar where the server takes one | always try | never
 
 
-class TokensBackend(_Served):
+class TokensBackend(ServedBackend):
     """The kit renders and counts; ``/v1/completions`` decodes. See the module docstring."""
 
     mode = "tokens"
@@ -110,10 +110,10 @@ class TokensBackend(_Served):
                     usage = chunk.usage or usage
                 return "".join(pieces), finish, usage, first
 
-            text, finish, usage, first = _call(self.url, "POST /completions (stream)", run, self.timeout_s)
-            u = _usage(type("R", (), {"usage": usage})())
+            text, finish, usage, first = call_server(self.url, "POST /completions (stream)", run, self.timeout_s)
+            u = usage_of(type("R", (), {"usage": usage})())
         else:
-            resp = _call(
+            resp = call_server(
                 self.url,
                 "POST /completions",
                 lambda: self.client.completions.create(prompt=prompt, extra_body=extra, **kw),
@@ -121,7 +121,7 @@ class TokensBackend(_Served):
             )
             if not getattr(resp, "choices", None):
                 raise ServerError("malformed_response", f"POST /completions at {self.url}: no choices in the answer")
-            text, finish, first, u = resp.choices[0].text or "", resp.choices[0].finish_reason, None, _usage(resp)
+            text, finish, first, u = resp.choices[0].text or "", resp.choices[0].finish_reason, None, usage_of(resp)
         t1 = time.perf_counter()
         return dict(
             url=self.url,

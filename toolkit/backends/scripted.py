@@ -14,7 +14,7 @@ import time
 
 from toolkit.backends.base import Generation
 from toolkit.prefix import shared_prefix
-from toolkit.qwen import IM_END_ID
+from toolkit.qwen import IM_END_ID, VOCAB_WIDTH
 
 
 class ScriptedBackend:
@@ -28,7 +28,7 @@ class ScriptedBackend:
 
     def __init__(self, tokenizer, script, name: str = "scripted fake model (no weights)", delay_s: float = 0.0):
         self.tokenizer, self.script, self.name, self.delay_s = tokenizer, list(script), name, delay_s
-        self.vocab_width = 151_936
+        self.vocab_width = VOCAB_WIDTH
         self.prompts: list[list[int]] = []
         self._seen: list[int] = []
 

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from toolkit.book.claims_cost import upper_bound_simulation
-from toolkit.book.ledger import Claim, _verdict
+from toolkit.book.ledger import Claim, make_verdict
 from toolkit.paths import results_file
 
 BFCL_RESULTS = "bfcl_qwen2.5-coder-0.5b.json"  # in benchmarks/results (toolkit.paths.results_file finds it)
@@ -47,14 +47,14 @@ def chain_claims(path: Path | None = None) -> list[Claim]:
                 "§14.5.4",
                 "A k-step chain succeeds with p^k.",
                 "not measured",
-                *_verdict(not rows, why, caveats=[(not rows, why)]),
+                *make_verdict(not rows, why, caveats=[(not rows, why)]),
             ),
             Claim(
                 "pk-upper-bound-measured",
                 "§14.5.4",
                 "p^k is an upper-bound model.",
                 "not measured",
-                *_verdict(not rows, why, caveats=[(not rows, why)]),
+                *make_verdict(not rows, why, caveats=[(not rows, why)]),
             ),
         ]
     m = doc["chains"]["meta"]
@@ -90,7 +90,7 @@ def chain_claims(path: Path | None = None) -> list[Claim]:
             "§14.5.4 table 14-11",
             "A k-step chain succeeds with p^k, p the per-step rate.",
             f"{src}: {table}",
-            *_verdict(
+            *make_verdict(
                 inside >= len(rows) / 2,
                 f"p^k falls outside the measured 95% interval in {len(rows) - inside} of {len(rows)} rows",
                 caveats=[(small < 30, f"as few as {small} chains per row: intervals are wide")],
@@ -101,7 +101,7 @@ def chain_claims(path: Path | None = None) -> list[Claim]:
             "§14.5.4",
             "p^k is only an upper-bound model: real steps are not independent and a failure need not end the task.",
             f"{src}: {where}. Seeded simulation of the two departures named: {sim['text']}",
-            *_verdict(
+            *make_verdict(
                 below <= above,
                 f"measured chain success lies above p^k more often than below ({where}): on these chains p^k was a "
                 "LOWER bound — a step that follows right ones succeeds more often than the same step alone",

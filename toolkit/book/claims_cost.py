@@ -13,7 +13,7 @@ from statistics import median
 
 from toolkit import cost
 from toolkit.book.catalog import realistic_tools
-from toolkit.book.ledger import Claim, _rounds_to, _verdict
+from toolkit.book.ledger import Claim, make_verdict, rounds_to
 from toolkit.render import tool_definition_cost
 from toolkit.tokenizer import tokenizer_for
 
@@ -31,7 +31,7 @@ def cost_claims() -> list[Claim]:
             "Prefilling the whole prefix every turn for 30 turns (T=10,000, Δ=2,048) costs 1,252,320 tokens.",
             f"turn-by-turn sum {g.total_no_cache:,}; closed form "
             f"{cost.total_no_cache(10_000, 2048, 30):,}; plain Python sum {walk:,}",
-            *_verdict(g.total_no_cache == walk == 1_252_320, "the sums differ from 1,252,320"),
+            *make_verdict(g.total_no_cache == walk == 1_252_320, "the sums differ from 1,252,320"),
         )
     )
     out.append(
@@ -40,7 +40,7 @@ def cost_claims() -> list[Claim]:
             "§14.5.3",
             "With every prefix served from the cache, only 2,048 × 30 = 61,440 tokens are computed.",
             f"{g.total_cache:,} (warm); {cold.total_cache:,} if the tool block is not cached before turn 1",
-            *_verdict(
+            *make_verdict(
                 g.total_cache == 61_440,
                 "the cached total is not 61,440",
                 [
@@ -61,12 +61,12 @@ def cost_claims() -> list[Claim]:
             "§14.5.3",
             "The gap at 30 turns is 20.4×.",
             f"{g.total_no_cache:,} / {g.total_cache:,} = {r30:.3f}; cold start {cold.ratio:.2f}×",
-            *_verdict(
-                _rounds_to(r30, 20.4, 1),
+            *make_verdict(
+                rounds_to(r30, 20.4, 1),
                 f"rounds to {r30:.1f}",
                 [
                     (
-                        not _rounds_to(cold.ratio, 20.4, 1),
+                        not rounds_to(cold.ratio, 20.4, 1),
                         "needs a full cache hit on every turn, the tool block "
                         f"included; with a cold first turn it is {cold.ratio:.1f}×",
                     )
@@ -80,7 +80,7 @@ def cost_claims() -> list[Claim]:
             "§14.5.3",
             "At 60 turns the gap is 35.4×.",
             f"walk {r60:.3f}; closed form {cost.ratio_closed(10_000, 2048, 60):.3f}",
-            *_verdict(_rounds_to(r60, 35.4, 1), f"rounds to {r60:.1f}"),
+            *make_verdict(rounds_to(r60, 35.4, 1), f"rounds to {r60:.1f}"),
         )
     )
     grid = [(t, d, r) for t in (0, 500, 10_000, 40_000) for d in (1, 300, 2048) for r in (1, 7, 30, 100)]
@@ -91,7 +91,7 @@ def cost_claims() -> list[Claim]:
             "§14.5.3",
             "The ratio equals T/Δ + (R+1)/2, growing about linearly in R.",
             f"walk vs formula on {len(grid)} (T, Δ, R) settings: {len(bad)} mismatches",
-            *_verdict(not bad, f"mismatches at {bad[:3]}"),
+            *make_verdict(not bad, f"mismatches at {bad[:3]}"),
         )
     )
     c = 10_000 / 2048
@@ -103,8 +103,8 @@ def cost_claims() -> list[Claim]:
             "The constant term 10,000/2,048 ≈ 4.9 comes from the tool definitions and "
             "does not vanish however many turns.",
             f"10,000/2,048 = {c:.4f}; ratio − (R+1)/2 at R = 1, 30, 60, 1000: {', '.join(f'{x:.4f}' for x in rest)}",
-            *_verdict(
-                _rounds_to(c, 4.9, 1) and all(abs(x - c) < 1e-9 for x in rest),
+            *make_verdict(
+                rounds_to(c, 4.9, 1) and all(abs(x - c) < 1e-9 for x in rest),
                 "the constant does not round to 4.9 or changes with R",
             ),
         )
@@ -184,8 +184,8 @@ def tool_cost_claims() -> list[Claim]:
             "public BFCL function docs, Qwen3 "
             f"tokenizer: median {m:.0f} tokens over {len(sets['multi_turn'])} multi-turn API functions, "
             f"{meds['live']:.0f} over {len(sets['live'])} live (user-contributed) functions; the kit's own "
-            f"20 schemas (toolkit.catalog): {kit:.0f}",
-            *_verdict(
+            f"20 schemas (toolkit.book.catalog): {kit:.0f}",
+            *make_verdict(
                 all(0.5 * 200 <= v <= 2 * 200 for v in meds.values()),
                 "a public set's median is off by more than a factor of two",
                 [
@@ -209,7 +209,7 @@ def tool_cost_claims() -> list[Claim]:
                 f"{n} tools cost about {book:,} tokens per request.",
                 f"the first {n} BFCL multi-turn API functions (public, file order) in the Qwen3 template: "
                 f"{c:,} tokens ({c / book:.0%} of the book's figure)",
-                *_verdict(
+                *make_verdict(
                     0.5 * book <= c <= 2 * book,
                     "off by more than a factor of two",
                     [
@@ -239,7 +239,7 @@ def decay_claims() -> list[Claim]:
                     "§14.5.4 table 14-11",
                     f"p = {p:.2f} over {k} steps gives {printed:.3f}.",
                     f"{p}^{k} = {v:.5f}",
-                    *_verdict(_rounds_to(v, printed, 3), f"rounds to {v:.3f}"),
+                    *make_verdict(rounds_to(v, printed, 3), f"rounds to {v:.3f}"),
                 )
             )
     need = cost.required_p(0.9, 20)
@@ -249,7 +249,7 @@ def decay_claims() -> list[Claim]:
             "§14.5.4",
             "For 0.9 over 20 steps each step needs 0.9^(1/20) = 0.9947.",
             f"{need:.6f}",
-            *_verdict(_rounds_to(need, 0.9947, 4), f"rounds to {need:.4f}"),
+            *make_verdict(rounds_to(need, 0.9947, 4), f"rounds to {need:.4f}"),
         )
     )
     out.append(
@@ -258,7 +258,7 @@ def decay_claims() -> list[Claim]:
             "§14.5.4",
             "So the per-step error rate must stay under 0.53%.",
             f"1 − {need:.6f} = {1 - need:.4%}",
-            *_verdict(_rounds_to((1 - need) * 100, 0.53, 2), f"{1 - need:.4%}"),
+            *make_verdict(rounds_to((1 - need) * 100, 0.53, 2), f"{1 - need:.4%}"),
         )
     )
     spe = cost.steps_per_error(need)
@@ -268,7 +268,7 @@ def decay_claims() -> list[Claim]:
             "§14.5.4",
             "That is about one error per 190 steps.",
             f"1 / (1 − p) = {spe:.1f}",
-            *_verdict(185 <= spe <= 195, f"{spe:.0f}"),
+            *make_verdict(185 <= spe <= 195, f"{spe:.0f}"),
         )
     )
     return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from toolkit import cost
-from toolkit.book.ledger import Claim, _rounds_to, _verdict
+from toolkit.book.ledger import Claim, make_verdict, rounds_to
 
 # Peak dense BF16 throughput and bandwidth of an H100 SXM (vendor spec sheet), for the wall-clock comparison only.
 H100_BF16_FLOPS, H100_BW = 989e12, 3.35e12
@@ -37,8 +37,8 @@ def flops_claims() -> list[Claim]:
             f"2 × 8e9 = {f8 / 1e9:.1f} GFLOPs (2 × 8.03e9 = {f8x / 1e9:.2f}); attention over "
             f"the context adds {att_mid / 1e9:.1f} GFLOPs at {ctx_mid:,} tokens and {att_end / 1e9:.1f} at "
             f"{ctx_end:,}",
-            *_verdict(
-                _rounds_to(f8x / 1e9, 16, 0),
+            *make_verdict(
+                rounds_to(f8x / 1e9, 16, 0),
                 "2 × 8.03e9 does not round to 16",
                 [
                     (
@@ -56,7 +56,7 @@ def flops_claims() -> list[Claim]:
             "§14.5.3",
             "DeepSeek-V3 with 37B active parameters takes about 74 GFLOPs per token.",
             f"2 × 37e9 = {f37 / 1e9:.0f} GFLOPs (of 671B parameters only the active ones count)",
-            *_verdict(_rounds_to(f37 / 1e9, 74, 0), "2 × 37e9 does not round to 74"),
+            *make_verdict(rounds_to(f37 / 1e9, 74, 0), "2 × 37e9 does not round to 74"),
         )
     )
     t = 30 * 500
@@ -68,7 +68,7 @@ def flops_claims() -> list[Claim]:
             "30 turns × 500 output tokens = 15,000 tokens: ≈ 0.24 PFLOPs (Llama 3 8B) and ≈ 1.11 PFLOPs (DeepSeek-V3).",
             f"{t:,} tokens: {p8:.3f} and {p37:.3f} PFLOPs "
             f"(with 8.03e9: {cost.decode_flops(llama.active_params, t) / 1e15:.3f})",
-            *_verdict(_rounds_to(p8, 0.24, 2) and _rounds_to(p37, 1.11, 2), "a total does not round"),
+            *make_verdict(rounds_to(p8, 0.24, 2) and rounds_to(p37, 1.11, 2), "a total does not round"),
         )
     )
     g = cost.growth()
@@ -82,7 +82,7 @@ def flops_claims() -> list[Claim]:
             f"{g.total_no_cache:,} / {t:,} = {fold:.0f}× "
             f"(10^{math.log10(fold):.2f}); against the cached prefill ({g.total_cache:,}) only "
             f"{g.total_cache / t:.1f}×",
-            *_verdict(
+            *make_verdict(
                 round(math.log10(fold)) == 2,
                 "not about two orders of magnitude",
                 [
@@ -106,7 +106,7 @@ def flops_claims() -> list[Claim]:
             f"batch-1 BF16 decode does {ai:.1f} FLOP per byte of weights read; an H100 SXM needs "
             f"{ridge:.0f} FLOP/byte (989 TFLOPS / 3.35 TB/s) to be compute-bound, i.e. a batch of "
             f"~{batch_at_ridge:.0f} sequences",
-            *_verdict(
+            *make_verdict(
                 ai < ridge / 10,
                 "intensity is near the ridge point",
                 [
@@ -144,7 +144,7 @@ def flops_claims() -> list[Claim]:
             f"({kv_s:.0f} s of it reading the KV cache); prefill with causal attention ≥ {pre_unc_s:.0f} s "
             f"uncached / {pre_c_s:.1f} s cached at 100% of peak FLOPs, {pre_unc_s / mfu:.0f} s / "
             f"{pre_c_s / mfu:.1f} s at {mfu:.0%}",
-            *_verdict(
+            *make_verdict(
                 dec_s > pre_c_s / mfu,
                 "cached prefill is slower",
                 [

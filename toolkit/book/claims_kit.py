@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from toolkit.backends.scripted import ScriptedBackend
-from toolkit.book.ledger import Claim, _verdict
+from toolkit.book.ledger import Claim, make_verdict
 from toolkit.conversations import CALCULATOR, answer_text, call_text
 from toolkit.grammar.compile import compile_tools
 from toolkit.grammar.mask import replay
@@ -49,7 +49,7 @@ def kit_claims() -> list[Claim]:
             "compiled from get_weather's schema, replaying Qwen3 token ids of a call for a user who asked "
             f"about 北京: city 上海 → accepted {wrong_city[0]}, complete {wrong_city[1]}; unknown field "
             f"'town' → accepted {unknown_field[0]}",
-            *_verdict(
+            *make_verdict(
                 wrong_city == (True, True) and not unknown_field[0],
                 "the grammar rejects a valid shape or accepts an unknown field",
             ),
@@ -80,10 +80,10 @@ def kit_claims() -> list[Claim]:
             "§14.5.7",
             "In SFT on tool trajectories the tool results are masked out of the "
             "loss; the model's calls and answers are trained.",
-            f"toolkit.train.label on a rendered "
+            f"toolkit.sft.labels.label on a rendered "
             f"calculator trajectory: <tool_response> tokens trained {tr[1]} of {sum(tr)}; <tool_call> "
             f"tokens trained {calls[1]} of {sum(calls)}",
-            *_verdict(
+            *make_verdict(
                 tr[1] == 0 and sum(tr) > 0 and calls[1] == sum(calls) > 0, "tool results are trained or calls are not"
             ),
         )
@@ -104,7 +104,7 @@ def kit_claims() -> list[Claim]:
             f"host loop (scripted model): {len(backend.prompts)} separate generate calls, "
             f"each ended by {ends}; request 2 ({len(p2)} tokens) starts with request 1 ({len(p1)}): "
             f"{p2[: len(p1)] == p1}; reused from the cache {gens[1].reused}",
-            *_verdict(
+            *make_verdict(
                 len(backend.prompts) == 2
                 and ends == ["stop", "stop"]
                 and p2[: len(p1)] == p1
@@ -143,7 +143,7 @@ def kit_claims() -> list[Claim]:
             f"{len(executed)} ({', '.join(r.status for r in executed)}); the next prompt has "
             f"{tail.count('<tool_response>')} <tool_response> blocks in {tail.count('<|im_start|>user')} "
             "user turn",
-            *_verdict(
+            *make_verdict(
                 len(calls2) == 2
                 and len(executed) == 2
                 and tail.count("<tool_response>") == 2
@@ -177,5 +177,5 @@ def _multiplication_claim() -> Claim | None:
         f"{r['model']}, "
         f"{n} seeded products of {r['digits']}-digit numbers (seed {r['seed']}, {r['date']}, commit "
         f"{r['commit']}): exact without a tool {alone}/{n}, with the calculator {tool}/{n}",
-        *_verdict(alone < n / 2 and tool > alone, "the model alone multiplies exactly as well as with the tool"),
+        *make_verdict(alone < n / 2 and tool > alone, "the model alone multiplies exactly as well as with the tool"),
     )

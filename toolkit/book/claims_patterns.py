@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from statistics import mean
 
-from toolkit.book.ledger import BOOK, Claim, _verdict
+from toolkit.book.ledger import BOOK, Claim, make_verdict
 from toolkit.paths import results_file
 from toolkit.rag.corpus import ROLES, by_id, readable
 from toolkit.rag.questions import QUESTIONS, grade
@@ -77,7 +77,7 @@ def pattern_claims(doc: dict) -> list[Claim]:
                 f"(S = p^k, k = {k:.1f} tool results per task): p_action {p_action:.2f} vs p_think × p_action′ "
                 f"{p_pair:.2f} — the thought {'paid' if paid else 'did not pay'} here; it cost {turns_r:.1f} vs "
                 f"{turns_d:.1f} model turns and {tok_r:,.0f} vs {tok_d:,.0f} tokens per task",
-                *_verdict(
+                *make_verdict(
                     turns_r > turns_d and (s_r > s_d) == paid,
                     "the thought did not lengthen the chain, or the rates and the per-step inequality disagree",
                     [
@@ -108,7 +108,7 @@ def pattern_claims(doc: dict) -> list[Claim]:
                 f"{mean(g_sh):,.0f} without (the helper's transcript comes back); smaller on {smaller} of "
                 f"{len(pairs)} tasks; main peak {mean(iso[t]['main_peak'] for t in pairs):,.0f} vs "
                 f"{mean(shared[t]['main_peak'] for t in pairs):,.0f} tokens; largest sub-agent prompt {sub_peak:,}",
-                *_verdict(
+                *make_verdict(
                     mean(g_iso) < mean(g_sh),
                     "the isolated main context grew as fast as the shared one",
                     [(smaller < len(pairs), f"not on every task ({smaller} of {len(pairs)})")],
@@ -130,7 +130,7 @@ def pattern_claims(doc: dict) -> list[Claim]:
                 f"{src}, {n} tasks: model turns per task over all contexts {turns_s:.1f} with sub-agents "
                 f"({main_s:.1f} of them in the main context) vs {turns_d:.1f} in the direct loop; success "
                 f"{_rate(rows['subagent'])} vs {_rate(rows['direct'])}",
-                *_verdict(
+                *make_verdict(
                     turns_s >= turns_d,
                     "the sub-agent runs took fewer model steps than the single loop",
                     [(s_s > s_d, "on this model the sub-agent pattern succeeded more often all the same")],
@@ -174,7 +174,7 @@ def rag_claims(doc: dict) -> list[Claim]:
             f"questions: {len(above)} above the asker's access; each role's BM25 index holds exactly the passages "
             f"it may read: {index_ok}; questions whose answer the asker may not read, answered 'not available' "
             f"without leaking: {sum(x['correct'] for x in missing)}/{len(missing)} (retrieval before the turn)",
-            *_verdict(not above and index_ok, f"restricted passages reached a prompt: {above[:3]}"),
+            *make_verdict(not above and index_ok, f"restricted passages reached a prompt: {above[:3]}"),
         )
     )
     for mode in ("before",):
@@ -196,7 +196,7 @@ def rag_claims(doc: dict) -> list[Claim]:
                 f"{mean(x['recall'] for x in rs):.2f} over {len(rs)} questions; of the {len(full)} with every "
                 f"gold passage retrieved, {len(wrong)} answers lack the fact and {len(unsupported)} are not "
                 f"supported by a cited passage",
-                *_verdict(bool(unsupported), "every run with complete retrieval also gave a supported answer"),
+                *make_verdict(bool(unsupported), "every run with complete retrieval also gave a supported answer"),
             )
         )
         # the scorer on a constructed answer: it cites a retrieved passage that does not state the fact
@@ -211,7 +211,7 @@ def rag_claims(doc: dict) -> list[Claim]:
                 f"retrieved passage that does not state it: correct {probe['correct']}, supported "
                 f"{probe['supported']}; {src}: {len(cited)} of {len(runs)} saved answers (all modes) cite a passage "
                 f"id, {len(bad_cite)} of them not supported",
-                *_verdict(
+                *make_verdict(
                     probe["correct"] and not probe["supported"],
                     "the scorer counts a citation as support whatever the passage says",
                     [
@@ -239,7 +239,7 @@ def rag_claims(doc: dict) -> list[Claim]:
                 f"called with the line {calls[(True, 'injected')] or 'none'}, with it removed "
                 f"{calls[(True, 'clean')] or 'none'} (host guard on: the turn that reads passages cannot call); "
                 f"guard off: {calls[(False, 'injected')] or 'none'} vs {calls[(False, 'clean')] or 'none'}",
-                *_verdict(
+                *make_verdict(
                     g_same,
                     "the injected line changed which tools were called",
                     [
@@ -276,7 +276,7 @@ def rag_claims(doc: dict) -> list[Claim]:
                 + ", @".join(f"{k} {b[k]:.2f} → {a[k]:.2f}" for k in ks)
                 + f"; cost {rr['tokens'] / rr['n']:,.0f} prompt tokens and {rr['seconds'] / rr['n']:.1f} s per "
                 f"question ({rr['requests']} model requests){answers}",
-                *_verdict(
+                *make_verdict(
                     gain > 0 or not trained,
                     f"with this reranker recall@{ks[0]} did not rise ({b[ks[0]]:.2f} → {a[ks[0]]:.2f}): the model "
                     f"scoring yes/no ranks {'worse than' if gain < 0 else 'no better than'} BM25 on this corpus — "

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from toolkit import cost
 from toolkit.book.claims_tool_use import _real_rendering
-from toolkit.book.ledger import Claim, _verdict
+from toolkit.book.ledger import Claim, make_verdict
 from toolkit.conversations import tool_use_conversation
 from toolkit.mcp.server import mcp_tool
 from toolkit.render import render
@@ -40,7 +40,7 @@ def reading_claims() -> list[Claim]:
             "smaller.",
             f"p = {p}: {k} serial steps → p^k = {before:.3f}; the same work in {k_short} steps → {after:.3f}; the "
             f"per-step p (the base) is unchanged ({base_same}), the exponent k went from {k} to {k_short}",
-            *_verdict(
+            *make_verdict(
                 not base_same,
                 "a wording slip: shortening the chain lowers the exponent k, not the base p (the base is what "
                 "verification and retries raise)",
@@ -59,7 +59,7 @@ def reading_claims() -> list[Claim]:
             "The one-line token sequence is the token stream, only written on one line.",
             f"{where} writes {newlines} newlines for the chapter's messages (after each role, around <tools>, "
             "<tool_call> and <tool_response>); the one-line form has none, and writes 'system:' for 'system\\n'",
-            *_verdict(
+            *make_verdict(
                 newlines == 0,
                 f"the newlines are characters of the prompt and become tokens ({newlines} here); a one-line form "
                 "that drops them is not the token stream the model reads",
@@ -86,7 +86,7 @@ def reading_claims() -> list[Claim]:
             f"the kit's calculator: local {sorted(local)} with function {sorted(local['function'])}; as an MCP "
             f"Tool {sorted(remote)}; name, description and parameters ↔ inputSchema carried over unchanged: "
             f"{lossless}; MCP Tool fields with no local counterpart: {extra}",
-            *_verdict(
+            *make_verdict(
                 lossless,
                 "the conversion loses or changes a field",
                 [
@@ -116,7 +116,7 @@ def reading_claims() -> list[Claim]:
             "the installed SDK: " + "; ".join(f"{k} {v}" for k, v in parts.items()) + " (Tool with inputSchema; "
             "ListToolsRequest; CallToolRequest/CallToolResult; JSON-RPC messages over the stdio and Streamable "
             "HTTP transports)",
-            *_verdict(all(parts.values()), "a part is missing from the SDK"),
+            *make_verdict(all(parts.values()), "a part is missing from the SDK"),
         )
     )
     return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from toolkit.book.claims_tool_use import FORMAT_EXAMPLE
-from toolkit.book.ledger import Claim, _verdict
+from toolkit.book.ledger import Claim, make_verdict
 from toolkit.conversations import CALCULATOR, call_text
 from toolkit.fetch import installed_folder, manifest
 from toolkit.paths import kit_root
@@ -64,7 +64,7 @@ def token_claims() -> list[Claim]:
             ("eos", "§14.5.2 step 3", "<|im_end|> is the end-of-sequence token; generating it ends the request."),
         ):
             out.append(
-                Claim(cid, step, claim, "not checked", *_verdict(real is None, missing, [(real is None, missing)]))
+                Claim(cid, step, claim, "not checked", *make_verdict(real is None, missing, [(real is None, missing)]))
             )
     else:
         added, tk = real["added"], real["tokenizer"]
@@ -85,7 +85,7 @@ def token_claims() -> list[Claim]:
                 "with special = false, not spelled out character by character.",
                 f"{src}: ids {ids}, special {flags} (flags as the model file carried them: the install reset "
                 f"none of these ids: {untouched}); each encodes to {one} token(s)",
-                *_verdict(
+                *make_verdict(
                     one == [1, 1] and flags == [False, False] and untouched,
                     "flags or lengths differ",
                     [(real["folder"].startswith("qwen2.5"), fam)],
@@ -104,7 +104,7 @@ def token_claims() -> list[Claim]:
                 f"{src}: special=true: {len(names)} tokens, ids {special[0][0]}–{special[-1][0]}, all <|…|> "
                 f"control tokens: {control}; tag tokens ({', '.join(tags)}) special: "
                 f"{sorted({added[c][1] for c in tags})}; ids whose flag the install reset: {sorted(real['reset'])}",
-                *_verdict(
+                *make_verdict(
                     control
                     and "<|im_start|>" in names
                     and "<|im_end|>" in names
@@ -133,7 +133,7 @@ def token_claims() -> list[Claim]:
                 f"{real['folder']}/generation_config.json: eos_token_id {eos_id} = {eos_text}; the official Qwen3 "
                 f"template's golden renderings: every finished assistant turn closed by <|im_end|> in "
                 f"{sum(closed)} of {len(closed)} cases",
-                *_verdict(
+                *make_verdict(
                     "<|im_end|>" in eos_text and all(closed),
                     "the generation config names another eos token, or a Qwen3 rendering closes a turn otherwise",
                     [
@@ -153,7 +153,7 @@ def token_claims() -> list[Claim]:
             "the system turn; they are ordinary tokens paid on every request.",
             f"tool block inside the first (system) turn: {'<tools>' in sys_turn}; {r.counts['tools']} "
             f"tokens of {len(r)} for the kit's {len(schemas())} tools",
-            *_verdict(
+            *make_verdict(
                 sys_turn.startswith("<|im_start|>system") and "<tools>" in sys_turn,
                 "the tool block is not in the system turn",
             ),
@@ -174,7 +174,7 @@ def token_claims() -> list[Claim]:
             "The system block printed in step 1 (Tools header, "
             "signatures in <tools>, the call format inside <tool_call>) is what Qwen3's template writes.",
             f"printed pieces found verbatim in the kit's Qwen3 rendering: {sum(found)} of {len(found)}",
-            *_verdict(all(found), "a printed piece is not in the rendering"),
+            *make_verdict(all(found), "a printed piece is not in the rendering"),
         )
     )
     msgs = [
@@ -201,7 +201,7 @@ def token_claims() -> list[Claim]:
             "each inside <tool_response>…</tool_response>; no 'tool' role reaches the token stream.",
             f"two tool messages → {users} user turn(s) with {blocks} <tool_response> blocks; "
             f"'<|im_start|>tool' in text: {'<|im_start|>tool' in r2.text}",
-            *_verdict(
+            *make_verdict(
                 users == 1 and blocks == 2 and "<|im_start|>tool" not in r2.text,
                 "the results are not merged into one user turn",
             ),
@@ -213,7 +213,7 @@ def token_claims() -> list[Claim]:
             "§14.5.2 step 5",
             "The rendering ends with <|im_start|>assistant\\n, the generation prompt the next turn continues from.",
             f"the rendering after the two tool results ends with {r2.text[-36:]!r}",
-            *_verdict(r2.text.endswith("<|im_start|>assistant\n"), "the rendering ends otherwise"),
+            *make_verdict(r2.text.endswith("<|im_start|>assistant\n"), "the rendering ends otherwise"),
         )
     )
     out.append(_prefix_extends_claim(render, shared_prefix, tokenizer_for))
@@ -230,7 +230,7 @@ def token_claims() -> list[Claim]:
             "§14.5.8",
             "A timestamp at the start of the prompt makes the prefix cache hit drop to (nearly) zero.",
             f"two renderings 7 s apart share {sp} of {len(a)} tokens ({sp / len(a):.1%})",
-            *_verdict(sp < 0.05 * len(a), "most of the prefix survives"),
+            *make_verdict(sp < 0.05 * len(a), "most of the prefix survives"),
         )
     )
     # §14.5.8: compressing history changes the prefix and so breaks the cache
@@ -259,7 +259,7 @@ def token_claims() -> list[Claim]:
             f"12-message history vs the same with its "
             f"first 6 messages summarised: {keep} of {len(full)} tokens still shared; the first changed "
             f"message starts at token {before}",
-            *_verdict(
+            *make_verdict(
                 keep <= before,
                 "the cache survives the change",
                 [
@@ -278,7 +278,7 @@ def token_claims() -> list[Claim]:
 def _prefix_extends_claim(render, shared_prefix, tokenizer_for) -> Claim:
     """Does request k+1 start with what the cache holds after request k? The cache holds request k's prompt plus
     the generated tokens that were fed back in, i.e. all but the last sampled token (<|im_end|> is sampled and
-    ends the request; it never runs through the model), exactly as ``toolkit.host`` counts reuse."""
+    ends the request; it never runs through the model), exactly as ``toolkit.loop.loop`` counts reuse."""
     tools = schemas(["calculator"])
     user = [{"role": "user", "content": CALCULATOR["question"]}]
     call = call_text(CALCULATOR)
@@ -314,7 +314,7 @@ def _prefix_extends_claim(render, shared_prefix, tokenizer_for) -> Claim:
         "Inside one tool loop each request extends the previous "
         "request plus the model's output, so the cache can serve all of it.",
         ev,
-        *_verdict(
+        *make_verdict(
             plain_ok,
             "a plain call already breaks the prefix",
             [

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 
-from toolkit.book.ledger import Claim, _verdict
+from toolkit.book.ledger import Claim, make_verdict
 from toolkit.paths import results_file
 from toolkit.qwen import IM_END_ID
 
@@ -53,7 +53,7 @@ def _idle(r: dict) -> Claim:
         f"while a tool ran: {len(i['overlaps'])}; the tool started/ended (s after the last request closed, s before "
         f"the next opened): {gaps}; wall clock from the first request: "
         f"{[(round(q['t_sent'] - t0, 2), round(q['t_done'] - t0, 2)) for q in req]}",
-        *_verdict(
+        *make_verdict(
             bool(spans) and not i["overlaps"] and all(between),
             "a request was open while the tool ran, or no tool ran between two requests in the saved run",
         ),
@@ -72,7 +72,7 @@ def _stop(r: dict) -> Claim:
         f"with {s['turn_ends_with']} (<|im_end|> = {IM_END_ID}), stop token in the returned text: "
         f"{s['text_has_im_end']}; the same prompt cut at max_tokens={s['cut']['max_tokens']}: "
         f"finish_reason {s['cut']['finish_reason']!r}",
-        *_verdict(
+        *make_verdict(
             s["finish_reason"] == "stop"
             and s["turn_ends_with"] == [IM_END_ID]
             and not s["text_has_im_end"]
@@ -95,7 +95,7 @@ def _parallel(r: dict) -> Claim:
         f"{[(s['args'], round(s['start'] - spans[0]['start'], 2), round(s['end'] - spans[0]['start'], 2)) for s in spans]}"
         f" s (concurrent: {p['concurrent']}); {p['tool_messages']} tool results rendered as "
         f"{p['user_turns_after_call']} user turn(s) after the call",
-        *_verdict(
+        *make_verdict(
             p["concurrent"] and p["tool_messages"] >= 2 and p["user_turns_after_call"] == 1,
             "the saved run did not run two calls concurrently or did not merge their results into one user turn",
             [
@@ -119,7 +119,7 @@ def _stream(r: dict) -> Claim:
         f"{s['off']['completion_tokens']} tokens in {s['off']['wall_s']} s, on {s['on']['completion_tokens']} tokens, "
         f"first after {s['on']['first_token_s']} s, last after {s['on']['wall_s']} s; same text: {s['same_text']} "
         f"({s['on']['text']!r})",
-        *_verdict(
+        *make_verdict(
             s["same_text"] and s["off"]["completion_tokens"] == s["on"]["completion_tokens"],
             "streamed and unstreamed greedy texts differ in the saved run",
             [
@@ -145,7 +145,7 @@ def _prefix(r: dict) -> Claim:
         f"{[(t['prompt'], t['shared_with_previous'], t['server_cached']) for t in turns]}; after compressing "
         f"history the prompt shares {p['compressed_shared']} of {p['compressed_prompt']} tokens with the last one "
         f"({p['last_prompt']})",
-        *_verdict(
+        *make_verdict(
             bool(later)
             and all(t["shared_with_previous"] >= prev["prompt"] for prev, t in zip(turns, later))
             and p["compressed_shared"] < p["compressed_prompt"],

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from importlib.metadata import version
 
-from toolkit.book.ledger import Claim, _verdict
+from toolkit.book.ledger import Claim, make_verdict
 from toolkit.conversations import tool_use_conversation
 from toolkit.fetch import installed_folder
 from toolkit.parse import parse_tool_calls
@@ -53,7 +53,7 @@ def tool_use_claims() -> list[Claim]:
             "Tool Use §3.1",
             "The printed token sequence shows the result in its own '<|im_start|>tool' turn.",
             "rendered: " + "; ".join(f"{t}: tool turn {tool_turn[t]}, result in a user turn {in_user[t]}" for t in r),
-            *_verdict(
+            *make_verdict(
                 all(tool_turn.values()),
                 "both Qwen2.5's and Qwen3's templates put tool results in a "
                 "user turn wrapped in <tool_response>; the 'tool' role exists only in the API message "
@@ -70,7 +70,7 @@ def tool_use_claims() -> list[Claim]:
             "In the one-line token sequence a role is followed by a colon: <|im_start|>system:…",
             "rendered: "
             + "; ".join(f"{t}: '<|im_start|>role:' {colon[t]}, '<|im_start|>system\\n' {newline[t]}" for t in r),
-            *_verdict(
+            *make_verdict(
                 all(colon.values()),
                 "the templates put a newline after the role, never a colon; "
                 "the colon is not in the token stream (the readable form below it is right)",
@@ -90,7 +90,7 @@ def tool_use_claims() -> list[Claim]:
             f"turn: {sum(present)} of {len(present)}; the rendering ends the last line with ':' "
             f"({last_rendered in sys25}) and follows it with the call-format example {FORMAT_EXAMPLE} "
             f"({dropped}); blank lines between sections in the rendering: {sys25.count(chr(10) * 2)}",
-            *_verdict(
+            *make_verdict(
                 sum(present) >= len(present) - 1,
                 "most printed lines are not in the rendering",
                 [
@@ -119,7 +119,7 @@ def tool_use_claims() -> list[Claim]:
             f", offline Qwen2.5 tokenizer: the snippet returns a {kind} of {len(ids)} token ids; with "
             f"tokenize=False it returns a str of {len(as_text)} characters that starts "
             f"{as_text[:22]!r}",
-            *_verdict(
+            *make_verdict(
                 as_text.startswith("<|im_start|>system") and "<tools>" in as_text and len(ids) > 0,
                 "the call does not render the messages and tools through the template",
                 [
@@ -140,7 +140,7 @@ def tool_use_claims() -> list[Claim]:
             "Tool Use §3.1",
             f"Inside <tool_response> the template writes {printed}.",
             "rendered bodies: " + "; ".join(f"{t}: {json.dumps(b[0] if b else '')}" for t, b in body.items()),
-            *_verdict(
+            *make_verdict(
                 all(printed in (b[0] if b else "") for b in body.values()),
                 "both templates write the message content as is (37.5); name and the wrapper object are not added",
             ),
@@ -153,7 +153,7 @@ def tool_use_claims() -> list[Claim]:
             "Tool Use §3.1",
             "The tool definitions appear inside <tools> as one JSON array.",
             "rendered: " + "; ".join(f"{t}: array {v}" for t, v in listed.items()),
-            *_verdict(
+            *make_verdict(
                 all(listed.values()),
                 "both templates write one JSON object per tool, one per line, with no enclosing [ ]",
             ),
@@ -186,7 +186,7 @@ def tool_use_claims() -> list[Claim]:
             + "; ".join(f"{t} object {v}" for t, v in kit_obj.items())
             + f"; the template's call format asks the model for <args-json-object> ({FORMAT_EXAMPLE in sys25}) and "
             f"the host parser reads the object form as {calls[0].arguments}",
-            *_verdict(
+            *make_verdict(
                 real_obj or real is None,
                 "the template writes `tojson` of what the list holds: string arguments come out as an escaped JSON "
                 "string, not the object the chapter prints; the object form is what the model itself generates "
@@ -204,7 +204,7 @@ def tool_use_claims() -> list[Claim]:
             "The Qwen2.5 sequence wraps the result in <tool_response> tags.",
             f"Qwen2.5: <tool_response> is {pieces} ordinary tokens, {n_tr} tokens "
             "for the wrapped result; Qwen3: 1 added token",
-            *_verdict("<tool_response>" in r["qwen2.5"].text, "no <tool_response> in the rendering"),
+            *make_verdict("<tool_response>" in r["qwen2.5"].text, "no <tool_response> in the rendering"),
         )
     )
     calc = {e: TOOLS["calculator"].fn(e)["result"] for e in ("250 * 0.15", "250 * 15%")}
@@ -214,7 +214,7 @@ def tool_use_claims() -> list[Claim]:
             "Tool Use §3.1",
             "250 × 15% = 37.5, the result the calculator returns.",
             f"toolkit.tools calculator: {calc}",
-            *_verdict(all(v == 37.5 for v in calc.values()), "the calculator returns another value"),
+            *make_verdict(all(v == 37.5 for v in calc.values()), "the calculator returns another value"),
         )
     )
     # Two messages per call, checked against the book's own list and what the template does with it
@@ -231,7 +231,7 @@ def tool_use_claims() -> list[Claim]:
             f"the printed list: {', '.join(roles)}"
             f"; Qwen2.5 renders the call as {call_turn} assistant turn opening with <tool_call> and the "
             f"result as {t25.count('<tool_response>')} <tool_response> block, then the answer turn",
-            *_verdict(
+            *make_verdict(
                 roles[i_call : i_call + 3] == ["assistant(tool_calls)", "tool", "assistant"]
                 and call_turn == 1
                 and t25.count("<tool_response>") == 1,

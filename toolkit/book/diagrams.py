@@ -64,7 +64,7 @@ def _book_weather_tool() -> Tool:
 def round_trip_trace(lang: str = "zh") -> dict:
     """Record §14.5.2's example with the host loop; return it as plain data.
 
-    ``toolkit.loop.run`` drives a ``ScriptedBackend`` (a fake model replaying fixed texts, so the figure is
+    ``toolkit.loop.loop.run`` drives a ``ScriptedBackend`` (a fake model replaying fixed texts, so the figure is
     deterministic): the call is the one §14.5.2 step 2 prints; the tool really runs; every token count comes from
     the offline Qwen3 tokenizer and the Qwen3 template, and the texts shown are the ones the template rendered.
     """
@@ -125,7 +125,7 @@ def round_trip_trace(lang: str = "zh") -> dict:
         elif d["step"] == "Answered":
             steps.append(dict(kind="answer", text=d["text"]))
     return dict(
-        producer="toolkit.loop.run (the kit's host loop), template qwen3, offline Qwen3 tokenizer; "
+        producer="toolkit.loop.loop.run (the kit's host loop), template qwen3, offline Qwen3 tokenizer; "
         "get_weather executed (a fixed local table with the book's values, not live data)",
         example=f"§14.5.2: get_weather, city {ex['city']}",
         model=f"{trace.model}: replays fixed texts, no neural model ran",
@@ -134,7 +134,7 @@ def round_trip_trace(lang: str = "zh") -> dict:
     )
 
 
-def _arrows(trace: dict, lang: str) -> list[dict]:
+def arrow_rows(trace: dict, lang: str) -> list[dict]:
     """Turn recorded steps into events ``{src, dst, step, label}`` (code in backquotes): §14.5.2's six steps, each
     numbered once. ``src == dst`` is work inside one participant, drawn as a note."""
     zh = lang == "zh"
@@ -225,7 +225,7 @@ def _height(rich: str) -> float:
 def round_trip_figure(trace: dict, lang: str = "en", width: int = CANVAS_PX) -> go.Figure:
     """Fig 14-9: the sequence diagram of ``round_trip_trace``."""
     heads = {name: (x, L[lang]["lanes"][name], C_LANES[name]) for name, x in LANE_X.items()}
-    return sequence_figure(_arrows(trace, lang), heads, width)
+    return sequence_figure(arrow_rows(trace, lang), heads, width)
 
 
 def sequence_figure(events: list[dict], lanes: dict, width: int = CANVAS_PX) -> go.Figure:

@@ -31,7 +31,7 @@ import plotly.graph_objects as go
 from toolkit import cost
 from toolkit.book import charts
 from toolkit.book.claims import write_markdown
-from toolkit.book.diagrams import _arrows, round_trip_figure, round_trip_trace
+from toolkit.book.diagrams import arrow_rows, round_trip_figure, round_trip_trace
 from toolkit.book.export import export
 from toolkit.book.fonts import embed_font, font_style, svg_text
 from toolkit.book.mcp_diagram import mcp_architecture, mcp_figure, mcp_sequence_figure, mcp_session_trace
@@ -136,7 +136,7 @@ def build_traced(out: Path, langs=("zh", "en")) -> list[tuple[go.Figure, Path]]:
     session) and the transport table: write their data, return (figure, stem) pairs."""
     out.mkdir(parents=True, exist_ok=True)
     traces = {lg: round_trip_trace(lg) for lg in langs}
-    _dump_figure_data(out, "fig14-9_round_trip", traces=traces, events={lg: _arrows(traces[lg], lg) for lg in langs})
+    _dump_figure_data(out, "fig14-9_round_trip", traces=traces, events={lg: arrow_rows(traces[lg], lg) for lg in langs})
     facts = mcp_architecture()
     _dump_figure_data(out, "fig14-11_mcp", facts=facts)
     session = mcp_session_trace()

@@ -2,7 +2,7 @@
 
 What it does
 - :class:`Claim` (id, section, our wording, evidence, verdict, why); a verdict other than a plain "holds" must give
-  its reason. ``_verdict`` and ``_rounds_to`` are the helpers the checks share.
+  its reason. ``make_verdict`` and ``rounds_to`` are the helpers the checks share.
 
 What it leaves out
 - The checks themselves (``claims_*`` modules).
@@ -37,11 +37,11 @@ class Claim:
             raise ValueError(f"{self.id}: a verdict of {self.verdict!r} needs a reason")
 
 
-def _rounds_to(value: float, printed: float, decimals: int) -> bool:
+def rounds_to(value: float, printed: float, decimals: int) -> bool:
     return round(value, decimals) == round(printed, decimals)
 
 
-def _verdict(ok: bool, why_not: str = "", caveats=()) -> tuple[str, str]:
+def make_verdict(ok: bool, why_not: str = "", caveats=()) -> tuple[str, str]:
     """The verdict from a computed condition. ``caveats`` are ``(condition, text)`` pairs: a caveat is attached
     only when its condition, computed from the evidence, is true (tests reject literal conditions)."""
     if not ok:

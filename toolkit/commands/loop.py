@@ -7,8 +7,8 @@ import json
 from toolkit import cliargs
 from toolkit.backends import http, http_chat
 from toolkit.conversations import LOOP_EXAMPLES
-from toolkit.models import load
 from toolkit.schema import openai_schema
+from toolkit.settings import MODEL_MAX_NEW_TOKENS, STAND_IN_SETTINGS, LoopConfig
 from toolkit.tokenizer import qwen_tokenizer
 from toolkit.tools import TOOLS
 
@@ -52,9 +52,14 @@ def cli(argv: list[str]) -> int:
         help="text that starts the answer when the rule says so; default 'auto' (by the question's language); '' for none",
     )
     p.add_argument("--no-reuse", action="store_true", help="prefill the whole prompt every turn")
-    p.add_argument("--max-turns", type=cliargs.count(1, 20), default=None, help="model turns (default 4)")
     p.add_argument(
-        "--max-new-tokens", type=cliargs.count(1, 4096), default=None, help="per turn (default 160; stand-in 48)"
+        "--max-turns", type=cliargs.count(1, 20), default=LoopConfig.max_turns, help="model turns (default %(default)s)"
+    )
+    p.add_argument(
+        "--max-new-tokens",
+        type=cliargs.count(1, 4096),
+        default=None,
+        help=f"per turn (default {MODEL_MAX_NEW_TOKENS}; stand-in {STAND_IN_SETTINGS['max_new_tokens']})",
     )
     p.add_argument(
         "--backend",
@@ -89,11 +94,9 @@ def cli(argv: list[str]) -> int:
         p.error("--model and --backend exclude each other: the server decides the model")
 
     # lazy: these import xgrammar and torch (~14 s on a busy machine); a usage error above never waits for them
-    from toolkit.loop.examples import MAX_QUESTION_CHARS, ask, example, pick_tools, settings_for
-    from toolkit.loop.loop import DEFAULTS, RULE, check_tool_choice
+    from toolkit.loop.examples import MAX_QUESTION_CHARS, ask, example, pick_tools
+    from toolkit.loop.loop import RULE, check_tool_choice
 
-    if a.max_turns is None:
-        a.max_turns = DEFAULTS["max_turns"]
     if a.question is not None and len(a.question) > MAX_QUESTION_CHARS:
         p.error(f"the question is {len(a.question)} characters; at most {MAX_QUESTION_CHARS}")
     try:
@@ -105,28 +108,26 @@ def cli(argv: list[str]) -> int:
         return _served(a, p, url, mounted, choice)
     import torch  # torch loads only after the arguments are checked
 
+    from toolkit.backends import choose  # lazy: torch and transformers, after the arguments are checked
+
     torch.manual_seed(0)
     try:
-        loaded = load(a.model, quiet=a.json)
+        chosen = choose.choose(a.model, quiet=a.json, reuse=not a.no_reuse)  # no server here: the local model
     except (OSError, ConnectionError, ValueError) as e:
         p.error(f"could not load model {a.model!r}: {str(e).splitlines()[0][:300]}")
-    kw = dict(constrain=a.constrain, max_turns=a.max_turns, tool_choice=choice)
-    if a.max_new_tokens:
-        kw["max_new_tokens"] = a.max_new_tokens
-    if a.answer_prefix is not None:
-        kw["answer_prefix"] = a.answer_prefix or None
-    messages = example(a.example)["messages"] if a.example else a.question
-    settings = settings_for(loaded, **kw)
-    trace = ask(messages, loaded, tools=mounted, reuse=not a.no_reuse, **kw)
+    loaded, messages = chosen.loaded, example(a.example)["messages"] if a.example else a.question
+    settings = _settings(a, chosen.settings, choice)
+    trace = ask(messages, loaded, tools=mounted, reuse=not a.no_reuse, config=settings)
     if a.json:
         out = trace.to_json()
-        out.update(semantic=loaded.semantic, settings=settings, tools=list(mounted), rule=RULE)
+        out.update(semantic=loaded.semantic, settings=settings.values(), settings_from=settings.sources())
+        out.update(tools=list(mounted), rule=RULE)
         print(json.dumps(out, ensure_ascii=False, indent=1, default=str))
         return 0
     print(f"model: {loaded.description}")
     if not loaded.semantic:
         print("NOTE: random weights — the calls below are well-formed but meaningless (mechanics only).")
-    print(f"tools: {', '.join(mounted)} | settings: {settings}\nrule: {RULE}")
+    print(f"tools: {', '.join(mounted)} | settings: {settings.describe()}\nrule: {RULE}")
     for s in trace.steps:
         if s.lines():
             print(s.lines())
@@ -134,41 +135,47 @@ def cli(argv: list[str]) -> int:
     return 0
 
 
+def _settings(a, cfg: LoopConfig, choice) -> LoopConfig:
+    """The model's settings with what the command line sets (the same for a local and a served model)."""
+    kw = dict(constrain=a.constrain, max_turns=a.max_turns, tool_choice=choice)
+    if a.max_new_tokens:
+        kw["max_new_tokens"] = a.max_new_tokens
+    if a.answer_prefix is not None:
+        kw["answer_prefix"] = a.answer_prefix or None
+    return cfg.but("command line", **kw)
+
+
 def _served(a, p, url: str, mounted: dict, choice) -> int:
     """The same loop against a server (toolkit.backends.http); every failure is one line, exit 1."""
     from toolkit.backends import choose  # lazy, as in cli: torch and transformers
-    from toolkit.loop.examples import example
-    from toolkit.loop.loop import DEFAULTS, RULE, run
+    from toolkit.loop.examples import example  # lazy: xgrammar and torch
+    from toolkit.loop.loop import RULE, run  # lazy: xgrammar and torch
 
     messages = example(a.example)["messages"] if a.example else [{"role": "user", "content": a.question}]
     try:
         info = http.probe(url, timeout_s=min(a.timeout, http.PROBE_TIMEOUT_S))
         template = choose.template_of(info.model)  # the served folder's config.json, else the model's name
         tokenizer = qwen_tokenizer(template)
-        kw = dict(DEFAULTS, template=template)
-        kw.update(max_turns=a.max_turns, tool_choice=choice, constrain=a.constrain)
-        if a.max_new_tokens:
-            kw["max_new_tokens"] = a.max_new_tokens
-        if a.answer_prefix is not None:
-            kw["answer_prefix"] = a.answer_prefix or None
+        settings = _settings(a, LoopConfig.for_model(choose.Served(info, tokenizer, template)), choice)
         notes = []
         if a.backend_mode == "chat":
             notes.append("chat mode: the server renders and parses; no grammar, no answer prefix")
-            kw.update(constrain="none", answer_prefix=None)
+            settings = settings.but("chat mode (the server renders and parses)", constrain="none", answer_prefix=None)
         schemas = [openai_schema(t) for t in mounted.values()]
         backend = http_chat.backend_from(url, tokenizer, mode=a.backend_mode, messages=messages, tools=schemas,
                                     timeout_s=a.timeout, info=info)  # fmt: skip
-        trace = run(backend, tokenizer, messages, mounted, **kw)
+        trace = run(backend, tokenizer, messages, mounted, config=settings)
     except http.ServerError as e:
         p.exit(1, f"{p.prog}: server error ({e.kind}): {e}\n")
     notes += backend.notes
     if a.json:
         out = trace.to_json()
-        out.update(server=info.description, url=url, mode=a.backend_mode, settings=kw, notes=notes, rule=RULE)
+        out.update(server=info.description, url=url, mode=a.backend_mode, notes=notes, rule=RULE)
+        out.update(settings=settings.values(), settings_from=settings.sources())
         print(json.dumps(out, ensure_ascii=False, indent=1, default=str))
         return 0
     print(f"model: {info.model} | server: {url} ({info.kind}, {a.backend_mode} mode)")
-    print(f"tools: {', '.join(mounted)} | settings: {kw}\nrule: {RULE}")
+    print(f"tools: {', '.join(mounted)} | settings: {settings.describe()}\nrule: {RULE}")
     for s in trace.steps:
         if s.lines():
             print(s.lines())

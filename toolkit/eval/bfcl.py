@@ -11,7 +11,7 @@ What it does
   ``prompt``: BFCL's "Prompt" style — the function docs as JSON in the system prompt (text assembled at run
   time from ``bfcl_eval.constants.default_prompts``, nothing copied), the model answers
   ``[f(a=1), g(b=2)]`` in plain text; ``native``: the chat template's ``tools=``, calls parsed from
-  ``<tool_call>`` blocks with :func:`toolkit.host.parse_tool_calls`; ``constrained``: the native prompt decoded
+  ``<tool_call>`` blocks with :func:`toolkit.parse.parse_tool_calls`; ``constrained``: the native prompt decoded
   under :func:`constrained_grammar` — either one or more ``<tool_call>`` blocks that fit the tools' schemas, or
   a plain-text answer (so a model can still decline, which irrelevance needs) that may not contain ``{``,
   ``````` or ``<tool_call>`` (so JSON cannot hide in prose).
@@ -35,6 +35,7 @@ from pathlib import Path
 
 from toolkit.grammar.compile import compile_grammar, compile_tools
 from toolkit.loop.gate import FirstTokenGate, starting_ids
+from toolkit.qwen import TOOL_CALL_ID
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
 MODES = ("prompt", "native", "constrained")
@@ -214,27 +215,28 @@ def constrained_grammar(
     tokenizer,
     vocab_width: int | None = None,
     max_calls: int = 4,
-    newline_after: bool = False,
-    as_list: bool = False,
+    more_calls: bool = False,
+    list_calls: bool = False,
 ):
     """Either 1..``max_calls`` ``<tool_call>`` blocks whose JSON fits one of ``tools``, or a short text answer
     (at most :data:`DECLINE_MAX_TOKENS` tokens) free of :data:`STRUCTURED_STARTS`, so a call cannot hide in
-    prose as fenced JSON, XML or a Python list. Raises :class:`toolkit.constrain.SchemaError` for schemas
-    xgrammar rejects (the caller counts that, it does not crash). ``newline_after``: every call is followed by
+    prose as fenced JSON, XML or a Python list. Raises :class:`toolkit.grammar.compile.SchemaError` for schemas
+    xgrammar rejects (the caller counts that, it does not crash). ``more_calls``: every call is followed by
     ``"\n"``, so the turn's only end decision (another ``<tool_call>`` or the stop token) comes right after
-    ``</tool_call>\n`` — the point :class:`toolkit.eval.levers.MoreCallsGate` acts on. ``as_list``: one block
+    ``</tool_call>\n`` — the point :class:`toolkit.eval.levers.MoreCallsGate` acts on. ``list_calls``: one block
     holding a JSON list of 1..``max_calls`` calls (the end decision is ``,`` or ``]`` inside the list, where a
-    model that writes ``[f(a=1), g(b=2)]`` in BFCL's prompt style already decides); :func:`decode` with
-    ``lists=True`` splits it."""
+    model that writes ``[f(a=1), g(b=2)]`` in BFCL's prompt style already decides);
+    ``toolkit.eval.read.decode`` with ``list_calls=True`` splits it. The names are the levers' own
+    (:class:`toolkit.eval.levers.Levers`)."""
     calls = compile_tools(
-        tools, tokenizer, mode="tag", parallel=False, vocab_width=vocab_width, as_list=as_list, max_calls=max_calls
+        tools, tokenizer, mode="tag", parallel=False, vocab_width=vocab_width, as_list=list_calls, max_calls=max_calls
     )
     tag = calls.source["format"]
     nl = {"type": "const_string", "value": "\n"}
     optional_nl = {"type": "repeat", "min": 0, "max": 1, "content": nl}
-    if as_list:  # one block (a list inside), then an optional newline before the end
+    if list_calls:  # one block (a list inside), then an optional newline before the end
         calls_format = {"type": "sequence", "elements": [tag, optional_nl]}
-    elif newline_after:  # (tag "\n"){1,max}: after each newline, another call or the end
+    elif more_calls:  # (tag "\n"){1,max}: after each newline, another call or the end
         calls_format = {
             "type": "repeat",
             "min": 1,
@@ -251,7 +253,7 @@ def constrained_grammar(
         }
     text = {"type": "any_text", "excludes": list(STRUCTURED_STARTS) + ["<tool_call>"], "max_tokens": DECLINE_MAX_TOKENS}
     structural = {"type": "structural_tag", "format": {"type": "or", "elements": [calls_format, text]}}
-    what = "the call-list-or-text tag" if as_list else "the call-or-text tag"
+    what = "the call-list-or-text tag" if list_calls else "the call-or-text tag"
     return compile_grammar(tokenizer, vocab_width, "tag_or_text", calls.schema, what, structural)
 
 
@@ -276,5 +278,5 @@ class IntentGate(FirstTokenGate):
     seeded evaluation subset): a weak, stated choice, not a tuned one.
     """
 
-    def __init__(self, tokenizer, threshold: float | None = GATE_THRESHOLD, tool_call_id: int = 151657):
+    def __init__(self, tokenizer, threshold: float | None = GATE_THRESHOLD, tool_call_id: int = TOOL_CALL_ID):
         super().__init__(tokenizer, STRUCTURED_STARTS, threshold, tool_call_id)

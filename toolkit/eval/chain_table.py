@@ -29,7 +29,7 @@ def steps_of(k: int, pair: bool = False) -> list[str]:
     if not pair:
         return list(STEPS[:k])
     names = {"city": "landmark_city", "weather": "get_weather", "difference": "difference"}
-    return [names[key[0]] for key in pairs._pair_expected(k)]
+    return [names[key[0]] for key in pairs.pair_expected(k)]
 
 
 def table(chain_rows: list[dict], step_rates: dict[str, dict]) -> list[dict]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from toolkit.backends.base import name_of
 from toolkit.calculator import calculator
 from toolkit.errors import ToolError
 from toolkit.loop.loop import loop, run
@@ -112,7 +113,7 @@ def task(landmark: str, k: int) -> Task:
     return Task(landmark, k, q, steps)
 
 
-def _num(x) -> float | None:
+def as_number(x) -> float | None:
     try:
         return float(x)
     except (TypeError, ValueError):
@@ -120,7 +121,7 @@ def _num(x) -> float | None:
 
 
 def _close(a, b) -> bool:
-    a, b = _num(a), _num(b)
+    a, b = as_number(a), as_number(b)
     return a is not None and b is not None and math.isclose(a, b, rel_tol=1e-3, abs_tol=0.05)
 
 
@@ -152,7 +153,7 @@ def step_ok(step: str, name: str | None, args: dict | None, prev: dict | None, l
             and _unit(args.get("to_unit")) == dst
         )
     if step in ("times_two", "minus_100", "difference"):
-        value = _num(prev.get("result", prev.get("value")))
+        value = as_number(prev.get("result", prev.get("value")))
         if name != "calculator" or value is None or not isinstance(args.get("expression"), str):
             return False
         want = {"times_two": value * 2, "minus_100": value - 100, "difference": value}[step]
@@ -241,7 +242,7 @@ def run_chain(backend, tokenizer, t, until_decided: bool = False, **loop_kwargs)
     kw = {"max_turns": t.k + 2, "parallel": False, "max_new_tokens": 96}
     kw.update(loop_kwargs)
     msgs = [{"role": "user", "content": t.question}]
-    trace = Trace(getattr(backend, "name", type(backend).__name__), messages=msgs)
+    trace = Trace(name_of(backend), messages=msgs)
     for step in loop(backend, tokenizer, msgs, tools(), **kw):
         trace.steps.append(step)
         if until_decided and isinstance(step, Executed) and t.score(executed_calls(trace)).decided:

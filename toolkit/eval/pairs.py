@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from toolkit.eval.chains import CITY_OF, LANDMARKS, TOOL_ERRORS, ChainScore, _num, step_ok
+from toolkit.eval.chains import CITY_OF, LANDMARKS, TOOL_ERRORS, ChainScore, as_number, step_ok
 from toolkit.tools import get_weather
 
 PAIR_STAGES = (("city", "city"), ("weather", "weather"), ("difference",))
@@ -74,7 +74,7 @@ def pairs() -> list[tuple[str, str]]:
     return [(LANDMARKS[i], LANDMARKS[(i + 1) % len(LANDMARKS)]) for i in range(len(LANDMARKS))]
 
 
-def _pair_expected(k: int) -> list[tuple]:
+def pair_expected(k: int) -> list[tuple]:
     keys = [("city", 0), ("city", 1), ("weather", 0), ("weather", 1), ("difference",)]
     return keys[:k]
 
@@ -84,7 +84,7 @@ def _pair_ok(key, c, done: dict, t: PairTask) -> bool:
         return step_ok("landmark_city", c.name, c.arguments, None, t.landmarks[key[1]])
     if key[0] == "weather":
         return step_ok("get_weather", c.name, c.arguments, done[("city", key[1])], "")
-    t0, t1 = (_num(done[("weather", i)].get("temperature")) for i in (0, 1))
+    t0, t1 = (as_number(done[("weather", i)].get("temperature")) for i in (0, 1))
     if t0 is None or t1 is None:
         return False
     return step_ok("difference", c.name, c.arguments, {"result": t0 - t1}, "")
@@ -92,7 +92,7 @@ def _pair_ok(key, c, done: dict, t: PairTask) -> bool:
 
 def score_pair(calls, t: PairTask) -> ChainScore:
     """Like :func:`score_calls`, but the two calls of a stage may come in either order (or in one turn)."""
-    expected = _pair_expected(t.k)
+    expected = pair_expected(t.k)
     stage = {key: next(i for i, s in enumerate(PAIR_STAGES) if key[0] in s) for key in expected}
 
     def walk(allow_retry: bool) -> tuple[int, bool, bool]:

@@ -14,7 +14,7 @@ What it does
 Titles are wrapped to fit a 1,024-px window. Each returns None when its section is missing, so a notebook can say "not run yet" instead of failing.
 
 What it leaves out
-- Styling beyond readable defaults; static export (``toolkit.figures`` owns the book's figures).
+- Styling beyond readable defaults; static export (``toolkit.book.figures`` owns the book's figures).
 """
 
 from __future__ import annotations

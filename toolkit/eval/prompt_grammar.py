@@ -5,7 +5,7 @@ What it does
 - ``python_calls_ebnf(tools)``: the EBNF (xgrammar's dialect) of 1..``max_calls`` such calls in a list.
 - ``python_calls_grammar(tools, tokenizer)``: that list *or* a short text free of the structured starts (as the
   constrained mode's text branch in :func:`toolkit.eval.bfcl.constrained_grammar`), compiled through the kit's one
-  ``compile_grammar``. ``toolkit.eval.run.run_cases(..., mode="prompt", python_calls=True)`` decodes under it and
+  ``compile_grammar``. ``toolkit.eval.run.run_cases`` with ``Levers(mode="prompt", python_calls=True)`` decodes under it and
   gates the first token onto ``[``; ``toolkit.eval.read.decode_python`` reads the result (never evaluated).
 
 What it leaves out
@@ -92,7 +92,7 @@ def python_calls_ebnf(tools: list[dict], max_calls: int = 4) -> str:
 def python_calls_grammar(tools: list[dict], tokenizer, vocab_width: int | None = None, max_calls: int = 4):
     """BFCL's prompt style under a grammar: either :func:`python_calls_ebnf`'s call list, or a short text answer
     free of :data:`STRUCTURED_STARTS` (as :func:`constrained_grammar`'s text branch). Raises
-    :class:`toolkit.constrain.SchemaError` when xgrammar rejects it (counted by the caller, never a crash)."""
+    :class:`toolkit.grammar.compile.SchemaError` when xgrammar rejects it (counted by the caller, never a crash)."""
     text = {"type": "any_text", "excludes": list(STRUCTURED_STARTS), "max_tokens": DECLINE_MAX_TOKENS}
     calls = {"type": "grammar", "grammar": python_calls_ebnf(tools, max_calls)}
     structural = {"type": "structural_tag", "format": {"type": "or", "elements": [calls, text]}}

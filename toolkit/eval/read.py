@@ -1,7 +1,7 @@
 """Reading BFCL calls back out of a model's text, for each mode: never evaluated, never a crash.
 
 What it does
-- ``decode(text, mode, lists=False)`` returns a :class:`Decoded`: the calls as ``[{name: {arg: value}}]``
+- ``decode(text, mode, list_calls=False)`` returns a :class:`Decoded`: the calls as ``[{name: {arg: value}}]``
   (BFCL's shape), or why none could be read.
 - ``decode_python``: BFCL's prompt style ``[f(a=1), g(b=2)]`` parsed with :mod:`ast`, literal values only (bare
   names become their text and ``+ - * /`` of two number literals is folded, as BFCL does; nothing is evaluated).
@@ -133,7 +133,7 @@ _BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 
 def split_lists(text: str) -> str:
     """Each ``<tool_call>`` block whose JSON is a list of objects becomes one block per object (the host side of
-    the ``as_list`` lever); every other block, and any text around them, is left as it was for the parser."""
+    the ``list_calls`` lever); every other block, and any text around them, is left as it was for the parser."""
 
     def one(m):
         body = m.group(1).strip()
@@ -150,12 +150,12 @@ def split_lists(text: str) -> str:
     return _BLOCK.sub(one, text) if len(text) <= MAX_TEXT else text
 
 
-def decode_tagged(text: str, lists: bool = False) -> Decoded:
+def decode_tagged(text: str, list_calls: bool = False) -> Decoded:
     """``<tool_call>`` blocks (the host's parser) → calls. A malformed block makes the whole output malformed.
-    ``lists``: a block holding a JSON list of calls counts as those calls (:func:`split_lists`)."""
+    ``list_calls`` (the lever): a block holding a JSON list of calls counts as those calls (:func:`split_lists`)."""
     if not isinstance(text, str):
         return Decoded(error="output is not text")
-    if lists:
+    if list_calls:
         text = split_lists(text)
     content, calls = parse_tool_calls(text)
     bad = [c for c in calls if not c.ok]
@@ -164,5 +164,5 @@ def decode_tagged(text: str, lists: bool = False) -> Decoded:
     return Decoded([{c.name: c.arguments} for c in calls], untagged_json=not calls and bool(_UNTAGGED.search(content)))
 
 
-def decode(text: str, mode: str, lists: bool = False) -> Decoded:
-    return decode_python(text) if mode == "prompt" else decode_tagged(text, lists)
+def decode(text: str, mode: str, list_calls: bool = False) -> Decoded:
+    return decode_python(text) if mode == "prompt" else decode_tagged(text, list_calls)

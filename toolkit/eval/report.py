@@ -160,7 +160,7 @@ def save_results(path: str | Path, section: str, data, run_meta: dict) -> dict:
     return doc
 
 
-def _pct(x) -> str:
+def percent(x) -> str:
     return "—" if x is None else f"{100 * x:.1f}"
 
 
@@ -175,7 +175,9 @@ def accuracy_table(rows: list[dict]) -> str:
         for m in MODES:
             r = by.get((m, cat))
             cells.append(
-                "—" if r is None else f"{r['n']}, **{_pct(r['accuracy'])}** [{_pct(r['low'])}–{_pct(r['high'])}]"
+                "—"
+                if r is None
+                else f"{r['n']}, **{percent(r['accuracy'])}** [{percent(r['low'])}–{percent(r['high'])}]"
             )
         pub = [f"{PUBLISHED[k].get(cat, '—')}" for k in PUBLISHED]
         lines.append(f"| {cat} | " + " | ".join(cells) + " | " + " | ".join(pub) + " |")
@@ -238,11 +240,11 @@ def chains_table(rows: list[dict]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        ci = f" [{_pct(r['low'])}–{_pct(r['high'])}]" if "low" in r else ""
-        prod = "—" if r.get("product") is None else _pct(r["product"])
+        ci = f" [{percent(r['low'])}–{percent(r['high'])}]" if "low" in r else ""
+        prod = "—" if r.get("product") is None else percent(r["product"])
         rounds = f"{r['rounds']:.1f}" if "rounds" in r else "—"
         lines.append(
-            f"| {r['lever']} | {r['k']} | {r['n']} | {_pct(r['success'])}{ci} | {prod} | "
+            f"| {r['lever']} | {r['k']} | {r['n']} | {percent(r['success'])}{ci} | {prod} | "
             f"{r['steps_ok']}/{r['steps']} | {rounds} |"
         )
     return "\n".join(lines)
@@ -252,7 +254,7 @@ def descriptions_table(rows: list[dict]) -> str:
     """Selection accuracy per tool-description variant, with its Wilson interval and the tools' token cost."""
     lines = ["| variant | mode | n | accuracy [95% CI] | tool tokens per request |", "|---|---|---|---|---|"]
     lines += [
-        f"| {r['variant']} | {r['mode']} | {r['n']} | {_pct(r['accuracy'])} [{_pct(r['low'])}–{_pct(r['high'])}] | "
+        f"| {r['variant']} | {r['mode']} | {r['n']} | {percent(r['accuracy'])} [{percent(r['low'])}–{percent(r['high'])}] | "
         f"{r['tool_tokens']:.0f} |"
         for r in rows
     ]
@@ -274,7 +276,7 @@ def levers_table(rows: list[dict]) -> str:
         pub = r.get("published_prompt")
         d_pub = "—" if pub is None else f"{100 * r['accuracy'] - pub:+.1f}"
         lines.append(
-            f"| {r['lever']} | {r['category']} | {r['n']} | {_pct(r['accuracy'])} [{_pct(r['low'])}–{_pct(r['high'])}] "
+            f"| {r['lever']} | {r['category']} | {r['n']} | {percent(r['accuracy'])} [{percent(r['low'])}–{percent(r['high'])}] "
             f"| {d_base} | {'—' if pub is None else f'{pub:g}'} | "
             f"{d_pub} | {r['calls_per_case']:.2f} | "
             f"{top}{f' ({fails[top]})' if fails else ''} |"
@@ -289,7 +291,7 @@ def gate_table(curve: dict, thresholds=(0.5, 0.6, 0.7, 0.8, 0.85, 0.9)) -> str:
     lines = ["| threshold | " + " | ".join(cats) + " |", "|---" * (len(cats) + 1) + "|"]
     for t in thresholds:
         i = curve["thresholds"].index(t)
-        lines.append(f"| {t:g} | " + " | ".join(_pct(curve["share"][c][i]) for c in cats) + " |")
+        lines.append(f"| {t:g} | " + " | ".join(percent(curve["share"][c][i]) for c in cats) + " |")
     return "\n".join(lines)
 
 

@@ -10,9 +10,12 @@ What it does
   samples of one task) are prefilled once and the cache copied to every row; padding sits between that shared
   part and each row's own tokens. Any other backend (scripted, engine) is called one prompt at a time through
   the backend protocol.
-- ``run_cases(...)`` groups cases of similar prompt length into batches, skips what the cache already holds
-  (``<cache>/<model>/<settings>/<mode>/<case id>.json``), decodes and scores each output, and yields
-  :class:`Result` rows as they finish (for a progress bar). A schema xgrammar rejects is a result
+- ``run_cases(cases, backend, levers, tokenizer=...)`` groups cases of similar prompt length into batches, skips
+  what the cache already holds (``<cache>/<model>/<levers.key()>/<mode>/<case id>.json``), decodes and scores each
+  output, and yields :class:`Result` rows as they finish (for a progress bar). ``levers`` is one
+  :class:`toolkit.eval.levers.Levers`: the mode, the decoding and the levers, named once.
+- ``first_tokens(backend, ...)``: the model's first-token distribution, through the backend's ``Scores``
+  capability (``toolkit.backends.base``). A schema xgrammar rejects is a result
   (``kind="malformed"``, ``grammar_error``), never a crash.
 
 What it leaves out
@@ -32,15 +35,16 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from toolkit.eval.bfcl import GATE_THRESHOLD, STRUCTURED_STARTS, Case, IntentGate, constrained_grammar, messages_for
-from toolkit.eval.levers import MoreCallsGate
+from toolkit.backends.base import Batches, Resets, Scores, vocab_width
+from toolkit.eval.bfcl import STRUCTURED_STARTS, Case, IntentGate, constrained_grammar, messages_for
+from toolkit.eval.levers import Levers, MoreCallsGate
 from toolkit.eval.prompt_grammar import python_calls_grammar
 from toolkit.eval.read import decode
 from toolkit.eval.score import score
 from toolkit.grammar.compile import SchemaError
 from toolkit.grammar.mask import GrammarMask
 from toolkit.loop.gate import FirstTokenGate
-from toolkit.qwen import STOP_IDS
+from toolkit.qwen import ENDOFTEXT_ID, STOP_IDS, TOOL_CALL_ID
 from toolkit.render import render
 
 
@@ -97,11 +101,10 @@ def generate_batch(
         raise ValueError("a batch is either all constrained or all free")
     if grammars is not None and all(g is None for g in grammars):
         grammars = None
-    batched = getattr(backend, "generate_batch", None)
-    if batched is None:  # one prompt at a time through the backend protocol
+    if not isinstance(backend, Batches):  # one prompt at a time through the backend protocol
         out = []
         for i, p in enumerate(prompts):
-            if hasattr(backend, "reset"):
+            if isinstance(backend, Resets):
                 backend.reset()
             mask = GrammarMask(grammars[i]) if grammars else None
             g = backend.generate(
@@ -110,14 +113,14 @@ def generate_batch(
             out.append((list(g.new_ids), g.stopped_by if g.stopped_by != "grammar" else "stop"))
         return out
     pad = getattr(tokenizer, "pad_token_id", None) if tokenizer is not None else None
-    gens = batched(
+    gens = backend.generate_batch(
         prompts,
         max_new_tokens=max_new_tokens,
         stop_ids=stops,
         masks=[GrammarMask(g) for g in grammars] if grammars else None,
         temperature=temperature,
         seed=seed,
-        pad_id=151643 if pad is None else pad,
+        pad_id=ENDOFTEXT_ID if pad is None else pad,
         share_prefix=share_prefix,
         processors=processors,
     )
@@ -135,9 +138,11 @@ def settings_key(**settings) -> str:
 
 
 class Cache:
-    """One JSON file per (case, mode, sample) under ``root/<model>/<settings>/<mode>/``."""
+    """One JSON file per (case, mode, sample) under ``root/<model>/<settings>/<mode>/``; ``settings`` are
+    ``levers.key()`` and any further keyword arguments (a benchmark's version, a lever's or variant's name)."""
 
-    def __init__(self, root: str | Path, model: str, **settings):
+    def __init__(self, root: str | Path, model: str, levers: Levers | None = None, **settings):
+        settings = {**(levers.key() if levers is not None else {}), **settings}
         self.dir = Path(root) / _slug(model) / settings_key(**settings)
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / "settings.json").write_text(json.dumps({"model": model, **settings}, indent=1))
@@ -167,12 +172,14 @@ class Cache:
         self.put(r.mode, r.id, r.sample, {**row, **({"grammar_error": r.grammar_error} if r.grammar_error else {})})
 
 
-def _grammar(case: Case, tokenizer, vocab_width, tools=None, newline_after=False, as_list=False, python=False):
+def _grammar(case: Case, tokenizer, vocab_width, levers: Levers, tools=None):
     try:
         tl = tools if tools is not None else case.tools
-        if python:
+        if levers.python_calls:
             return python_calls_grammar(tl, tokenizer, vocab_width), ""
-        return constrained_grammar(tl, tokenizer, vocab_width, newline_after=newline_after, as_list=as_list), ""
+        return constrained_grammar(
+            tl, tokenizer, vocab_width, more_calls=levers.more_calls, list_calls=levers.list_calls
+        ), ""
     except SchemaError as e:
         return None, str(e)
 
@@ -187,10 +194,10 @@ def result_from(
     seconds: float,
     stopped_by: str,
     grammar_error: str = "",
-    lists: bool = False,
+    list_calls: bool = False,
 ) -> Result:
-    """Decode and score one output (also used to re-score cached texts). ``lists``: the ``list_calls`` lever's
-    outputs (a block holding a list of calls counts as those calls)."""
+    """Decode and score one output (also used to re-score cached texts). ``list_calls``: the lever's outputs (a
+    block holding a list of calls counts as those calls)."""
     same = dict(id=case.id, category=case.category, mode=mode, sample=sample, text=text, prompt_tokens=prompt_tokens)
     if grammar_error:
         none_fits = "irrelevance" in case.category  # declining is right when no tool fits
@@ -205,7 +212,7 @@ def result_from(
             stopped_by="grammar_error",
             grammar_error=grammar_error,
         )
-    d = decode(text, mode, lists)
+    d = decode(text, mode, list_calls)
     s = score(case, d)
     return Result(
         **same,
@@ -221,43 +228,25 @@ def result_from(
 
 
 def run_cases(
-    backend,
-    tokenizer,
     cases: list[Case],
-    mode: str,
+    backend,
+    levers: Levers | None = None,
     *,
+    tokenizer,
     cache: Cache | None = None,
     batch_size: int = 8,
-    max_new_tokens: int = 96,
-    temperature: float = 0.0,
-    seed: int = 0,
     samples: int = 1,
-    template: str = "qwen2.5",
     tools_for=None,
     cached_only: bool = False,
-    gate: bool = True,
-    system_hint: str | None = None,
-    more_calls: bool = False,
-    list_calls: bool = False,
-    gate_threshold: float | None = GATE_THRESHOLD,
-    python_calls: bool = False,
 ) -> Iterator[Result]:
-    """Yield one :class:`Result` per (case, sample), cached ones first. ``tools_for(case)`` may replace a case's
-    tools (description variants). ``samples > 1`` batches the samples of one case together. ``cached_only``:
-    yield what the cache holds and generate nothing (to collect several runs into one report). ``gate``: apply
-    :class:`toolkit.eval.bfcl.IntentGate` on the first token in constrained mode (HF backends). Levers (the
-    defaults leave prompts and grammars as they were; callers key their cache on them): ``system_hint``, a line
-    added to the system message (:data:`toolkit.eval.levers.HINTS`); ``more_calls`` (constrained mode), the
-    newline-after-each-call grammar with :class:`toolkit.eval.levers.MoreCallsGate` at each end decision;
-    ``list_calls`` (constrained mode), all calls as one JSON list in one block, split by the host
-    (:func:`toolkit.eval.bfcl.constrained_grammar` ``as_list``); ``gate_threshold``, the first-token gate's
-    threshold (None: the pooled call mass against the rest, by argmax); ``python_calls`` (prompt mode), BFCL's
-    prompt-style answer under :func:`toolkit.eval.prompt_grammar.python_calls_grammar`, its first token gated the same way
-    onto ``[``."""
-    if python_calls and mode != "prompt":
-        raise ValueError("python_calls constrains BFCL's prompt style: mode must be 'prompt'")
-    grammared = mode == "constrained" or python_calls
-    width = getattr(backend, "vocab_width", None)
+    """Yield one :class:`Result` per (case, sample), cached ones first, for the mode, decoding and levers in
+    ``levers`` (:class:`toolkit.eval.levers.Levers`; the defaults leave prompts and grammars as they were; key the
+    cache on it: ``Cache(root, model, levers)``). ``tools_for(case)`` may replace a case's tools (description
+    variants). ``samples > 1`` batches the samples of one case together. ``cached_only``: yield what the cache
+    holds and generate nothing (to collect several runs into one report)."""
+    lv = levers or Levers()
+    mode = lv.mode
+    width = vocab_width(backend)
     todo = []
     for c in cases:
         for s in range(samples):
@@ -273,7 +262,7 @@ def run_cases(
                     row["seconds"],
                     row["stopped_by"],
                     row.get("grammar_error", ""),
-                    list_calls,
+                    lv.list_calls,
                 )
                 r.cached = True
                 yield r
@@ -285,10 +274,8 @@ def run_cases(
     for c, _ in todo:
         if c.id not in prepared:
             tools = tools_for(c) if tools_for else None
-            g, err = (
-                _grammar(c, tokenizer, width, tools, more_calls, list_calls, python_calls) if grammared else (None, "")
-            )
-            prepared[c.id] = (prompt_ids(c, mode, tokenizer, template, tools, system_hint), g, err)
+            g, err = _grammar(c, tokenizer, width, lv, tools) if lv.grammared else (None, "")
+            prepared[c.id] = (prompt_ids(c, mode, tokenizer, lv.template, tools, lv.system_hint), g, err)
     for c, s in [(c, s) for c, s in todo if prepared[c.id][2]]:  # schema rejected: a result, not a crash
         r = result_from(c, mode, s, "", len(prepared[c.id][0]), 0, 0.0, "", prepared[c.id][2])
         if cache:
@@ -305,32 +292,38 @@ def run_cases(
         batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
     for batch in batches:
         prompts = [prepared[c.id][0] for c, _ in batch]
-        grammars = [prepared[c.id][1] for c, _ in batch] if grammared else None
+        grammars = [prepared[c.id][1] for c, _ in batch] if lv.grammared else None
         t0 = time.perf_counter()
-        procs = [IntentGate(tokenizer, gate_threshold)] if (mode == "constrained" and gate) else []
-        if python_calls and gate:  # the same gate; a call in this style opens with "["
-            (bracket,) = tokenizer.encode("[", add_special_tokens=False)
-            procs = [FirstTokenGate(tokenizer, STRUCTURED_STARTS, gate_threshold, bracket)]
-        if mode == "constrained" and more_calls:
-            procs.append(MoreCallsGate(tokenizer))
         outs = generate_batch(
             backend,
             prompts,
             grammars=grammars,
-            max_new_tokens=max_new_tokens,
-            temperature=temperature,
-            seed=seed + 1000 * batch[0][1],
+            max_new_tokens=lv.max_new_tokens,
+            temperature=lv.temperature,
+            seed=lv.seed + 1000 * batch[0][1],
             tokenizer=tokenizer,
-            processors=procs,
+            processors=_processors(lv, tokenizer),
         )
         share = (time.perf_counter() - t0) / len(batch)
         for (c, s), (ids, stopped_by) in zip(batch, outs):
             body = ids[:-1] if ids and ids[-1] in STOP_IDS else ids
             text = tokenizer.decode(body, skip_special_tokens=False)
-            r = result_from(c, mode, s, text, len(prepared[c.id][0]), len(ids), share, stopped_by, "", list_calls)
+            r = result_from(c, mode, s, text, len(prepared[c.id][0]), len(ids), share, stopped_by, "", lv.list_calls)
             if cache:
                 cache.put_result(r)
             yield r
+
+
+def _processors(lv: Levers, tokenizer) -> list:
+    """The logits processors a batch runs under: the first-token gate (constrained mode, or onto ``[`` for
+    ``python_calls``) and the more-calls gate. Fresh per batch (``MoreCallsGate`` records its decisions)."""
+    procs = [IntentGate(tokenizer, lv.gate_threshold)] if (lv.mode == "constrained" and lv.gate) else []
+    if lv.python_calls and lv.gate:  # the same gate; a call in this style opens with "["
+        (bracket,) = tokenizer.encode("[", add_special_tokens=False)
+        procs = [FirstTokenGate(tokenizer, STRUCTURED_STARTS, lv.gate_threshold, bracket)]
+    if lv.mode == "constrained" and lv.more_calls:
+        procs.append(MoreCallsGate(tokenizer))
+    return procs
 
 
 def as_rows(results) -> list[dict]:
@@ -339,20 +332,20 @@ def as_rows(results) -> list[dict]:
 
 def first_tokens(backend, tokenizer, case: Case, mode: str = "native", k: int = 6) -> dict:
     """The model's own distribution over the first answer token of one case (one forward, no mask): the top
-    ``k`` tokens, p(<tool_call>), and the structured mass the :class:`IntentGate` acts on."""
+    ``k`` tokens, p(<tool_call>), and the structured mass the :class:`IntentGate` acts on. ``backend`` must have
+    the ``Scores`` capability (a local model; a server returns tokens, not logits)."""
     import torch  # lazy: only when a model runs
 
+    if not isinstance(backend, Scores):
+        raise TypeError(f"first_tokens needs a backend's logits (Scores); {type(backend).__name__} has none")
     ids = prompt_ids(case, mode, tokenizer)
-    with torch.inference_mode():
-        x = torch.tensor([ids], device=next(backend.model.parameters()).device)
-        logits = backend.model(input_ids=x, logits_to_keep=1).logits[0, -1].float().cpu()
-    p = torch.softmax(logits, -1)
+    p = torch.softmax(backend.next_token_logits(ids).float(), -1)
     top = torch.topk(p, k)
     struct = IntentGate(tokenizer).ids  # the structured starts and <tool_call>
     return {
         "id": case.id,
         "prompt_tokens": len(ids),
-        "p_tool_call": float(p[151657]),
+        "p_tool_call": float(p[TOOL_CALL_ID]),
         "structured_mass": float(p[struct].sum()),
         "top": [(tokenizer.decode([int(i)]), float(v)) for v, i in zip(top.values, top.indices)],
     }

@@ -39,7 +39,7 @@ _TOKINFO: dict[tuple, Any] = {}
 _COMPILERS: dict[int, Any] = {}  # keyed by id() of a TokenizerInfo kept alive in _TOKINFO
 
 
-def _stop_ids(tokenizer) -> list[int]:
+def stop_ids_of(tokenizer) -> list[int]:
     # A chat turn ends with <|im_end|> (or <|endoftext|>: toolkit.qwen.STOP_IDS); the tokenizer's eos for other
     # vocabularies.
     found = [tokenizer.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>")]
@@ -50,14 +50,14 @@ def _stop_ids(tokenizer) -> list[int]:
 def tokenizer_info(tokenizer, vocab_width: int | None = None):
     """xgrammar's view of the vocabulary (cached: building it takes ~0.5–1 s for Qwen's 151k tokens)."""
     width = int(vocab_width or VOCAB_WIDTH)
-    stops = tuple(_stop_ids(tokenizer))
+    stops = tuple(stop_ids_of(tokenizer))
     key = (getattr(tokenizer, "name_or_path", ""), len(tokenizer), width, stops)
     if key not in _TOKINFO:
         _TOKINFO[key] = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=width, stop_token_ids=list(stops))
     return _TOKINFO[key]
 
 
-def _compiler(tokenizer, vocab_width):
+def compiler_for(tokenizer, vocab_width):
     info = tokenizer_info(tokenizer, vocab_width)
     key = id(info)
     if key not in _COMPILERS:
@@ -90,7 +90,7 @@ def _clean_error(exc: BaseException) -> str:
     return msg[:300]
 
 
-def _as_schema(schema) -> dict | bool:
+def as_schema(schema) -> dict | bool:
     if isinstance(schema, (str, bytes)):
         try:
             schema = json.loads(schema)
@@ -101,7 +101,7 @@ def _as_schema(schema) -> dict | bool:
     return schema
 
 
-def _check_schema(schema) -> None:
+def validate_schema(schema) -> None:
     # jsonschema knows the meta-schema; xgrammar silently ignores some mistakes (e.g. "maxLength": "x").
 
     try:
@@ -111,7 +111,7 @@ def _check_schema(schema) -> None:
         raise SchemaError(f"invalid JSON Schema at {where}: {e.message[:200]}") from None
 
 
-def _ebnf(schema, any_whitespace: bool) -> str:
+def schema_ebnf(schema, any_whitespace: bool) -> str:
     try:
         return str(xgr.Grammar.from_json_schema(schema, any_whitespace=any_whitespace))
     except Exception as e:  # xgrammar raises RuntimeError from C++ with a multi-line trace
@@ -120,9 +120,9 @@ def _ebnf(schema, any_whitespace: bool) -> str:
 
 def compile_schema(schema, tokenizer, vocab_width: int | None = None, any_whitespace: bool = False) -> Grammar:
     """Compile one JSON Schema (dict or JSON text). Raises :class:`SchemaError` with one clear line if malformed."""
-    schema = _as_schema(schema)
-    _ebnf(schema, any_whitespace)  # xgrammar's own message first: it is the clearer one
-    _check_schema(schema)
+    schema = as_schema(schema)
+    schema_ebnf(schema, any_whitespace)  # xgrammar's own message first: it is the clearer one
+    validate_schema(schema)
     return compile_grammar(tokenizer, vocab_width, "schema", schema, "the schema", any_whitespace=any_whitespace)
 
 
@@ -131,7 +131,7 @@ def compile_grammar(
 ) -> Grammar:
     """Compile ``schema`` (or the ``structural`` tag when given) with this tokenizer's compiler, timed; xgrammar's
     error becomes one :class:`SchemaError` line naming ``what`` was compiled. Every grammar of the kit is made here."""
-    compiler = _compiler(tokenizer, vocab_width)  # outside the timing: the tokenizer info is built once
+    compiler = compiler_for(tokenizer, vocab_width)  # outside the timing: the tokenizer info is built once
     t0 = time.perf_counter()
     try:
         if structural is None:
@@ -141,7 +141,7 @@ def compile_grammar(
     except Exception as e:  # xgrammar raises RuntimeError from C++
         raise SchemaError(f"xgrammar could not compile {what}: {_clean_error(e)}") from None
     ms = (time.perf_counter() - t0) * 1e3
-    stops = tuple(_stop_ids(tokenizer))
+    stops = tuple(stop_ids_of(tokenizer))
     return Grammar(
         compiled, str(compiled.grammar), int(vocab_width or VOCAB_WIDTH), kind, schema, ms, stops, structural
     )
@@ -163,7 +163,7 @@ def call_schema(tools) -> dict:
     cases = []
     for tool in tools:
         fn = _tool_function(tool)
-        params = _as_schema(fn.get("parameters", {"type": "object", "properties": {}}))
+        params = as_schema(fn.get("parameters", {"type": "object", "properties": {}}))
         cases.append(
             {
                 "type": "object",
@@ -201,7 +201,7 @@ def compile_tools(
     schema = call_schema(tools)
     if as_list:
         schema = {"type": "array", "items": schema, "minItems": 1, "maxItems": max_calls}
-    _check_schema(schema)
+    validate_schema(schema)
     if mode == "one_of":
         g = compile_schema(schema, tokenizer, vocab_width, any_whitespace)
         return Grammar(g.compiled, g.text, g.vocab_width, "one_of", schema, g.compile_ms, g.stop_token_ids)
@@ -210,7 +210,7 @@ def compile_tools(
     start, end = tokenizer.convert_tokens_to_ids("<tool_call>"), tokenizer.convert_tokens_to_ids("</tool_call>")
     if (start, end) != (TOOL_CALL_ID, TOOL_CALL_END_ID):
         raise SchemaError(f"tokenizer has no single <tool_call> token (got ids {start}, {end}): not a Qwen vocab")
-    body = _ebnf(schema, any_whitespace)  # compact JSON the same way compile_schema writes it
+    body = schema_ebnf(schema, any_whitespace)  # compact JSON the same way compile_schema writes it
     tag = {
         "type": "tag",
         "begin": {"type": "token", "token": start},

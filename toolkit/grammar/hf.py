@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 import torch
 from xgrammar.contrib.hf import LogitsProcessor
 
-from toolkit.grammar.compile import Grammar, _stop_ids
+from toolkit.grammar.compile import Grammar, stop_ids_of
 from toolkit.grammar.mask import replay
 
 
-def _decode_text(tokenizer, ids, stops) -> str:
+def decode_text(tokenizer, ids, stops) -> str:
     body = ids[:-1] if ids and ids[-1] in stops else ids
     return tokenizer.decode([i for i in body if i < len(tokenizer)], skip_special_tokens=False)
 
@@ -81,7 +81,7 @@ def sample(
     max_new_tokens: int = 48,
 ) -> list[Sampled]:
     """``n`` samples in one batched ``model.generate`` (one matcher per row inside xgrammar's processor)."""
-    stops = list(grammar.stop_token_ids if grammar else _stop_ids(tokenizer))
+    stops = list(grammar.stop_token_ids if grammar else stop_ids_of(tokenizer))
     procs = []
     if grammar is not None:
         procs = [LogitsProcessor(grammar.compiled)]
@@ -106,5 +106,5 @@ def sample(
             term = ok and term
         else:
             term = bool(new) and new[-1] in stops
-        gens.append(Sampled(new, _decode_text(tokenizer, new, set(stops)), term, secs / n, grammar is not None))
+        gens.append(Sampled(new, decode_text(tokenizer, new, set(stops)), term, secs / n, grammar is not None))
     return gens

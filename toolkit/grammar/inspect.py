@@ -18,8 +18,8 @@ import torch
 
 from toolkit.backends.decode import decode
 from toolkit.backends.sampling import choose, generator
-from toolkit.grammar.compile import Grammar, _stop_ids
-from toolkit.grammar.hf import _decode_text
+from toolkit.grammar.compile import Grammar, stop_ids_of
+from toolkit.grammar.hf import decode_text
 from toolkit.grammar.mask import GrammarMask, allowed_count
 from toolkit.models import vocab_width
 
@@ -90,7 +90,7 @@ def trace(
     width = vocab_width(model)
     if grammar is not None and grammar.vocab_width != width:
         raise ValueError(f"grammar was compiled for vocab width {grammar.vocab_width}, model has {width}")
-    stops = set(grammar.stop_token_ids if grammar else _stop_ids(tokenizer))
+    stops = set(grammar.stop_token_ids if grammar else stop_ids_of(tokenizer))
     rec = _Recorder(model, tokenizer, list(prompt_ids), temperature, seed, top_k, width, grammar is not None)
     t0 = time.perf_counter()
     with torch.no_grad():
@@ -102,7 +102,7 @@ def trace(
         len(prompt_ids),
         out_ids,
         rec.steps,
-        _decode_text(tokenizer, out_ids, stops),
+        decode_text(tokenizer, out_ids, stops),
         stopped != "length",
         temperature,
         seed,

@@ -21,7 +21,7 @@ import referencing.exceptions
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012, specification_with
 
-from toolkit.grammar.compile import SchemaError, _as_schema, _check_schema, _ebnf
+from toolkit.grammar.compile import SchemaError, as_schema, schema_ebnf, validate_schema
 
 # ---------------------------------------------------------------- checking a schema before any model loads
 # What xgrammar 0.2.9 leaves unenforced, measured on this version (a grammar built with and without the keyword is
@@ -167,7 +167,7 @@ def _xgrammar_warnings(schema) -> list[str]:
     with tempfile.TemporaryFile() as tmp:
         os.dup2(tmp.fileno(), 2)
         try:
-            _ebnf(schema, False)
+            schema_ebnf(schema, False)
         finally:
             os.dup2(saved, 2)
             os.close(saved)
@@ -222,10 +222,10 @@ def precheck(schema, allow_unenforced: bool = False) -> list[str]:
     Raises :class:`SchemaError` (one line). Unenforced parts raise too unless ``allow_unenforced``; then they
     are returned as warnings."""
     try:
-        schema = _as_schema(schema)
+        schema = as_schema(schema)
         if isinstance(schema, bool):
             return []
-        _check_schema(schema)
+        validate_schema(schema)
         check_refs(schema)
         found = unenforced(schema)
         if found and not allow_unenforced:  # say so now, before importing xgrammar (seconds: it loads torch)

@@ -17,8 +17,8 @@ from __future__ import annotations
 import time
 
 from toolkit.backends.choose import backend_for, is_served
-from toolkit.grammar.compile import Grammar, _stop_ids
-from toolkit.grammar.hf import Sampled, _decode_text, generate
+from toolkit.grammar.compile import Grammar, stop_ids_of
+from toolkit.grammar.hf import Sampled, decode_text, generate
 from toolkit.grammar.mask import GrammarMask, replay
 
 
@@ -27,7 +27,7 @@ def generate_on(loaded, tokenizer, prompt_ids, grammar: Grammar | None = None, m
     if not is_served(loaded):
         return generate(loaded.model, tokenizer, prompt_ids, grammar, max_new_tokens=max_new_tokens)
     backend = backend_for(loaded)
-    stops = set(grammar.stop_token_ids if grammar else _stop_ids(tokenizer))
+    stops = set(grammar.stop_token_ids if grammar else stop_ids_of(tokenizer))
     t0 = time.perf_counter()
     g = backend.generate(
         list(prompt_ids),
@@ -41,5 +41,5 @@ def generate_on(loaded, tokenizer, prompt_ids, grammar: Grammar | None = None, m
         term = ok and term
     else:
         term = bool(new) and new[-1] in stops
-    text, secs = _decode_text(tokenizer, new, stops), time.perf_counter() - t0
+    text, secs = decode_text(tokenizer, new, stops), time.perf_counter() - t0
     return Sampled(new, text, term, secs, grammar is not None, list(g.server.get("notes", [])))

@@ -2,12 +2,9 @@
 
 What it does
 - ``example(name)``: a fresh copy of one of ``toolkit.conversations.LOOP_EXAMPLES`` with its tools resolved.
-- ``settings_for(loaded)``: the options a run on ``loaded`` uses (``toolkit.loop.loop.DEFAULTS``, the model's
-  template; a random-weight stand-in also gets 48 new tokens per turn, strings bounded to 8 characters and a call
-  required on the first turn). Notebook 03 prints them before it calls the library's loop.
-- ``ask(question, loaded)`` / ``run_example(name, loaded)``: the loop on ``toolkit.backends.choose.backend_for(loaded)`` (local
-  weights or a server) with those settings
-  (keyword arguments override them); ``pick_tools`` narrows the demo tools by name.
+- ``ask(question, loaded)`` / ``run_example(name, loaded)``: the loop on ``toolkit.backends.choose.backend_for(loaded)``
+  (local weights or a server) with ``toolkit.settings.LoopConfig.for_model(loaded)`` (keyword arguments override
+  it; ``config=`` passes a whole one); ``pick_tools`` narrows the demo tools by name.
 
 What it leaves out
 - Free-form questions (call ``toolkit.loop.loop.run`` with your own messages).
@@ -19,9 +16,9 @@ from collections.abc import Callable, Mapping
 
 from toolkit.backends.choose import backend_for
 from toolkit.conversations import LOOP_EXAMPLES
-from toolkit.loop.loop import DEFAULTS, run
+from toolkit.loop.loop import run
 from toolkit.loop.steps import Trace
-from toolkit.models import template_for
+from toolkit.settings import LoopConfig
 from toolkit.tools import TOOLS
 
 MAX_QUESTION_CHARS = 4000
@@ -48,26 +45,23 @@ def pick_tools(names=None) -> dict:
     return {n: TOOLS[n] for n in names}
 
 
-def settings_for(loaded, **kw) -> dict:
-    """The loop settings a run on ``loaded`` uses: :data:`DEFAULTS`, the model's template, and for a random-weight
-    stand-in 48 new tokens per turn, strings bounded to 8 characters (otherwise it never closes one) and a call
-    required on the first turn (its first token is noise: under "auto" it would show no round trip at all)."""
-    out = dict(DEFAULTS, template=template_for(loaded))
-    if not loaded.semantic:
-        out.update(max_new_tokens=48, bound_strings=8, tool_choice="required")
-    out.update(kw)
-    return out
-
-
 def ask(
-    question: str | list[dict], loaded, *, tools=None, reuse: bool = True, on_step: Callable | None = None, **kw
+    question: str | list[dict],
+    loaded,
+    *,
+    tools=None,
+    reuse: bool = True,
+    on_step: Callable | None = None,
+    config: LoopConfig | None = None,
+    **kw,
 ) -> Trace:
     """Run the loop on a question (or a message list) with the named tools (default: all four demo tools) and
-    :func:`settings_for`'s defaults; keyword arguments override them."""
+    ``config`` (default ``LoopConfig.for_model(loaded)``); keyword arguments override it."""
     messages = [{"role": "user", "content": question}] if isinstance(question, str) else question
     mounted = tools if isinstance(tools, Mapping) else pick_tools(tools)
     backend = backend_for(loaded, reuse=reuse)
-    return run(backend, loaded.tokenizer, messages, mounted, on_step=on_step, **settings_for(loaded, **kw))
+    cfg = (config or LoopConfig.for_model(loaded)).but("caller", **kw)
+    return run(backend, loaded.tokenizer, messages, mounted, on_step=on_step, config=cfg)
 
 
 def run_example(name: str, loaded, *, reuse: bool = True, **kw) -> Trace:

@@ -49,7 +49,7 @@ class CallResult:
         }
 
 
-def _error(kind: str, message: str) -> dict:
+def error_result(kind: str, message: str) -> dict:
     return {"error": {"type": kind, "message": message}}
 
 
@@ -62,7 +62,7 @@ def _run_one(tool, args):
     except Exception as e:  # a tool's failure is an observation for the model, not a crash of the host
         kind = "tool_error" if isinstance(e, ToolError) else "tool_exception"
         msg = str(e) if isinstance(e, ToolError) else f"{type(e).__name__}: {e}"
-        return "error", _error(kind, msg[:300]), time.perf_counter() - t0
+        return "error", error_result(kind, msg[:300]), time.perf_counter() - t0
 
 
 def execute(
@@ -85,17 +85,17 @@ def execute(
                 c.name,
                 c.arguments,
                 "error",
-                _error("unknown_tool", f"no tool named {c.name!r}; available: {sorted(tools)}"),
+                error_result("unknown_tool", f"no tool named {c.name!r}; available: {sorted(tools)}"),
             )
         elif (why := check_arguments(tools[c.name], c.arguments)) is not None:
-            results[i] = CallResult(c.id, c.name, c.arguments, "error", _error("invalid_arguments", why))
+            results[i] = CallResult(c.id, c.name, c.arguments, "error", error_result("invalid_arguments", why))
         elif getattr(tools[c.name], "needs_confirmation", False) and not (confirm and confirm(c)):
             results[i] = CallResult(
                 c.id,
                 c.name,
                 c.arguments,
                 "denied",
-                _error(
+                error_result(
                     "denied",
                     f"{c.name} changes something outside the chat and the user "
                     "did not approve this call; it was not run",
@@ -128,7 +128,7 @@ def execute(
                 c.name,
                 c.arguments,
                 "timeout",
-                _error("timeout", f"{c.name} did not finish within {timeout_s:g} s"),
+                error_result("timeout", f"{c.name} did not finish within {timeout_s:g} s"),
                 time.perf_counter() - t0,
             )
 

@@ -25,7 +25,12 @@ What it does
   ``messages`` passed in count too): a repeated call is not run
   and gets a ``repeated_call`` note with the first call's result. The answer is started for the model (``answer_prefix``, ``"auto"``: in the
   question's language) only after tool results on a turn after only-repeated calls or on the last turn allowed.
-- :data:`DEFAULTS` are what ``toolkit.loop.examples.ask``/``run_example`` and ``python -m toolkit loop`` use.
+- The body reads as the loop notebook 03 writes by hand, one named stage per function: :func:`decide_turn` (render,
+  and which grammar decodes the turn, and why), :func:`generate` (the backend decodes, the peek's numbers added),
+  :func:`parse_tool_calls`, :meth:`RepeatGuard.check` (guard the calls: repeats and the per-turn cap),
+  :func:`execute_calls` and :func:`feed_back` (the call and one ``role="tool"`` message per result).
+- The options are one :class:`toolkit.settings.LoopConfig`; ``LoopConfig.for_model(loaded)`` is what
+  ``toolkit.loop.examples.ask``/``run_example`` and ``python -m toolkit loop`` use.
 
 What it leaves out
 - Killing a timed-out tool: Python threads cannot be stopped, so a timed-out call is abandoned (its daemon
@@ -41,7 +46,8 @@ What it leaves out
   prompt token per gated turn (the peek's prefill is cached; its numbers are added to the turn's).
 - Streaming, batching several conversations, history compression (§14.5.8).
 
-The backend protocol and ``Generation`` are in ``toolkit.backends.base``; the options in :class:`LoopConfig`.
+The backend protocol and ``Generation`` are in ``toolkit.backends.base``; the options in
+``toolkit.settings.LoopConfig``.
 """
 
 from __future__ import annotations
@@ -51,44 +57,25 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from toolkit.backends.base import Generation
+from toolkit.backends.base import Generation, Peeks, name_of, vocab_width
 from toolkit.grammar.compile import bounded, compile_tool_choice
 from toolkit.grammar.mask import GrammarMask
-from toolkit.loop.execute import CallResult, _error, execute
+from toolkit.loop.execute import CallResult, error_result, execute
 from toolkit.loop.gate import CALL_OPENERS, FirstTokenGate
 from toolkit.loop.steps import Answered, Executed, Generated, Parsed, Rendered, Step, Stopped, Trace
 from toolkit.parse import ToolCall, parse_tool_calls
 from toolkit.qwen import IM_END_ID, STOP_IDS
 from toolkit.render import render
 from toolkit.schema import openai_schema
+from toolkit.settings import LoopConfig
 
-
-# ================================================================ the loop
-def _call_key(c: ToolCall) -> str:
-    return f"{c.name}:{json.dumps(c.arguments, sort_keys=True, ensure_ascii=False)}"
-
+__all__ = ["LoopConfig", "loop", "run"]  # LoopConfig lives in toolkit.settings; importable from here as before
 
 ANSWER_PREFIXES = {"zh": "根据工具结果，", "en": "Based on the tool results,"}
-
-
 TOOL_CHOICES = ("auto", "required", "none")  # or a tool's name
-
-
-DEFAULTS = dict(
-    tool_choice="auto",
-    constrain="tag",
-    max_turns=4,
-    max_new_tokens=160,
-    repeat_limit=1,
-    max_calls=8,
-    answer_prefix="auto",
-    template="qwen2.5",
-)
-
-
 RULE = (
     "tool_choice applies to the turn that answers the user; after tool results the turn is 'auto' (as an "
     "agent SDK resets it, so a forced call cannot loop). Under 'auto' the model's own first token decides: "
@@ -126,45 +113,238 @@ def check_tool_choice(tool_choice, names) -> str:
     )
 
 
-def _peek(backend, prompt, temperature, seed, top_p=1.0) -> Generation:
-    """The model's own next token (no mask). Backends may offer ``peek``; otherwise a one-token generate."""
-    fn = getattr(backend, "peek", None)
-    if fn is not None:
-        return fn(prompt, temperature=temperature, top_p=top_p, seed=seed)
+def peek(backend, prompt, temperature, seed, top_p=1.0) -> Generation:
+    """The model's own next token (no mask): the backend's ``peek`` where it has one (``toolkit.backends.base.Peeks``),
+    otherwise a one-token generate."""
+    if isinstance(backend, Peeks):
+        return backend.peek(prompt, temperature=temperature, top_p=top_p, seed=seed)
     return backend.generate(prompt, max_new_tokens=1, stop_ids=set(), temperature=temperature, top_p=top_p, seed=seed)
 
 
-@dataclass(frozen=True)
-class LoopConfig:
-    """Every option of :func:`loop` with its default, in one place (``loop(..., config, **overrides)``).
+# ================================================================ guard the calls
+def call_key(name, arguments) -> str:
+    """What makes two calls the same call: the tool and its arguments (key order ignored)."""
+    return f"{name}:{json.dumps(arguments, sort_keys=True, ensure_ascii=False)}"
 
-    ``tool_choice``: see :data:`RULE`. ``constrain="tag"`` decodes under the tool-choice grammars
-    (``toolkit.grammar``); ``"none"`` decodes freely. ``template``: ``"qwen2.5"``, ``"qwen3"`` (the kit's) or
-    ``"native"`` (the tokenizer's own). ``grammar`` overrides the grammar of call turns; ``bound_strings`` caps
-    every string in the grammars (a random-weight stand-in needs it to finish). ``max_calls`` caps the calls one
-    turn may run; ``repeat_limit`` how often the same call may run in the whole conversation.
-    ``system_prefix(turn)`` is prepended to the system prompt at render time only (e.g. :func:`timestamp_prefix`).
-    ``temperature``/``top_p``/``seed`` go to the backend's one sampler (turn ``t`` draws with ``seed + t``).
-    """
 
-    template: str = "qwen2.5"
-    tool_choice: Any = "auto"
-    constrain: str = "tag"
-    max_turns: int = 4
-    max_new_tokens: int = 96
-    token_budget: int = 50_000
-    repeat_limit: int = 1
-    confirm: Callable | None = None
-    tool_timeout_s: float = 5.0
-    parallel: bool = True
-    grammar: Any = None
-    max_calls: int = 8
-    answer_prefix: str | None = "auto"
-    bound_strings: int | None = None
-    system_prefix: Callable[[int], str] | None = None
-    temperature: float = 0.0
-    top_p: float = 1.0
-    seed: int = 0
+@dataclass
+class RepeatGuard:
+    """The repeat guard over the whole conversation: ``made`` counts each call (:func:`call_key`), ``first_id``
+    is the id of the first call that ran it, ``results`` that call's result (by call id)."""
+
+    limit: int
+    made: dict[str, int] = field(default_factory=dict)
+    first_id: dict[str, str] = field(default_factory=dict)
+    results: dict[str, Any] = field(default_factory=dict)
+
+    def seed(self, messages: list[dict]) -> None:
+        """Count the calls already in ``messages`` (e.g. from an earlier ``loop`` on the same history, as the agent
+        patterns run one turn at a time), so ``repeat_limit`` holds over the whole conversation."""
+        replies = {m.get("tool_call_id"): m.get("content") for m in messages if m.get("role") == "tool"}
+        for m in messages:
+            for tc in m.get("tool_calls") or []:
+                f = tc.get("function") or {}
+                args = f.get("arguments")
+                if isinstance(args, str):
+                    try:
+                        args = json.loads(args)
+                    except ValueError:
+                        continue
+                key = call_key(f.get("name"), args)
+                self.made[key] = self.made.get(key, 0) + 1
+                if key not in self.first_id and tc.get("id") in replies:
+                    self.first_id[key] = tc["id"]
+                    try:
+                        self.results[tc["id"]] = json.loads(replies[tc["id"]])
+                    except (TypeError, ValueError):
+                        self.results[tc["id"]] = replies[tc["id"]]
+
+    def check(self, calls: list[ToolCall], max_calls: int) -> dict[int, CallResult]:
+        """The calls of one turn that do not run, by position: past the per-turn cap, or repeated too often."""
+        held: dict[int, CallResult] = {}
+        for i, c in enumerate(calls):
+            if i >= max_calls:
+                note = error_result(
+                    "too_many_calls", f"only {max_calls} calls run per turn; this one (#{i + 1}) was not run"
+                )
+                held[i] = CallResult(c.id, c.name, c.arguments, "skipped", note)
+            elif c.ok:
+                key = call_key(c.name, c.arguments)
+                self.made[key] = self.made.get(key, 0) + 1
+                if self.made[key] > self.limit:
+                    held[i] = CallResult(c.id, c.name, c.arguments, "repeated", key)  # filled in by record()
+                else:
+                    self.first_id.setdefault(key, c.id)
+        return held
+
+    def record(self, results: list[CallResult]) -> None:
+        """Keep the first runs' results; tell each repeat what its first call returned (a bare "error" confused
+        the model)."""
+        firsts = set(self.first_id.values())
+        for r in results:
+            if r.status == "ok" and r.call_id in firsts:
+                self.results[r.call_id] = r.result
+        for r in results:
+            if r.status == "repeated":
+                first = self.first_id[r.result]
+                r.result = {
+                    "repeated_call": f"same tool and arguments as {first}: not run again; its result was",
+                    "result": self.results.get(first, "(that call failed)"),
+                }
+
+
+# ================================================================ the loop's stages
+@dataclass
+class TurnPlan:
+    """How a turn is decoded: the grammar ``kind``, the ``mode`` the trace shows, ``why``, the answer prefix the host
+    writes for the model (``forced``) and the peeked first token (``peeked``, the call gate of ``"auto"``)."""
+
+    kind: str
+    mode: str
+    why: str
+    forced: str = ""
+    peeked: Generation | None = None
+
+
+class Host:
+    """One run of the loop: its settings, the conversation, the compiled grammars, the guard and the counters."""
+
+    def __init__(self, backend, tokenizer, messages: list[dict], tools: Mapping[str, Any], cfg: LoopConfig):
+        if cfg.constrain not in ("none", "tag"):
+            raise ValueError(f"constrain must be 'none' or 'tag', got {cfg.constrain!r}")
+        self.backend, self.tokenizer, self.messages, self.tools, self.cfg = backend, tokenizer, messages, tools, cfg
+        self.choice = check_tool_choice(cfg.tool_choice, tools)
+        self.schemas = [openai_schema(t) for t in tools.values()]
+        self.grammars: dict = {}
+        self.guard = RepeatGuard(cfg.repeat_limit)
+        self.guard.seed(messages)  # the guard covers the whole conversation, not this call only
+        self.spent, self.prev_len, self.n_calls, self.nothing_new = 0, None, 0, False
+
+    def grammar_for(self, kind: str):
+        """The grammar of a turn kind ("auto" | "required" | "none" | "answer" | a tool's name), compiled once."""
+        cfg = self.cfg
+        if cfg.constrain != "tag" or (not self.tools and kind not in ("none", "answer")):
+            return None
+        if kind not in self.grammars:
+            if cfg.grammar is not None and kind not in ("auto", "none", "answer"):
+                self.grammars[kind] = cfg.grammar
+            else:
+                chosen = [s for s in self.schemas if kind in ("auto", "required") or s["function"]["name"] == kind]
+                if cfg.bound_strings:
+                    chosen = [bounded(s, max_length=cfg.bound_strings) for s in chosen]
+                self.grammars[kind] = compile_tool_choice(
+                    chosen,
+                    self.tokenizer,
+                    kind if kind in TOOL_CHOICES + ("answer",) else "required",
+                    vocab_width=vocab_width(self.backend),
+                )
+        return self.grammars[kind]
+
+    def render(self, turn: int):
+        view = [dict(m) for m in self.messages]
+        if self.cfg.system_prefix is not None:
+            if view and view[0]["role"] == "system":
+                view[0]["content"] = self.cfg.system_prefix(turn) + (view[0].get("content") or "")
+            else:
+                view.insert(0, {"role": "system", "content": self.cfg.system_prefix(turn).rstrip("\n")})
+        return render(view, self.schemas or None, template=self.cfg.template, tokenizer=self.tokenizer)
+
+    def decide_turn(self, turn: int) -> tuple[TurnPlan, Rendered]:
+        """Stage 1: render the conversation and decide how this turn decodes (:data:`RULE`), and why."""
+        cfg, rendering = self.cfg, self.render(turn)
+        after_tools = bool(self.messages) and self.messages[-1]["role"] == "tool"
+        if after_tools and (self.nothing_new or turn == cfg.max_turns):
+            forced = _answer_prefix(cfg.answer_prefix, self.messages)
+            why = (
+                "the previous turn only repeated calls" if self.nothing_new else f"last turn allowed ({cfg.max_turns})"
+            ) + (f": tools off, answer started with {forced!r}" if forced else ": tools off")
+            plan = TurnPlan("answer", "answer", why, forced)
+        elif self.choice == "none" or not self.tools:
+            plan = TurnPlan("none", "text", "tool_choice 'none': the <tool_call> token is masked out")
+        elif self.choice != "auto" and not after_tools:
+            plan = TurnPlan(self.choice, "call", f"tool_choice {self.choice!r}: the turn must start with a call")
+        elif cfg.constrain != "tag":
+            plan = TurnPlan("auto", "free", "unconstrained: the model writes whatever it writes")
+        else:
+            peeked = peek(self.backend, list(rendering.ids), cfg.temperature, cfg.seed + turn, cfg.top_p)
+            first = peeked.new_ids[0] if peeked.new_ids else IM_END_ID
+            gate = FirstTokenGate(self.tokenizer, CALL_OPENERS)  # the model's own first token decides
+            text0, opens = gate.text(first), gate.opens(first)
+            why = f"'auto'{' after tool results' if after_tools else ''}: the model's first token {text0!r} " + (
+                "opens a call: decoded under the tools' grammar"
+                if opens
+                else "starts text: free text, a <tool_call> token would start a well-formed call"
+            )
+            plan = TurnPlan("required" if opens else "auto", "call" if opens else "text", why, "", peeked)
+        forced_ids = self.tokenizer.encode(plan.forced, add_special_tokens=False) if plan.forced else []
+        prompt = list(rendering.ids) + forced_ids
+        n_tools = rendering.counts.get("tools", 0)
+        new = len(prompt) - n_tools if self.prev_len is None else max(0, min(len(prompt) - self.prev_len, len(prompt)))
+        split = {"tools": n_tools, "history": max(0, len(prompt) - n_tools - new), "new": new}
+        self.prev_len = len(prompt)
+        return plan, Rendered(turn, rendering, prompt, split, plan.forced, plan.mode, plan.why)
+
+    def generate(self, turn: int, plan: TurnPlan, prompt: list[int]) -> Generated:
+        """Stage 2: the backend decodes the turn (under its grammar, if any); the peek's prefill is counted here."""
+        cfg = self.cfg
+        g_used = self.grammar_for(plan.kind) if plan.mode != "free" else None
+        mask = GrammarMask(g_used) if g_used is not None else None
+        budget_left = max(1, cfg.token_budget - self.spent - len(prompt))
+        g = self.backend.generate(
+            prompt,
+            max_new_tokens=min(cfg.max_new_tokens, budget_left),
+            stop_ids=set(STOP_IDS),
+            mask=mask,
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            seed=cfg.seed + turn,
+        )
+        p = plan.peeked
+        if p is not None:  # the peek prefilled the prompt; account for it in this turn's numbers
+            g = Generation(
+                g.new_ids, p.reused, p.prefilled, p.prefill_s + g.prefill_s, p.decode_s + g.decode_s, g.stopped_by
+            )
+        self.spent += g.prefilled + len(g.new_ids)
+        body = g.new_ids[:-1] if g.new_ids and g.new_ids[-1] in STOP_IDS else g.new_ids
+        text = plan.forced + self.tokenizer.decode(body, skip_special_tokens=False)
+        return Generated(turn, text, g, mask is not None)
+
+    def parse(self, turn: int, text: str) -> Parsed:
+        """Stage 3: cut the ``<tool_call>`` blocks out of the text; ids unique over the conversation, as an API's."""
+        content, calls = parse_tool_calls(text)
+        for c in calls:
+            self.n_calls += 1
+            c.id = f"call_{self.n_calls}"
+        return Parsed(turn, content, calls)
+
+    def execute_calls(self, turn: int, parsed: Parsed, text: str, held: dict[int, CallResult]) -> Executed:
+        """Stage 5: the calls go into the history, and the ones the guard let through run (in parallel)."""
+        calls = parsed.calls
+        # Well-formed calls go into history the API way (the template re-serialises them: the prefix may
+        # change); if any block was malformed, keep the raw text so the model sees exactly what it wrote.
+        if all(c.ok for c in calls):
+            tool_calls = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
+            ]
+            self.messages.append({"role": "assistant", "content": parsed.content, "tool_calls": tool_calls})
+        else:
+            self.messages.append({"role": "assistant", "content": text})
+        t0 = time.perf_counter()
+        fresh = [c for i, c in enumerate(calls) if i not in held]
+        cfg = self.cfg
+        ran = iter(execute(fresh, self.tools, confirm=cfg.confirm, timeout_s=cfg.tool_timeout_s, parallel=cfg.parallel))
+        results = [held[i] if i in held else next(ran) for i in range(len(calls))]
+        self.guard.record(results)
+        self.nothing_new = all(r.status in ("repeated", "skipped") for r in results)
+        return Executed(turn, results, time.perf_counter() - t0)
+
+    def feed_back(self, executed: Executed) -> None:
+        """Stage 6: one ``role="tool"`` message per result. A turn of only repeats leaves the history (its results
+        are already there), so the answer turn reads the question and the real results, not a repeat note."""
+        if self.nothing_new:
+            self.messages.pop()
+        else:
+            self.messages.extend(r.message() for r in executed.results)
 
 
 def loop(
@@ -177,207 +357,37 @@ def loop(
     keyword arguments that override its fields (``loop(b, tok, msgs, tools, max_turns=2)`` works as before).
     Unknown option names raise ``TypeError``.
     """
-    cfg = replace(config or LoopConfig(), **overrides)
-    if cfg.constrain not in ("none", "tag"):
-        raise ValueError(f"constrain must be 'none' or 'tag', got {cfg.constrain!r}")
-    choice = check_tool_choice(cfg.tool_choice, tools)
-    schemas = [openai_schema(t) for t in tools.values()]
-    stop_ids = set(STOP_IDS)
-    grammars: dict = {}
-
-    def grammar_for(kind: str):  # "auto" | "required" | "none" | a tool's name; compiled once per run
-        if cfg.constrain != "tag" or (not tools and kind not in ("none", "answer")):
-            return None
-        if kind not in grammars:
-            if cfg.grammar is not None and kind not in ("auto", "none", "answer"):
-                grammars[kind] = cfg.grammar
-            else:
-                chosen = [s for s in schemas if kind in ("auto", "required") or s["function"]["name"] == kind]
-                if cfg.bound_strings:
-                    chosen = [bounded(s, max_length=cfg.bound_strings) for s in chosen]
-                grammars[kind] = compile_tool_choice(
-                    chosen,
-                    tokenizer,
-                    kind if kind in TOOL_CHOICES + ("answer",) else "required",
-                    vocab_width=getattr(backend, "vocab_width", None),
-                )
-        return grammars[kind]
-
-    counts: dict[str, str] = {}  # call key -> id of the first call that ran it
-    earlier: dict[str, Any] = {}  # id of a call that ran -> its result
-    seen: dict[str, int] = {}
-    _seed_guard(messages, counts, earlier, seen)  # the guard covers the whole conversation, not this call only
-    spent, prev_len, n_calls, nothing_new = 0, None, 0, False
+    cfg = (config or LoopConfig()).but("loop(**overrides)", **overrides)
+    host = Host(backend, tokenizer, messages, tools, cfg)
     for turn in range(1, cfg.max_turns + 1):
-        if spent >= cfg.token_budget:
-            yield Stopped("token_budget", turn, f"{spent} tokens computed >= budget {cfg.token_budget}")
+        if host.spent >= cfg.token_budget:
+            yield Stopped("token_budget", turn, f"{host.spent} tokens computed >= budget {cfg.token_budget}")
             return
-        view = [dict(m) for m in messages]
-        if cfg.system_prefix is not None:
-            if view and view[0]["role"] == "system":
-                view[0]["content"] = cfg.system_prefix(turn) + (view[0].get("content") or "")
-            else:
-                view.insert(0, {"role": "system", "content": cfg.system_prefix(turn).rstrip("\n")})
-        rendering = render(view, schemas or None, template=cfg.template, tokenizer=tokenizer)
-        after_tools = bool(messages) and messages[-1]["role"] == "tool"
-        forced, peeked = "", None
-        if after_tools and (nothing_new or turn == cfg.max_turns):
-            kind, mode = "answer", "answer"
-            forced = _answer_prefix(cfg.answer_prefix, messages)
-            why = (
-                "the previous turn only repeated calls" if nothing_new else f"last turn allowed ({cfg.max_turns})"
-            ) + (f": tools off, answer started with {forced!r}" if forced else ": tools off")
-        elif choice == "none" or not tools:
-            kind, mode, why = "none", "text", "tool_choice 'none': the <tool_call> token is masked out"
-        elif choice != "auto" and not after_tools:
-            kind, mode, why = choice, "call", f"tool_choice {choice!r}: the turn must start with a call"
-        elif cfg.constrain != "tag":
-            kind, mode, why = "auto", "free", "unconstrained: the model writes whatever it writes"
-        else:
-            peeked = _peek(backend, list(rendering.ids), cfg.temperature, cfg.seed + turn, cfg.top_p)
-            first = peeked.new_ids[0] if peeked.new_ids else IM_END_ID
-            gate = FirstTokenGate(tokenizer, CALL_OPENERS)  # the model's own first token decides
-            text0, opens = gate.text(first), gate.opens(first)
-            kind, mode = ("required", "call") if opens else ("auto", "text")
-            why = f"'auto'{' after tool results' if after_tools else ''}: the model's first token {text0!r} " + (
-                "opens a call: decoded under the tools' grammar"
-                if opens
-                else "starts text: free text, a <tool_call> token would start a well-formed call"
-            )
-        prompt = list(rendering.ids) + (tokenizer.encode(forced, add_special_tokens=False) if forced else [])
-        n_tools = rendering.counts.get("tools", 0)
-        new = len(prompt) - n_tools if prev_len is None else max(0, min(len(prompt) - prev_len, len(prompt)))
-        split = {"tools": n_tools, "history": max(0, len(prompt) - n_tools - new), "new": new}
-        prev_len = len(prompt)
-        yield Rendered(turn, rendering, prompt, split, forced, mode, why)
-
-        g_used = grammar_for(kind) if mode != "free" else None
-        mask = None
-        if g_used is not None:
-            mask = GrammarMask(g_used)
-        budget_left = max(1, cfg.token_budget - spent - len(prompt))
-        g = backend.generate(
-            prompt,
-            max_new_tokens=min(cfg.max_new_tokens, budget_left),
-            stop_ids=stop_ids,
-            mask=mask,
-            temperature=cfg.temperature,
-            top_p=cfg.top_p,
-            seed=cfg.seed + turn,
-        )
-        if peeked is not None:  # the peek prefilled the prompt; account for it in this turn's numbers
-            g = Generation(
-                g.new_ids,
-                peeked.reused,
-                peeked.prefilled,
-                peeked.prefill_s + g.prefill_s,
-                peeked.decode_s + g.decode_s,
-                g.stopped_by,
-            )
-        spent += g.prefilled + len(g.new_ids)
-        body = g.new_ids[:-1] if g.new_ids and g.new_ids[-1] in stop_ids else g.new_ids
-        text = forced + tokenizer.decode(body, skip_special_tokens=False)
-        yield Generated(turn, text, g, mask is not None)
-
-        content, calls = parse_tool_calls(text)
-        for c in calls:  # ids unique over the whole conversation, as an API's would be
-            n_calls += 1
-            c.id = f"call_{n_calls}"
-        yield Parsed(turn, content, calls)
-        if not calls:
-            messages.append({"role": "assistant", "content": text})
-            yield Answered(turn, text)
+        plan, rendered = host.decide_turn(turn)  # 1 decide the turn
+        yield rendered
+        generated = host.generate(turn, plan, rendered.prompt_ids)  # 2 generate
+        yield generated
+        parsed = host.parse(turn, generated.text)  # 3 parse
+        yield parsed
+        if not parsed.calls:  # no call: this is the answer
+            messages.append({"role": "assistant", "content": generated.text})
+            yield Answered(turn, generated.text)
+            g = generated.generation
             if g.stopped_by == "length":
                 yield Stopped("max_new_tokens", turn, f"answer cut at {len(g.new_ids)} new tokens")
             else:
                 yield Stopped("answered", turn)
             return
-        # The repeat guard, per call, within the turn and across turns; and the per-turn cap.
-        held: dict[int, CallResult] = {}
-        for i, c in enumerate(calls):
-            if i >= cfg.max_calls:
-                held[i] = CallResult(
-                    c.id,
-                    c.name,
-                    c.arguments,
-                    "skipped",
-                    _error(
-                        "too_many_calls", f"only {cfg.max_calls} calls run per turn; this one (#{i + 1}) was not run"
-                    ),
-                )
-            elif c.ok:
-                key = _call_key(c)
-                seen[key] = seen.get(key, 0) + 1
-                if seen[key] > cfg.repeat_limit:
-                    held[i] = CallResult(c.id, c.name, c.arguments, "repeated", key)  # filled in below
-                else:
-                    counts.setdefault(key, c.id)
-        # Well-formed calls go into history the API way (the template re-serialises them: the prefix may
-        # change); if any block was malformed, keep the raw text so the model sees exactly what it wrote.
-        if all(c.ok for c in calls):
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": content,
-                    "tool_calls": [
-                        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                        for c in calls
-                    ],
-                }
-            )
-        else:
-            messages.append({"role": "assistant", "content": text})
-        t0 = time.perf_counter()
-        fresh = [c for i, c in enumerate(calls) if i not in held]
-        ran = iter(execute(fresh, tools, confirm=cfg.confirm, timeout_s=cfg.tool_timeout_s, parallel=cfg.parallel))
-        results = [held[i] if i in held else next(ran) for i in range(len(calls))]
-        for r in results:
-            if r.status == "ok" and r.call_id in counts.values():
-                earlier[r.call_id] = r.result
-        for r in results:  # a repeat is told what the first call returned (a bare "error" confused the model)
-            if r.status == "repeated":
-                first = counts[r.result]
-                r.result = {
-                    "repeated_call": f"same tool and arguments as {first}: not run again; its result was",
-                    "result": earlier.get(first, "(that call failed)"),
-                }
-        nothing_new = all(r.status in ("repeated", "skipped") for r in results)
-        yield Executed(turn, results, time.perf_counter() - t0)
-        if nothing_new:
-            # Only repeats: their results are already in the conversation. The turn stays in the trace but not in
-            # the history, so the answer turn reads the question and the real results, not a repeat note.
-            messages.pop()
-        else:
-            messages.extend(r.message() for r in results)
+        held = host.guard.check(parsed.calls, cfg.max_calls)  # 4 guard the calls
+        executed = host.execute_calls(turn, parsed, generated.text, held)  # 5 execute
+        yield executed
+        host.feed_back(executed)  # 6 feed back
     yield Stopped("max_turns", cfg.max_turns, f"no answer after {cfg.max_turns} turn(s)")
-
-
-def _seed_guard(messages: list[dict], counts: dict, earlier: dict, seen: dict) -> None:
-    """Count the calls already in ``messages`` (e.g. from an earlier ``loop`` on the same history, as the agent
-    patterns run one turn at a time), so ``repeat_limit`` holds over the whole conversation."""
-    replies = {m.get("tool_call_id"): m.get("content") for m in messages if m.get("role") == "tool"}
-    for m in messages:
-        for tc in m.get("tool_calls") or []:
-            f = tc.get("function") or {}
-            args = f.get("arguments")
-            if isinstance(args, str):
-                try:
-                    args = json.loads(args)
-                except ValueError:
-                    continue
-            key = f"{f.get('name')}:{json.dumps(args, sort_keys=True, ensure_ascii=False)}"
-            seen[key] = seen.get(key, 0) + 1
-            if key not in counts and tc.get("id") in replies:
-                counts[key] = tc["id"]
-                try:
-                    earlier[tc["id"]] = json.loads(replies[tc["id"]])
-                except (TypeError, ValueError):
-                    earlier[tc["id"]] = replies[tc["id"]]
 
 
 def run(backend, tokenizer, messages, tools, on_step: Callable | None = None, **kw) -> Trace:
     """Run :func:`loop` to the end and collect a :class:`Trace` (``on_step`` sees each step as it happens)."""
-    trace = Trace(getattr(backend, "name", type(backend).__name__), messages=messages)
+    trace = Trace(name_of(backend), messages=messages)
     for step in loop(backend, tokenizer, messages, tools, **kw):
         trace.steps.append(step)
         if on_step:

@@ -61,11 +61,11 @@ def answer_prefix(task: Task) -> str:
     return ANSWER_PREFIXES["zh" if re.search(r"[\u4e00-\u9fff]", task.question) else "en"]
 
 
-def _start(pattern: str, setup: Setup, task: Task) -> PatternRun:
+def start_run(pattern: str, setup: Setup, task: Task) -> PatternRun:
     return PatternRun(pattern, task.to_json(), setup.model)
 
 
-def _finish(run: PatternRun, task: Task, answer: str | None, records) -> PatternRun:
+def finish_run(run: PatternRun, task: Task, answer: str | None, records) -> PatternRun:
     run.answer = answer
     run.success = task.check(answer)
     run.steps.append({"kind": "answer", "text": answer})
@@ -75,7 +75,7 @@ def _finish(run: PatternRun, task: Task, answer: str | None, records) -> Pattern
     return run
 
 
-def _log_calls(run: PatternRun, trace, context: str = "main") -> None:
+def log_calls(run: PatternRun, trace, context: str = "main") -> None:
     for r in results(trace):
         run.steps.append(
             {
@@ -91,7 +91,7 @@ def _log_calls(run: PatternRun, trace, context: str = "main") -> None:
 
 def direct(setup: Setup, task: Task, max_turns: int = 5) -> PatternRun:
     """The host loop as it is, in one context: ``toolkit.loop.loop.run`` with ``max_turns``."""
-    out = _start("direct", setup, task)
+    out = start_run("direct", setup, task)
     msgs = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task.question}]
     trace = run(
         setup.new_backend("main"),
@@ -101,15 +101,15 @@ def direct(setup: Setup, task: Task, max_turns: int = 5) -> PatternRun:
         on_step=Recorder(out.turns, "main"),
         **dict(setup.settings, tool_choice=setup.first_choice(), max_turns=max_turns),
     )
-    _log_calls(out, trace)
+    log_calls(out, trace)
     if trace.answer is None:
         out.notes.append(f"no answer within {max_turns} turns ({trace.stop.reason if trace.stop else '?'})")
-    return _finish(out, task, trace.answer, out.turns)
+    return finish_run(out, task, trace.answer, out.turns)
 
 
 def react(setup: Setup, task: Task, max_steps: int = 4) -> PatternRun:
     """Thought, then action (a call or the answer), repeated; see the module docstring."""
-    out = _start("react", setup, task)
+    out = start_run("react", setup, task)
     backend, tools = setup.new_backend("main"), worker_tools()
     msgs = [{"role": "system", "content": REACT_SYSTEM}, {"role": "user", "content": task.question}]
     answer = None
@@ -126,7 +126,7 @@ def react(setup: Setup, task: Task, max_steps: int = 4) -> PatternRun:
             tag=f"s{i}",
             tool_choice=setup.first_choice() if i == 0 else "auto",
         )
-        _log_calls(out, tr)
+        log_calls(out, tr)
         if tr.answer is not None:
             answer = tr.answer
             break
@@ -142,7 +142,7 @@ def react(setup: Setup, task: Task, max_steps: int = 4) -> PatternRun:
         tr = turn(setup, backend, msgs, tools, out.turns, context="main", tag="final")
         answer = tr.answer
         out.notes.append(why)
-    return _finish(out, task, answer, out.turns)
+    return finish_run(out, task, answer, out.turns)
 
 
 def _plan_of(trace) -> list[str] | None:
@@ -152,7 +152,7 @@ def _plan_of(trace) -> list[str] | None:
 
 def plan_execute(setup: Setup, task: Task, max_steps: int = 5, max_replans: int = 1) -> PatternRun:
     """Plan as a list, execute step by step, replan once on a failed step; see the module docstring."""
-    out = _start("plan_execute", setup, task)
+    out = start_run("plan_execute", setup, task)
     backend = setup.new_backend("main")
     tools = {**worker_tools(), "plan": PLAN_TOOL}  # one tool block for every turn: the prefix stays cached
     msgs = [{"role": "system", "content": PLAN_SYSTEM}, {"role": "user", "content": task.question}]
@@ -168,7 +168,7 @@ def plan_execute(setup: Setup, task: Task, max_steps: int = 5, max_replans: int 
         msgs.append({"role": "user", "content": f"Step {i + 1} of {len(steps)}: {steps[i]}"})
         tr = turn(setup, backend, msgs, tools, out.turns, context="main", tool_choice="required", tag=f"x{done}")
         done += 1
-        _log_calls(out, tr)
+        log_calls(out, tr)
         rs = results(tr)
         if rs and all(r.status in ("repeated", "skipped") for r in rs):
             # nothing new (the loop kept that turn out of the history): the host's step line leaves it too, so the
@@ -214,4 +214,4 @@ def plan_execute(setup: Setup, task: Task, max_steps: int = 5, max_replans: int 
         tool_choice="none" if msgs[-1]["role"] != "tool" else "auto",
         answer_prefix=answer_prefix(task),
     )
-    return _finish(out, task, tr.answer, out.turns)
+    return finish_run(out, task, tr.answer, out.turns)

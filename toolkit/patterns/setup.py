@@ -5,7 +5,7 @@ What it does
 - :class:`Setup` holds the tokenizer, ``new_backend(label)`` (each context — the main agent, each sub-agent — gets
   its own backend and so its own prefix cache), the model's description, whether it is a real model
   (``semantic``), and the ``toolkit.loop.loop.run`` settings. ``Setup.from_loaded(loaded)`` takes them from
-  ``toolkit.loop.examples.settings_for`` (so a random-weight stand-in gets bounded strings and a required first
+  ``toolkit.settings.LoopConfig.for_model`` (so a random-weight stand-in gets bounded strings and a required first
   call, as in notebook 03); ``Setup.scripted(tok, scripts)`` replays fixed texts per context for tests.
 - ``turn(setup, backend, messages, tools, record, ...)``: ONE turn of the kit's host loop (``max_turns=1``):
   render, generate, parse, validate, execute, append — the patterns are sequences of such turns with different
@@ -22,18 +22,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from toolkit.backends.base import Generation
+from toolkit.backends.base import Generation, vocab_width
 from toolkit.backends.choose import backend_for
 from toolkit.backends.scripted import ScriptedBackend
 from toolkit.grammar.compile import compile_tool_choice
 from toolkit.grammar.mask import GrammarMask
-from toolkit.loop.examples import settings_for
 from toolkit.loop.loop import run
 from toolkit.loop.steps import Executed, Trace
 from toolkit.patterns.record import Recorder, TurnRecord
 from toolkit.qwen import STOP_IDS
 from toolkit.render import render
 from toolkit.schema import openai_schema
+from toolkit.settings import LoopConfig
 
 # Settings the patterns choose per turn themselves (the rest come from the model's defaults).
 PER_TURN = ("tool_choice", "max_turns")
@@ -54,10 +54,10 @@ class Setup:
     def from_loaded(cls, loaded, max_new_tokens: int = 80, **kw) -> Setup:
         """The patterns on a ``toolkit.models.Loaded`` (or a served model, ``toolkit.backends.choose``); a fresh
         backend (own cache) per context."""
-        s = settings_for(loaded, **kw)
+        cfg = LoopConfig.for_model(loaded, **kw)
         if loaded.semantic:
-            s["max_new_tokens"] = max_new_tokens
-        settings = {k: v for k, v in s.items() if k not in PER_TURN}
+            cfg = cfg.but("the patterns' turns", max_new_tokens=max_new_tokens)
+        settings = {k: v for k, v in cfg.values().items() if k not in PER_TURN}
         return cls(loaded.tokenizer, lambda label: backend_for(loaded), loaded.description, loaded.semantic, settings)
 
     @classmethod
@@ -77,9 +77,7 @@ class Setup:
 
     def answer_grammar(self, backend):
         if self._answer_grammar is None and self.settings.get("constrain", "tag") == "tag":
-            self._answer_grammar = compile_tool_choice(
-                [], self.tokenizer, "answer", vocab_width=getattr(backend, "vocab_width", None)
-            )
+            self._answer_grammar = compile_tool_choice([], self.tokenizer, "answer", vocab_width=vocab_width(backend))
         return self._answer_grammar
 
 

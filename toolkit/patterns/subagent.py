@@ -18,7 +18,7 @@ What it leaves out
 from __future__ import annotations
 
 from toolkit.loop.loop import run
-from toolkit.patterns.agents import SYSTEM, _finish, _log_calls, _start, worker_tools
+from toolkit.patterns.agents import SYSTEM, finish_run, log_calls, start_run, worker_tools
 from toolkit.patterns.record import PatternRun, Recorder
 from toolkit.patterns.setup import Setup
 from toolkit.patterns.tasks import Task
@@ -34,7 +34,7 @@ SUB_TIMEOUT_S = 900.0  # a sub-agent is a model run, not a quick function: the m
 
 def subagent(setup: Setup, task: Task, isolate: bool = True, max_turns: int = 5, sub_turns: int = 3) -> PatternRun:
     """The main agent with ``delegate`` (see the module docstring)."""
-    out = _start("subagent" if isolate else "subagent_shared", setup, task)
+    out = start_run("subagent" if isolate else "subagent_shared", setup, task)
     counter = {"n": 0}
 
     def delegate(task: str) -> dict:
@@ -55,7 +55,7 @@ def subagent(setup: Setup, task: Task, isolate: bool = True, max_turns: int = 5,
             on_step=Recorder(out.turns, label),
             **dict(setup.settings, tool_choice=setup.first_choice(), max_turns=sub_turns),
         )
-        _log_calls(out, trace, label)
+        log_calls(out, trace, label)
         summary = (
             trace.answer if trace.answer is not None else f"(no answer: {trace.stop.reason if trace.stop else '?'})"
         )
@@ -86,8 +86,8 @@ def subagent(setup: Setup, task: Task, isolate: bool = True, max_turns: int = 5,
             tool_timeout_s=SUB_TIMEOUT_S,
         ),
     )
-    _log_calls(out, trace)
+    log_calls(out, trace)
     if trace.answer is None:
         out.notes.append(f"no answer within {max_turns} main turns")
     out.notes.append(f"sub-agents run: {counter['n']}; main context " + ("isolated" if isolate else "shared"))
-    return _finish(out, task, trace.answer, out.turns)
+    return finish_run(out, task, trace.answer, out.turns)

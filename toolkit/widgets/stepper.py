@@ -1,6 +1,6 @@
 """Stepper: walk through a constrained generation one decoding step at a time (book §14.5.2, 约束解码的角色).
 
-``StepperState(trace)`` is plain data over a :class:`toolkit.constrain.StepTrace`: the current step, the
+``StepperState(trace)`` is plain data over a :class:`toolkit.grammar.inspect.StepTrace`: the current step, the
 allowed-set size of every step, and for the current step the bars to draw (top tokens, probability before and
 after the mask), the chosen token and the mass the mask removed. Tests drive it without a browser.
 ``Stepper(trace)`` is the view: a slider, a caption and one figure (a ``go.Figure`` redrawn through
@@ -30,7 +30,7 @@ BEFORE, AFTER, CHOSEN = "#9ecae1", "#e6550d", "#31a354"
 
 @dataclass
 class StepperState:
-    trace: object  # toolkit.constrain.StepTrace
+    trace: object  # toolkit.grammar.inspect.StepTrace
     step: int = 0
 
     @property
