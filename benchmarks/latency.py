@@ -222,15 +222,6 @@ def server_error_rows(repeats: int) -> list[dict]:
     ]
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main(argv=None) -> int:
     ap = cliargs.Parser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=cliargs.count(1), default=3)
