@@ -89,7 +89,7 @@ def main(argv=None) -> int:
     for r in results:
         r["speedup_vs_plain"] = round(results[0]["seconds"] / r["seconds"], 2)
     # dtype: forward of the shared prefix only
-    n = lora._common_prefix(rows_of["r"])
+    n = lora.common_prefix(rows_of["r"])
     dtypes = []
     for dt in ("float32", "bfloat16"):
         loaded = load("qwen2.5-coder-0.5b", dtype=dt, quiet=True)

@@ -11,7 +11,7 @@ from toolkit.book.charts import growth_print_figure, table_latex, table_markdown
 from toolkit.book.diagrams import arrow_rows, round_trip_figure, round_trip_trace
 from toolkit.book.export import ExportTimeout, export
 from toolkit.book.figures import CAPTIONS, _find_chromium, write_all
-from toolkit.book.fonts import _font_file, embed_font, svg_text
+from toolkit.book.fonts import embed_font, font_file, svg_text
 from toolkit.book.mcp_diagram import mcp_architecture, mcp_figure, mcp_session_events, mcp_session_trace
 from toolkit.book.typeset import CANVAS_PX, MIN_PT, PRINT_MM, break_points, print_pt, rich_lines, wrap_plain
 from toolkit.commands.figures import cli
@@ -140,7 +140,7 @@ def test_committed_svgs_print_at_7pt_or_more_without_captions(svg):
 
 
 def test_embedded_font_covers_every_character(tmp_path):
-    if _font_file(400) is None:
+    if font_file(400) is None:
         pytest.skip("needs fonts-noto-cjk: run `make system`")
     import base64
     import io

@@ -6,7 +6,16 @@ import pytest
 
 from toolkit.render import render
 from toolkit.sft.experiment import experiment
-from toolkit.sft.finetune import Run, _batch, _Head, _model, _shared_prefix_len, data_vocab, fine_tune, loss_on
+from toolkit.sft.finetune import (
+    Run,
+    VocabHead,
+    batch_of,
+    data_vocab,
+    fine_tune,
+    fresh_model,
+    loss_on,
+    shared_prefix_len,
+)
 from toolkit.sft.labels import IGNORE_INDEX, MaskError, label
 from toolkit.sft.probes import AFTER_CALL, classify, continue_batch, continue_ids, probes
 from toolkit.tools import schemas
@@ -245,11 +254,11 @@ def test_shared_prefix_gives_the_same_loss_and_gradients():
     import torch
 
     exs = _small_set(n=6)
-    model = _model("qwen3", 0, None)
-    head = _Head(model, data_vocab(exs))
+    model = fresh_model("qwen3", 0, None)
+    head = VocabHead(model, data_vocab(exs))
     params = head.body_parameters() + [head.weight]
-    batch = _batch(exs, range(6), False, 151643)
-    assert _shared_prefix_len(batch[0], batch[2]) > 300  # system prompt + tool definitions
+    batch = batch_of(exs, range(6), False, 151643)
+    assert shared_prefix_len(batch[0], batch[2]) > 300  # system prompt + tool definitions
     got = {}
     for share in (False, True):
         for p in params:

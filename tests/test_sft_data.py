@@ -142,10 +142,10 @@ def test_groups_share_their_prefix():
     assert [len(g) for g in groups] == [4] * 5
     tok = qwen_tokenizer("qwen2.5")
     rows = data.labelled(exs, tok)
-    from toolkit.sft.lora import _common_prefix
+    from toolkit.sft.lora import common_prefix
 
     for g in groups:
-        n = _common_prefix([rows[i] for i in g])
+        n = common_prefix([rows[i] for i in g])
         assert n > 100  # system prompt and tool list at least
         assert all(lab == IGNORE_INDEX for i in g for lab in rows[i].labels[: n + 1])
 

@@ -17,7 +17,7 @@ What it leaves out
 from __future__ import annotations
 
 from toolkit import cost
-from toolkit.book.claims_tool_use import _real_rendering
+from toolkit.book.claims_tool_use import real_rendering
 from toolkit.book.ledger import Claim, make_verdict
 from toolkit.conversations import tool_use_conversation
 from toolkit.mcp.server import mcp_tool
@@ -48,7 +48,7 @@ def reading_claims() -> list[Claim]:
         )
     )
     msgs, tools = tool_use_conversation()
-    real = _real_rendering(msgs, tools)
+    real = real_rendering(msgs, tools)
     text = real if real is not None else render(msgs, tools, "qwen2.5", add_generation_prompt=False).text
     where = "the installed model's own template" if real is not None else "the kit's Qwen2.5 template"
     newlines = text.count("\n")

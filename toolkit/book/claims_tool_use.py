@@ -30,7 +30,7 @@ PRINTED_SYSTEM_LINES = (
 FORMAT_EXAMPLE = '{"name": <function-name>, "arguments": <args-json-object>}'
 
 
-def _real_rendering(msgs, tools) -> str | None:
+def real_rendering(msgs, tools) -> str | None:
     """The messages rendered by the installed real model's own chat template (transformers), or None."""
     folder = installed_folder()
     if folder is None:
@@ -166,7 +166,7 @@ def tool_use_claims() -> list[Claim]:
         '<tool_call>\n{"name": "calculator", "arguments": {"expression": "250 * 0.15"}}\n</tool_call>'
     )
     printed_obj = '"arguments": {"expression": "250 * 0.15"}'
-    real = _real_rendering(msgs, tools)
+    real = real_rendering(msgs, tools)
     kit_obj = {t: printed_obj in x.text for t, x in r.items()}
     real_obj = real is not None and printed_obj in real
     real_str = real is not None and '"arguments": "{\\"expression\\"' in real

@@ -41,7 +41,7 @@ FACES = (
 )
 
 
-def _font_file(weight: int) -> Path | None:
+def font_file(weight: int) -> Path | None:
     for d in FONT_DIRS:
         p = Path(d) / FONT_FILES[weight]
         if p.exists():
@@ -68,7 +68,7 @@ def font_style(chars: str) -> str:
     chars = "".join(sorted(set(chars) - {"\n"}))
     faces = []
     for family, face, weight in FACES:
-        path = _font_file(weight)
+        path = font_file(weight)
         if path is None:
             raise RuntimeError(f"font {FONT_FILES[weight]} not found in {FONT_DIRS}: run `make system`")
         font = next(f for f in TTCollection(str(path)).fonts if f["name"].getDebugName(1) == face)

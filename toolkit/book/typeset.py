@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import re
 
-from toolkit.book.fonts import _font_file
+from toolkit.book.fonts import font_file
 
 PRINT_MM = 130.0  # the book's text width
 
@@ -58,7 +58,7 @@ def print_pt(px: float, canvas_px: float = CANVAS_PX, print_mm: float = PRINT_MM
 def _metrics(family: str) -> tuple[dict, dict, int]:
     from fontTools.ttLib import TTCollection  # lazy: fontTools loads only when a figure is laid out
 
-    path = _font_file(400)
+    path = font_file(400)
     if path is None:
         raise RuntimeError(f"{SANS} not found: run `make system` (fonts-noto-cjk)")
     font = next(f for f in TTCollection(str(path), lazy=True).fonts if f["name"].getDebugName(1) == family)

@@ -67,7 +67,7 @@ def data_vocab(examples: list[Labelled]) -> list[int]:
     return sorted({i for ex in examples for i in ex.ids})
 
 
-def _model(flavor: str, seed: int, model_kw: dict | None):
+def fresh_model(flavor: str, seed: int, model_kw: dict | None):
     from transformers import AutoModelForCausalLM  # lazy: needed by real models only
 
     if not model_kw:
@@ -79,7 +79,7 @@ def _model(flavor: str, seed: int, model_kw: dict | None):
     return model.eval()
 
 
-def _batch(examples: list[Labelled], idx, masked: bool, pad_id: int):
+def batch_of(examples: list[Labelled], idx, masked: bool, pad_id: int):
     rows = [examples[i] for i in idx]
     width = max(len(r.ids) for r in rows)
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
@@ -93,7 +93,7 @@ def _batch(examples: list[Labelled], idx, masked: bool, pad_id: int):
     return ids, labels, attn
 
 
-class _Head:
+class VocabHead:
     """The run's working copy of the tied embedding, holding only the rows of ``vocab``.
 
     Ids outside ``vocab`` never occur in the batches, so their rows would get zero gradient and (Adam, no weight
@@ -124,13 +124,13 @@ class _Head:
             self.model.get_input_embeddings().weight[self.vocab] = self.weight
 
 
-def _shared_prefix_len(ids, attn) -> int:
+def shared_prefix_len(ids, attn) -> int:
     """Leading positions where every row of the batch holds the same (real) token."""
     same = ((ids == ids[:1]) & (attn == 1)).all(0)
     return int(same.long().cumprod(0).sum())
 
 
-def loss_on(head: _Head, ids, labels, attn, share_prefix: bool = True):
+def loss_on(head: VocabHead, ids, labels, attn, share_prefix: bool = True):
     """Mean next-token cross-entropy over positions whose label is not ``IGNORE_INDEX``.
 
     Every trajectory opens with the same system prompt and tool definitions (~390 tokens). With ``share_prefix``
@@ -138,7 +138,7 @@ def loss_on(head: _Head, ids, labels, attn, share_prefix: bool = True):
     numbers as running every row in full (a test checks loss and gradients), at about 40% of the cost.
     """
 
-    n = _shared_prefix_len(ids, attn) if share_prefix and len(ids) > 1 else 0
+    n = shared_prefix_len(ids, attn) if share_prefix and len(ids) > 1 else 0
     if n >= 2:
         pre = head.hidden(ids[:1, :n], attn[:1, :n], use_cache=True)
         pre.cache.batch_repeat_interleave(len(ids))
@@ -170,7 +170,7 @@ def fine_tune(
     ids explicitly; ``"full"`` uses all 151,936. ``progress(step, loss)`` is called every step if given.
     """
     template = examples[0].template
-    model = _model(flavor_of(template), seed, model_kw)
+    model = fresh_model(flavor_of(template), seed, model_kw)
     ids_vocab = (
         list(range(model.config.vocab_size))
         if vocab == "full"
@@ -178,7 +178,7 @@ def fine_tune(
         if vocab == "data"
         else sorted(vocab)
     )
-    head = _Head(model, ids_vocab)
+    head = VocabHead(model, ids_vocab)
     params = head.body_parameters() + [head.weight]
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(params, lr=lr)
@@ -192,7 +192,7 @@ def fine_tune(
             if len(order) < batch_size:
                 order += torch.randperm(len(examples), generator=g).tolist()
             idx, order = order[:batch_size], order[batch_size:]
-            loss, n = loss_on(head, *_batch(examples, idx, masked, pad))
+            loss, n = loss_on(head, *batch_of(examples, idx, masked, pad))
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)

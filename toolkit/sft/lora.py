@@ -77,7 +77,7 @@ class Result:
 
 
 # ---------------------------------------------------------------- the loss of one group
-def _common_prefix(rows: list[Labelled]) -> int:
+def common_prefix(rows: list[Labelled]) -> int:
     """Leading tokens every row shares, stopping before the first trained token (the prefix is never trained)."""
     n = min(len(r.ids) for r in rows)
     first_trained = min(r.labels.index(next(x for x in r.labels if x != IGNORE_INDEX)) for r in rows)
@@ -130,7 +130,7 @@ def group_loss(model, rows: list[Labelled], share_prefix: bool = True, head_at_t
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     body, head = base.model, base.lm_head
     dev = head.weight.device
-    n = _common_prefix(rows) if share_prefix and len(rows) > 1 else 0
+    n = common_prefix(rows) if share_prefix and len(rows) > 1 else 0
     pieces = []  # (hidden states whose next token is labelled, those labels)
     if n >= 2:
         pre = body(input_ids=torch.tensor([rows[0].ids[:n]], device=dev), use_cache=True)

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from toolkit.backends.decode import decode_rows
 from toolkit.backends.sampling import choose
-from toolkit.sft.finetune import Run, _batch, _Head, threads
+from toolkit.sft.finetune import Run, VocabHead, batch_of, threads
 from toolkit.sft.labels import EOT, Labelled, MaskError
 from toolkit.tokenizer import tokenizer_for
 
@@ -67,7 +67,7 @@ class _Rows:
     depth = 1
 
     def __init__(self, run: Run, prompts: list[list[int]], generator):
-        self.head, self.generator = _Head(run.model, run.vocab), generator
+        self.head, self.generator = VocabHead(run.model, run.vocab), generator
         width = max(len(p) for p in prompts)
         ids = torch.full((len(prompts), width), int(self.head.vocab[0]), dtype=torch.long)
         self.attn = torch.zeros((len(prompts), width), dtype=torch.long)
@@ -165,13 +165,13 @@ def nll_by_part(run: Run, examples: list[Labelled], batch_size: int = 8, n_threa
     ``model_output`` (trained positions), ``tool_results`` (tool_response segment) and ``prompt`` (the rest).
     Ids outside the run's vocabulary are skipped (build the vocabulary from train + held-out data to avoid)."""
 
-    head = _Head(run.model, run.vocab)
+    head = VocabHead(run.model, run.vocab)
     pad = tokenizer_for(run.settings["template"]).pad_token_id
     sums = {"model_output": [0.0, 0], "tool_results": [0.0, 0], "prompt": [0.0, 0]}
     with torch.no_grad(), threads(n_threads):
         for s in range(0, len(examples), batch_size):
             chunk = examples[s : s + batch_size]
-            ids, _, attn = _batch(chunk, range(len(chunk)), False, pad)
+            ids, _, attn = batch_of(chunk, range(len(chunk)), False, pad)
             logp = F.log_softmax(head.logits(head.hidden(ids, attn).last_hidden_state[:, :-1]), -1)
             for j, ex in enumerate(chunk):
                 cols = head.column[torch.tensor(ex.ids[1:])]
