@@ -1,0 +1,63 @@
+"""toolkit.eval.learned (base vs adapter on the same cases) and toolkit.eval.budget (budgets from the answers)."""
+
+from toolkit.eval import budget, learned
+from toolkit.eval.bfcl import CATEGORIES
+from toolkit.tokenizer import qwen_tokenizer
+
+
+def _doc(cases, model):
+    return {"accuracy": {"meta": {"model": model}, "data": {"cases": cases}}}
+
+
+def _case(cid, mode, ok, kind, text):
+    return dict(id=cid, mode=mode, ok=ok, kind=kind, text=text)
+
+
+def test_compare_scores_the_base_on_exactly_the_adapters_cases():
+    tag = '<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>'
+    base = _doc(
+        [_case(f"simple_python_{i}", "native", False, "no_call", "```json {}```") for i in range(10)]
+        + [_case(f"irrelevance_{i}", "native", True, "ok", "{}") for i in range(4)],
+        "base",
+    )
+    adapter = _doc(
+        [_case(f"simple_python_{i}", "native", i < 3, "ok" if i < 3 else "wrong_value", tag) for i in range(4)]
+        + [
+            _case("irrelevance_0", "native", False, "call_when_none", tag),
+            _case("irrelevance_1", "native", True, "ok", "no"),
+        ],
+        "adapter",
+    )
+    cmp = learned.compare(base, adapter)
+    rows = {r["category"]: r for r in cmp["rows"]}
+    assert rows["simple_python"]["adapter"]["n"] == rows["simple_python"]["base"]["n"] == 4
+    assert rows["simple_python"]["adapter"]["correct"] == 3 and rows["simple_python"]["base"]["correct"] == 0
+    assert cmp["adapter_tag_rate_due"] == 1.0 and cmp["base_tag_rate_due"] == 0.0
+    assert cmp["adapter_tag_rate_none"] == 0.5
+    t = {x["target"]: x for x in learned.targets(cmp)}
+    assert t["<tool_call> where a call is due"]["met"]
+    assert not t["native simple_python"]["met"] and t["native simple_python"]["bar"] == 76.75
+    assert t["native irrelevance"]["bar"] == 60.0 and not t["native irrelevance"]["met"]
+    md = learned.markdown(cmp)
+    assert "like for like" in md and "wrong_value 1" in md
+
+
+def test_published_rows_are_the_like_for_like_columns():
+    row = learned.LIKE_FOR_LIKE[learned.TARGET_ROW]
+    assert row["simple_python"] == 76.75 and row["irrelevance"] == 12.92  # not the averaged 58.25 / 16.44
+    assert all(set(CATEGORIES) <= set(r) for r in learned.LIKE_FOR_LIKE.values())
+    assert "data_non_live" in row["source"]
+
+
+def test_budgets_fit_the_longest_possible_answer():
+    tok = qwen_tokenizer("qwen2.5")
+    for cat in CATEGORIES:
+        n, which = budget.longest_answer(cat, tok)
+        b = budget.budget(cat, tok)
+        if cat == "irrelevance":
+            assert n == 0 and b == budget.TEXT_BUDGET
+            continue
+        assert which and n > 0 and b >= n + budget.MARGIN and b % 16 == 0
+    # the saved runs' fixed 64 / 128 cut the longest answers of three categories
+    assert budget.longest_answer("simple_python", tok)[0] > 64
+    assert budget.longest_answer("parallel", tok)[0] > 128
