@@ -20,7 +20,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 from toolkit import cliargs  # noqa: E402
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOOLKIT_BACKEND": ""}

@@ -12,6 +12,7 @@ asserts.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -22,11 +23,20 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-from test_browser import CHROMIUM, CHROMIUM_ARGS, burn_cpu  # noqa: E402
-
 from toolkit.paths import provenance  # noqa: E402
+
+
+def _test_module(name: str):
+    """A module of tests/ by its file (the tests are not a package; the kit itself is installed)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_browser = _test_module("test_browser")
+CHROMIUM, CHROMIUM_ARGS, burn_cpu = _browser.CHROMIUM, _browser.CHROMIUM_ARGS, _browser.burn_cpu
 
 
 def run_cli(timeout: float) -> dict:

@@ -355,7 +355,7 @@ def run_one(qd: dict, loaded, which: str, cap_s: float | None):
 
 
 def main(argv=None) -> int:
-    from toolkit import cliargs  # here: after the sys.path choice above (PYTHONPATH may name another checkout)
+    from toolkit import cliargs  # here: after the PYTHONPATH choice above (it may name another checkout)
 
     p = cliargs.Parser(description=__doc__.split("\n")[0])
     p.add_argument("--pass", dest="which", choices=list(PASSES), required=True)

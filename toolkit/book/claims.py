@@ -26,6 +26,7 @@ from toolkit.book.claims_chains import chain_claims
 from toolkit.book.claims_cost import cost_claims, decay_claims, tool_cost_claims
 from toolkit.book.claims_flops import flops_claims
 from toolkit.book.claims_kit import kit_claims
+from toolkit.book.claims_learned import learned_claims
 from toolkit.book.claims_mcp import mcp_claims
 from toolkit.book.claims_patterns import patterns_claims
 from toolkit.book.claims_reading import reading_claims
@@ -48,6 +49,7 @@ GROUPS = (
     chain_claims,
     serving_claims,
     patterns_claims,
+    learned_claims,
     reading_claims,
 )
 
