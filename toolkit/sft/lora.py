@@ -267,6 +267,9 @@ def train(
         res = Result(**state["result"])
         start = len(res.losses)
         torch.set_rng_state(state["rng"])
+        missing = sorted(n for n, p in model.named_parameters() if p.requires_grad and n not in state["adapter"])
+        if missing:  # trained from their initial values again from here: the manifest says so
+            res.settings = dict(res.settings, resumed_without=dict(step=start, tensors=missing))
     bar = None
     if progress:
         from tqdm import tqdm  # lazy: a CLI nicety
@@ -289,7 +292,10 @@ def train(
             bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{sum(res.tokens[-10:]) / sum(recent):.0f}")
             bar.update(1)
         if (step + 1) % 10 == 0 or step + 1 == total:
-            trainable = {k: v for k, v in model.state_dict().items() if "lora_" in k}
+            # every trained tensor: the LoRA matrices and the trained token rows (a checkpoint that kept only the
+            # lora_ tensors lost the token rows when the shipped adapter's run resumed after an out-of-memory kill)
+            names = {n for n, p in model.named_parameters() if p.requires_grad}
+            trainable = {k: v for k, v in model.state_dict().items() if k in names or "lora_" in k}
             tmp = ckpt.with_suffix(".tmp")
             ckpt_dir.mkdir(parents=True, exist_ok=True)
             torch.save(
@@ -324,6 +330,7 @@ def train(
             generator="toolkit.sft.data (templates + the kit's real tools; no BFCL text)",
         ),
         settings=asdict(s),
+        resumed_without=res.settings.get("resumed_without"),
         steps=len(res.losses),
         loss_first10=round(sum(res.losses[:10]) / max(1, len(res.losses[:10])), 4),
         loss_last10=round(sum(res.losses[-10:]) / max(1, len(res.losses[-10:])), 4),
