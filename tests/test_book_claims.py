@@ -21,7 +21,6 @@ from toolkit.book import (
 from toolkit.book.claims import INVENTORY, check_all, coverage, inventory, to_markdown, write_markdown
 from toolkit.book.claims_cost import cost_claims, decay_claims
 from toolkit.book.ledger import CAVEAT, FAILS, HOLDS, VERDICTS, Claim, make_verdict
-from toolkit.commands import claims as claims_command
 from toolkit.commands.claims import cli
 
 CLAIM_MODULES = (
@@ -203,9 +202,11 @@ def test_markdown_and_cli(tmp_path, capsys, ledger):
     assert "Coverage — inventory:" in md
     path = write_markdown(tmp_path / "claims.md", ledger)
     assert path.read_text(encoding="utf-8") == md
-    monkey = claims_command.check_all
+    import toolkit.book.claims as claims_module  # the command imports check_all from here after parsing
+
+    monkey = claims_module.check_all
     try:
-        claims_command.check_all = lambda: ledger  # the CLI formats; the checks already ran in the fixture
+        claims_module.check_all = lambda: ledger  # the CLI formats; the checks already ran in the fixture
         assert cli(["--json"]) == 0
         out = json.loads(capsys.readouterr().out)
         assert {r["id"] for r in out["claims"]} == {c.id for c in ledger}
@@ -214,4 +215,4 @@ def test_markdown_and_cli(tmp_path, capsys, ledger):
         out = capsys.readouterr().out
         assert "does not hold" in out and "why:" in out and "not checkable here" in out
     finally:
-        claims_command.check_all = monkey
+        claims_module.check_all = monkey

@@ -38,8 +38,16 @@ def _tagged(cases) -> int:
 def learned_claims() -> list[Claim]:
     out: list[Claim] = []
     base_p, lora_p, man = results_file(BASE, required=False), results_file(ADAPTER, required=False), adapter_manifest()
-    if base_p is None or lora_p is None or man is None:
+    if man is None:
         return out
+    if base_p is not None and lora_p is not None:
+        out += _format_claim(base_p, lora_p, man)
+    out.append(_template_claim(man))
+    return out
+
+
+def _format_claim(base_p, lora_p, man) -> list[Claim]:
+    out: list[Claim] = []
     base, lora = (_due(json.loads(p.read_text(encoding="utf-8"))) for p in (base_p, lora_p))
     tagged, n_all = _tagged(base.values()), len(base)
     same = [i for i in lora if i in base]
@@ -71,6 +79,10 @@ def learned_claims() -> list[Claim]:
             ),
         )
     )
+    return out
+
+
+def _template_claim(man) -> Claim:
     s = man["settings"]
     exs = [e for e in dataset(s["groups"], seed=s["data_seed"], per_group=s["per_group"]) if e.kind == "follow_up"]
     rows = labelled(exs, qwen_tokenizer("qwen2.5"))
@@ -82,17 +94,14 @@ def learned_claims() -> list[Claim]:
             if m["role"] == "tool":
                 tool_tokens += 1
                 leaked += m["content"] in trained
-    out.append(
-        Claim(
-            "sft-same-template-real",
-            f"{BOOK}.7",
-            "Training conversations are rendered into one token sequence with the chat template the model is served "
-            "with, and the tool results are left out of the loss.",
-            f"the kit's adapter was trained on conversations rendered by the installed model's own chat template "
-            f"(toolkit.sft.data.labelled), generator {man['data']['generator']!r}, data sha256 "
-            f"{man['data']['sha256'][:12]}…; relabelled here: {tool_tokens} tool results in its {len(exs)} "
-            f"answer-after-a-result conversations, {leaked} of them inside a trained span",
-            *make_verdict(tool_tokens > 0 and leaked == 0, "a tool result is inside the trained tokens"),
-        )
+    return Claim(
+        "sft-same-template-real",
+        f"{BOOK}.7",
+        "Training conversations are rendered into one token sequence with the chat template the model is served "
+        "with, and the tool results are left out of the loss.",
+        f"the kit's adapter was trained on conversations rendered by the installed model's own chat template "
+        f"(toolkit.sft.data.labelled), generator {man['data']['generator']!r}, data sha256 "
+        f"{man['data']['sha256'][:12]}…; relabelled here: {tool_tokens} tool results in its {len(exs)} "
+        f"answer-after-a-result conversations, {leaked} of them inside a trained span",
+        *make_verdict(tool_tokens > 0 and leaked == 0, "a tool result is inside the trained tokens"),
     )
-    return out

@@ -34,7 +34,7 @@ def _real(args) -> int:
 
 def cli(argv: list[str]) -> int:
     """``python -m toolkit train [--template qwen3] [--steps 220] [--lr 8e-3] [--seed 0]``: both runs, one table;
-    ``python -m toolkit train --model real [--groups 36]``: the LoRA fine-tune of the real offline model."""
+    ``python -m toolkit train --model real [--groups 50]``: the LoRA fine-tune of the real offline model."""
     ap = cliargs.Parser(prog="python -m toolkit train", description=cli.__doc__)
     ap.add_argument("--model", default="stand-in", choices=["stand-in", "real"])
     ap.add_argument("--template", default="qwen3", choices=["qwen3", "qwen2.5"])
@@ -42,7 +42,7 @@ def cli(argv: list[str]) -> int:
     ap.add_argument("--lr", type=cliargs.number(0.0, 10.0, lo_open=True), default=None)
     ap.add_argument("--seed", type=cliargs.count(0), default=0)
     ap.add_argument(
-        "--groups", type=cliargs.count(1, 100_000), default=36, help="real: optimizer steps (one group each)"
+        "--groups", type=cliargs.count(1, 100_000), default=50, help="real: optimizer steps (one group each)"
     )
     ap.add_argument("--per-group", type=cliargs.count(1, 64), default=10, help="real: conversations per group")
     ap.add_argument("--data-seed", type=cliargs.count(0), default=0)
@@ -51,7 +51,7 @@ def cli(argv: list[str]) -> int:
     ap.add_argument("--results", type=cliargs.out_file, default=None, help="real: results JSON")
     args = ap.parse_args(argv)
     if args.model == "real":
-        args.lr = args.lr or 5e-4
+        args.lr = args.lr or 4e-4
         return _real(args)
     from toolkit.sft.experiment import experiment  # lazy: torch (~3 s), after the arguments are checked
 

@@ -38,10 +38,9 @@ from toolkit.sft.phrasings import CHITCHAT, DECLINE, answer, city, kit_call, num
 from toolkit.tools import TOOLS
 
 KINDS = ("single", "multiple", "parallel", "parallel_multiple", "irrelevance", "chitchat", "follow_up", "chain")
-WEIGHTS = (24, 28, 12, 12, 6, 3, 18, 9)  # per kind, among the kinds a group's tool list allows
+WEIGHTS = (24, 26, 12, 11, 9, 4, 18, 9)  # per kind, among the kinds a group's tool list allows
 ZH_SHARE = 0.35
 MASK_NAMES_SHARE = 0.15
-DOTTED_SHARE = 0.25
 
 SYSTEMS = (
     None,  # the template's default system line
@@ -156,11 +155,8 @@ def group(rng: random.Random, size: int) -> list[Example]:
     tools = [f.schema() for f in fns] + [TOOLS[n].schema for n in kit]
     rng.shuffle(tools)
     rename = {}
-    style = rng.random()
-    if not kit and style < MASK_NAMES_SHARE:
+    if not kit and rng.random() < MASK_NAMES_SHARE:
         rename = {f.name: "op_" + "".join(rng.choice(string.ascii_lowercase) for _ in range(5)) for f in fns}
-    elif not kit and style < MASK_NAMES_SHARE + DOTTED_SHARE:  # APIs often name functions module.function
-        rename = {f.name: f"{f.domain.replace(' ', '_')}.{f.name}" for f in fns}
     for t in tools:
         t["function"]["name"] = rename.get(t["function"]["name"], t["function"]["name"])
     n_tools = len(tools)

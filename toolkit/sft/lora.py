@@ -44,7 +44,7 @@ MANIFEST = "manifest.json"
 class LoraSettings:
     """Everything that decides a run's numbers (it keys the checkpoint: change one and the run starts over)."""
 
-    groups: int = 36  # optimizer steps; one group of ``per_group`` conversations each
+    groups: int = 50  # optimizer steps; one group of ``per_group`` conversations each
     per_group: int = 10
     data_seed: int = 0
     seed: int = 0
@@ -52,7 +52,7 @@ class LoraSettings:
     alpha: int = 16
     first_layer: int = 12  # adapters on layers first_layer .. last (Qwen2.5-0.5B has 24)
     targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-    lr: float = 5e-4
+    lr: float = 4e-4
     warmup: int = 5
     max_len: int = 1536  # longer conversations are dropped (counted in the results)
     threads: int = 2
