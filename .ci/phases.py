@@ -88,6 +88,11 @@ def summary(log: str) -> int:
         )
     end = max((r["stop"] for r in rows if "stop" in r), default=t0)
     print(f"{'total':<16} {_mmss(end - t0):>8}")
+    files = [r for r in rows if r["kind"] == "file"]
+    if files:
+        print("slowest test files (test time summed over their tests, CPU):")
+        for r in files:
+            print(f"  {r['file']:<44} {_mmss(r['busy']):>8} {_mmss(r['cpu']):>8}")
     print(
         "(test phases run side by side under pytest-xdist: their spans overlap; CPU counts the processes and "
         "the children they waited for)"

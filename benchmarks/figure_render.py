@@ -18,7 +18,6 @@ Leaves out: Voila and a real Binder node (the browser test opens both kinds of p
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import platform
@@ -47,16 +46,14 @@ if __name__ == "__main__":
 
 import nbformat  # noqa: E402
 
+from toolkit.paths import provenance, script_module  # noqa: E402  (results name a clean commit or say they do not)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _test_module(name: str):
     """A module of tests/ by its file (the tests are not a package; the kit itself is installed)."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return script_module(ROOT / "tests" / f"{name}.py")
 
 
 _browser = _test_module("test_browser")
@@ -66,8 +63,6 @@ CHROMIUM, CHROMIUM_ARGS, burn_cpu, start_lab = (
     _browser.burn_cpu,
     _browser.start_lab,
 )
-
-from toolkit.paths import provenance  # noqa: E402  (results name a clean commit or say they do not)
 
 SETUP = (
     "from toolkit.plots import decay_figure, context_growth_figure\nfrom toolkit import cost\n"

@@ -11,8 +11,6 @@ asserts.
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import json
 import os
 import platform
@@ -23,16 +21,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-from toolkit.paths import provenance  # noqa: E402
+from toolkit import cliargs  # noqa: E402
+from toolkit.paths import provenance, script_module  # noqa: E402
+
+CONDITIONS = ("idle", "burn", "beside")
 
 
 def _test_module(name: str):
     """A module of tests/ by its file (the tests are not a package; the kit itself is installed)."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return script_module(ROOT / "tests" / f"{name}.py")
 
 
 _browser = _test_module("test_browser")
@@ -66,12 +63,12 @@ def beside_chromium():
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", default="idle,burn,beside")
-    ap.add_argument("--timeout", type=float, default=300)
+    ap = cliargs.Parser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", type=cliargs.one_of(CONDITIONS, "condition"), default=list(CONDITIONS))
+    ap.add_argument("--timeout", type=cliargs.number(lo=1), default=300)
     a = ap.parse_args(argv)
     rows = {}
-    for cond in a.only.split(","):
+    for cond in a.only:
         load0 = os.getloadavg()[0]
         if cond == "burn":
             with burn_cpu(os.cpu_count() or 2, seconds=1200):

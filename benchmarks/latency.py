@@ -22,7 +22,6 @@ weights.
 from __future__ import annotations
 
 import datetime
-import importlib.util
 import json
 import os
 import platform
@@ -34,16 +33,12 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 from toolkit import cliargs  # noqa: E402
-from toolkit.paths import provenance  # noqa: E402  (results name a clean commit or say they do not)
+from toolkit.paths import provenance, script_module  # noqa: E402  (results name a clean commit or say they do not)
 
 
 def _test_module(name: str):
     """A module of tests/ by its file (the tests are not a package; the kit itself is installed)."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return script_module(ROOT / "tests" / f"{name}.py")
 
 
 def _ms(fn) -> float:

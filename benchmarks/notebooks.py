@@ -18,7 +18,6 @@ Leaves out: browser rendering time (tests/test_browser.py) and GPU runs.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 import sys
@@ -40,13 +39,12 @@ if __name__ == "__main__":
     parser().parse_args()  # exits 2 on a bad value, before the imports below
 
 
+from toolkit.paths import script_module  # noqa: E402
+
+
 def _test_module(name: str):
     """A module of tests/ by its file (the tests are not a package; the kit itself is installed)."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return script_module(ROOT / "tests" / f"{name}.py")
 
 
 _nb = _test_module("test_notebooks")

@@ -14,7 +14,6 @@ Run:  python benchmarks/sft_speed.py [--per-group 6] [--reps 2]
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import os
@@ -25,16 +24,16 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from toolkit import cliargs  # noqa: E402  (standard library only: a usage error costs no torch import)
+
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--per-group", type=int, default=6)
-    p.add_argument("--reps", type=int, default=2)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "sft_speed.json"))
+    p = cliargs.Parser(description=__doc__.split("\n")[0])
+    p.add_argument("--per-group", type=cliargs.count(2), default=6)
+    p.add_argument("--reps", type=cliargs.count(1), default=2)
+    p.add_argument("--threads", type=cliargs.count(1), default=2)
+    p.add_argument("--out", type=cliargs.out_file, default=Path(__file__).parent / "results" / "sft_speed.json")
     a = p.parse_args(argv)
-    if a.per_group < 2 or a.reps < 1 or a.threads < 1:
-        p.error("--per-group must be >= 2, --reps and --threads >= 1")
     from toolkit import fetch
 
     if not fetch.is_installed():

@@ -112,10 +112,9 @@ if curve_path:
     fig = go.Figure(
         go.Scatter(y=losses, mode="lines+markers", name="group loss"),
         layout=dict(
-            title="LoRA fine-tune of the real model: mean loss on each step's group of conversations",
+            title="Fine-tune loss, one group per step",
             xaxis_title="optimizer step (one group)",
             yaxis_title="cross-entropy on trained tokens",
-            width=720,
             height=380,
         ),
     )
@@ -149,11 +148,7 @@ if REAL:
     go.Figure(
         go.Scatter(x=df["step"], y=df["p_tool_call"], mode="lines+markers"),
         layout=dict(
-            title="p(<tool_call>) on the probe prompt after each LoRA step",
-            xaxis_title="step",
-            yaxis_title="p(<tool_call>)",
-            width=640,
-            height=340,
+            title="p(<tool_call>) after each LoRA step", xaxis_title="step", yaxis_title="p(<tool_call>)", height=340
         ),
     ).show()
     display(

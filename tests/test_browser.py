@@ -40,6 +40,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -976,8 +977,12 @@ def check_voila_app(context, server: Server, relpath: str, shots: Path, app: dic
         shown = (
             page.locator(".jp-CodeCell .jp-InputArea, .jp-CodeMirrorEditor, .cm-editor").filter(visible=True).count()
         )
-        if shown or "from toolkit" in page.inner_text("body"):
-            report.errors.append(f"code is shown in app mode ({shown} visible code areas)")
+        body = page.inner_text("body")
+        code = re.search(r"\bfrom toolkit(\.\w+)* import\b|^\s*import toolkit\b", body, re.M)  # an import line
+        if shown or code:
+            at = code.start() if code else -1
+            seen = f"; the page reads {body[max(0, at - 120) : at + 80]!r}" if at >= 0 else ""
+            report.errors.append(f"code is shown in app mode ({shown} visible code areas{seen})")
         for err in page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all():
             if "Traceback" in err.inner_text():
                 report.errors.append("Traceback in app output")

@@ -119,6 +119,8 @@ CASES = [
         {"--prompt": COUNT, "--new": ["-1"], "--agent-budget-s": REAL, "--threads": ["0"], "--out": OUT_FILE},
     ),
     *_bench("engine_probe.py", [], {"--bogus": ["1"]}, heavy_ok=True),
+    *_bench("figures_cli.py", [], {"--only": ["nosuch", ","], "--timeout": REAL}),
+    *_bench("sft_speed.py", [], {"--per-group": ["1", *COUNT], "--reps": COUNT, "--threads": COUNT, "--out": OUT_FILE}),
     *_bench("figure_render.py", [], {"--figures": COUNT, "--wait": REAL}),
     *_bench("latency.py", [], {"--repeats": COUNT, "--json-out": OUT_FILE}),
     *_bench("loop_questions.py", ["--pass", "before"], {"--cap-s": REAL, "--threads": COUNT, "--out": OUT_FILE}),

@@ -199,14 +199,11 @@ def test_more_calls_gate_pools_call_openers_at_the_end_decision_only():
 
 
 def _bench():
-    import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).parents[1] / "benchmarks" / "bfcl.py"
-    spec = importlib.util.spec_from_file_location("bench_bfcl", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from toolkit.paths import script_module
+
+    return script_module(Path(__file__).parents[1] / "benchmarks" / "bfcl.py", "bench_bfcl")
 
 
 def test_benchmark_default_categories_per_subcommand():

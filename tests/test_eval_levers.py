@@ -4,7 +4,6 @@ it before (so outputs already cached under ~/.cache/toolcall-kit/bfcl are found 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -17,10 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bfcl_bench", ROOT / "benchmarks" / "bfcl.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from toolkit.paths import script_module
+
+    return script_module(ROOT / "benchmarks" / "bfcl.py", "bfcl_bench")
 
 
 def _dir(tmp_path, levers, **extra) -> str:

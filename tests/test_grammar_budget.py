@@ -7,9 +7,8 @@ import pytest
 from toolkit.grammar.budget import fit, worst_call_tokens
 from toolkit.grammar.compile import SchemaError, compile_schema, compile_tool_choice
 from toolkit.grammar.mask import longest_call, replay
+from toolkit.settings import MODEL_MAX_NEW_TOKENS as LOOP_BUDGET  # the loop's default max_new_tokens on a model
 from toolkit.tools import TOOLS, schemas
-
-LOOP_BUDGET = 160  # the loop's default max_new_tokens (toolkit.loop.loop.DEFAULTS)
 
 
 def test_the_calculators_declared_bound_cannot_finish_in_the_loops_budget(qwen3_tok):

@@ -299,13 +299,11 @@ def test_turn_tokens_view_follows_the_dropdowns(tok):
 
 # ------------------------------------------------------------------ the benchmark's resume cache
 def test_benchmark_resumes_only_runs_saved_with_the_same_model_settings_and_code(tmp_path):
-    import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "patterns.py"
-    spec = importlib.util.spec_from_file_location("bench_patterns", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    from toolkit.paths import script_module
+
+    bench = script_module(Path(__file__).resolve().parents[1] / "benchmarks" / "patterns.py", "bench_patterns")
     code = bench.code_hash()
     assert code == bench.code_hash() and code != bench.code_hash(code=bench.RAG_CODE)
     meta = dict(model="M", settings={"max_new_tokens": 64}, code=code, seed=0, date="d", commit="c", machine={})

@@ -12,6 +12,8 @@ What it does
   checkout has none: ``results_file`` then raises :class:`ResultsMissing`, whose message says where it looked and
   how to point the kit at a checkout; ``results_file(name, required=False)`` returns None instead.
 - ``kit_root()``: the folder that holds the imported ``toolkit`` package (a checkout's root, or site-packages).
+- ``script_module(path)``: a script or test file that is not in a package (``benchmarks/*.py``, ``tests/*.py``)
+  loaded as a module by its path, for the benchmarks that reuse a test's helpers and the tests of a benchmark.
 - ``provenance(root)``: what a saved result says about the code that made it: ``commit`` (short sha), ``clean``
   and ``changed`` (files under ``toolkit/`` and ``benchmarks/`` that differ from that commit, saved results
   aside). A dirty tree is marked, never hidden: its commit reads ``<sha>+dirty``; with
@@ -24,9 +26,11 @@ What it leaves out
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import subprocess
+import sys
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -125,3 +129,17 @@ def provenance(root: str | os.PathLike | None = None) -> dict:
             f"({', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''}); commit them first"
         )
     return dict(commit=sha + ("+dirty" if changed else ""), clean=not changed, changed=changed)
+
+
+def script_module(path: str | os.PathLike, name: str | None = None):
+    """The file at ``path`` imported as module ``name`` (default: its stem) and registered in ``sys.modules`` so
+    that dataclasses and pickling inside it work; files in ``tests/`` and ``benchmarks/`` are not packages."""
+    path = Path(path)
+    name = name or path.stem
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path} as a module")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
