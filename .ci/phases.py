@@ -88,11 +88,13 @@ def summary(log: str) -> int:
         )
     end = max((r["stop"] for r in rows if "stop" in r), default=t0)
     print(f"{'total':<16} {_mmss(end - t0):>8}")
-    files = [r for r in rows if r["kind"] == "file"]
-    if files:
-        print("slowest test files (test time summed over their tests, CPU):")
-        for r in files:
-            print(f"  {r['file']:<44} {_mmss(r['busy']):>8} {_mmss(r['cpu']):>8}")
+    for kind, what in (("file", "test files (test time summed over their tests"), ("test", "tests (test time")):
+        slow = [r for r in rows if r["kind"] == kind]
+        if slow:
+            print(f"slowest {what}, CPU):")
+            for r in slow:
+                name = r["file"] if len(r["file"]) <= 70 else r["file"][:69] + "…"
+                print(f"  {name:<70} {_mmss(r['busy']):>8} {_mmss(r['cpu']):>8}")
     print(
         "(test phases run side by side under pytest-xdist: their spans overlap; CPU counts the processes and "
         "the children they waited for)"

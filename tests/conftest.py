@@ -105,7 +105,7 @@ def qwen25_tok():
 
 # ------------------------------------------------------------------------------------------ per-phase account
 PHASES = ("unit", "notebooks", "browser")
-SLOWEST_FILES = 12  # the files .ci/phases.py lists after the phase table
+SLOWEST_FILES = 12  # the files and the single tests .ci/phases.py lists after the phase table
 
 
 def _phase(keywords) -> str:
@@ -136,12 +136,16 @@ _ACCOUNT: dict[str, dict] = {}
 
 
 _FILES: dict[str, list] = {}  # test file -> [test time, CPU]: what a slow run spends its time on, file by file
+_TESTS: dict[str, list] = {}  # test id -> [test time, CPU], for the slowest single tests (a notebook run is one)
 
 
 def pytest_runtest_logreport(report):
-    f = _FILES.setdefault(report.nodeid.split("::", 1)[0], [0.0, 0.0])
-    f[0] += report.duration
-    f[1] += getattr(report, "cpu_s", 0.0) or 0.0
+    for f in (
+        _FILES.setdefault(report.nodeid.split("::", 1)[0], [0.0, 0.0]),
+        _TESTS.setdefault(report.nodeid, [0.0, 0.0]),
+    ):
+        f[0] += report.duration
+        f[1] += getattr(report, "cpu_s", 0.0) or 0.0
     a = _ACCOUNT.setdefault(_phase(report.keywords), {"tests": 0, "start": None, "stop": None, "busy": 0.0, "cpu": 0.0})
     start, stop = getattr(report, "start", None), getattr(report, "stop", None)
     if report.when == "call" or (report.when == "setup" and report.skipped):
@@ -190,6 +194,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     )
     slow = sorted(_FILES.items(), key=lambda kv: -kv[1][0])[:SLOWEST_FILES]
     rows += [{"kind": "file", "file": name, "busy": busy, "cpu": cpu} for name, (busy, cpu) in slow]
+    slow = sorted(_TESTS.items(), key=lambda kv: -kv[1][0])[:SLOWEST_FILES]
+    rows += [{"kind": "test", "file": name, "busy": busy, "cpu": cpu} for name, (busy, cpu) in slow]
     log = os.environ.get("TOOLKIT_PHASE_LOG")
     if log:
         with open(log, "a", encoding="utf-8") as f:

@@ -4,6 +4,8 @@ What it does (book §14.5.2 step 4)
 - ``parse_tool_calls(text)`` never raises: each block's JSON must be ``{"name": str, "arguments": object}``;
   anything else (malformed JSON, an unclosed tag, a missing name, arguments that are not an object, a block over
   ``MAX_CALL_CHARS``) becomes a :class:`ToolCall` with an ``error`` the model is shown on its next turn.
+- ``wrote_tag(text)``: whether the text opens a ``<tool_call>`` block at all (the "tag rate" of a model's answers:
+  does it write the template's format, right or wrong).
 
 What it leaves out
 - Calls written without the tags (fenced or bare JSON): a real host recognises only the template's format; that
@@ -46,6 +48,11 @@ def _as_arguments(value):
     if not isinstance(value, dict):
         raise ValueError(f"'arguments' must be a JSON object, got {type(value).__name__}")
     return value
+
+
+def wrote_tag(text: str | None) -> bool:
+    """True when ``text`` contains the ``<tool_call>`` opening tag (what a host's parser looks for first)."""
+    return "<tool_call>" in (text or "")
 
 
 def blocks(text: str) -> list[str]:

@@ -17,6 +17,7 @@ import json
 
 from toolkit.book.ledger import BOOK, Claim, make_verdict
 from toolkit.models import adapter_manifest
+from toolkit.parse import wrote_tag
 from toolkit.paths import results_file
 from toolkit.sft.data import dataset, labelled
 from toolkit.sft.labels import IGNORE_INDEX
@@ -32,7 +33,7 @@ def _due(doc: dict) -> dict[str, dict]:
 
 
 def _tagged(cases) -> int:
-    return sum("<tool_call>" in (c.get("text") or "") for c in cases)
+    return sum(wrote_tag(c.get("text")) for c in cases)
 
 
 def learned_claims() -> list[Claim]:

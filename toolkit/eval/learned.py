@@ -23,6 +23,7 @@ from collections import Counter
 
 from toolkit.eval.bfcl import CATEGORIES
 from toolkit.eval.stats import wilson
+from toolkit.parse import wrote_tag
 
 SOURCE = "BFCL leaderboard data_non_live.csv (Python simple AST, non-live irrelevance), as read on 2026-12-01"
 AVERAGED = "BFCL leaderboard overall row (simple = mean of Python/Java/JavaScript; irrelevance = non-live/live mean)"
@@ -63,7 +64,7 @@ def _cases(doc: dict) -> list[dict]:
 def row(cases: list[dict]) -> dict:
     n, ok = len(cases), sum(bool(c["ok"]) for c in cases)
     lo, hi = wilson(ok, n) if n else (0.0, 0.0)
-    tagged = sum("<tool_call>" in (c.get("text") or "") for c in cases)
+    tagged = sum(wrote_tag(c.get("text")) for c in cases)
     return dict(
         n=n,
         correct=ok,

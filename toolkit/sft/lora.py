@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from toolkit import fetch
-from toolkit.paths import kit_root
+from toolkit.paths import provenance
 from toolkit.qwen import TOOL_CALL_END_ID, TOOL_CALL_ID
 from toolkit.sft.data import data_hash, dataset, groups_of, labelled
 from toolkit.sft.labels import IGNORE_INDEX, Labelled
@@ -193,21 +193,6 @@ def base_sha256(folder: Path) -> str:
     return h.hexdigest()
 
 
-def commit_of(root: Path | None = None) -> str:
-    """The kit's commit, with ``+dirty`` when its toolkit/ folder has uncommitted changes."""
-    import subprocess
-
-    root = root or kit_root()
-    try:
-        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
-        dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "toolkit"], capture_output=True, text=True
-        )
-        return sha.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-
-
 def save_adapter(model, out: Path, manifest: dict) -> Path:
     """The adapter as float16 safetensors (half the bytes; loading casts back) + ``manifest.json``."""
     import torch  # lazy: heavy
@@ -235,7 +220,7 @@ def train(
     """Fine-tune ``loaded`` (a :class:`toolkit.models.Loaded` of the real model) and save the adapter to ``out``."""
     import torch  # lazy: heavy
 
-    commit = commit_of()  # the code that trains: read before the run (HEAD may move while it runs)
+    commit = provenance()["commit"]  # the code that trains: read before the run (HEAD may move while it runs)
     torch.manual_seed(s.seed)
     torch.set_num_threads(s.threads)
     examples = dataset(s.groups, seed=s.data_seed, per_group=s.per_group)
