@@ -10,13 +10,13 @@ import select
 import signal
 import subprocess
 import sys
-import time
 
 import httpx2
 import pytest
 
 from toolkit.mcp import stdio as S
 from toolkit.mcp.process import REPO_ROOT, HTTPServer, _child_env, pid_alive
+from toolkit.mcp.server import EXPIRED_MARK
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -265,8 +265,11 @@ def test_http_errors_are_bounded_including_sdk_echoes(http_server):
 def test_idle_legacy_sessions_expire(http_server):
     head = _legacy_session(http_server.url)
     ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    seen = len(http_server.stderr())
     assert httpx2.post(http_server.url, headers=head, json=ping).status_code == 200
-    time.sleep(4)  # the server was started with a 2 s idle timeout
+    sid = head["Mcp-Session-Id"]
+    # the server was started with a 2 s idle timeout and says when it closes the session: wait for that event
+    assert http_server.wait_for_stderr(f"{EXPIRED_MARK}: {sid}", timeout=60, after=seen), http_server.stderr()[-500:]
     assert httpx2.post(http_server.url, headers=head, json=ping).status_code == 404
 
 

@@ -4,7 +4,8 @@ What it does
 - ``stdio_server(...)`` returns the SDK's ``StdioServerParameters`` for ``python -m toolkit mcp serve --stdio``
   (the SDK's stdio client launches it; the server prints ``READY_MARK`` and its PID to stderr once imported).
 - :class:`HTTPServer` runs ``python -m toolkit mcp serve --http --port 0``, reads the URL the server announces
-  (a free 127.0.0.1 port chosen by the OS, no race), and ``stop()`` ends it by PID (SIGTERM, then SIGKILL).
+  (a free 127.0.0.1 port chosen by the OS, no race), and ``stop()`` ends it by PID (SIGTERM, then SIGKILL);
+  ``wait_for_stderr(text)`` waits for an event the server reports on stderr (a session's expiry).
 - ``pid_alive(pid)`` says whether a process still exists (a zombie counts as gone).
 
 What it leaves out
@@ -20,6 +21,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from mcp import StdioServerParameters
@@ -109,6 +111,18 @@ class HTTPServer:
 
     def stderr(self) -> str:
         return read_shared(self._stderr)
+
+    def wait_for_stderr(self, text: str, timeout: float = 30, after: int = 0) -> bool:
+        """Wait until ``text`` appears in the server's stderr past offset ``after`` (an event the server reports,
+        such as a session's expiry); False after ``timeout`` seconds or once the server has exited."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.stderr()[after:]:
+                return True
+            if self.proc.poll() is not None:
+                return text in self.stderr()[after:]
+            time.sleep(0.05)
+        return False
 
     def stop(self, timeout: float = 10) -> int:
         """SIGTERM, then SIGKILL if it lingers; returns the exit code."""

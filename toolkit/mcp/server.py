@@ -14,7 +14,8 @@ What it does
   lines get -32700/-32600 answers, lines over 4 MiB are refused); ``serve_http(port)`` speaks Streamable HTTP
   at ``http://127.0.0.1:PORT/mcp``, bound to 127.0.0.1 only with TCP_NODELAY, and refuses any ``Origin`` but
   its own with 403 (a web page in a browser must not be able to drive local tools: DNS-rebinding protection).
-  Port 0 picks a free port; the first stdout line names the URL. Idle legacy-era sessions expire.
+  Port 0 picks a free port; the first stdout line names the URL. Idle legacy-era sessions expire, each with one
+  line on stderr (``EXPIRED_MARK``), so a client or test can wait for the event instead of a fixed time.
 - Every error text it writes is bounded (``toolkit.tools.bounded_message``): a huge argument is named by its
   length, never echoed. Building the tools imports neither torch nor transformers, so it starts in about a
   second (benchmarks/mcp_server.py measures it).
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import os
 import socket
 import sys
@@ -61,6 +63,7 @@ SERVER_NAME = "toolcall-kit"
 HOST = "127.0.0.1"  # never 0.0.0.0: these tools are for the person at this machine only
 PATH = "/mcp"
 READY = READY_MARK + " (pid {pid})"
+EXPIRED_MARK = "MCP session expired"  # the stderr line of an idle legacy-era session that was closed
 SESSION_IDLE_S = 300.0  # a legacy-era HTTP session with no request for this long is closed (its id then 404s)
 MAX_SESSIONS = 200  # more open legacy sessions than this: new ones get 503 until some end or expire
 
@@ -323,6 +326,26 @@ def _bound_json(data: bytes) -> bytes:
     return bounded_error(message).model_dump_json(by_alias=True, exclude_unset=True).encode()
 
 
+class _Expiry(logging.Handler):
+    """The SDK logs an idle session's end at INFO (which the server does not print): one stderr line instead."""
+
+    def __init__(self, idle_s: float):
+        super().__init__(logging.INFO)
+        self.idle_s = idle_s
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if "idle timeout" in text:
+            sid = text.split("Session ", 1)[-1].split()[0][:64]
+            print(f"{EXPIRED_MARK}: {sid} (no request for {self.idle_s:g} s)", file=sys.stderr, flush=True)
+
+
+def _report_expiry(idle_s: float) -> None:
+    log = logging.getLogger("mcp.server.streamable_http_manager")
+    log.setLevel(logging.INFO)
+    log.addHandler(_Expiry(idle_s))
+
+
 def serve_http(
     port: int = 0,
     tools: Mapping[str, Tool] | None = None,
@@ -339,6 +362,7 @@ def serve_http(
     import uvicorn  # lazy: only the transport that runs is loaded (fast start)
 
     _warm_up()
+    _report_expiry(session_idle_s)
     sock = bind(port, tcp_nodelay)
     port = sock.getsockname()[1]
     app = build_server(tools).streamable_http_app(
