@@ -18,9 +18,11 @@ Leaves out: BFCL's live/multi-turn/agentic categories; timed asserts (this print
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
+from types import SimpleNamespace
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -28,7 +30,7 @@ from toolkit import cliargs  # noqa: E402
 from toolkit.eval import bfcl, report
 from toolkit.eval.levers import HINTS, Levers
 from toolkit.eval.report import percent
-from toolkit.eval.run import Cache, run_cases
+from toolkit.eval.run import Cache, result_from, run_cases
 
 # The fixed budgets of the saved base-model runs; `accuracy --budget measured` (the default since issue 25) gives each
 # category enough for its longest possible answer instead (toolkit.eval.budget: 112 / 96 / 352 / 224, text 64).
@@ -330,7 +332,7 @@ def cmd_levers(a) -> int:
             results[(lever, cat)] = got
             fresh += sum(not r.cached for r in got)
         speed[lever] = {"fresh_cases": fresh, "seconds": round(time.perf_counter() - t0, 1)}
-    pub = report.PUBLISHED["BFCL V3 Qwen2.5-0.5B-Instruct (Prompt)"]
+    pub = report.PUBLISHED[report.PROMPT_ROW]
     rows = []
     for (lever, cat), rs in results.items():
         if not rs:
@@ -482,6 +484,62 @@ def cmd_report(a) -> int:
     return 0
 
 
+def _rescore_section(section: dict, cases: dict, key: str, mode_of, lists_of) -> list:
+    """Re-read and re-score each saved output of one section in place (rows of one ``key`` value, "mode" or
+    "lever", make one table row); the rows' counts follow. Returns (key value, id, old kind, new kind) per change."""
+    data, changed = section["data"], []
+    for row in data["cases"]:
+        if row["kind"] == "malformed" and "schema rejected" in str(row.get("detail", "")):
+            continue  # the grammar refused the schema: nothing was generated to re-read
+        r = result_from(cases[row["id"]], mode_of(row), 0, row["text"], 0, 0, 0.0, "stop", "", lists_of(row))
+        if (r.ok, r.kind) != (row["ok"], row["kind"]):
+            changed.append((row[key], row["id"], row["kind"], r.kind))
+            row["ok"], row["kind"] = r.ok, r.kind
+    for t in data["rows"]:
+        rs = [c for c in data["cases"] if c[key] == t[key] and cases[c["id"]].category == t["category"]]
+        t.update(report.rate_row(t["category"], [SimpleNamespace(ok=c["ok"], kind=c["kind"]) for c in rs]))
+    return changed
+
+
+def cmd_rescore(a) -> int:
+    """Every saved output re-read and re-scored with today's reader and scorer (no model runs): the verdicts, the
+    tables' counts and the .md follow; each section's meta records when and how many verdicts changed."""
+    out = os.path.join(a.out, f"bfcl_{_slug(a.model)}.json")
+    doc = report.load_results(out)
+    if not doc:
+        print(f"no results at {out}")
+        return 1
+    cases = {c.id: c for c in bfcl.subset()}
+    from toolkit.paths import provenance
+
+    stamp = dict(date=time.strftime("%Y-%m-%d"), commit=provenance()["commit"])
+    for name, sec in doc.items():
+        if name == "accuracy":
+            changed = _rescore_section(sec, cases, "mode", lambda r: r["mode"], lambda r: False)
+        elif name in ("levers", "levers_full"):
+            lv = sec["data"]["levers"]
+            changed = _rescore_section(
+                sec,
+                cases,
+                "lever",
+                lambda r: lv[r["lever"]].get("mode", "constrained"),
+                lambda r: lv[r["lever"]].get("list_calls", False),
+            )
+        else:
+            continue
+        sec["meta"]["rescored"] = dict(stamp, changed=len(changed))
+        kinds = {}
+        for _, _, old, new in changed:
+            kinds[f"{old} -> {new}"] = kinds.get(f"{old} -> {new}", 0) + 1
+        print(f"{name}: {len(changed)} verdicts changed {kinds or ''}")
+    from pathlib import Path
+
+    Path(out).write_text(json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n")
+    Path(out).with_suffix(".md").write_text(report.markdown(doc))
+    print(f"wrote {out} and .md")
+    return 0
+
+
 def _positive(text: str) -> int:
     """A count on the command line: a whole number ≥ 1 (``--limit -5`` once sliced the cases from the end)."""
     try:
@@ -566,6 +624,7 @@ def parser() -> argparse.ArgumentParser:
     ga = sub.add_parser("gate", parents=[common])
     ga.add_argument("--limit", type=_positive, default=None, help="seeded sample of N cases per category (default all)")
     sub.add_parser("report", parents=[common])
+    sub.add_parser("rescore", parents=[common])
     return p
 
 
@@ -591,6 +650,7 @@ def main(argv=None) -> int:
         "levers": cmd_levers,
         "gate": cmd_gate,
         "report": cmd_report,
+        "rescore": cmd_rescore,
     }[a.cmd](a)
 
 

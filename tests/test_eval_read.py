@@ -47,6 +47,26 @@ def test_decode_python_refuses_without_running_anything(text, tmp_path):
     assert not os.path.exists("/tmp/pwned_h6")
 
 
+@pytest.mark.parametrize(
+    "text,prose",
+    [
+        ("I cannot help with that.", True),
+        ("抱歉，我无法回答这个问题。", True),
+        ("The function needs a radius (in metres) first.", True),
+        ("Sure: calculate_area(radius=5", False),  # a call begun, not finished: malformed, not prose
+        ("[1, 2]", False),
+        ("f(a=1) and then g(", False),
+    ],
+)
+def test_a_prose_answer_is_no_call_not_malformed(text, prose):
+    from toolkit.eval.score import score
+
+    d = decode_python(text)
+    assert d.prose is prose and (d.error is None) is prose, d
+    case = bfcl.Case(id="simple_python_0", category="simple_python", messages=[], functions=[{"name": "f"}], answers=[])
+    assert score(case, d).kind == ("no_call" if prose else "malformed")
+
+
 def test_decode_tagged_uses_the_host_parser():
     ok = decode_tagged(
         '<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>\n'

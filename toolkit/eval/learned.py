@@ -22,22 +22,25 @@ from __future__ import annotations
 from collections import Counter
 
 from toolkit.eval.bfcl import CATEGORIES
+from toolkit.eval.report import PUBLISHED, PUBLISHED_SOURCE
 from toolkit.eval.stats import wilson
 from toolkit.parse import wrote_tag
 
-SOURCE = "BFCL leaderboard data_non_live.csv (Python simple AST, non-live irrelevance), as read on 2026-12-01"
 AVERAGED = "BFCL leaderboard overall row (simple = mean of Python/Java/JavaScript; irrelevance = non-live/live mean)"
 
-LIKE_FOR_LIKE = {
+LIKE_FOR_LIKE = {  # report.PUBLISHED's rows (one source of those figures) and the stretch row, the same columns
     "Qwen2.5-0.5B-Instruct (Prompt, V3)": dict(
-        source=SOURCE, simple_python=76.75, multiple=68.0, parallel=53.5, parallel_multiple=33.0, irrelevance=12.92
+        source=PUBLISHED_SOURCE, **PUBLISHED["BFCL V3 Qwen2.5-0.5B-Instruct (Prompt)"]
     ),
     "Hammer2.0-0.5b (FC, V3)": dict(
-        source=SOURCE, simple_python=82.75, multiple=80.5, parallel=67.0, parallel_multiple=58.0, irrelevance=68.33
+        source=PUBLISHED_SOURCE,
+        simple_python=82.75,
+        multiple=80.5,
+        parallel=67.0,
+        parallel_multiple=58.0,
+        irrelevance=68.33,
     ),
-    "Qwen3-0.6B (FC, V4)": dict(
-        source=SOURCE, simple_python=86.5, multiple=86.0, parallel=67.5, parallel_multiple=69.5, irrelevance=None
-    ),
+    "Qwen3-0.6B (FC, V4)": dict(source=PUBLISHED_SOURCE, irrelevance=None, **PUBLISHED["BFCL V4 Qwen3-0.6B (FC)"]),
 }
 
 AVERAGED_ROWS = {
@@ -155,7 +158,7 @@ def markdown(cmp: dict) -> str:
         f"{_pct(cmp['adapter_tag_rate_due'])}%; where none is due (irrelevance): base "
         f"{_pct(cmp['base_tag_rate_none'])}%, adapter {_pct(cmp['adapter_tag_rate_none'])}%",
         "",
-        "published, like for like (" + SOURCE + "):",
+        "published, like for like (" + PUBLISHED_SOURCE + "):",
         "",
         "| row | " + " | ".join(CATEGORIES) + " |",
         "|---|" + "---|" * len(CATEGORIES),

@@ -20,7 +20,7 @@ What it leaves out
 from __future__ import annotations
 
 from toolkit.eval.bfcl import CATEGORIES, MODES
-from toolkit.eval.report import PUBLISHED
+from toolkit.eval.report import PROMPT_ROW, PUBLISHED
 from toolkit.eval.score import KINDS
 from toolkit.plots import wrap_title
 
@@ -184,7 +184,7 @@ def levers(doc: dict, section: str = "levers"):
     rows = doc[section]["data"]["rows"]
     cats = list(dict.fromkeys(r["category"] for r in rows))
     names = list(dict.fromkeys(r["lever"] for r in rows))
-    pub = PUBLISHED["BFCL V3 Qwen2.5-0.5B-Instruct (Prompt)"]
+    pub = PUBLISHED[PROMPT_ROW]
     fig = go.Figure()
     for i, cat in enumerate(cats):
         rs = {r["lever"]: r for r in rows if r["category"] == cat}

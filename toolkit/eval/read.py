@@ -5,6 +5,8 @@ What it does
   (BFCL's shape), or why none could be read.
 - ``decode_python``: BFCL's prompt style ``[f(a=1), g(b=2)]`` parsed with :mod:`ast`, literal values only (bare
   names become their text and ``+ - * /`` of two number literals is folded, as BFCL does; nothing is evaluated).
+  An answer that does not start like a call (prose: "I cannot do that…") is read as no call (``prose``), not as
+  malformed: nothing was attempted.
 - ``decode_tagged``: ``<tool_call>`` blocks read by the kit's one parser (:func:`toolkit.parse.parse_tool_calls`);
   a JSON call written without the tags is flagged (``untagged_json``). ``split_lists``: a block holding a JSON
   list of calls becomes one block per call (the host side of the list lever).
@@ -29,6 +31,7 @@ class Decoded:
     error: str | None = None  # why the text could not be read as calls (None: read fine, maybe zero calls)
     untagged_json: bool = False  # native/constrained: a JSON call written without <tool_call> tags
     attempted: bool = False  # native/constrained: a <tool_call> block was opened (even if it did not parse)
+    prose: bool = False  # prompt style: the answer is prose, no call attempted (read as zero calls, not malformed)
 
     @property
     def n(self) -> int:
@@ -93,6 +96,8 @@ def _call(node: ast.Call) -> dict:
 
 
 MAX_TEXT = 20_000
+# an attempted call in the prompt style: a list, or a call with a keyword argument anywhere ("f(a=", "mod.f (x=")
+_ATTEMPT = re.compile(r"^\s*\[|[A-Za-z_][\w.]*\s*\(\s*[A-Za-z_]\w*\s*=")
 
 
 def decode_python(text: str) -> Decoded:
@@ -100,6 +105,8 @@ def decode_python(text: str) -> Decoded:
     s = text.strip().strip("`\n ")
     s = s.removeprefix("python\n")
     s = s.strip().strip("'")
+    if not _ATTEMPT.search(s[:MAX_TEXT]):
+        return Decoded(prose=True)  # a sentence, not a broken call: no call (BFCL's own decoder fails on it)
     if not s.startswith("["):
         s = "[" + s
     if not s.endswith("]"):

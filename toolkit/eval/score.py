@@ -170,7 +170,8 @@ def score(case: Case, decoded: Decoded) -> Score:
     if decoded.error is not None:
         return Score(False, "malformed", decoded.error)
     if not decoded.calls:
-        return Score(False, "no_call", "untagged JSON call" if decoded.untagged_json else "")
+        why = "untagged JSON call" if decoded.untagged_json else "a prose answer" if decoded.prose else ""
+        return Score(False, "no_call", why)
     answers = case.answers or []
     known = {f["name"] for f in case.functions}
     calls = decoded.calls
