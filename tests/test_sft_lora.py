@@ -103,13 +103,6 @@ def test_short_real_fine_tune_lowers_the_loss_and_round_trips(tmp_path):
 
 
 @pytest.mark.real_model
-@pytest.mark.xfail(
-    strict=True,
-    reason="measured 2026-12-01 (issue 25): the shipped adapter opens its calls with <|im_start|> instead of "
-    "<tool_call> — in this model's weights the <tool_call> and </tool_call> head rows are identical and untrained, "
-    "so adapters on the layers alone cannot single it out; the recipe now trains those rows (LoraSettings."
-    "token_rows), but that run did not finish whole in the session. strict: this fails loudly once it works.",
-)
 def test_the_adapter_writes_tool_calls_by_itself():
     """Held-out generated requests (a data seed training never used), greedy, no grammar, no forced prefix: the
     adapted model opens a <tool_call> block; the base model (0 of 1,240 BFCL cases) does not."""
