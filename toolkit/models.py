@@ -17,6 +17,7 @@ What it leaves out
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -226,11 +227,13 @@ def apply_adapter(loaded: Loaded, folder: Path | None = None) -> Loaded:
 
     peft_model = PeftModel.from_pretrained(loaded.model, str(folder))
     loaded.model = peft_model.merge_and_unload().eval()
-    loaded.adapter = dict(man, adapter=folder.name)
-    # the name carries the adapter: every output and every results cache keyed by it tells the two models apart
+    weights = hashlib.sha256((folder / "adapter_model.safetensors").read_bytes()).hexdigest()
+    loaded.adapter = dict(man, adapter=folder.name, weights_sha256=weights)
+    # the name carries the adapter and its weights: every output and every results cache keyed by it tells the base
+    # model and two trainings of the same recipe apart (the same data and steps, other weights)
     loaded.name = (
         f"{loaded.name} + LoRA adapter {folder.name} (r={man['settings']['rank']}, {man['steps']} steps, "
-        f"data {man['data']['sha256'][:8]})"
+        f"data {man['data']['sha256'][:8]}, weights {weights[:8]})"
     )
     loaded.notes.append(f"LoRA adapter {folder.name} merged into the weights")
     return loaded
