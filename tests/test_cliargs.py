@@ -206,8 +206,9 @@ def test_paths(tmp_path):
 def test_models_and_urls(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    for ok in ("auto", "stand-in", "qwen2.5-coder-0.5b"):
+    for ok in ("auto", "stand-in", "qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b+lora"):  # every short name load() takes
         assert cliargs.model(ok) == ok
+    assert "fits only" in _refuses(cliargs.model, "stand-in+lora")
     (tmp_path / "m").mkdir()
     assert "config.json" in _refuses(cliargs.model, str(tmp_path / "m"))
     (tmp_path / "m" / "config.json").write_text(json.dumps({}))

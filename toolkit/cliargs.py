@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from toolkit.models import REAL_OFFLINE, STAND_IN
+from toolkit.models import ADAPTER_SUFFIX, REAL_OFFLINE, STAND_IN
 
 MAX_SHOWN = 60  # characters of a bad value echoed back in an error
 
@@ -199,13 +199,18 @@ def _hub_cache() -> Path:
 
 
 def model(text: str) -> str:
-    """``auto``, ``stand-in[-qwen2.5]``, ``qwen2.5-coder-0.5b`` (installed), a model folder, a ``.gguf`` file or a
+    """``auto``, ``stand-in[-qwen2.5]``, ``qwen2.5-coder-0.5b`` and ``qwen2.5-coder-0.5b+lora`` (installed, with the
+    kit's adapter), a model folder, a ``.gguf`` file or a
     hub id (in the local hub cache when ``HF_HUB_OFFLINE=1``). Returns the text unchanged for ``models.load``."""
     name = text.strip()
     if name == "auto" or name in (STAND_IN, f"{STAND_IN}-qwen2.5", f"{STAND_IN}-qwen3"):
         return name
-    if name == REAL_OFFLINE:  # installed or not: the load says so in one line (it is many commands' default)
+    if name in (REAL_OFFLINE, REAL_OFFLINE + ADAPTER_SUFFIX):  # installed or not: the load says so in one line
         return name
+    if name.endswith(ADAPTER_SUFFIX):
+        raise argparse.ArgumentTypeError(
+            f"the kit's LoRA adapter fits only {REAL_OFFLINE}: use {REAL_OFFLINE + ADAPTER_SUFFIX}, not {_shown(text)}"
+        )
     p = Path(name).expanduser()
     if p.exists() or name.startswith(("/", ".", "~")) or name.endswith(".gguf"):
         if p.is_dir():
