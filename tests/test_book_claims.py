@@ -264,3 +264,19 @@ def test_mcp_sdk_wire_encoding_and_governance_come_from_the_sdk(monkeypatch):
 
     monkeypatch.setattr(mcpserver, "MCPServer", Guarded)
     assert {c.id: c for c in claims_mcp.mcp_sdk_claims()}["mcp-governance-not-automatic"].verdict == FAILS
+
+
+def test_renormalisation_claim_is_computed_on_the_stand_in(ledger, monkeypatch):
+    from toolkit.grammar.distortion import Distortion
+    from toolkit.tokenizer import tokenizer_for
+
+    c = {x.id: x for x in ledger}["renormalisation-distorts"]
+    assert c.verdict in (HOLDS, CAVEAT) and "total variation" in c.evidence and "stand-in" in c.evidence
+    assert all(f'"{city}"' in c.evidence for city in claims_kit.CITIES["enum"])
+
+    def faithful(*a, **k):  # a mask that kept the model's own distribution over the valid outputs
+        rows = [('"Paris"', 0.7, 0.7, 1), ('"Lyon"', 0.3, 0.3, 1)]
+        return Distortion(rows, valid_mass=0.5, pruned=0.0, nodes=3, greedy='"Paris"')
+
+    monkeypatch.setattr(claims_kit, "distortion", faithful)
+    assert claims_kit.renormalisation_claim(tokenizer_for("qwen3")).verdict == FAILS
