@@ -13,6 +13,7 @@ from toolkit.book import (
     claims_flops,
     claims_kit,
     claims_mcp,
+    claims_mcp_sdk,
     claims_patterns,
     claims_reading,
     claims_render,
@@ -250,12 +251,12 @@ def test_mcp_sdk_wire_encoding_and_governance_come_from_the_sdk(monkeypatch):
     import mcp.server.mcpserver as mcpserver
     from starlette.responses import Response
 
-    by = {c.id: c for c in claims_mcp.mcp_sdk_claims()}
+    by = {c.id: c for c in claims_mcp_sdk.mcp_sdk_claims()}
     utf8, gov = by["utf8-every-transport"], by["mcp-governance-not-automatic"]
     assert utf8.verdict == CAVEAT and "'utf-8'" in utf8.evidence and "not enforced" in utf8.why
     assert gov.verdict == CAVEAT and "mcp.server.auth" in gov.evidence and "opt-in" in gov.why
     monkeypatch.setattr(Response, "charset", "utf-16")  # an HTTP stack that wrote another encoding
-    assert {c.id: c for c in claims_mcp.mcp_sdk_claims()}["utf8-every-transport"].verdict == FAILS
+    assert {c.id: c for c in claims_mcp_sdk.mcp_sdk_claims()}["utf8-every-transport"].verdict == FAILS
     monkeypatch.undo()
 
     class Guarded:  # a server whose defaults already required authentication
@@ -263,7 +264,7 @@ def test_mcp_sdk_wire_encoding_and_governance_come_from_the_sdk(monkeypatch):
             self.settings = type("S", (), {"auth": object()})()
 
     monkeypatch.setattr(mcpserver, "MCPServer", Guarded)
-    assert {c.id: c for c in claims_mcp.mcp_sdk_claims()}["mcp-governance-not-automatic"].verdict == FAILS
+    assert {c.id: c for c in claims_mcp_sdk.mcp_sdk_claims()}["mcp-governance-not-automatic"].verdict == FAILS
 
 
 def test_renormalisation_claim_is_computed_on_the_stand_in(ledger, monkeypatch):

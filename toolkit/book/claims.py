@@ -28,7 +28,8 @@ from toolkit.book.claims_failures import failure_claims
 from toolkit.book.claims_flops import flops_claims
 from toolkit.book.claims_kit import kit_claims
 from toolkit.book.claims_learned import learned_claims
-from toolkit.book.claims_mcp import mcp_claims, mcp_sdk_claims
+from toolkit.book.claims_mcp import mcp_claims
+from toolkit.book.claims_mcp_sdk import mcp_sdk_claims
 from toolkit.book.claims_patterns import patterns_claims
 from toolkit.book.claims_reading import reading_claims
 from toolkit.book.claims_render import token_claims

@@ -5,6 +5,9 @@ fall back to the product of the rates measured on each step alone, which the evi
 the saved Wilson intervals: "p^k holds" where the prediction lies inside the measured interval in at least half
 the rows; for "an upper-bound model" one verdict weighs the measurement (below the interval more often: an upper
 bound; above: a lower one) with a seeded simulation of the two departures the sentence names.
+``lever_claims`` reads every row, the plain and "+ retry" ones included: whether chain length moved success more
+than any lever did ("the strongest first-order factor"), and the design levers p^k explains (retry, shorter chains,
+human confirmation) in the arithmetic beside what the saved retry and parallel rows show.
 
 What it leaves out: anything not in the saved results (no model runs here).
 """

@@ -1,5 +1,5 @@
-"""Claims about what the kit itself shows (the loss mask, parallel calls, the cache, shape vs meaning) and
-§14.5.1's exact multiplication, checked on the kit's own runs and saved measurements.
+"""Claims about what the kit itself shows (the loss mask, parallel calls, the cache, shape vs meaning,
+renormalisation computed exactly on the random-weight stand-in) and §14.5.1's exact multiplication, checked on the kit's own runs and saved measurements.
 
 Leaves out: re-running the real-model measurement (its saved results are read).
 """

@@ -12,13 +12,15 @@ What it does
   retrieval was complete but whose answer was not supported; citations that support nothing), an injected line
   gaining no authority (the tools called with and without it), and reranking (recall@k with and without it,
   and what it cost).
-- ``patterns_claims()``: both, reading the saved files (none when a file is missing: nothing is claimed without
+- ``simple_task_claims(doc)``: "simple tasks often gain nothing from explicit reasoning": ReAct vs the direct loop
+  on the saved tasks that need the fewest tool results, beside the harder ones.
+- ``patterns_claims()``: all three, reading the saved files (none when a file is missing: nothing is claimed without
   its measurement).
 
 What it leaves out
 - Re-running the model (minutes per task on two CPU cores): the saved runs are read, and their meta is quoted.
-- §14.5.5's "a plan can be wrong from its first step, found late" (needs a judge of plan quality) and "simple
-  tasks gain nothing from explicit reasoning" (needs a thinking model): the inventory says why.
+- §14.5.5's "a plan can be wrong from its first step, found late" (needs a judge of plan quality): the inventory
+  says why. A thinking model's hidden reasoning: ReAct's thought here is a prompted one, and the verdict says so.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Claims about the "Tool Use" chapter's printed conversation (§3.1), checked against the kit's templates, tokenizers
-and parser.
+and parser; its request body ("model": "gpt-4o", messages, tools) built by the pinned ``openai`` client and
+caught by a recording transport (nothing is sent).
 
 Leaves out: the chapter's prose about why to use tools (not checkable here).
 """
