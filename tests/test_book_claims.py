@@ -7,10 +7,13 @@ import pytest
 from toolkit import cost
 from toolkit.book import (
     claims,
+    claims_chains,
     claims_cost,
+    claims_failures,
     claims_flops,
     claims_kit,
     claims_mcp,
+    claims_mcp_sdk,
     claims_patterns,
     claims_reading,
     claims_render,
@@ -34,6 +37,8 @@ CLAIM_MODULES = (
     claims_serving,
     claims_patterns,
     claims_reading,
+    claims_chains,
+    claims_failures,
     claims,
 )
 
@@ -216,3 +221,63 @@ def test_markdown_and_cli(tmp_path, capsys, ledger):
         assert "does not hold" in out and "why:" in out and "not checkable here" in out
     finally:
         claims_module.check_all = monkey
+
+
+def test_openai_request_body_is_sent_by_the_pinned_client(monkeypatch):
+    c = {x.id: x for x in claims_tool_use.request_body_claims()}["openai-request-body"]
+    assert c.verdict == CAVEAT and "'gpt-4o'" in c.evidence and "tool.name" in c.why
+    assert f"pinned {claims_tool_use.pinned('openai')}" in c.evidence
+    real = claims_tool_use.tool_use_conversation
+
+    def without_name():
+        msgs, tools = real()
+        return [{k: v for k, v in m.items() if not (m["role"] == "tool" and k == "name")} for m in msgs], tools
+
+    monkeypatch.setattr(claims_tool_use, "tool_use_conversation", without_name)
+    assert claims_tool_use.request_body_claims()[0].verdict == HOLDS
+
+    def arguments_as_object():
+        msgs, tools = real()
+        for m in msgs:
+            for call in m.get("tool_calls") or []:
+                call["function"]["arguments"] = json.loads(call["function"]["arguments"])
+        return msgs, tools
+
+    monkeypatch.setattr(claims_tool_use, "tool_use_conversation", arguments_as_object)
+    assert claims_tool_use.request_body_claims()[0].verdict == FAILS
+
+
+def test_mcp_sdk_wire_encoding_and_governance_come_from_the_sdk(monkeypatch):
+    import mcp.server.mcpserver as mcpserver
+    from starlette.responses import Response
+
+    by = {c.id: c for c in claims_mcp_sdk.mcp_sdk_claims()}
+    utf8, gov = by["utf8-every-transport"], by["mcp-governance-not-automatic"]
+    assert utf8.verdict == CAVEAT and "'utf-8'" in utf8.evidence and "not enforced" in utf8.why
+    assert gov.verdict == CAVEAT and "mcp.server.auth" in gov.evidence and "opt-in" in gov.why
+    monkeypatch.setattr(Response, "charset", "utf-16")  # an HTTP stack that wrote another encoding
+    assert {c.id: c for c in claims_mcp_sdk.mcp_sdk_claims()}["utf8-every-transport"].verdict == FAILS
+    monkeypatch.undo()
+
+    class Guarded:  # a server whose defaults already required authentication
+        def __init__(self, name):
+            self.settings = type("S", (), {"auth": object()})()
+
+    monkeypatch.setattr(mcpserver, "MCPServer", Guarded)
+    assert {c.id: c for c in claims_mcp_sdk.mcp_sdk_claims()}["mcp-governance-not-automatic"].verdict == FAILS
+
+
+def test_renormalisation_claim_is_computed_on_the_stand_in(ledger, monkeypatch):
+    from toolkit.grammar.distortion import Distortion
+    from toolkit.tokenizer import tokenizer_for
+
+    c = {x.id: x for x in ledger}["renormalisation-distorts"]
+    assert c.verdict in (HOLDS, CAVEAT) and "total variation" in c.evidence and "stand-in" in c.evidence
+    assert all(f'"{city}"' in c.evidence for city in claims_kit.CITIES["enum"])
+
+    def faithful(*a, **k):  # a mask that kept the model's own distribution over the valid outputs
+        rows = [('"Paris"', 0.7, 0.7, 1), ('"Lyon"', 0.3, 0.3, 1)]
+        return Distortion(rows, valid_mass=0.5, pruned=0.0, nodes=3, greedy='"Paris"')
+
+    monkeypatch.setattr(claims_kit, "distortion", faithful)
+    assert claims_kit.renormalisation_claim(tokenizer_for("qwen3")).verdict == FAILS

@@ -175,3 +175,18 @@ def test_citation_claim_fails_when_the_scorer_takes_any_citation_as_support(monk
     monkeypatch.setattr(claims_patterns, "grade", lambda a, r, q: dict(real(a, r, q), supported=True))
     by = {c.id: c for c in rag_claims(_rag())}
     assert by["rag-citation-not-support"].verdict == FAILS
+
+
+def test_simple_task_claim_follows_the_saved_runs():
+    from toolkit.book.claims_patterns import PATTERN_RESULTS, _load, simple_task_claims
+
+    doc = _load(PATTERN_RESULTS)
+    (c,) = simple_task_claims(doc)
+    assert c.id == "react-simple-no-gain" and c.verdict in (HOLDS, CAVEAT) and "simplest" in c.evidence
+    k_min = min(r["task"]["min_calls"] for r in doc["runs"] if r["pattern"] == "direct")
+    won = copy.deepcopy(doc)  # the written thought now wins every simple task, the direct loop none
+    for r in won["runs"]:
+        if r["task"]["min_calls"] == k_min and r["pattern"] in ("react", "direct"):
+            r["success"] = r["pattern"] == "react"
+    (w,) = simple_task_claims(won)
+    assert w.verdict == FAILS and "succeed more often" in w.why

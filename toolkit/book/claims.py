@@ -22,17 +22,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolkit.book.claims_chains import chain_claims
+from toolkit.book.claims_chains import chain_claims, lever_claims
 from toolkit.book.claims_cost import cost_claims, decay_claims, tool_cost_claims
+from toolkit.book.claims_failures import failure_claims
 from toolkit.book.claims_flops import flops_claims
 from toolkit.book.claims_kit import kit_claims
 from toolkit.book.claims_learned import learned_claims
 from toolkit.book.claims_mcp import mcp_claims
+from toolkit.book.claims_mcp_sdk import mcp_sdk_claims
 from toolkit.book.claims_patterns import patterns_claims
 from toolkit.book.claims_reading import reading_claims
 from toolkit.book.claims_render import token_claims
 from toolkit.book.claims_serving import serving_claims
-from toolkit.book.claims_tool_use import tool_use_claims
+from toolkit.book.claims_tool_use import request_body_claims, tool_use_claims
 from toolkit.book.ledger import VERDICTS, Claim
 from toolkit.paths import data_file
 
@@ -44,11 +46,15 @@ GROUPS = (
     decay_claims,
     token_claims,
     tool_use_claims,
+    request_body_claims,
     mcp_claims,
+    mcp_sdk_claims,
     kit_claims,
     chain_claims,
+    lever_claims,
     serving_claims,
     patterns_claims,
+    failure_claims,
     learned_claims,
     reading_claims,
 )

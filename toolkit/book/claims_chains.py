@@ -5,6 +5,9 @@ fall back to the product of the rates measured on each step alone, which the evi
 the saved Wilson intervals: "p^k holds" where the prediction lies inside the measured interval in at least half
 the rows; for "an upper-bound model" one verdict weighs the measurement (below the interval more often: an upper
 bound; above: a lower one) with a seeded simulation of the two departures the sentence names.
+``lever_claims`` reads every row, the plain and "+ retry" ones included: whether chain length moved success more
+than any lever did ("the strongest first-order factor"), and the design levers p^k explains (retry, shorter chains,
+human confirmation) in the arithmetic beside what the saved retry and parallel rows show.
 
 What it leaves out: anything not in the saved results (no model runs here).
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from toolkit import cost
 from toolkit.book.claims_cost import upper_bound_simulation
 from toolkit.book.ledger import Claim, make_verdict
 from toolkit.paths import results_file
@@ -118,3 +122,128 @@ def chain_claims(path: Path | None = None) -> list[Claim]:
             ),
         ),
     ]
+
+
+# ================================================================ the rows chain_claims leaves out: levers and length
+RETRY = " + retry"
+
+
+def lever_claims(path: Path | None = None) -> list[Claim]:
+    """§14.5.4's design consequences of p^k and "chain length is the strongest first-order factor", from every
+    saved chain row, the "+ retry" and plain rows included (``chain_claims`` compares p^k without them)."""
+    path = results_file(BFCL_RESULTS, required=False) if path is None else Path(path)
+    doc = json.loads(path.read_text(encoding="utf-8")) if (path is not None and path.exists()) else {}
+    rows = [r for r in doc.get("chains", {}).get("data", {}).get("rows", []) if r.get("steps")]
+    if not rows:
+        return []
+    m = doc["chains"]["meta"]
+    src = f"{m['model'].split(' [')[0]}, {m['date'][:10]}, commit {m['commit']}, the kit's k-step chains, strict"
+    by = {(r["lever"], r["k"]): r for r in rows}
+    able = sorted({r["lever"] for r in rows if r["steps_ok"] > 0})  # levers under which a step can succeed at all
+    unable = sorted({r["lever"] for r in rows} - set(able))
+    small = min(r["n"] for r in rows if r["lever"] in able) if able else 0
+    # length: the spread of chain success over k under one lever; levers: the spread over levers at one k
+    spread_k = {
+        lv: (max(ks, key=lambda k: by[lv, k]["success"]), min(ks, key=lambda k: by[lv, k]["success"]))
+        for lv in able
+        if len(ks := sorted(k for (x, k) in by if x == lv)) > 1
+    }
+    length = max(
+        ((by[lv, a]["success"] - by[lv, b]["success"], lv, a, b) for lv, (a, b) in spread_k.items()),
+        key=lambda t: t[0],  # the first lever of the widest spread: a "+ retry" twin does not replace its row
+        default=None,
+    )
+    at_k = {}
+    for (lv, k), r in by.items():
+        if lv in able:
+            at_k.setdefault(k, []).append((r["success"], lv))
+    levers = max(
+        (
+            (max(v, key=lambda x: x[0])[0] - min(v, key=lambda x: x[0])[0], k)
+            + (max(v, key=lambda x: x[0])[1], min(v, key=lambda x: x[0])[1])
+            for k, v in sorted(at_k.items())
+            if len(v) > 1
+        ),
+        key=lambda t: t[0],
+        default=None,
+    )
+    out = []
+    if length is not None and levers is not None:
+        d_len, lv, a, b = length
+        d_lev, k_lev, hi, lo = levers
+        out.append(
+            Claim(
+                "length-first-order",
+                "§14.5.4",
+                "Chain length is the strongest first-order factor of an agent's success.",
+                f"{src}: under the lever {lv!r} chain success falls from {by[lv, a]['success']:.2f} at k={a} to "
+                f"{by[lv, b]['success']:.2f} at k={b} (a spread of {d_len:.2f}); the widest spread between levers at "
+                f"one k, among the levers under which steps succeed ({', '.join(able)}): {d_lev:.2f} at k={k_lev} "
+                f"({hi!r} vs {lo!r})",
+                *make_verdict(
+                    d_len > d_lev,
+                    f"a lever moved success as much as length did ({d_lev:.2f} vs {d_len:.2f})",
+                    [
+                        (
+                            bool(unable),
+                            f"without a grammar ({', '.join(unable)}) no step succeeded at any k: a per-step p near 0 "
+                            "fails every length, so p is a factor of the same order as k",
+                        ),
+                        (small < 30, f"as few as {small} chains per row, on the kit's synthetic chains"),
+                    ],
+                ),
+            )
+        )
+    pairs = [(by[lv, k], by[lv + RETRY, k]) for (lv, k) in by if not lv.endswith(RETRY) and (lv + RETRY, k) in by]
+    same = sum(a["ok"] == b["ok"] and a["steps_ok"] == b["steps_ok"] for a, b in pairs)
+    pooled = [r for r in rows if r["lever"] in able and not r["lever"].endswith(RETRY)]
+    p_in = sum(r["steps_ok"] for r in pooled) / sum(r["steps"] for r in pooled) if pooled else 0.0
+    k = max((r["k"] for r in pooled), default=0)
+    series, par = (
+        next((r for r in rows if r["lever"] == name), None) for name in ("pair, in series", "pair, parallel")
+    )
+    if not pairs or not pooled or not 0 < p_in < 1 or k < 2:
+        return out
+    p_up = p_in + (1 - p_in) / 2  # a retry that fixes half the failures
+    arithmetic = {
+        "retry (p → p + (1−p)/2)": (cost.success(p_up, k), cost.success(p_in, k)),
+        "one step fewer (k → k−1)": (cost.success(p_in, k - 1), cost.success(p_in, k)),
+        "one step confirmed by a person (its p → 1)": (cost.success(p_in, k - 1) * 1.0, cost.success(p_in, k)),
+    }
+    helps = all(a > b for a, b in arithmetic.values())
+    shorter = (
+        f"; two calls per round (parallel) vs in series at k={par['k']}: {par['rounds']:.1f} vs {series['rounds']:.1f} "
+        f"rounds, steps right {par['steps_ok']}/{par['steps']} vs {series['steps_ok']}/{series['steps']}, chains "
+        f"{par['ok']}/{par['n']} vs {series['ok']}/{series['n']}"
+        if series and par
+        else ""
+    )
+    out.append(
+        Claim(
+            "pk-design-levers",
+            "§14.5.4",
+            "p^k explains the engineering: shorter chains, verification and retry (a higher p per step), checkpoints, "
+            "and human confirmation (p = 1 on a risky step) each raise the chance of finishing.",
+            f"the arithmetic at the measured in-chain p = {p_in:.3f} and k = {k} (p^k = {cost.success(p_in, k):.3f}): "
+            + "; ".join(f"{what}: {a:.3f}" for what, (a, _b) in arithmetic.items())
+            + f". Measured ({src}): the '+ retry' rows equal their rows without retry in {same} of {len(pairs)} "
+            f"(same chains finished, same steps right){shorter}. Checkpoints are not measured",
+            *make_verdict(
+                helps,
+                "in the arithmetic a higher p or a shorter chain does not raise p^k",
+                [
+                    (
+                        same == len(pairs),
+                        "on the kit's saved chains no retry changed an outcome: a retry repeats a step only when the "
+                        "host sees it fail, and these failures went unseen or the retry wrote the same thing again",
+                    ),
+                    (
+                        bool(series and par) and par["ok"] <= series["ok"],
+                        "the shorter (parallel) chains took fewer rounds but did not finish more often here",
+                    ),
+                    (small < 30, f"as few as {small} chains per row"),
+                ],
+            ),
+        )
+    )
+    return out

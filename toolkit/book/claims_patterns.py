@@ -12,13 +12,15 @@ What it does
   retrieval was complete but whose answer was not supported; citations that support nothing), an injected line
   gaining no authority (the tools called with and without it), and reranking (recall@k with and without it,
   and what it cost).
-- ``patterns_claims()``: both, reading the saved files (none when a file is missing: nothing is claimed without
+- ``simple_task_claims(doc)``: "simple tasks often gain nothing from explicit reasoning": ReAct vs the direct loop
+  on the saved tasks that need the fewest tool results, beside the harder ones.
+- ``patterns_claims()``: all three, reading the saved files (none when a file is missing: nothing is claimed without
   its measurement).
 
 What it leaves out
 - Re-running the model (minutes per task on two CPU cores): the saved runs are read, and their meta is quoted.
-- §14.5.5's "a plan can be wrong from its first step, found late" (needs a judge of plan quality) and "simple
-  tasks gain nothing from explicit reasoning" (needs a thinking model): the inventory says why.
+- §14.5.5's "a plan can be wrong from its first step, found late" (needs a judge of plan quality): the inventory
+  says why. A thinking model's hidden reasoning: ReAct's thought here is a prompted one, and the verdict says so.
 """
 
 from __future__ import annotations
@@ -138,6 +140,53 @@ def pattern_claims(doc: dict) -> list[Claim]:
             )
         )
     return out
+
+
+def simple_task_claims(doc: dict) -> list[Claim]:
+    """§14.5.5 "explicit reasoning often gains nothing on simple tasks": ReAct vs the direct loop on the saved tasks
+    that need the fewest tool results, beside the harder ones."""
+    direct, react = _by(doc["runs"], "direct"), _by(doc["runs"], "react")
+    both = [t for t in direct if t in react]
+    if not both:
+        return []
+    k_min = min(direct[t]["task"]["min_calls"] for t in both)
+    simple = [t for t in both if direct[t]["task"]["min_calls"] == k_min]
+    harder = [t for t in both if t not in simple]
+
+    def wins(pattern, ts):
+        return sum(bool(pattern[t]["success"]) for t in ts)
+
+    d_s, r_s, d_h, r_h = wins(direct, simple), wins(react, simple), wins(direct, harder), wins(react, harder)
+    tok_d = mean(direct[t]["prefilled"] + direct[t]["decoded"] for t in simple)
+    tok_r = mean(react[t]["prefilled"] + react[t]["decoded"] for t in simple)
+    model = doc["meta"]["model"]
+    return [
+        Claim(
+            "react-simple-no-gain",
+            f"{BOOK}.5 ReAct",
+            "On simple tasks explicit reasoning (a written thought before each action) often brings no gain.",
+            f"{_source(doc)}, seeded tasks, greedy: on the {len(simple)} simplest ({k_min} tool results each: "
+            f"{', '.join(simple)}) ReAct finished {r_s}/{len(simple)}, the direct loop {d_s}/{len(simple)}, at "
+            f"{tok_r:,.0f} vs {tok_d:,.0f} tokens per task"
+            + (f"; on the {len(harder)} harder ones {r_h}/{len(harder)} vs {d_h}/{len(harder)}" if harder else ""),
+            *make_verdict(
+                r_s <= d_s,
+                "the written thought made the simple tasks succeed more often",
+                [
+                    (len(simple) < 10, f"{len(simple)} simple tasks: this shows the direction, not a rate"),
+                    (
+                        bool(harder) and r_h <= d_h,
+                        "ReAct gained nothing on the harder tasks either: that simple tasks gain less than hard ones "
+                        "is not separated here",
+                    ),
+                    (
+                        "thinking" not in model.lower(),
+                        "the model is an instruct model prompted to write a thought, not a thinking model",
+                    ),
+                ],
+            ),
+        )
+    ]
 
 
 def delegations(run: dict) -> int:
@@ -312,7 +361,7 @@ def patterns_claims() -> list[Claim]:
     out = []
     doc = _load(PATTERN_RESULTS)
     if doc is not None:
-        out += pattern_claims(doc)
+        out += pattern_claims(doc) + simple_task_claims(doc)
     doc = _load(RAG_RESULTS)
     if doc is not None:
         out += rag_claims(doc)

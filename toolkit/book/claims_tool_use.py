@@ -1,5 +1,6 @@
 """Claims about the "Tool Use" chapter's printed conversation (§3.1), checked against the kit's templates, tokenizers
-and parser.
+and parser; its request body ("model": "gpt-4o", messages, tools) built by the pinned ``openai`` client and
+caught by a recording transport (nothing is sent).
 
 Leaves out: the chapter's prose about why to use tools (not checkable here).
 """
@@ -7,12 +8,14 @@ Leaves out: the chapter's prose about why to use tools (not checkable here).
 from __future__ import annotations
 
 import json
+import re
 from importlib.metadata import version
 
 from toolkit.book.ledger import Claim, make_verdict
 from toolkit.conversations import tool_use_conversation
 from toolkit.fetch import installed_folder
 from toolkit.parse import parse_tool_calls
+from toolkit.paths import kit_root
 from toolkit.render import render, tokenize
 from toolkit.tokenizer import tokenizer_for
 from toolkit.tools import TOOLS
@@ -240,3 +243,78 @@ def tool_use_claims() -> list[Claim]:
         )
     )
     return out
+
+
+# ================================================================ the request body, sent by the official client
+def pinned(package: str) -> str | None:
+    """The exact pin of ``package`` in the checkout's requirements.txt (the kit's one place for pins), or None."""
+    req = kit_root() / "requirements.txt"
+    if not req.exists():
+        return None
+    m = re.search(rf"^{re.escape(package)}==(\S+)", req.read_text(encoding="utf-8"), re.M)
+    return m.group(1) if m else None
+
+
+def request_body_claims() -> list[Claim]:
+    """ "Tool Use" §3.1's request body ("model": "gpt-4o", messages, tools), built by the installed ``openai`` client
+    and caught by a transport that records it: nothing leaves the machine."""
+    import httpx  # lazy: the client's HTTP stack loads only for this claim
+    import openai  # lazy: the official client loads only for this claim
+    from openai.types import chat as oc  # lazy: as above
+
+    msgs, tools = tool_use_conversation()
+    sent: list[dict] = []
+
+    def record(request):
+        sent.append(json.loads(request.content))
+        raise httpx.ConnectError("recorded, not sent", request=request)
+
+    client = openai.OpenAI(
+        api_key="none",
+        base_url="http://127.0.0.1:9/v1",
+        max_retries=0,
+        http_client=httpx.Client(transport=httpx.MockTransport(record)),
+    )
+    try:
+        client.chat.completions.create(model="gpt-4o", messages=msgs, tools=tools)
+    except openai.APIConnectionError:
+        pass
+    body = sent[0] if sent else {}
+    typed = {
+        "system": oc.ChatCompletionSystemMessageParam,
+        "user": oc.ChatCompletionUserMessageParam,
+        "assistant": oc.ChatCompletionAssistantMessageParam,
+        "tool": oc.ChatCompletionToolMessageParam,
+    }
+    untyped = [f"{m['role']}.{k}" for m in msgs for k in m if k not in typed[m["role"]].__annotations__]
+    args = [c["function"]["arguments"] for m in body.get("messages", []) for c in m.get("tool_calls") or []]
+    pin, have = pinned("openai"), version("openai")
+    return [
+        Claim(
+            "openai-request-body",
+            "Tool Use §3.1",
+            'The message list is the body of an OpenAI Chat Completions request: "model", "messages" (system, user, '
+            "the assistant's tool_calls with arguments as a JSON string, the tool result by tool_call_id, the answer) "
+            'and "tools".',
+            f"openai {have} (pinned {pin or 'nowhere found'} in requirements.txt) sent the chapter's request to a "
+            f"recording transport: keys {sorted(body)}, model {body.get('model')!r}, roles "
+            f"{[m['role'] for m in body.get('messages', [])]}, arguments {args}; the body equals the chapter's "
+            f"messages and tools: {body == {'model': 'gpt-4o', 'messages': msgs, 'tools': tools}}; fields the "
+            f"client's typed message params do not define: {untyped or 'none'}",
+            *make_verdict(
+                body == {"model": "gpt-4o", "messages": msgs, "tools": tools}
+                and bool(args)
+                and all(isinstance(a, str) for a in args),
+                "the official client does not send the chapter's body as printed",
+                [
+                    (
+                        bool(untyped),
+                        f"the chapter's {', '.join(untyped)} is not in the client's typed API (a tool message is "
+                        "role, content, tool_call_id): it is sent as given, and a server may ignore it",
+                    ),
+                    (pin is not None and pin != have, f"the installed client ({have}) is not the pinned one ({pin})"),
+                    (pin is None, "no requirements.txt beside the kit (an installed wheel): the pin is not checked"),
+                ],
+            ),
+        )
+    ]
