@@ -212,14 +212,15 @@ else:
 # %% [markdown]
 # ## Free-form questions through the host loop
 #
-# `benchmarks/loop_questions.py` asks the loop questions written before training (never trained on). "Before"
-# is the base model with the kit's crutches (first-token gate, answer prefix, call caps); "after" is the adapter
-# with none of them.
+# `benchmarks/loop_questions.py` asks the loop questions written before training (never trained on). The base
+# model runs with the kit's crutches (first-token gate, answer prefix, call caps: an older, smaller question set)
+# and with none of them, like for like with the adapter, which runs with none.
 
 # %%
 rows = []
 for name, label in (
     ("loop_questions_after.json", "base, kit defaults"),
+    ("loop_questions_base-free.json", "base, no crutches"),
     ("loop_questions_lora.json", "adapter, no crutches"),
 ):
     p = results_file(name, required=False)
