@@ -22,11 +22,12 @@ import json
 import os
 import platform
 import re
-import subprocess
 import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from toolkit.paths import provenance  # noqa: E402  (standard library only: a usage error stays fast)
 
 
 # ---------------------------------------------------------------- what the trace did
@@ -283,19 +284,8 @@ class Capped(Exception):
 
 
 def _commit(root: str | None = None) -> str:
-    import toolkit
-
-    root = root or os.path.dirname(os.path.dirname(os.path.abspath(toolkit.__file__)))
-    try:
-        sha = subprocess.run(
-            ["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", root, "status", "--porcelain", "toolkit"], capture_output=True, text=True
-        ).stdout.strip()
-        return sha + ("+uncommitted toolkit changes" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+    """The commit of the kit that was imported (default) or of the checkout at ``root``, ``+dirty`` if changed."""
+    return provenance(root)["commit"]
 
 
 def run_one(qd: dict, loaded, which: str, cap_s: float | None):
