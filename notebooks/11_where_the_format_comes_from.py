@@ -27,7 +27,9 @@
 # The kit made its own training data (`toolkit.sft.data`: made-up APIs in many domains plus the kit's real tools,
 # English and Chinese, one call, a choice among several, parallel calls, no call at all, an answer written from a
 # tool result) and fine-tuned low-rank adapters on the model's upper layers, on two CPU cores
-# (`python -m toolkit train --model real`). This notebook shows the same prompt before and after, the loss curve,
+# (`python -m toolkit train --model real`), together with the embedding and output rows of `<tool_call>` and
+# `</tool_call>`: in these weights the two rows are identical and were never trained, and an adapter on the layers
+# alone taught the model the calls' shape but opened them with the wrong token. This notebook shows the same prompt before and after, the loss curve,
 # a live mini-run you can watch, and the measured before/after on BFCL and on free-form questions.
 
 # %%
