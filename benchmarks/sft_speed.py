@@ -24,7 +24,8 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from toolkit import cliargs  # noqa: E402  (standard library only: a usage error costs no torch import)
+from toolkit import cliargs  # noqa: E402
+from toolkit.paths import provenance  # noqa: E402  (standard library only: a usage error costs no torch import)
 
 
 def main(argv=None) -> int:
@@ -34,6 +35,7 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=cliargs.count(1), default=2)
     p.add_argument("--out", type=cliargs.out_file, default=Path(__file__).parent / "results" / "sft_speed.json")
     a = p.parse_args(argv)
+    commit = provenance()["commit"]  # the code that runs: read before the run (HEAD may move while it runs)
     from toolkit import fetch
 
     if not fetch.is_installed():
@@ -104,15 +106,13 @@ def main(argv=None) -> int:
     for r in results:
         print(f"| {r['setting']} | {r['seconds']} | {r['speedup_vs_plain']}× |")
     print(f"\nbfloat16 / float32 forward time: {dtypes[1]['seconds'] / dtypes[0]['seconds']:.1f}×")
-    from toolkit.sft.lora import commit_of
-
     out = dict(
         date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         machine=dict(
             platform=platform.platform(), cpus=os.cpu_count(), threads=a.threads, load_avg=os.getloadavg(), cpu=_cpu()
         ),
         model="qwen2.5-coder-0.5b (real offline)",
-        commit=commit_of(),
+        commit=commit,
         group=dict(rows=len(rows_of["r"]), row_tokens=plain_tokens, shared_prefix=n),
         settings=results,
         dtype=dtypes,
