@@ -178,9 +178,10 @@ def test_citation_claim_fails_when_the_scorer_takes_any_citation_as_support(monk
 
 
 def test_simple_task_claim_follows_the_saved_runs():
-    from toolkit.book.claims_patterns import PATTERN_RESULTS, _load, simple_task_claims
+    from toolkit.book.claims_patterns import PATTERN_RESULTS, simple_task_claims
+    from toolkit.paths import saved_json
 
-    doc = _load(PATTERN_RESULTS)
+    doc = saved_json(PATTERN_RESULTS)
     (c,) = simple_task_claims(doc)
     assert c.id == "react-simple-no-gain" and c.verdict in (HOLDS, CAVEAT) and "simplest" in c.evidence
     k_min = min(r["task"]["min_calls"] for r in doc["runs"] if r["pattern"] == "direct")

@@ -11,6 +11,7 @@ What it does
   in the current folder or one above it (a notebook in ``notebooks/``). A kit installed from a wheel outside a
   checkout has none: ``results_file`` then raises :class:`ResultsMissing`, whose message says where it looked and
   how to point the kit at a checkout; ``results_file(name, required=False)`` returns None instead.
+  ``saved_json(name)``: that file read as JSON, or None when the checkout has none.
 - ``kit_root()``: the folder that holds the imported ``toolkit`` package (a checkout's root, or site-packages).
 - ``script_module(path)``: a script or test file that is not in a package (``benchmarks/*.py``, ``tests/*.py``)
   loaded as a module by its path, for the benchmarks that reuse a test's helpers and the tests of a benchmark.
@@ -27,6 +28,7 @@ What it leaves out
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import socket
 import subprocess
@@ -88,6 +90,12 @@ def results_file(name: str, required: bool = True) -> Path | None:
         f"saved result {name!r} not found (looked in {', '.join(map(str, tried))}): it lives in a checkout's "
         "benchmarks/results; run from the checkout or set TOOLKIT_RESULTS=/path/to/checkout/benchmarks/results"
     )
+
+
+def saved_json(name: str) -> dict | None:
+    """A saved benchmark result read as JSON (``results_file``), or None when this checkout has none."""
+    path = results_file(name, required=False)
+    return json.loads(path.read_text(encoding="utf-8")) if path is not None else None
 
 
 def data_file(name: str) -> Traversable:

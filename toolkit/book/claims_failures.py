@@ -23,13 +23,12 @@ What it leaves out
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 
 from toolkit import cost
 from toolkit.book.ledger import BOOK, TOOL_USE, Claim, make_verdict
-from toolkit.paths import results_file
+from toolkit.paths import saved_json
 
 BFCL_RESULTS = "bfcl_qwen2.5-coder-0.5b.json"  # in benchmarks/results (toolkit.paths.results_file finds it)
 LOOP_RESULTS = "loop_questions_after.json"
@@ -244,17 +243,12 @@ def loop_claims(doc: dict) -> list[Claim]:
 
 
 # ================================================================ all of them
-def _load(name: str) -> dict | None:
-    path = results_file(name, required=False)
-    return json.loads(path.read_text(encoding="utf-8")) if path is not None else None
-
-
 def failure_claims() -> list[Claim]:
     out = []
-    doc = _load(BFCL_RESULTS)
+    doc = saved_json(BFCL_RESULTS)
     if doc is not None:
         out += selection_claims(doc) + prompt_era_claims(doc)
-    doc = _load(LOOP_RESULTS)
+    doc = saved_json(LOOP_RESULTS)
     if doc is not None:
         out += loop_claims(doc)
     return out

@@ -25,11 +25,10 @@ What it leaves out
 
 from __future__ import annotations
 
-import json
 from statistics import mean
 
 from toolkit.book.ledger import BOOK, Claim, make_verdict
-from toolkit.paths import results_file
+from toolkit.paths import saved_json
 from toolkit.rag.corpus import ROLES, by_id, readable
 from toolkit.rag.questions import QUESTIONS, grade
 from toolkit.rag.retrieve import Retriever
@@ -351,18 +350,13 @@ def by_question(qid: str):
     return next(q for q in QUESTIONS if q.id == qid)
 
 
-def _load(name: str) -> dict | None:
-    path = results_file(name, required=False)
-    return json.loads(path.read_text(encoding="utf-8")) if path is not None else None
-
-
 def patterns_claims() -> list[Claim]:
     """Both groups from the saved results (a group is left out when its file is missing)."""
     out = []
-    doc = _load(PATTERN_RESULTS)
+    doc = saved_json(PATTERN_RESULTS)
     if doc is not None:
         out += pattern_claims(doc) + simple_task_claims(doc)
-    doc = _load(RAG_RESULTS)
+    doc = saved_json(RAG_RESULTS)
     if doc is not None:
         out += rag_claims(doc)
     return out
