@@ -642,6 +642,14 @@ def parse(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     a = parse(argv)
+    try:
+        return _dispatch(a)
+    except report.ResultsUnreadable as e:  # a saved file the run would read or extend: say so, touch nothing
+        print(f"bfcl.py {a.cmd}: error: {e}", file=sys.stderr)
+        return 1
+
+
+def _dispatch(a) -> int:
     return {
         "accuracy": cmd_accuracy,
         "passk": cmd_passk,

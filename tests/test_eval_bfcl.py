@@ -261,3 +261,20 @@ def test_gate_lever_is_a_threshold_of_the_same_gate():
     scores[0, fence], scores[0, word] = 1.0, 0.0  # ~0.73 on opening structured output
     assert int(IntentGate(tok, 0.7)(None, scores.clone())[0].argmax()) == TOOL_CALL_ID
     assert torch.isinf(IntentGate(tok, 0.85)(None, scores.clone())[0, TOOL_CALL_ID])
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]", "\udcff"])
+def test_an_unreadable_results_file_is_one_line_and_left_as_it_was(tmp_path, capsys, content):
+    from toolkit.eval import report
+
+    path = tmp_path / "bfcl_qwen2.5-coder-0.5b.json"
+    path.write_bytes(content.encode("utf-8", "surrogateescape"))
+    before = path.read_bytes()
+    with pytest.raises(report.ResultsUnreadable):
+        report.load_results(path)
+    with pytest.raises(report.ResultsUnreadable):
+        report.save_results(path, "accuracy", {}, {})
+    assert _bench().main(["rescore", "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a" in err[0] and "Traceback" not in err[0]
+    assert path.read_bytes() == before

@@ -152,9 +152,23 @@ def meta(model: str, repo=".", **extra) -> dict:
     }
 
 
+class ResultsUnreadable(ValueError):
+    """A results file that exists but is not a results document (truncated, hand-edited, another file)."""
+
+
 def load_results(path: str | Path) -> dict:
+    """The saved results document at ``path`` ({} when there is none); :class:`ResultsUnreadable` in one line when
+    the file is not one (a run never overwrites it then: nothing saved is lost)."""
     p = Path(path)
-    return json.loads(p.read_text()) if p.exists() else {}
+    if not p.exists():
+        return {}
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ResultsUnreadable(f"{p} is not a readable results file ({str(e)[:120]}); move it aside") from None
+    if not isinstance(doc, dict):
+        raise ResultsUnreadable(f"{p} is not a results file (a JSON {type(doc).__name__}, not an object)")
+    return doc
 
 
 def save_results(path: str | Path, section: str, data, run_meta: dict) -> dict:
