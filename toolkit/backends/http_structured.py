@@ -12,12 +12,16 @@ What it does
     field with HTTP 422 ("Unexpected fields in the request: {'response_format'}", the same for
     ``structured_outputs``), and its ``/v1/chat/completions`` accepts ``response_format`` and ignores it (the server
     logs "Ignoring unsupported fields"; the answer is free text).
+- ``legacy_fields(grammar)``: vLLM's removed ``guided_json`` / ``guided_grammar`` spelling, which vLLM 0.32 accepts
+  with HTTP 200 and ignores (measured here): sent only on request (``TokensBackend(structured="legacy")``), to show
+  why a server's obedience is replayed, never trusted.
 - ``refused(error)`` says whether a ``ServerError`` is the server rejecting the parameter (HTTP 400/422).
 
 What it leaves out
 - Sending the parameter (``toolkit.backends.http_tokens``), and checking that a server obeyed it: the backend replays
   every returned token through the kit's own matcher, so a server that ignores the parameter is caught there.
-- vLLM / SGLang run on CUDA only: these field names follow their documentation and code, not a run here.
+- SGLang (CUDA only): its field names follow its documentation and code, not a run here. vLLM's were run here
+  (its CPU build, ``tests/test_backends_vllm.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +29,17 @@ from __future__ import annotations
 import json
 
 SERVERS_WITH_GRAMMAR = ("vllm", "sglang")
+
+
+def legacy_fields(grammar) -> dict | None:
+    """vLLM's old top-level spelling (``guided_json`` / ``guided_grammar``, removed in 0.12). Measured here with
+    vLLM 0.32 on CPU: HTTP 200 and the field silently ignored — the kit's replay is what notices. For teaching."""
+    if grammar is None:
+        return None
+    if getattr(grammar, "kind", "") == "schema" and isinstance(getattr(grammar, "schema", None), dict):
+        return {"guided_json": grammar.schema}
+    text = str(getattr(grammar, "text", "") or "")
+    return {"guided_grammar": text} if text else None
 
 
 def fields(kind: str, grammar) -> dict | None:

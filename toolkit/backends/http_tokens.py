@@ -19,8 +19,14 @@ What it does
   kept is one the grammar allows; where the grammar forces nothing after a refusal, the turn ends there (the parser
   then reports an unclosed call as a structured error the model sees).
 
+- vLLM returns the generated ids themselves (``return_token_ids``): the kit keeps them (``ids_from="server"``), so
+  nothing is re-tokenized and the next turn's prompt holds what the model generated; it also echoes the prompt ids,
+  checked against what the kit sent (``prompt_ids_echoed_ok``). Each turn records the server's prefix-cache hits
+  (``cached_tokens``) beside the kit's own count (``kit_shared_prefix``: the prefix shared with this backend's last
+  request). ``first_token_logprobs(ids, k)``: the server's top-k first tokens, for the first-token pictures.
+
 What it leaves out
-- Running vLLM / SGLang here (CUDA only): their parameter follows their documentation. Sampling: the server draws with its own sampler, so a seed gives the server's tokens, not the kit's sampler's
+- SGLang (CUDA only): its parameter follows its documentation. Sampling: the server draws with its own sampler, so a seed gives the server's tokens, not the kit's sampler's
   (greedy agrees up to numerics).
 """
 
@@ -30,9 +36,15 @@ import time
 
 from toolkit.backends import http_structured
 from toolkit.backends.http import MAX_ROUNDS, ServedBackend, ServedGeneration, ServerError, call_server, usage_of
+from toolkit.prefix import shared_prefix
 from toolkit.qwen import IM_END_ID
 
-STRUCTURED = ("auto", "server", "host")  # send the grammar where the server takes one | always try | never
+STRUCTURED = (
+    "auto",
+    "server",
+    "host",
+    "legacy",
+)  # where the server takes one | always try | never | vLLM's old spelling
 
 
 class TokensBackend(ServedBackend):
@@ -56,6 +68,7 @@ class TokensBackend(ServedBackend):
         if structured not in STRUCTURED:
             raise ValueError(f"structured must be one of {STRUCTURED}, got {structured!r}")
         super().__init__(url, tokenizer, stream=stream, **kw)
+        self._last_seen: list[int] = []
         self.max_rounds = int(max_rounds)
         self.prompt_format, self.structured = prompt_format, structured
 
@@ -63,6 +76,8 @@ class TokensBackend(ServedBackend):
         """The structured-output fields to send for ``mask``'s grammar (``structured``: auto | server | host)."""
         if self.structured == "host":
             return None
+        if self.structured == "legacy":
+            return http_structured.legacy_fields(getattr(mask, "grammar", None))
         sent = http_structured.fields(self.info.kind, getattr(mask, "grammar", None))
         if sent is None and self.structured == "server":  # asked to try: vLLM's spelling, to hear what the server says
             sent = http_structured.fields("vllm", getattr(mask, "grammar", None))
@@ -99,7 +114,7 @@ class TokensBackend(ServedBackend):
         if self.stream:
 
             def run():
-                pieces, finish, usage, first = [], None, None, None
+                pieces, finish, usage, first, ids, echoed = [], None, None, None, None, None
                 for chunk in self.client.completions.create(prompt=prompt, stream=True, extra_body=extra, **kw):
                     if chunk.choices:
                         c = chunk.choices[0]
@@ -107,10 +122,16 @@ class TokensBackend(ServedBackend):
                             first = time.perf_counter()
                         pieces.append(c.text or "")
                         finish = c.finish_reason or finish
+                        got = _extra(c, "token_ids")
+                        if got is not None:
+                            ids = (ids or []) + list(got)
+                        echoed = _extra(c, "prompt_token_ids") or echoed
                     usage = chunk.usage or usage
-                return "".join(pieces), finish, usage, first
+                return "".join(pieces), finish, usage, first, ids, echoed
 
-            text, finish, usage, first = call_server(self.url, "POST /completions (stream)", run, self.timeout_s)
+            text, finish, usage, first, ids_out, echoed = call_server(
+                self.url, "POST /completions (stream)", run, self.timeout_s
+            )
             u = usage_of(type("R", (), {"usage": usage})())
         else:
             resp = call_server(
@@ -121,7 +142,9 @@ class TokensBackend(ServedBackend):
             )
             if not getattr(resp, "choices", None):
                 raise ServerError("malformed_response", f"POST /completions at {self.url}: no choices in the answer")
-            text, finish, first, u = resp.choices[0].text or "", resp.choices[0].finish_reason, None, usage_of(resp)
+            c = resp.choices[0]
+            text, finish, first, u = c.text or "", c.finish_reason, None, usage_of(resp)
+            ids_out, echoed = _extra(c, "token_ids"), _extra(c, "prompt_token_ids")
         t1 = time.perf_counter()
         return dict(
             url=self.url,
@@ -135,17 +158,65 @@ class TokensBackend(ServedBackend):
             usage=u,
             prompt_tokens_kit=len(ids),
             prompt_count_ok=u.get("prompt_tokens") in (None, len(ids)),
+            token_ids=None if ids_out is None else [int(i) for i in ids_out],
+            prompt_ids_echoed_ok=None if not echoed else [int(i) for i in echoed] == list(ids),
             t_sent=t_sent,
             t_done=t_sent + (t1 - t0),
             first_token_s=None if first is None else first - t0,
             wall_s=t1 - t0,
         )
 
+    def first_token_logprobs(self, ids: list[int], k: int = 5) -> list[tuple[int, float]]:
+        """The server's ``k`` most likely first tokens after ``ids``, as (token id, log-probability), most likely
+        first: one ``/v1/completions`` request with ``max_tokens=1`` and ``logprobs=k`` (vLLM names the tokens by
+        id with ``return_tokens_as_token_ids``; other servers by text, which the kit encodes back)."""
+        kw, extra = self._sampling(1, (), 0.0, 1.0, 0)
+        kw.pop("stream_options", None)
+        extra["return_tokens_as_token_ids"] = True
+        resp = call_server(
+            self.url,
+            "POST /completions (logprobs)",
+            lambda: self.client.completions.create(prompt=list(ids), logprobs=int(k), extra_body=extra, **kw),
+            self.timeout_s,
+        )
+        try:
+            top = resp.choices[0].logprobs.top_logprobs[0]
+        except (AttributeError, IndexError, TypeError):
+            raise ServerError(
+                "malformed_response", f"POST /completions at {self.url}: no top_logprobs in the answer"
+            ) from None
+        out = []
+        for token, lp in top.items():
+            if token.startswith("token_id:"):
+                tid = int(token.split(":", 1)[1])
+            else:
+                enc = self.tokenizer.encode(token, add_special_tokens=False)
+                tid = enc[0] if len(enc) == 1 else -1  # a text the kit cannot map back to one id
+            out.append((tid, float(lp)))
+        return sorted(out, key=lambda t: -t[1])[: int(k)]
+
     def _ids_of(self, r: dict, stop_ids) -> list[int]:
-        """The kit's ids for the server's text (+ the stop id the server hit but did not return as text)."""
-        ids = self.tokenizer.encode(r["text"], add_special_tokens=False)
-        if r["finish_reason"] == "stop" and stop_ids:
-            ids.append(IM_END_ID if IM_END_ID in stop_ids else min(stop_ids))
+        """The generated ids: the server's own where it returns them (vLLM: ``return_token_ids``), else the kit's
+        encoding of the server's text (+ the stop id the server hit but did not return as text)."""
+        reencoded = self.tokenizer.encode(r["text"], add_special_tokens=False)
+        stop = IM_END_ID if IM_END_ID in (stop_ids or ()) else min(stop_ids) if stop_ids else None
+        if r.get("token_ids") is not None:
+            ids = list(r["token_ids"])
+            if r["finish_reason"] == "stop" and stop is not None and not (ids and ids[-1] in stop_ids):
+                ids.append(stop)  # a stop string, not a stop id: the turn still ends the template's way
+            body = ids[:-1] if ids and ids[-1] in (stop_ids or ()) else ids
+            r["ids_from"], r["reencoding_differs"] = "server", body != reencoded
+            if body != reencoded:
+                self._note(
+                    "the server's ids differ from a re-encoding of its text (re-tokenization drift): the kit keeps the "
+                    "server's ids, so the next turn's prompt holds what the model generated"
+                )
+        else:
+            ids, r["ids_from"] = reencoded, "re-encoded text"
+            if r["finish_reason"] == "stop" and stop is not None:
+                ids.append(stop)
+        if r.get("prompt_ids_echoed_ok") is False:
+            self._note("the server echoed prompt ids that differ from the ids the kit sent")
         server_n = r["usage"].get("completion_tokens")
         r["completion_ids_kit"] = len(ids)
         r["completion_count_ok"] = server_n in (None, len(ids))
@@ -248,15 +319,32 @@ class TokensBackend(ServedBackend):
         reused = min(int(cached), len(prompt))
         last = rounds[-1] if rounds else {}
         server = dict(last, rounds=len(rounds), requests=[_brief(r) for r in rounds], notes=list(self.notes))
+        # What the kit expects a prefix cache to hold: the longest prefix shared with this backend's last request
+        # (its prompt + what came back). A shared server may hold more (other sessions' prefixes), never less unless
+        # it evicted; vLLM counts whole blocks only.
+        server["cached_tokens"] = cached if rounds and rounds[0]["usage"].get("cached_tokens") is not None else None
+        server["kit_shared_prefix"] = shared_prefix(self._last_seen, prompt)
+        self._last_seen = list(prompt) + list(new)
         if rounds:
             server.update(t_sent=rounds[0]["t_sent"], t_done=rounds[-1]["t_done"])
         first = rounds[0].get("first_token_s") if rounds else None
         return ServedGeneration(new, reused, len(prompt) - reused, first or 0.0, wall - (first or 0.0), stopped, server)
 
 
+def _extra(obj, name: str):
+    """A field the OpenAI client's models do not declare (vLLM's ``token_ids``), or None."""
+    value = getattr(obj, name, None)
+    if value is None:
+        value = (getattr(obj, "model_extra", None) or {}).get(name)
+    return value
+
+
 def _brief(r: dict) -> dict:
     keep = (
         "prompt_format",
+        "ids_from",
+        "reencoding_differs",
+        "prompt_ids_echoed_ok",
         "finish_reason",
         "usage",
         "prompt_tokens_kit",

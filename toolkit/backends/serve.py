@@ -1,21 +1,26 @@
-"""Start and stop a local ``transformers serve`` (OpenAI-compatible) on 127.0.0.1, by PID.
+"""Start and stop a local OpenAI-compatible server on 127.0.0.1, by PID: ``transformers serve`` or vLLM's CPU build.
 
 What it does
-- :class:`LocalServer` runs ``transformers serve MODEL --host 127.0.0.1 --port P --device cpu`` (P a free port),
-  waits for ``GET /health`` (bounded), and ``stop()`` ends it by PID (SIGTERM, then SIGKILL) and removes a model folder ``folder_for`` saved. ``url`` is the
-  ``/v1`` base the kit's HTTP backend takes. The model defaults to the real offline model's folder
+- :class:`LocalServer` runs ``transformers serve MODEL --host 127.0.0.1 --port P --device cpu`` (``engine=
+  "transformers"``, in the kit's own venv) or vLLM's OpenAI server (``engine="vllm"``, from vLLM's own venv: its
+  command, environment and workarounds are ``toolkit.backends.vllm_local``'s), P a free port; waits for ``GET
+  /health`` (bounded; an early exit or a timeout is one line with the end of the server's log), and ``stop()`` ends
+  it by PID (SIGTERM to its process group, then SIGKILL) and removes a model folder ``folder_for`` saved. ``url`` is
+  the ``/v1`` base the kit's HTTP backend takes. The model defaults to the real offline model's folder
   (``toolkit.fetch.installed_folder()``); ``folder_for(loaded)`` gives a folder for any loaded model (the stand-in is
-  saved to a temporary folder). The server's log goes to a temporary file (``log_tail()`` shows its end).
-- ``command(...)`` is the exact command line, for the README and for a teacher who starts it by hand.
+  saved to a temporary folder). The server's log goes to a file (``log_tail()`` shows its end, ``log_text()`` all).
+- ``command(...)`` is the exact ``transformers serve`` command line, for the README and for a teacher who starts it
+  by hand; ``LocalServer.argv`` is the one a server was started with.
 
 What it leaves out
-- vLLM / SGLang (CUDA only here: the README gives their commands); Windows; several models per server.
+- SGLang (CUDA only); GPUs; Windows; several base models per server.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import re
 import shutil
 import signal
 import socket
@@ -27,8 +32,11 @@ import urllib.request
 from pathlib import Path
 
 from toolkit import fetch
+from toolkit.backends import vllm_local
 
 START_TIMEOUT_S = 180.0
+VLLM_START_TIMEOUT_S = 420.0  # measured here: ready in 70-140 s on 2 cores (eager mode), longer on a busy machine
+ENGINES = ("transformers", "vllm")
 SAVED_PREFIX = "toolkit-served-model-"  # folder_for's temporary folders: LocalServer.stop() removes them
 
 
@@ -85,39 +93,66 @@ def folder_for(loaded, out_dir: str | os.PathLike | None = None) -> str:
 
 
 class LocalServer:
-    """A ``transformers serve`` subprocess on 127.0.0.1; use as a context manager or call ``stop()``."""
+    """A server subprocess on 127.0.0.1 (``engine``: transformers | vllm); a context manager, or call ``stop()``.
+    vLLM only: ``lora`` = {name: LoRA adapter folder}, served beside the base model under that name; ``served_name``:
+    the model id the server answers to (default: the folder); ``kv_cache_gib``: its KV-cache memory."""
 
     def __init__(
         self,
         model: str | os.PathLike | None = None,
         *,
+        engine: str = "transformers",
         port: int | None = None,
         device: str = "cpu",
-        dtype: str = "bfloat16",
+        dtype: str | None = None,
         threads: int | None = None,
+        lora: dict | None = None,
+        served_name: str | None = None,
+        kv_cache_gib: float = vllm_local.KV_CACHE_GIB,
         extra=(),
-        start_timeout_s=START_TIMEOUT_S,
+        start_timeout_s: float | None = None,
     ):
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
         if model is None:
             folder = fetch.installed_folder()
             if folder is None:
                 raise FileNotFoundError("the real offline model is not installed: run `make real-model`")
             model = folder
-        self.model = str(model)
+        self.engine, self.model, self.lora = engine, str(model), dict(lora or {})
         self.port = int(port or free_port())
         self.url = f"http://127.0.0.1:{self.port}/v1"
-        self.argv = command(self.model, self.port, device=device, dtype=dtype, extra=extra)
-        env = dict(os.environ, HF_HUB_OFFLINE="1")
+        if engine == "vllm":
+            usable, why = vllm_local.state()
+            if not usable:
+                raise FileNotFoundError(why)
+            for name, folder in self.lora.items():
+                problem = vllm_local.unsupported_adapter(folder)
+                if problem:
+                    raise ValueError(f"LoRA adapter {name!r}: {problem}")
+            self.argv = vllm_local.command(
+                self.model, self.port, served_name=served_name, lora=self.lora, dtype_name=dtype, extra=extra
+            )
+            env = vllm_local.environment(kv_cache_gib=kv_cache_gib)
+            timeout = VLLM_START_TIMEOUT_S if start_timeout_s is None else start_timeout_s
+        else:
+            if self.lora or served_name:
+                raise ValueError("lora and served_name are vLLM options (engine='vllm')")
+            self.argv = command(self.model, self.port, device=device, dtype=dtype or "bfloat16", extra=extra)
+            env = dict(os.environ, HF_HUB_OFFLINE="1")
+            timeout = START_TIMEOUT_S if start_timeout_s is None else start_timeout_s
         if threads:
             env["OMP_NUM_THREADS"] = str(threads)
-        self._log = tempfile.NamedTemporaryFile("w+", prefix="toolkit-serve-", suffix=".log", delete=False)
+        self._log = tempfile.NamedTemporaryFile("w+", prefix=f"toolkit-{engine}-", suffix=".log", delete=False)
         self.proc = subprocess.Popen(
             self.argv, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
         self.pid = self.proc.pid
         atexit.register(self.stop)  # a kernel or script that ends without stop() does not leave the server behind
+        self.started_s = time.monotonic()
         try:
-            self._wait(start_timeout_s)
+            self._wait(timeout)
+            self.ready_s = time.monotonic() - self.started_s  # seconds from start to a healthy server
         except BaseException:
             self.stop()
             raise
@@ -126,7 +161,7 @@ class LocalServer:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"transformers serve exited with {self.proc.returncode}: {self.log_tail()}")
+                raise RuntimeError(f"{self.engine} server exited with {self.proc.returncode}: {self.failure()}")
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
                     if r.status == 200:
@@ -134,14 +169,22 @@ class LocalServer:
             except OSError:
                 pass
             time.sleep(0.5)
-        raise TimeoutError(f"transformers serve did not answer /health within {timeout_s:g} s: {self.log_tail()}")
+        raise TimeoutError(f"{self.engine} server did not answer /health within {timeout_s:g} s: {self.failure()}")
 
-    def log_tail(self, chars: int = 600) -> str:
+    def log_text(self) -> str:
         try:
-            text = Path(self._log.name).read_text(errors="replace")
+            return Path(self._log.name).read_text(errors="replace")
         except OSError:
             return ""
-        return " ".join(text[-chars:].split())
+
+    def log_tail(self, chars: int = 600) -> str:
+        return " ".join(self.log_text()[-chars:].split())
+
+    def failure(self, chars: int = 400) -> str:
+        """The log's last ``SomethingError: ...`` line (a failed start ends in a traceback, then shutdown noise),
+        else its tail; one line, bounded."""
+        errors = [ln for ln in self.log_text().splitlines() if re.search(r"\b\w*(Error|Exception): ", ln)]
+        return " ".join((errors[-1] if errors else self.log_tail(chars)).split())[:chars]
 
     def alive(self) -> bool:
         return self.proc.poll() is None

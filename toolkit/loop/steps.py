@@ -117,13 +117,26 @@ class Generated(Step):
             constrained=self.constrained,
         )
 
+    def cache_line(self) -> str:
+        """A served turn's prefix-cache hits beside the kit's own count ("" where the server reports none)."""
+        server = getattr(self.generation, "server", None) or {}
+        if server.get("cached_tokens") is None:
+            return ""
+        prompt = (server.get("usage") or {}).get("prompt_tokens") or server.get("prompt_tokens_kit")
+        return (
+            f"   server prefix cache: {server['cached_tokens']} of {prompt} prompt tokens cached; the kit's shared "
+            f"prefix with its last request: {server.get('kit_shared_prefix')}"
+        )
+
     def lines(self) -> str:
         g = self.generation
-        return (
+        main = (
             f"   generated {len(g.new_ids)} tokens ({'constrained' if self.constrained else 'free'}), "
             f"reused {g.reused}, prefilled {g.prefilled}, prefill {g.prefill_s * 1e3:.0f} ms, "
             f"decode {g.decode_s * 1e3:.0f} ms: {self.text!r}"
         )
+        cache = self.cache_line()
+        return f"{main}\n{cache}" if cache else main
 
     def html(self) -> str:
         g = self.generation
