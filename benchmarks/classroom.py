@@ -106,6 +106,7 @@ def capacity_check(res: dict) -> dict:
     ]
     return dict(
         model=key,
+        prompt_tokens=len(prompt),
         context_tokens=context,
         effective_bandwidth_gb_s=round(pred[0]["bandwidth"] / 1e9, 3),
         rows=out,
@@ -159,6 +160,12 @@ def main(argv=None) -> int:
         default=1800.0,
         help="seconds per N before the rest are abandoned",
     )
+    p.add_argument(
+        "--engine",
+        choices=("transformers", "vllm", "both"),
+        default="both",
+        help="which server to start here (both: one after the other, compared; vllm needs `make vllm`)",
+    )
     p.add_argument("--json", action="store_true")
     p.add_argument(
         "--check",
@@ -179,95 +186,166 @@ def main(argv=None) -> int:
     ns = a.sessions
     if any(n < 1 or n > 64 for n in ns):
         p.error("--sessions: each N between 1 and 64 (loopback, bounded)")
+    from toolkit.backends import vllm_local
+
+    engines = ["transformers", "vllm"] if a.engine == "both" else [a.engine]
+    if a.url:
+        engines = ["url"]
+    elif "vllm" in engines and not vllm_local.state()[0]:
+        if a.engine == "vllm":
+            p.error(vllm_local.state()[1])
+        print(f"note: {vllm_local.state()[1]}: transformers serve only")
+        engines = ["transformers"]
 
     from toolkit.backends.choose import template_of
     from toolkit.backends.http import check_url, probe
-    from toolkit.backends.serve import LocalServer, folder_for
-    from toolkit.cost import capacity
     from toolkit.models import load, template_for
     from toolkit.tokenizer import qwen_tokenizer
 
-    server, note = None, ""
+    loaded, note = None, ""
     if a.url:
-        url = check_url(a.url)
-        template = template_of(probe(url).model)  # the served folder's config.json, else the model's name
+        template = template_of(probe(check_url(a.url)).model)  # the served folder's config.json, else the model's name
         tok = qwen_tokenizer(template)
     else:
         loaded = load(a.model, quiet=True)
         tok, template = loaded.tokenizer, template_for(loaded)
         note = loaded.description
-        server = LocalServer(folder_for(loaded), threads=os.cpu_count() or 2)
-        loaded.model = None
+    results = {}
+    for engine in engines:
+        res = run_engine(engine, a, loaded, tok, template, note)
+        results[res["server_kind"]] = res
+        show(res, a.json)
+        name = "classroom_vllm" if res["server_kind"] == "vllm" else "classroom"
+        out = ROOT / "benchmarks" / "results" / f"{name}-{res['date'][:10]}.json"
+        out.write_text(json.dumps(res, indent=1) + "\n")
+        print(f"saved {out.relative_to(ROOT)}")
+    if {"transformers", "vllm"} <= set(results) and not a.json:
+        t, v = results["transformers"]["rows"], results["vllm"]["rows"]
+        print("\nvLLM / transformers serve, aggregate tokens/s measured in this run: " + ", ".join(
+            f"N={x['sessions']}: {y['tokens_per_s'] / x['tokens_per_s']:.2f}x" for x, y in zip(t, v)
+            if x["tokens_per_s"] > 0))  # fmt: skip
+    return 0
+
+
+def run_engine(engine, a, loaded, tok, template, note) -> dict:
+    """Start ``engine`` (or use ``--url``), run every N, stop it; the result dict (with vLLM's KV-cache check)."""
+    from toolkit.backends.http import probe
+    from toolkit.backends.serve import LocalServer, folder_for
+    from toolkit.cost import capacity
+
+    server = None
+    if a.url:
+        url = a.url
+    else:
+        server = LocalServer(folder_for(loaded), engine=engine, threads=os.cpu_count() or 2)
         url = server.url
     info = probe(url)
-    rows = []
+    rows, kv = [], None
     try:
-        for n in ns:
-            t0 = time.perf_counter()
-            with ThreadPoolExecutor(max_workers=n) as pool:
-                futs = [
-                    pool.submit(session, url, info, tok, template, a.max_new_tokens, a.timeout, a.turns)
-                    for _ in range(n)
-                ]
-                done, pending = wait(futs, timeout=a.deadline)
-            wall = time.perf_counter() - t0
-            res = [f.result() for f in done]
-            lat = [t for r in res for t in r["turns"]]
-            toks = sum(r["tokens"] for r in res)
-            errors = {}
-            for r in res:
-                if r["error"]:
-                    errors[r["error"]] = errors.get(r["error"], 0) + 1
-            rows.append(
-                dict(
-                    sessions=n,
-                    wall_s=round(wall, 2),
-                    tokens=toks,
-                    tokens_per_s=round(toks / wall, 2),
-                    p50_turn_s=round(pct(lat, 0.5), 2),
-                    p95_turn_s=round(pct(lat, 0.95), 2),
-                    requests=sum(r["requests"] for r in res),
-                    errors=errors,
-                    lost=len(pending) + sum(not r["finished"] for r in res),
-                    load_avg_1_5_15=[round(x, 2) for x in os.getloadavg()],  # a shared machine's other work
-                )
-            )
+        for n in a.sessions:
+            rows.append(one_n(n, url, info, tok, template, a))
+        if info.kind == "vllm":
+            from toolkit.backends.vllm_local import cache_config
+
+            kv = cache_config(url)
     finally:
         if server is not None:
             server.stop()
-    one = rows[0]["tokens_per_s"] if rows and rows[0]["sessions"] == 1 else None
     from toolkit.eval.report import meta  # date, machine, model and commit, as every saved benchmark result
 
     res = meta(
         note or info.model,
         ROOT,
         server=info.description,
+        server_kind=info.kind,
+        ready_s=round(server.ready_s, 1) if server else None,
+        server_dtype=server.argv[server.argv.index("--dtype") + 1] if server and "--dtype" in server.argv else None,
         max_new_tokens=a.max_new_tokens,
         turns=a.turns,
         rows=rows,
         capacity_note=capacity.__doc__.splitlines()[0],
     )
     res["capacity_check"] = capacity_check(res)
-    if a.json:
+    if kv:
+        res["kv_cache"] = kv
+        res["kv_check"] = kv_check(kv, res)
+    return res
+
+
+def one_n(n, url, info, tok, template, a) -> dict:
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        futs = [pool.submit(session, url, info, tok, template, a.max_new_tokens, a.timeout, a.turns) for _ in range(n)]
+        done, pending = wait(futs, timeout=a.deadline)
+    wall = time.perf_counter() - t0
+    res = [f.result() for f in done]
+    lat = [t for r in res for t in r["turns"]]
+    toks = sum(r["tokens"] for r in res)
+    errors = {}
+    for r in res:
+        if r["error"]:
+            errors[r["error"]] = errors.get(r["error"], 0) + 1
+    return dict(
+        sessions=n,
+        wall_s=round(wall, 2),
+        tokens=toks,
+        tokens_per_s=round(toks / wall, 2),
+        p50_turn_s=round(pct(lat, 0.5), 2),
+        p95_turn_s=round(pct(lat, 0.95), 2),
+        requests=sum(r["requests"] for r in res),
+        errors=errors,
+        lost=len(pending) + sum(not r["finished"] for r in res),
+        load_avg_1_5_15=[round(x, 2) for x in os.getloadavg()],  # a shared machine's other work
+    )
+
+
+def kv_check(kv: dict, res: dict) -> dict:
+    """vLLM's own KV-cache capacity (its /metrics) beside ``toolkit.cost``'s formula for the same bytes: tokens that
+    fit, and sessions of this run's length (vLLM hands out whole blocks)."""
+    from toolkit.cost import KV_SHAPES, kv_bytes_per_token
+
+    key = next((v for k, v in CAPACITY_MODELS.items() if k in (res["model"] + res["server"]).lower()), None)
+    if key is None or not kv.get("kv_cache_bytes"):
+        return dict(why="no KV shape for this model, or no KV bytes reported")
+    _, *shape = KV_SHAPES[key]
+    value_bytes = 4 if res.get("server_dtype") == "float32" else 2  # vLLM's KV cache takes the model's dtype
+    per_token = kv_bytes_per_token(*shape, bytes_per_value=value_bytes)
+    # the calculator prompt + what a session generates (its second turn's prompt holds the first turn and the result)
+    session_tokens = res["capacity_check"].get("prompt_tokens", 0) + 2 * res["max_new_tokens"] * res["turns"]
+    blocks = -(-session_tokens // kv["block_size"])
+    return dict(
+        model=key,
+        kv_bytes=kv["kv_cache_bytes"],
+        bytes_per_token_kit=per_token,
+        tokens_vllm=kv["kv_cache_tokens"],
+        tokens_kit=int(kv["kv_cache_bytes"] // per_token),
+        session_tokens=session_tokens,
+        sessions_vllm=kv["blocks"] // blocks,
+        sessions_kit=int(kv["kv_cache_bytes"] // (session_tokens * per_token)),
+    )
+
+
+def show(res: dict, as_json: bool) -> None:
+    rows = res["rows"]
+    if as_json:
         print(json.dumps(res, indent=1))
-    else:
-        print(f"model: {res['model']} | server: {info.description}")
-        print(
-            f"{'N':>3}{'wall s':>9}{'tokens':>8}{'tok/s':>8}{'p50 turn s':>12}{'p95 turn s':>12}{'requests':>10}  errors  lost"
-        )
-        for r in rows:
-            print(f"{r['sessions']:>3}{r['wall_s']:>9}{r['tokens']:>8}{r['tokens_per_s']:>8}{r['p50_turn_s']:>12}"
-                  f"{r['p95_turn_s']:>12}{r['requests']:>10}  {r['errors'] or '-'}  {r['lost']}")  # fmt: skip
-        if one:
-            print(
-                "aggregate rate vs N=1: "
-                + ", ".join(f"N={r['sessions']}: {r['tokens_per_s'] / one:.2f}x" for r in rows)
-            )
-        print_check(res["capacity_check"])
-    out = ROOT / "benchmarks" / "results" / f"classroom-{res['date'][:10]}.json"
-    out.write_text(json.dumps(res, indent=1) + "\n")
-    print(f"saved {out.relative_to(ROOT)}")
-    return 0
+        return
+    one = rows[0]["tokens_per_s"] if rows and rows[0]["sessions"] == 1 else None
+    print(f"model: {res['model']} | server: {res['server']} (ready after {res['ready_s']} s)")
+    print(
+        f"{'N':>3}{'wall s':>9}{'tokens':>8}{'tok/s':>8}{'p50 turn s':>12}{'p95 turn s':>12}{'requests':>10}  errors  lost"
+    )
+    for r in rows:
+        print(f"{r['sessions']:>3}{r['wall_s']:>9}{r['tokens']:>8}{r['tokens_per_s']:>8}{r['p50_turn_s']:>12}"
+              f"{r['p95_turn_s']:>12}{r['requests']:>10}  {r['errors'] or '-'}  {r['lost']}")  # fmt: skip
+    if one:
+        print("aggregate rate vs N=1: " + ", ".join(f"N={r['sessions']}: {r['tokens_per_s'] / one:.2f}x" for r in rows))
+    print_check(res["capacity_check"])
+    k = res.get("kv_check")
+    if k and "why" not in k:
+        print(f"KV cache ({k['kv_bytes'] / 2**30:.1f} GiB): vLLM holds {k['tokens_vllm']:,} tokens, toolkit.cost "
+              f"predicts {k['tokens_kit']:,} ({k['bytes_per_token_kit']:.0f} B/token); sessions of "
+              f"{k['session_tokens']} tokens: vLLM {k['sessions_vllm']}, kit {k['sessions_kit']}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -205,6 +205,85 @@ def measure(url, info, tok, template, who, max_new_tokens: int = 64) -> dict:
     return out
 
 
+# The chapter's (T, Δ, R) = (10,000, 2,048, 30) scaled to fit a 4,096-token CPU server: the same shape, smaller.
+WORKLOAD = dict(T=1024, delta=256, R=8)
+SALT_FIRST_ID = 20_000  # ordinary vocabulary ids (20001, 20002, ...): one per uncached round, never a prompt's start
+
+
+def prefill_workload(url, info, tok, T: int, delta: int, R: int) -> dict:
+    """§14.5.3 on the server: R rounds whose prompt grows by Δ tokens after a T-token tool block. Each round is one
+    request with ``max_tokens=1`` (its wall time is the prefill, plus one decode step); "cached" sends the rounds in
+    order, so each prompt extends the previous one; "uncached" changes the first token of every prompt, so no prefix
+    can be reused. The prompt is real text: the template's rendering of the kit's realistic tool schemas (the T
+    block), then policy passages as tool results (each Δ)."""
+    from toolkit.backends.http_tokens import TokensBackend
+    from toolkit.book.catalog import realistic_tools
+    from toolkit.cost import ratio_closed, total_cache, total_no_cache
+    from toolkit.qwen import IM_END_ID
+    from toolkit.rag.corpus import passages as policy_passages
+    from toolkit.render import render
+
+    block = render([{"role": "user", "content": "hi"}], realistic_tools(), template="qwen2.5", tokenizer=tok).ids
+    while len(block) < T:
+        block = block + block
+    passages = tok.encode(" ".join(p.text for p in policy_passages()), add_special_tokens=False)
+    while len(passages) < delta * R:
+        passages = passages + passages
+    prompts = [block[:T] + passages[: delta * r] for r in range(1, R + 1)]
+    b = TokensBackend(url, tok, info=info, stream=False)
+    out = {}
+    for how in ("uncached", "cached"):
+        rows = []
+        for r, ids in enumerate(prompts, 1):
+            if how == "uncached":  # a first token no other prompt of this run has: no cached block can match
+                ids = [SALT_FIRST_ID + r, *ids[1:]]
+            got = b.complete(ids, max_new_tokens=1, stop_ids={IM_END_ID})
+            rows.append(
+                dict(round=r, prompt=len(ids), cached=got["usage"].get("cached_tokens"), wall_s=round(got["wall_s"], 3))
+            )
+        out[how] = dict(rows=rows, seconds=round(sum(x["wall_s"] for x in rows), 3))
+    warm = False  # the first round's block is prefilled once, not assumed cached
+    out.update(
+        T=T,
+        delta=delta,
+        R=R,
+        tokens_uncached=sum(len(p) for p in prompts),
+        tokens_cached_closed=total_cache(T, delta, R, warm=warm),
+        tokens_uncached_closed=total_no_cache(T, delta, R),
+        ratio_closed=round(ratio_closed(T, delta, R, warm=warm), 3),
+        ratio_seconds=round(out["uncached"]["seconds"] / max(out["cached"]["seconds"], 1e-9), 3),
+        cached_hits=[x["cached"] for x in out["cached"]["rows"]],
+    )
+    return out
+
+
+def run_engine(engine, a, loaded, tok, who):
+    """Start ``engine`` on the real model (or use ``--url``), run the measurements and the workload, stop it."""
+    from toolkit.backends.choose import template_of
+    from toolkit.backends.http import probe
+    from toolkit.backends.serve import LocalServer, folder_for
+
+    server = None
+    if a.url:
+        url, template = a.url, who.template
+    else:
+        server = LocalServer(folder_for(loaded), engine=engine, threads=2)
+        url, template = server.url, template_of(server.model)
+    info = probe(url)
+    try:
+        data = measure(url, info, tok, template, who, a.max_new_tokens)
+        data["workload"] = prefill_workload(url, info, tok, **WORKLOAD) if not a.no_workload else None
+        if info.kind == "vllm":
+            from toolkit.backends.vllm_local import cache_config
+
+            data["kv_cache"] = cache_config(url)
+        data["ready_s"] = round(server.ready_s, 1) if server else None
+    finally:
+        if server is not None:
+            server.stop()
+    return info, template, data
+
+
 def main(argv=None) -> int:
     p = cliargs.Parser(description=__doc__.splitlines()[0])
     p.add_argument(
@@ -220,51 +299,84 @@ def main(argv=None) -> int:
     p.add_argument(
         "--out", type=cliargs.out_file, default=None, help="results file (default benchmarks/results/serving.json)"
     )
+    p.add_argument(
+        "--engine",
+        choices=("transformers", "vllm", "both"),
+        default="both",
+        help="which server to start here (both: one after the other, compared; vllm needs `make vllm`)",
+    )
+    p.add_argument("--no-workload", action="store_true", help="skip the (T, Δ, R) prefill workload")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
 
-    from toolkit.backends.choose import choose, template_of
-    from toolkit.backends.http import probe
-    from toolkit.backends.serve import LocalServer, folder_for
+    from toolkit.backends import vllm_local
+    from toolkit.backends.choose import choose
     from toolkit.eval.report import meta
     from toolkit.models import load
 
-    server = None
+    engines = ["transformers", "vllm"] if a.engine == "both" else [a.engine]
     if a.url:
-        served = choose(url=a.url)
-        url, tok, template, who, what = served.url, served.tokenizer, served.template, served, ""
+        engines = ["url"]
+    elif "vllm" in engines and not vllm_local.state()[0]:
+        if a.engine == "vllm":
+            p.error(vllm_local.state()[1])
+        print(f"note: {vllm_local.state()[1]}: transformers serve only")
+        engines = ["transformers"]
+    loaded = None
+    if a.url:
+        who = choose(url=a.url)
+        tok, what = who.tokenizer, ""
     else:
         loaded = load(a.model, quiet=True)
         tok, who, what = loaded.tokenizer, loaded, loaded.description
-        server = LocalServer(folder_for(loaded), threads=2)
-        loaded.model = None
-        url = server.url
-        template = template_of(server.model)
-    info = probe(url)
-    try:
-        data = measure(url, info, tok, template, who, a.max_new_tokens)
-    finally:
-        if server is not None:
-            server.stop()
-    doc = dict(
-        meta=meta(
-            info.model,
-            ROOT,
-            server=info.description,
-            server_kind=info.kind,
-            loaded=what,
-            semantic=who.semantic,
-            template=template,
-            started_here=server is not None,
-            tool_wait_s=TOOL_WAIT_S,
-        ),  # fmt: skip
-        **data,
-    )
-    path = Path(a.out) if a.out else ROOT / "benchmarks" / "results" / "serving.json"
-    path.write_text(json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n")
-    if a.json:
-        print(json.dumps(doc, indent=1, ensure_ascii=False, default=str))
-        return 0
+    docs = {}
+    for engine in engines:
+        info, template, data = run_engine(engine, a, loaded, tok, who)
+        doc = dict(
+            meta=meta(
+                info.model,
+                ROOT,
+                server=info.description,
+                server_kind=info.kind,
+                loaded=what,
+                semantic=who.semantic,
+                template=template,
+                started_here=not a.url,
+                tool_wait_s=TOOL_WAIT_S,
+            ),  # fmt: skip
+            **data,
+        )
+        name = "serving_vllm.json" if info.kind == "vllm" else "serving.json"
+        path = Path(a.out) if a.out and len(engines) == 1 else ROOT / "benchmarks" / "results" / name
+        path.write_text(json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n")
+        docs[info.kind] = doc
+        if a.json:
+            print(json.dumps(doc, indent=1, ensure_ascii=False, default=str))
+        else:
+            report(doc, info, template, path)
+    if len(docs) > 1 and not a.json:
+        compare(docs)
+    return 0
+
+
+def compare(docs: dict) -> None:
+    """vLLM beside transformers serve, measured in this run: ratios."""
+    t, v = docs.get("transformers"), docs.get("vllm")
+    if not (t and v and t.get("workload") and v.get("workload")):
+        return
+    tw, vw = t["workload"], v["workload"]
+    print(f"\n(T, Δ, R) = ({vw['T']}, {vw['delta']}, {vw['R']}); closed-form token ratio uncached/cached "
+          f"{vw['ratio_closed']}x ({vw['tokens_uncached_closed']} vs {vw['tokens_cached_closed']} tokens)")  # fmt: skip
+    print(f"{'server':<14}{'uncached s':>12}{'cached s':>10}{'uncached/cached':>17}  cache hits per round")
+    for kind, w in (("transformers", tw), ("vllm", vw)):
+        print(f"{kind:<14}{w['uncached']['seconds']:>12}{w['cached']['seconds']:>10}{w['ratio_seconds']:>16}x  "
+              f"{w['cached_hits']}")  # fmt: skip
+    print(f"vLLM / transformers serve, cached workload: {vw['cached']['seconds'] / tw['cached']['seconds']:.3f}x the "
+          f"seconds; uncached: {vw['uncached']['seconds'] / tw['uncached']['seconds']:.3f}x")  # fmt: skip
+
+
+def report(doc: dict, info, template, path) -> None:
+    data = doc
     i, s, par, st, pr = data["idle"], data["stop"], data["parallel"], data["stream"], data["prefix"]
     print(f"server: {info.description} | model: {info.model} | template {template}")
     print(f"idle:     {len(i['requests'])} requests, {len(i['tool_spans'])} tool runs, requests open during a tool: "
@@ -277,8 +389,14 @@ def main(argv=None) -> int:
           f"tokens) {st['on']['text']!r}")  # fmt: skip
     print(f"prefix:   server cached {[t['server_cached'] for t in pr['turns']]}, shared with previous "
           f"{[t['shared_with_previous'] for t in pr['turns']]}, after compressing {pr['compressed_shared']}/{pr['compressed_prompt']}")  # fmt: skip
+    w = data.get("workload")
+    if w:
+        print(f"workload: (T, Δ, R) = ({w['T']}, {w['delta']}, {w['R']}): uncached {w['uncached']['seconds']} s, "
+              f"cached {w['cached']['seconds']} s ({w['ratio_seconds']}x; closed form {w['ratio_closed']}x), "
+              f"hits {w['cached_hits']}")  # fmt: skip
+    if data.get("kv_cache"):
+        print(f"kv cache: {data['kv_cache']}")
     print(f"saved {path}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -22,8 +22,9 @@
 # renders the prompt, parses `<tool_call>` blocks and runs the tools; only `generate` becomes an HTTP request to an
 # OpenAI-compatible server. Book §14.5.8 lists what the engine must do for tool calling: keep no state while a
 # tool runs, stop at `<|im_end|>`, hand parallel calls back as text for the host to run, and reuse the prefix of
-# the next, longer request. This notebook shows each on a real server process: `transformers serve` on
-# 127.0.0.1, started here (or the server named by `TOOLKIT_BACKEND`).
+# the next, longer request. This notebook shows each on a real server process started here on 127.0.0.1 — vLLM
+# (its CPU build, where `make vllm` installed it) or else `transformers serve` — or on the server named by
+# `TOOLKIT_BACKEND`. The first cell says which one runs; everything below is measured on it.
 
 # %%
 import json
@@ -35,9 +36,9 @@ import pandas as pd
 import torch
 from IPython.display import display
 
-from toolkit.backends import http
+from toolkit.backends import http, vllm_local
 from toolkit.backends.http_tokens import TokensBackend
-from toolkit.backends.serve import LocalServer, folder_for
+from toolkit.backends.serve import LocalServer, default_engine, folder_for
 from toolkit.calculator import calculator
 from toolkit.loop.examples import example
 from toolkit.loop.execute import execute
@@ -60,7 +61,7 @@ tok, TEMPLATE = loaded.tokenizer, template_for(loaded)
 URL = http.from_env()  # a classroom server, if TOOLKIT_BACKEND names one
 server = None
 if URL is None:  # start one here, bound to 127.0.0.1 and stopped by PID in the last cell
-    server = LocalServer(folder_for(loaded), threads=2)
+    server = LocalServer(folder_for(loaded), engine=default_engine(loaded), threads=2)
     URL = server.url
 loaded.model = None  # the kernel no longer needs the weights: the server process holds its own copy
 info = http.probe(URL)
@@ -74,6 +75,8 @@ print(
     "real" if loaded.semantic else "RANDOM-WEIGHT STAND-IN (mechanics only, never meaning)",
 )
 print("server:", info.description, "| started here, PID", server.pid if server else "(not ours)")
+if server is not None:
+    print(f"ready after {server.ready_s:.0f} s; command: {' '.join(server.argv[1:])}")
 
 # %% [markdown]
 # ## 1 · The server keeps nothing while a tool runs
@@ -130,8 +133,9 @@ for n in backend.notes:
 #
 # The model's turn ends when it emits `<|im_end|>`; the server stops there because the host says so. Here the stop
 # ids travel in the request (for `transformers serve` as a generation config; vLLM and SGLang take
-# `stop_token_ids`). The server returns text without the stop token, so `finish_reason="stop"` is how the host
-# learns which way the turn ended — `"length"` means it was cut.
+# `stop_token_ids`). The server's text leaves the stop token out, so `finish_reason="stop"` is how the host
+# learns which way the turn ended — `"length"` means it was cut. vLLM also returns the generated ids themselves
+# (`return_token_ids`), stop token included; `transformers serve` returns text, which the kit encodes back.
 
 # %%
 g0 = trace.of(Generated)[-1].generation
@@ -144,9 +148,10 @@ print(
     last["finish_reason"],
     "| the server counted",
     last["usage"]["completion_tokens"],
-    "generated tokens (its stop token included); the kit re-encodes the text to",
+    "generated tokens (its stop token included);",
+    "the server returned those ids" if last.get("ids_from") == "server" else "the kit re-encodes the text to",
     last["completion_ids_kit"],
-    "ids, appending the stop token the text leaves out",
+    "ids" if last.get("ids_from") == "server" else "ids, appending the stop token the text leaves out",
 )
 print("the turn as the kit holds it ends in:", [tok.decode([i], skip_special_tokens=False) for i in g0.new_ids[-3:]])
 
@@ -233,9 +238,11 @@ print(
 # Each turn's prompt starts with the previous one. A server with a prefix cache computes only the new tokens and
 # says how many it reused (vLLM `usage.prompt_tokens_details.cached_tokens` with
 # `--enable-prompt-tokens-details`, SGLang the same field). `transformers serve` has no prefix cache and reports
-# none, so below the hits are the shared prefix between consecutive prompts — what such a cache could reuse — and
-# the server's own field is printed where it exists. Compressing history (here: replacing the tool round trip by a
-# one-line summary) shortens the prompt but changes the text early on, and the cache stops matching there.
+# none. Below, beside the server's field, is the kit's own count: the prefix each prompt shares with the previous
+# request — what a perfect cache could reuse. vLLM caches whole blocks (its block size is read from its
+# `/metrics`), so its hits are that count rounded down to a block. Compressing history (here: replacing the tool
+# round trip by a one-line summary) shortens the prompt but changes the text early on, and the cache stops
+# matching there.
 
 # %%
 prompts = [s.prompt_ids for s in trace.of(Rendered)]
@@ -256,12 +263,32 @@ print(
     any(c is not None for c in cached),
     f"({info.kind}: {'no prefix cache, no field' if info.kind == 'transformers' else 'see the column'})",
 )
+if info.kind == "vllm":
+    kv = vllm_local.cache_config(URL)
+    print(
+        f"vLLM's block size {kv['block_size']} tokens; its KV cache holds {kv['kv_cache_tokens']:,} tokens in "
+        f"{kv['kv_cache_bytes'] / 2**30:.1f} GiB"
+    )
+for t, turn in enumerate(trace.of(Generated), 1):
+    print(f"turn {t}:", turn.cache_line().strip() or "(this server reports no cache hits)")
 
 # %% [markdown]
-# What the host enforced here, and where the server could not help, is printed in the notes of section 1: this
-# server takes no grammar (`response_format`, `tool_choice` are ignored), so the kit appended the tokens the call's
-# grammar forces and kept the server's tokens only while the grammar allowed them (jump-forward); and it refuses
-# token ids, so the kit sent its rendered text and checked the server's token count against its own.
+# What the host had to do itself on this server, from the backend's own notes: whether the server took the call's
+# grammar (vLLM takes the kit's grammar as `structured_outputs` and the kit replays every token through its own
+# matcher; a server that takes none gets the grammar enforced on the host by jump-forward: forced tokens appended,
+# the server's tokens kept while the grammar allows them), and whether it took token ids or the rendered text.
+
+# %%
+for n in backend.notes:
+    print("note:", n)
+print(
+    "prompt sent as:",
+    sorted({r["prompt_format"] for s in trace.of(Generated) for r in s.generation.server["requests"]}),
+    "| generated ids from:",
+    sorted(
+        {r.get("ids_from", "re-encoded text") for s in trace.of(Generated) for r in s.generation.server["requests"]}
+    ),
+)
 
 # %% [markdown]
 # ## 6 · How many students fit on one server

@@ -9,6 +9,8 @@ What it does
   the ``/v1`` base the kit's HTTP backend takes. The model defaults to the real offline model's folder
   (``toolkit.fetch.installed_folder()``); ``folder_for(loaded)`` gives a folder for any loaded model (the stand-in is
   saved to a temporary folder). The server's log goes to a file (``log_tail()`` shows its end, ``log_text()`` all).
+- ``default_engine(loaded)``: what the notebooks and benchmarks start — ``$TOOLKIT_SERVE_ENGINE`` if set, else vLLM
+  where it is installed and the weights are real, else ``transformers serve``.
 - ``command(...)`` is the exact ``transformers serve`` command line, for the README and for a teacher who starts it
   by hand; ``LocalServer.argv`` is the one a server was started with.
 
@@ -73,6 +75,21 @@ def command(model: str, port: int, *, device: str = "cpu", dtype: str = "bfloat1
         dtype,
         *extra,
     ]
+
+
+ENGINE_ENV = "TOOLKIT_SERVE_ENGINE"
+
+
+def default_engine(loaded=None) -> str:
+    """The engine a notebook or benchmark starts: ``$TOOLKIT_SERVE_ENGINE`` (transformers | vllm) if set, else vLLM
+    where ``make vllm`` installed it and the model has real weights, else ``transformers serve``."""
+    named = os.environ.get(ENGINE_ENV, "").strip().lower()
+    if named:
+        if named not in ENGINES:
+            raise ValueError(f"{ENGINE_ENV}={named!r}: expected one of {ENGINES}")
+        return named
+    real = loaded is None or getattr(loaded, "semantic", True)
+    return "vllm" if real and vllm_local.state()[0] else "transformers"
 
 
 def folder_for(loaded, out_dir: str | os.PathLike | None = None) -> str:
