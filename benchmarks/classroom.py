@@ -111,8 +111,11 @@ def capacity_check(res: dict) -> dict:
         effective_bandwidth_gb_s=round(pred[0]["bandwidth"] / 1e9, 3),
         rows=out,
         not_measured_here=(
-            "KV-cache memory on a GPU (how many sessions fit, with and without prefix sharing): no GPU here, and "
-            "transformers serve keeps no prefix cache; the batched column assumes a server that batches the "
+            "KV-cache memory on a GPU (how many sessions fit there): no GPU here; this server's own KV capacity "
+            "(from its /metrics) is checked against toolkit.cost below"
+            if res.get("server_kind") == "vllm"
+            else "KV-cache memory on a GPU (how many sessions fit, with and without prefix sharing): no GPU here, "
+            "and transformers serve keeps no prefix cache; the batched column assumes a server that batches the "
             "sessions' decode steps (vLLM, SGLang, --continuous-batching), which this run's server did not"
         ),
     )

@@ -21,13 +21,13 @@ import datetime
 import json
 import os
 import platform
-import subprocess
 from collections import Counter
 from pathlib import Path
 
 from toolkit.eval.bfcl import CATEGORIES, MODES
 from toolkit.eval.score import KINDS
 from toolkit.eval.stats import wilson
+from toolkit.paths import provenance
 
 PUBLISHED_SOURCE = (
     "BFCL leaderboard data_non_live.csv: Python simple AST and non-live irrelevance, the columns the kit runs "
@@ -122,24 +122,9 @@ def machine() -> dict:
 
 
 def commit(repo: str | Path = ".") -> str:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-        dirty = subprocess.run(
-            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        ).stdout.strip()
-        return out.stdout.strip() + ("+dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
+    """The commit a result was made with, as ``toolkit.paths.provenance`` reads it (the one reader: the kit's code
+    and pins count, saved results and prose do not; a dirty tree reads ``<sha>+dirty``)."""
+    return provenance(repo)["commit"]
 
 
 def meta(model: str, repo=".", **extra) -> dict:
