@@ -54,3 +54,20 @@ def test_the_bounds_assumption_a_length_bounded_string_has_no_escapes(qwen3_tok)
 
 def test_a_number_has_no_length_bound():
     assert worst_call_tokens(schemas(["convert_units"])[0]) is None  # JSON numbers: digits without limit
+
+
+def test_a_patterned_string_is_bounded_in_its_pattern_because_xgrammar_ignores_maxlength_there(qwen3_tok):
+    def tool(prop):
+        return {"type": "function", "function": {"name": "f", "parameters": {
+            "type": "object", "properties": {"a": {"type": "string", **prop}}, "required": ["a"]}}}  # fmt: skip
+
+    with_both = tool({"pattern": "^[a-z]*$", "maxLength": 3})["function"]["parameters"]
+    assert replay(compile_schema(with_both, qwen3_tok), qwen3_tok.encode('{"a": "abcdefgh"}'))[0] is True
+    assert worst_call_tokens(tool({"pattern": "^[a-z]*$", "maxLength": 3})) is None  # so maxLength does not count
+    assert worst_call_tokens(tool({"pattern": "^(ab)*$"})) is None  # nor can another pattern be bounded
+    fitted = fit(tool({"pattern": "^[a-z]{0,500}$"}), 60)
+    prop = fitted["function"]["parameters"]["properties"]["a"]
+    assert prop["pattern"].startswith("^[a-z]{0,") and worst_call_tokens(fitted) <= 60
+    g = compile_tool_choice([tool({"pattern": "^[a-z]*$"})], qwen3_tok, "auto", max_new_tokens=60)
+    walked = longest_call(g, qwen3_tok, 60)
+    assert walked is not None and walked <= 60, walked
