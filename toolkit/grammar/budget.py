@@ -9,7 +9,8 @@ What it does
   ``^[...]{0,n}$`` pattern (with a pattern xgrammar ignores ``maxLength``). It is None when a part has no bound
   (a string without ``maxLength``, another pattern, a number: JSON's number grammar has no length limit).
 - :func:`fit` lowers the strings' ``maxLength`` (or a class pattern's ``{0,n}``) so that the bound is within ``max_new_tokens``; the budget left
-  after the call's fixed text is shared among the strings in proportion to their present bounds.
+  after the call's fixed text is shared among the strings water-filling (each keeps its own bound when that is
+  under an equal share; the longer ones split the rest).
   ``compile_tool_choice(..., max_new_tokens=N)`` applies it to every tool before compiling (a ValueError
   here, a ``SchemaError`` there, when even the call's fixed text does not fit).
 - ``toolkit.grammar.mask.longest_call`` drives a compiled grammar the way the slowest decoder would — always the allowed token
@@ -104,14 +105,21 @@ def fit(tool, max_new_tokens: int):
     worst = worst_call_tokens(out)
     if worst is None or worst <= max_new_tokens:
         return out
-    spent_on_strings = sum(_max_len(p) * _char_bytes(p) for p in strings.values())
-    room = max_new_tokens - (worst - spent_on_strings)
-    if room < len(strings):
-        raise ValueError(f"a call of {fn['name']!r} needs {worst - spent_on_strings} tokens before its strings; "
-                          f"max_new_tokens={max_new_tokens} leaves no room for them")  # fmt: skip
-    for p in strings.values():
-        share = room * _max_len(p) * _char_bytes(p) // spent_on_strings
-        _set_len(p, max(1, share // _char_bytes(p)))
+    widths = {k: _char_bytes(p) for k, p in strings.items()}
+    fixed = worst - sum(_max_len(p) * widths[k] for k, p in strings.items())
+    least = fixed + sum(widths.values())  # the call's own text and one character per string
+    if max_new_tokens < least:
+        raise ValueError(f"a call of {fn['name']!r} needs {fixed} tokens before its strings (one byte a token at "
+                         f"worst); max_new_tokens={max_new_tokens} leaves no room for them: use at least {least}")  # fmt: skip
+    # share the room left water-filling: a string that needs less than an equal share keeps its own bound, the
+    # rest is split evenly among the longer ones (a proportional share left a 64-character title 1 character
+    # beside a 4,000-character text)
+    left, order = max_new_tokens - fixed, sorted(strings, key=lambda k: _max_len(strings[k]) * widths[k])
+    for i, k in enumerate(order):
+        share = min(_max_len(strings[k]) * widths[k], left // (len(order) - i))
+        n = max(1, share // widths[k])
+        _set_len(strings[k], n)
+        left -= n * widths[k]
     while worst_call_tokens(out) > max_new_tokens:  # the floor of 1 can overshoot: trim the longest string
         longest = max(strings.values(), key=lambda p: _max_len(p) * _char_bytes(p))
         if _max_len(longest) <= 1:
