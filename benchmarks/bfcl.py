@@ -30,7 +30,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # light imports only up here: the command line is parsed and checked before xgrammar and torch load (toolkit.eval's
 # other modules import them), so each function imports what it runs
 from toolkit import cliargs  # noqa: E402
-from toolkit.eval.choices import CATEGORIES, HINTS, LANDMARKS, LEVERS, MAX_K, MODES, PAIR_KS  # noqa: E402
+from toolkit.eval.choices import CATEGORIES, HINTS, LANDMARKS, LEVERS, MAX_K, MODES, PAIR_KS, VARIANTS  # noqa: E402
 
 if TYPE_CHECKING:
     from toolkit.eval.levers import Levers
@@ -426,7 +426,7 @@ def cmd_gate(a) -> int:
 
 def cmd_descriptions(a) -> int:
     from toolkit.eval import bfcl, report
-    from toolkit.eval.descriptions import VARIANTS, renamed_answer, selected, variants
+    from toolkit.eval.descriptions import renamed_answer, selected, variants
     from toolkit.eval.levers import Levers
     from toolkit.eval.report import percent
     from toolkit.eval.stats import wilson
@@ -615,7 +615,7 @@ def parser() -> argparse.ArgumentParser:
     de = sub.add_parser("descriptions", parents=[common])
     de.add_argument("--limit", type=cliargs.count(1), default=20)
     de.add_argument("--mode", default="constrained", choices=MODES)
-    de.add_argument("--variants", nargs="+", default=["original", "vague", "lookalike", "improved"])
+    de.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     de.add_argument("--cached-only", action="store_true", help="generate nothing: report what is cached")
     lv = sub.add_parser("levers", parents=[common])
     lv.add_argument("--limit", type=cliargs.count(1), default=20, help="seeded sample of N cases per category")

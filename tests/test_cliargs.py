@@ -129,7 +129,7 @@ CASES = [
         ["chains"],
         {"--landmarks": COUNT, "--first": NON_NEGATIVE, "--ks": COUNT, "--pair-ks": ["3", "x"], "--levers": ["x"]},
     ),
-    *_bench("bfcl.py", ["descriptions"], {"--limit": COUNT, "--mode": ["x"]}),
+    *_bench("bfcl.py", ["descriptions"], {"--limit": COUNT, "--mode": ["x"], "--variants": ["nosuch"]}),
     *_bench("bfcl.py", ["levers"], {"--limit": COUNT, "--batch": ["0"], "--levers": ["x"], "--section": ["x"]}),
     *_bench("bfcl.py", ["gate"], {"--limit": COUNT}),
     *_bench("bfcl.py", ["report"], {"--out": OUT_DIR}),
@@ -196,6 +196,8 @@ CASES = [
             "--depth": ["0"],
             "--threads": ["0"],
             "--merge": IN_FILE,
+            "--patterns": ["nosuch", ","],
+            "--modes": ["nosuch"],
         },
     ),
     *_bench(

@@ -1,10 +1,12 @@
 """The names an evaluation run is asked for by, in one light place: BFCL's categories and modes, the chains'
-landmarks and steps, the pair variant's call counts, the chain table's levers and the prompt hints.
+landmarks and steps, the pair variant's call counts, the chain table's levers, the description variants and the
+prompt hints.
 
 What it does
 - Holds each list once; ``toolkit.eval.bfcl``, ``chains``, ``pairs``, ``chain_table`` and ``levers`` import their
-  names from here, and ``benchmarks/bfcl.py`` builds its command line (choices, defaults) from here, so a bad value
-  is refused before xgrammar and torch load (import-linter keeps this module free of them).
+  names from here (``descriptions.variants`` makes one of each :data:`VARIANTS`, its test checks), and
+  ``benchmarks/bfcl.py`` builds its command line (choices, defaults) from here, so a bad value is refused before
+  xgrammar and torch load (import-linter keeps this module free of them).
 
 What it leaves out
 - What the names mean when run: the prompts, grammars, tools, scorers and loops live in the modules above.
@@ -42,6 +44,9 @@ LEVERS = {  # name -> (loop options, task family); {}: the kit loop's defaults (
     "pair, in series": ({}, "pair-series"),
     "pair, parallel": ({}, "pair-parallel"),
 }
+
+# the tool-description variants (toolkit.eval.descriptions)
+VARIANTS = ("original", "vague", "lookalike", "improved")
 
 # prompt levers for BFCL's constrained mode (toolkit.eval.levers): general lines, no knowledge of a case's
 # category or answer
