@@ -151,7 +151,14 @@ CASES = [
     *_bench(
         "constrained_overhead.py",
         [],
-        {"--repeats": COUNT, "--max-new-tokens": ["0"], "--threads": ["0"], "--json-out": OUT_FILE},
+        {
+            "--repeats": COUNT,
+            "--max-new-tokens": ["0"],
+            "--threads": ["0"],
+            "--json-out": OUT_FILE,
+            "--models": [*MODEL, ","],
+            "--devices": ["tpu", ","],
+        },
     ),
     *_bench(
         "engine.py",
@@ -167,12 +174,15 @@ CASES = [
             "--delta": ["0"],
             "--R": ["0"],
             "--decode-per-round": ["0"],
+            "--device": ["tpu"],
+            "--model": MODEL,
+            "--skip": ["nosuch"],
         },
     ),
     *_bench("engine_probe.py", [], {"--bogus": ["1"]}),
     *_bench("figures_cli.py", [], {"--only": ["nosuch", ","], "--timeout": REAL}),
     *_bench("sft_speed.py", [], {"--per-group": ["1", *COUNT], "--reps": COUNT, "--threads": COUNT, "--out": OUT_FILE}),
-    *_bench("figure_render.py", [], {"--figures": COUNT, "--wait": REAL}),
+    *_bench("figure_render.py", [], {"--figures": COUNT, "--wait": REAL, "--only": ["nosuch", ","]}),
     *_bench("latency.py", [], {"--repeats": COUNT, "--json-out": OUT_FILE}),
     *_bench("loop_questions.py", ["--pass", "before"], {"--cap-s": REAL, "--threads": COUNT, "--out": OUT_FILE}),
     *_bench("mcp_server.py", [], {"--calls": COUNT, "--starts": ["-1"]}),
@@ -181,7 +191,7 @@ CASES = [
         [],
         {"--n": COUNT, "--digits": ["-1"], "--seed": ["-1"], "--out": OUT_FILE, "--threads": ["0"]},
     ),
-    *_bench("notebooks.py", [], {"--mode": ["nosuch"]}),
+    *_bench("notebooks.py", [], {"--mode": ["nosuch"], "--only": ["99", "1", ","]}),
     *_bench(
         "patterns.py",
         [],
@@ -214,7 +224,11 @@ CASES = [
             "--backend": ["x"],
         },
     ),
-    *_bench("retokenization.py", [], {"--model": MODEL, "--max-new-tokens": ["0"]}),
+    *_bench(
+        "retokenization.py",
+        [],
+        {"--model": MODEL, "--max-new-tokens": ["0"], "--examples": ["nosuch", ","], "--templates": ["qwen4"]},
+    ),
     *_bench("serving.py", [], {"--url": URL, "--max-new-tokens": ["0"], "--model": MODEL, "--out": OUT_FILE}),
 ]
 
