@@ -19,7 +19,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 def graph_time_us(fn, calls=28, reps=50):
     """Median µs per call of ``fn`` captured ``calls`` times in one CUDA graph (launch gaps included)."""
-    import torch
+    import torch  # lazy: the command line is checked first (a usage error never waits for torch)
 
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
@@ -45,7 +45,7 @@ def graph_time_us(fn, calls=28, reps=50):
 
 
 def attention_variants(kv=8, rep=2, d=128, dt="bfloat16"):
-    import torch
+    import torch  # lazy: the command line is checked first (a usage error never waits for torch)
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -136,7 +136,7 @@ def attention_variants(kv=8, rep=2, d=128, dt="bfloat16"):
 
 
 def matmuls(dt="bfloat16"):
-    import torch
+    import torch  # lazy: the command line is checked first (a usage error never waits for torch)
     import torch.nn.functional as F
 
     dt = getattr(torch, dt)
@@ -171,7 +171,7 @@ def main(argv=None):
     from toolkit import cliargs
 
     cliargs.Parser(description=__doc__.splitlines()[0]).parse_args(argv)  # no options: anything else is refused
-    import torch
+    import torch  # lazy: the command line is checked first (a usage error never waits for torch)
 
     if not torch.cuda.is_available():
         print("engine_probe: needs CUDA (it times GPU kernels); nothing to do here")

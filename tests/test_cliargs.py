@@ -184,7 +184,11 @@ CASES = [
     *_bench("sft_speed.py", [], {"--per-group": ["1", *COUNT], "--reps": COUNT, "--threads": COUNT, "--out": OUT_FILE}),
     *_bench("figure_render.py", [], {"--figures": COUNT, "--wait": REAL, "--only": ["nosuch", ","]}),
     *_bench("latency.py", [], {"--repeats": COUNT, "--json-out": OUT_FILE}),
-    *_bench("loop_questions.py", ["--pass", "before"], {"--cap-s": REAL, "--threads": COUNT, "--out": OUT_FILE}),
+    *_bench(
+        "loop_questions.py",
+        ["--pass", "before"],
+        {"--cap-s": REAL, "--threads": COUNT, "--out": OUT_FILE, "--only": ["nosuch"]},
+    ),
     *_bench("mcp_server.py", [], {"--calls": COUNT, "--starts": ["-1"]}),
     *_bench(
         "multiplication.py",
@@ -255,15 +259,31 @@ def test_every_benchmark_script_is_in_the_table():
     assert scripts - covered == set(), "add the new benchmark's options to CASES"
 
 
-def _checked_options(path: Path) -> set[str]:
-    """The options a source file declares with a ``type=`` converter or ``choices=``: the ones a bad value can hit."""
+FLAGS = ("store_true", "store_false", "count", "version")
+# options that take any text on purpose, each checked where it is used (or not a name at all)
+FREE_TEXT = {
+    "loop": {"--answer-prefix"},  # any text starts the answer
+    "constrain": {"--prompt"},  # the user message
+    "lint-tools": {"--mcp-stdio"},  # a command line (shlex-checked, then started)
+}
+
+
+def _options(path: Path, checked: bool) -> set[str]:
+    """The options a source file declares with a ``type=`` converter or ``choices=`` (``checked``), or with neither
+    and not a flag (free text: a bad name there reaches the run unless the command checks it)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
             names = [a.value for a in node.args if isinstance(a, ast.Constant) and str(a.value).startswith("--")]
-            if names and any(k.arg in ("type", "choices") for k in node.keywords):
+            kw = {k.arg: k.value for k in node.keywords}
+            flag = isinstance(kw.get("action"), ast.Constant) and kw["action"].value in FLAGS
+            if names and not flag and checked == ("type" in kw or "choices" in kw):
                 found.add(names[0])
     return found
+
+
+def _checked_options(path: Path) -> set[str]:
+    return _options(path, checked=True)
 
 
 def test_every_checked_option_of_every_entry_point_is_in_the_table():
@@ -278,6 +298,10 @@ def test_every_checked_option_of_every_entry_point_is_in_the_table():
     assert set(COMMANDS) - set(tried) == set(), "every python -m toolkit command needs rows in CASES"
     missing = {k: sorted(_checked_options(src) - tried.get(k, set())) for k, src in sources.items()}
     assert {k: v for k, v in missing.items() if v} == {}, "add a bad value for these options to CASES"
+    free = {
+        k: sorted(_options(src, False) - tried.get(k, set()) - FREE_TEXT.get(k, set())) for k, src in sources.items()
+    }
+    assert {k: v for k, v in free.items() if v} == {}, "free-text options: check them at parse time, or say why not"
 
 
 # ---------------------------------------------------------------- the converters themselves
