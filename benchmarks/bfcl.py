@@ -23,14 +23,17 @@ import os
 import sys
 import time
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+# light imports only up here: the command line is parsed and checked before xgrammar and torch load (toolkit.eval's
+# other modules import them), so each function imports what it runs
 from toolkit import cliargs  # noqa: E402
-from toolkit.eval import bfcl, report
-from toolkit.eval.levers import HINTS, Levers
-from toolkit.eval.report import percent
-from toolkit.eval.run import Cache, result_from, run_cases
+from toolkit.eval.choices import CATEGORIES, HINTS, LANDMARKS, LEVERS, MAX_K, MODES, PAIR_KS, VARIANTS  # noqa: E402
+
+if TYPE_CHECKING:
+    from toolkit.eval.levers import Levers
 
 # The fixed budgets of the saved base-model runs; `accuracy --budget measured` (the default since issue 25) gives each
 # category enough for its longest possible answer instead (toolkit.eval.budget: 112 / 96 / 352 / 224, text 64).
@@ -71,6 +74,8 @@ def _progress(total, desc):
 
 def _save(a, loaded, section: str, data: dict, **meta) -> None:
     """Add ``section`` to ``benchmarks/results/bfcl_<model>.json`` (+ .md) with date, machine, model and commit."""
+    from toolkit.eval import report
+
     if a.no_save:
         return
     out = os.path.join(a.out, f"bfcl_{_slug(a.model)}.json")
@@ -81,6 +86,8 @@ def _save(a, loaded, section: str, data: dict, **meta) -> None:
 def _cached(a, loaded, backend, cases, levers: Levers, desc, extra: dict | None = None, **run) -> list:
     """``run_cases`` over ``cases`` with its cache under ``a.cache`` (keyed by ``levers`` and ``extra``) and a
     progress bar."""
+    from toolkit.eval.run import Cache, run_cases
+
     cache = Cache(a.cache, loaded.name, levers, version=VERSION, **(extra or {}))
     bar = _progress(len(cases) * run.get("samples", 1), desc)
     out = []
@@ -93,6 +100,9 @@ def _cached(a, loaded, backend, cases, levers: Levers, desc, extra: dict | None 
 
 
 def run_accuracy(a, loaded, backend) -> list:
+    from toolkit.eval import bfcl
+    from toolkit.eval.levers import Levers
+
     cases = bfcl.subset(a.categories, a.limit, a.seed)
     results, speed = [], {}
     a.max_new = budgets(a, loaded.tokenizer)
@@ -118,6 +128,8 @@ def run_accuracy(a, loaded, backend) -> list:
 
 
 def cmd_accuracy(a) -> int:
+    from toolkit.eval import report
+
     loaded, backend = _load(a.model)
     results, speed = run_accuracy(a, loaded, backend)
     rows = report.summarize(results)
@@ -164,6 +176,8 @@ def cmd_accuracy(a) -> int:
 
 
 def cmd_passk(a) -> int:
+    from toolkit.eval import bfcl, report
+    from toolkit.eval.levers import Levers
     from toolkit.eval.stats import pass_k_table
 
     loaded, backend = _load(a.model)
@@ -223,16 +237,13 @@ class _ItemCache:
 
 def cmd_chains(a) -> int:
     from toolkit.book.claims_chains import BOUND_KEY
-    from toolkit.eval import chain_table
-    from toolkit.eval.chains import LANDMARKS
+    from toolkit.eval import chain_table, report
     from toolkit.eval.stats import wilson
 
     loaded, backend = _load(a.model)
     marks = LANDMARKS[a.first : a.first + a.landmarks]
     cache = _ItemCache(a.cache, loaded.name, max_new_tokens=96, temperature=0.0, seed=0)
-    plan = len(marks) * sum(
-        6 + (len(a.ks) if chain_table.LEVERS[v][1] == "chain" else 1 + len(a.pair_ks)) for v in a.levers
-    )
+    plan = len(marks) * sum(6 + (len(a.ks) if LEVERS[v][1] == "chain" else 1 + len(a.pair_ks)) for v in a.levers)
     bar = _progress(plan, "chains")
     records, t0 = [], time.perf_counter()
     for rec in chain_table.measure(
@@ -283,7 +294,7 @@ def cmd_chains(a) -> int:
         "landmarks": list(marks),
         "ks": list(a.ks),
         "pair_ks": list(a.pair_ks),
-        "levers": {k: {"loop": chain_table.LEVERS[k][0], "tasks": chain_table.LEVERS[k][1]} for k in a.levers},
+        "levers": {k: {"loop": LEVERS[k][0], "tasks": LEVERS[k][1]} for k in a.levers},
         "seconds_per_chain": round(sum(timed) / len(timed), 1) if timed else None,
     }
     _save(a, loaded, "chains", data, decoding="greedy", max_new_tokens=96)
@@ -316,6 +327,8 @@ LEVER_MAX_NEW = {**MAX_NEW, "parallel": 256, "parallel_multiple": 256}
 
 
 def cmd_levers(a) -> int:
+    from toolkit.eval import bfcl, report
+    from toolkit.eval.levers import Levers
 
     loaded, backend = _load(a.model)
     cases = bfcl.subset(a.categories, a.limit, a.seed)
@@ -389,6 +402,7 @@ def cmd_gate(a) -> int:
     """The first-token gate's input on every case: the model's probability, at the first step of the constrained
     prompt, of opening structured output (what :class:`toolkit.eval.bfcl.IntentGate` thresholds). One forward
     per case, no generation."""
+    from toolkit.eval import bfcl, report
     from toolkit.eval.bfcl import GATE_THRESHOLD
     from toolkit.eval.run import first_tokens
 
@@ -411,7 +425,10 @@ def cmd_gate(a) -> int:
 
 
 def cmd_descriptions(a) -> int:
-    from toolkit.eval.descriptions import VARIANTS, renamed_answer, selected, variants
+    from toolkit.eval import bfcl, report
+    from toolkit.eval.descriptions import renamed_answer, selected, variants
+    from toolkit.eval.levers import Levers
+    from toolkit.eval.report import percent
     from toolkit.eval.stats import wilson
     from toolkit.render import tool_definition_cost
 
@@ -472,6 +489,8 @@ def cmd_descriptions(a) -> int:
 
 
 def cmd_report(a) -> int:
+    from toolkit.eval import report
+
     out = os.path.join(a.out, f"bfcl_{_slug(a.model)}.json")
     doc = report.load_results(out)
     if not doc:
@@ -487,6 +506,9 @@ def cmd_report(a) -> int:
 def _rescore_section(section: dict, cases: dict, key: str, mode_of, lists_of) -> list:
     """Re-read and re-score each saved output of one section in place (rows of one ``key`` value, "mode" or
     "lever", make one table row); the rows' counts follow. Returns (key value, id, old kind, new kind) per change."""
+    from toolkit.eval import report
+    from toolkit.eval.run import result_from
+
     data, changed = section["data"], []
     for row in data["cases"]:
         if row["kind"] == "malformed" and "schema rejected" in str(row.get("detail", "")):
@@ -504,6 +526,8 @@ def _rescore_section(section: dict, cases: dict, key: str, mode_of, lists_of) ->
 def cmd_rescore(a) -> int:
     """Every saved output re-read and re-scored with today's reader and scorer (no model runs): the verdicts, the
     tables' counts and the .md follow; each section's meta records when and how many verdicts changed."""
+    from toolkit.eval import bfcl, report
+
     out = os.path.join(a.out, f"bfcl_{_slug(a.model)}.json")
     doc = report.load_results(out)
     if not doc:
@@ -540,21 +564,6 @@ def cmd_rescore(a) -> int:
     return 0
 
 
-def _positive(text: str) -> int:
-    """A count on the command line: a whole number ≥ 1 (``--limit -5`` once sliced the cases from the end)."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {n}")
-    return n
-
-
-def _non_negative(text: str) -> int:
-    return 0 if text.strip() == "0" else _positive(text)
-
-
 def parser() -> argparse.ArgumentParser:
     """The command line. ``--categories`` defaults per subcommand (see :func:`parse`): argparse shares a parent's
     actions between subparsers, so a ``set_defaults`` on one subparser would change every other one's default."""
@@ -570,11 +579,11 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--out", type=cliargs.out_dir, default=RESULTS)
     common.add_argument("--no-save", action="store_true")
     acc = sub.add_parser("accuracy", parents=[common])
-    acc.add_argument("--modes", nargs="+", default=list(bfcl.MODES), choices=bfcl.MODES)
+    acc.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     acc.add_argument(
-        "--limit", type=_positive, default=None, help="seeded sample of N cases per category (default all)"
+        "--limit", type=cliargs.count(1), default=None, help="seeded sample of N cases per category (default all)"
     )
-    acc.add_argument("--batch", type=_positive, default=8)
+    acc.add_argument("--batch", type=cliargs.count(1), default=8)
     acc.add_argument(
         "--budget",
         default="measured",
@@ -587,33 +596,31 @@ def parser() -> argparse.ArgumentParser:
         help="generate nothing: collect what earlier (resumed) runs cached into one table",
     )
     pk = sub.add_parser("passk", parents=[common])
-    pk.add_argument("--tasks", type=_positive, default=100)
-    pk.add_argument("--samples", type=_positive, default=8)
+    pk.add_argument("--tasks", type=cliargs.count(1), default=100)
+    pk.add_argument("--samples", type=cliargs.count(1), default=8)
     pk.add_argument("--temperature", type=cliargs.number(0.0, 10.0), default=0.7)
-    pk.add_argument("--mode", default="constrained", choices=bfcl.MODES)
+    pk.add_argument("--mode", default="constrained", choices=MODES)
     pk.add_argument("--cached-only", action="store_true", help="generate nothing: tasks whose samples are all cached")
     ch = sub.add_parser("chains", parents=[common])
-    from toolkit.eval import chain_table, chains, pairs
-
     ch.add_argument(
-        "--landmarks", type=_positive, default=len(chains.LANDMARKS), help="the first N landmarks (default all)"
+        "--landmarks", type=cliargs.count(1), default=len(LANDMARKS), help="the first N landmarks (default all)"
     )
     ch.add_argument(
-        "--first", type=_non_negative, default=0, help="start at this landmark (split a run over processes)"
+        "--first", type=cliargs.count(0), default=0, help="start at this landmark (split a run over processes)"
     )
-    ch.add_argument("--ks", type=_positive, nargs="*", default=list(range(1, chains.MAX_K + 1)))
-    ch.add_argument("--pair-ks", type=int, nargs="+", default=list(pairs.PAIR_KS), choices=pairs.PAIR_KS)
-    ch.add_argument("--levers", nargs="+", default=list(chain_table.LEVERS), choices=list(chain_table.LEVERS))
+    ch.add_argument("--ks", type=cliargs.count(1), nargs="*", default=list(range(1, MAX_K + 1)))
+    ch.add_argument("--pair-ks", type=cliargs.count(1), nargs="+", default=list(PAIR_KS), choices=PAIR_KS)
+    ch.add_argument("--levers", nargs="+", default=list(LEVERS), choices=list(LEVERS))
     ch.add_argument("--cached-only", action="store_true", help="generate nothing: table what earlier runs cached")
     de = sub.add_parser("descriptions", parents=[common])
-    de.add_argument("--limit", type=_positive, default=20)
-    de.add_argument("--mode", default="constrained", choices=bfcl.MODES)
-    de.add_argument("--variants", nargs="+", default=["original", "vague", "lookalike", "improved"])
+    de.add_argument("--limit", type=cliargs.count(1), default=20)
+    de.add_argument("--mode", default="constrained", choices=MODES)
+    de.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     de.add_argument("--cached-only", action="store_true", help="generate nothing: report what is cached")
     lv = sub.add_parser("levers", parents=[common])
-    lv.add_argument("--limit", type=_positive, default=20, help="seeded sample of N cases per category")
+    lv.add_argument("--limit", type=cliargs.count(1), default=20, help="seeded sample of N cases per category")
     lv.add_argument("--levers", nargs="+", default=list(PROMPT_LEVERS), choices=list(PROMPT_LEVERS))
-    lv.add_argument("--batch", type=_positive, default=8)
+    lv.add_argument("--batch", type=cliargs.count(1), default=8)
     lv.add_argument("--cached-only", action="store_true", help="generate nothing: report what is cached")
     lv.add_argument(
         "--section",
@@ -622,7 +629,9 @@ def parser() -> argparse.ArgumentParser:
         help="results section to write: the subset comparison, or whole categories for the chosen levers",
     )
     ga = sub.add_parser("gate", parents=[common])
-    ga.add_argument("--limit", type=_positive, default=None, help="seeded sample of N cases per category (default all)")
+    ga.add_argument(
+        "--limit", type=cliargs.count(1), default=None, help="seeded sample of N cases per category (default all)"
+    )
     sub.add_parser("report", parents=[common])
     sub.add_parser("rescore", parents=[common])
     return p
@@ -633,15 +642,17 @@ def parse(argv=None) -> argparse.Namespace:
     p = parser()
     a = p.parse_args(argv)
     if a.categories is None:
-        a.categories = list(LEVER_CATEGORIES if a.cmd == "levers" else bfcl.CATEGORIES)
-    unknown = [c for c in a.categories if c not in bfcl.CATEGORIES]
+        a.categories = list(LEVER_CATEGORIES if a.cmd == "levers" else CATEGORIES)
+    unknown = [c for c in a.categories if c not in CATEGORIES]
     if unknown:
-        p.error(f"unknown or unsupported BFCL categories {unknown}; this benchmark scores {list(bfcl.CATEGORIES)}")
+        p.error(f"unknown or unsupported BFCL categories {unknown}; this benchmark scores {list(CATEGORIES)}")
     return a
 
 
 def main(argv=None) -> int:
     a = parse(argv)
+    from toolkit.eval import report  # after the parse: a usage error never waits for xgrammar and torch
+
     try:
         return _dispatch(a)
     except report.ResultsUnreadable as e:  # a saved file the run would read or extend: say so, touch nothing

@@ -155,7 +155,7 @@ def main(argv=None) -> int:
     )
     p.add_argument("--sessions", type=cliargs.counts, default="1,4,16")
     p.add_argument("--max-new-tokens", type=cliargs.count(1, 4096), default=32)
-    p.add_argument("--turns", type=int, choices=(1, 2), default=2, help="1: the call turn only; 2: call and answer")
+    p.add_argument("--turns", type=cliargs.count(1, 2), default=2, help="1: the call turn only; 2: call and answer")
     p.add_argument("--timeout", type=cliargs.number(0.0, lo_open=True), default=600.0)
     p.add_argument(
         "--deadline",

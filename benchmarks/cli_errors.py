@@ -1,5 +1,6 @@
 """How long a usage error takes: each ``python -m toolkit`` command given a bad value, timed from spawn to exit,
-beside the bare interpreter start and ``import toolkit``, which bound it from below.
+and a few ``benchmarks/*.py`` scripts given one, beside the bare interpreter start and ``import toolkit``, which bound
+it from below.
 
     python benchmarks/cli_errors.py [--repeats 3]
 
@@ -35,7 +36,12 @@ CASES = [
     ("lint-tools --mcp notaurl", [sys.executable, "-m", "toolkit", "lint-tools", "--mcp", "notaurl"]),
     ("train --lr nan", [sys.executable, "-m", "toolkit", "train", "--lr", "nan"]),
     ("figures --out /etc/passwd", [sys.executable, "-m", "toolkit", "figures", "--out", "/etc/passwd"]),
+    ("bfcl.py accuracy --limit -5", [sys.executable, "benchmarks/bfcl.py", "accuracy", "--limit", "-5"]),
+    ("bfcl.py chains --pair-ks 3", [sys.executable, "benchmarks/bfcl.py", "chains", "--pair-ks", "3"]),
+    ("engine_probe.py --bogus", [sys.executable, "benchmarks/engine_probe.py", "--bogus"]),
+    ("patterns.py --n 0", [sys.executable, "benchmarks/patterns.py", "--n", "0"]),
 ]  # fmt: skip
+ENV["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))  # this checkout's kit
 
 
 def main(argv=None) -> int:

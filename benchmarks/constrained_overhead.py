@@ -18,6 +18,7 @@ Leaves out: batching (one sequence), transformers' ``generate`` overhead, and ju
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -153,10 +154,20 @@ def run_one(name, device, repeats, max_new_tokens):
     }
 
 
+def _models(text: str) -> list[str]:
+    """A comma list of models, each one ``toolkit.models.load`` takes."""
+    names = [cliargs.model(x) for x in text.split(",") if x.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected model names like stand-in,qwen2.5-coder-0.5b, got {text!r}"[:200])
+    return names
+
+
 def main(argv=None) -> int:
     ap = cliargs.Parser(description=__doc__.split("\n")[0])
-    ap.add_argument("--models", default=None, help="comma list (default: stand-in, plus the real model if installed)")
-    ap.add_argument("--devices", default=None, help="comma list (default: cpu, plus cuda if available)")
+    ap.add_argument("--models", type=_models, default=None, help="comma list (default: stand-in, + the real model)")
+    ap.add_argument(
+        "--devices", type=cliargs.one_of(("cpu", "cuda"), "device"), default=None, help="default: cpu, + cuda if there"
+    )
     ap.add_argument("--repeats", type=cliargs.count(1), default=3)
     ap.add_argument("--max-new-tokens", type=cliargs.count(1, 4096), default=48)
     ap.add_argument("--threads", type=cliargs.count(1, 1024), default=2, help="CPU threads for torch (default 2)")
@@ -167,8 +178,8 @@ def main(argv=None) -> int:
     from toolkit import fetch
 
     torch.set_num_threads(a.threads)
-    names = a.models.split(",") if a.models else ["stand-in"] + (["qwen2.5-coder-0.5b"] if fetch.is_installed() else [])
-    devices = a.devices.split(",") if a.devices else ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    names = a.models or ["stand-in"] + (["qwen2.5-coder-0.5b"] if fetch.is_installed() else [])
+    devices = a.devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     if not a.models and "qwen2.5-coder-0.5b" not in names:
         print("note: real offline model not installed (make real-model): stand-in only", file=sys.stderr)
     rows = []

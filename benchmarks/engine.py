@@ -24,13 +24,21 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from toolkit import cliargs  # noqa: E402
 
+SHAPE = "qwen3-0.6b-shape"  # random weights in Qwen3-0.6B's shape (toolkit.speed), not a model to load
+SECTIONS = ("decode", "agent", "constrained")
+
+
+def _engine_model(text: str) -> str:
+    """``qwen3-0.6b-shape`` or any model ``toolkit.models.load`` takes (checked by ``cliargs.model``)."""
+    return SHAPE if text.strip() == SHAPE else cliargs.model(text)
+
 
 def parser():
     """The command line, built before the imports below (torch (~5 s)): a usage error skips them."""
     p = cliargs.Parser(description=__doc__.splitlines()[0])
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument(
-        "--model", default=None, help="qwen3-0.6b-shape (GPU default) | stand-in (CPU default) | qwen2.5-coder-0.5b"
+        "--model", type=_engine_model, default=None, help=f"{SHAPE} (GPU default) | stand-in (CPU default) | a model"
     )
     p.add_argument("--prompt", type=cliargs.count(1), default=None, help="prompt tokens for the decode table")
     p.add_argument("--new", type=cliargs.count(1), default=None, help="new tokens per engine run")
@@ -46,7 +54,9 @@ def parser():
         help="stop the agent workload's rounds after this",
     )
     p.add_argument("--no-compile", dest="compile", action="store_false", help="skip the torch.compile row")
-    p.add_argument("--skip", default="", help="comma list of sections to skip: decode,agent,constrained")
+    p.add_argument(
+        "--skip", type=cliargs.one_of(SECTIONS, "section", allow_empty=True), default=[], help="sections to skip"
+    )
     p.add_argument(
         "--threads", type=cliargs.count(1, 1024), default=None, help="CPU threads (default: torch's; 1 is polite)"
     )
@@ -75,7 +85,7 @@ def say(line: str = "") -> None:
 
 
 def build_model(kind: str, dev):
-    if kind == "qwen3-0.6b-shape":
+    if kind == SHAPE:
         return speed.qwen3_06b_shape(dev, torch.bfloat16 if dev.type == "cuda" else torch.float32)
     if kind == "stand-in":
         from toolkit.models import stand_in
@@ -301,7 +311,7 @@ def main(argv=None) -> int:
     gpu = dev.type == "cuda"
     if args.threads:
         torch.set_num_threads(args.threads)
-    args.model = args.model or ("qwen3-0.6b-shape" if gpu else "stand-in")
+    args.model = args.model or (SHAPE if gpu else "stand-in")
     args.prompt = args.prompt or (512 if gpu else 64)
     args.new = args.new or (256 if gpu else 32)
     args.hf_new = args.hf_new or (32 if gpu else 16)
@@ -310,7 +320,7 @@ def main(argv=None) -> int:
         args.delta or (2048 if gpu else 64),
         args.R or (30 if gpu else 6),
     )
-    skip = set(filter(None, args.skip.split(",")))
+    skip = set(args.skip)
 
     import transformers
 

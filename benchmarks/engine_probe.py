@@ -14,13 +14,13 @@ import time
 import traceback
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+# torch is imported inside each function: the command line is checked first, so a usage error is instant
 
 
 def graph_time_us(fn, calls=28, reps=50):
     """Median µs per call of ``fn`` captured ``calls`` times in one CUDA graph (launch gaps included)."""
+    import torch  # lazy: the command line is checked first (a usage error never waits for torch)
+
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -44,8 +44,12 @@ def graph_time_us(fn, calls=28, reps=50):
     return sorted(times)[len(times) // 2]
 
 
-def attention_variants(kv=8, rep=2, d=128, dt=torch.bfloat16):
+def attention_variants(kv=8, rep=2, d=128, dt="bfloat16"):
+    import torch  # lazy: the command line is checked first (a usage error never waits for torch)
+    import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    dt = getattr(torch, dt)
 
     print("\n## decode attention, one layer (µs per call, 28 calls per graph)\n")
     print("| variant | b=1024 | b=8192 |")
@@ -131,7 +135,11 @@ def attention_variants(kv=8, rep=2, d=128, dt=torch.bfloat16):
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 
-def matmuls(dt=torch.bfloat16):
+def matmuls(dt="bfloat16"):
+    import torch  # lazy: the command line is checked first (a usage error never waits for torch)
+    import torch.nn.functional as F
+
+    dt = getattr(torch, dt)
     print("\n## one-token matmuls (µs per call; GB/s of weight read)\n")
     print("| matmul | µs | GB/s |")
     print("| --- | ---: | ---: |")
@@ -163,6 +171,8 @@ def main(argv=None):
     from toolkit import cliargs
 
     cliargs.Parser(description=__doc__.splitlines()[0]).parse_args(argv)  # no options: anything else is refused
+    import torch  # lazy: the command line is checked first (a usage error never waits for torch)
+
     if not torch.cuda.is_available():
         print("engine_probe: needs CUDA (it times GPU kernels); nothing to do here")
         return 0

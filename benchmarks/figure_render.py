@@ -30,6 +30,11 @@ from pathlib import Path
 
 from toolkit import cliargs  # noqa: E402
 
+CELLS = {
+    "figurewidget": "display(go.FigureWidget(decay_figure(0.9{i}, 20)))",
+    "figureview": "display(FigureView(decay_figure(0.9{i}, 20)).widget)",
+}
+
 
 def parser():
     """The command line, built before the imports below (nbformat and browser helpers (~1-7 s)): a usage error skips them."""
@@ -37,7 +42,7 @@ def parser():
     ap.add_argument("--figures", type=cliargs.count(1), default=3)
     ap.add_argument("--wait", type=cliargs.number(0.0, lo_open=True), default=60)
     ap.add_argument("--no-burn", action="store_true")
-    ap.add_argument("--only", default="")
+    ap.add_argument("--only", type=cliargs.one_of(CELLS, "figure kind"), default=None, help="default: both kinds")
     return ap
 
 
@@ -68,10 +73,6 @@ SETUP = (
     "from toolkit.plots import decay_figure, context_growth_figure\nfrom toolkit import cost\n"
     "import plotly.graph_objects as go\nfrom toolkit.widgets.plot import FigureView\n"
 )
-CELLS = {
-    "figurewidget": "display(go.FigureWidget(decay_figure(0.9{i}, 20)))",
-    "figureview": "display(FigureView(decay_figure(0.9{i}, 20)).widget)",
-}
 # Each figure cell ends by printing the kernel's wall clock (ms): the moment the cell finished.
 DONE = "\nimport time; print(f'__done {time.time() * 1e3:.0f}')"
 
@@ -151,7 +152,7 @@ def kernel_redraw_ms(changes: int = 20) -> list[float]:
 
 def main(argv=None) -> int:
     a = parser().parse_args(argv)
-    kinds = [k for k in CELLS if not a.only or k in a.only.split(",")]
+    kinds = [k for k in CELLS if not a.only or k in a.only]
     from playwright.sync_api import sync_playwright
 
     work = Path(tempfile.mkdtemp(prefix="figure-render-"))

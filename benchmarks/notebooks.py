@@ -31,7 +31,10 @@ def parser():
     """The command line, built before the imports below (notebook runner (nbformat, jsonschema: ~1-7 s)): a usage error skips them."""
     ap = cliargs.Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--mode", choices=["both", "machine", "binder"], default="both")
-    ap.add_argument("--only", default="", help="comma-separated notebook number prefixes, e.g. 01,04")
+    numbers = sorted({p.name[:2] for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")})
+    ap.add_argument(
+        "--only", type=cliargs.one_of(numbers, "notebook number"), default=None, help="comma list, e.g. 01,04"
+    )
     return ap
 
 
@@ -77,7 +80,7 @@ def run(path: Path, mode: str) -> dict:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
-    wanted = [p for p in NOTEBOOKS if not args.only or p.name[:2] in args.only.split(",")]
+    wanted = [p for p in NOTEBOOKS if not args.only or p.name[:2] in args.only]
     modes = ["machine", "binder"] if args.mode == "both" else [args.mode]
     print(
         f"{len(wanted)} notebooks, {os.cpu_count()} CPUs, targets: ≤ {EACH_S} s and ≤ {EACH_MB} MB each, "

@@ -37,6 +37,9 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from toolkit import cliargs  # noqa: E402
+from toolkit.patterns.names import NAMES  # noqa: E402  (light: the names only)
+
+RAG_MODES = ("before", "tool", "tool_required", "before_rerank")  # run_rag's modes, in its order
 
 
 def parser():
@@ -46,12 +49,16 @@ def parser():
     ap.add_argument("--model", type=cliargs.model, default="auto")
     ap.add_argument("--n", type=cliargs.count(1), default=3)
     ap.add_argument("--seed", type=cliargs.count(0), default=0)
-    ap.add_argument("--patterns", default=None, help="comma-separated pattern names (default: all)")
+    ap.add_argument(
+        "--patterns", type=cliargs.one_of(NAMES, "pattern"), default=None, help="comma-separated names (default: all)"
+    )
     ap.add_argument("--max-new-tokens", type=cliargs.count(1, 4096), default=64)
     ap.add_argument("--out", type=cliargs.out_file, default=None)
     ap.add_argument("--what", choices=("patterns", "rag"), default="patterns")
     ap.add_argument("--k", type=cliargs.count(1), default=3)
-    ap.add_argument("--modes", default="before,tool,tool_required,before_rerank", help="RAG modes to run (--what rag)")
+    ap.add_argument(
+        "--modes", type=cliargs.one_of(RAG_MODES, "RAG mode"), default=list(RAG_MODES), help="RAG modes (--what rag)"
+    )
     ap.add_argument(
         "--depth", type=cliargs.count(1), default=8, help="BM25 candidates the reranker rescores (--what rag)"
     )
@@ -298,10 +305,8 @@ def run_rag(a, loaded, setup, slug) -> int:
     print(f"model: {loaded.description}\nreranker: {reranked.reranker.description} (top {a.depth} of BM25)")
     print(f"results: {out}")
     questions = QUESTIONS[: a.n]
-    chosen = [m for m in a.modes.split(",") if m]
-    unknown = [m for m in chosen if m not in modes]
-    if unknown:
-        raise SystemExit(f"unknown mode(s) {unknown}; known: {', '.join(modes)}")
+    assert tuple(modes) == RAG_MODES, "RAG_MODES names run_rag's modes"
+    chosen = a.modes
     key = lambda r: (r["mode"], r["question"])  # noqa: E731
     cached = {} if a.fresh else resumable(out, run_meta, key)
     old = json.loads(out.read_text()) if cached else {}
@@ -417,10 +422,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.merge:
         return merge([Path(f) for f in a.merge], Path(a.out or RESULTS / "patterns_merged.json"), a.common_tasks)
-    names = [p for p in (a.patterns or ",".join(PATTERNS)).split(",") if p]
-    unknown = [p for p in names if p not in PATTERNS]
-    if unknown or a.n < 1:
-        ap.error(f"unknown pattern(s) {unknown}; known: {', '.join(PATTERNS)}" if unknown else "--n must be >= 1")
+    names = a.patterns or list(PATTERNS)
 
     import torch  # lazy: only a run needs it
 

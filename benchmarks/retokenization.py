@@ -24,13 +24,17 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 from toolkit import cliargs  # noqa: E402
+from toolkit.conversations import LOOP_EXAMPLES  # noqa: E402  (light: data only)
+from toolkit.tokenizer import TEMPLATES  # noqa: E402  (light: torch loads inside tokenizer_for)
 
 
 def main(argv=None) -> int:
     p = cliargs.Parser(description=__doc__.splitlines()[0])
     p.add_argument("--model", type=cliargs.model, default="qwen2.5-coder-0.5b")
-    p.add_argument("--examples", default="calculator,weather")
-    p.add_argument("--templates", default="qwen2.5,qwen3")
+    p.add_argument(
+        "--examples", type=cliargs.one_of(sorted(LOOP_EXAMPLES), "example"), default=["calculator", "weather"]
+    )
+    p.add_argument("--templates", type=cliargs.one_of(TEMPLATES, "template"), default=["qwen2.5", "qwen3"])
     p.add_argument("--max-new-tokens", type=cliargs.count(1, 4096), default=40)
     p.add_argument("--server", action="store_true", help="also send before/after prompts to a local transformers serve")
     p.add_argument("--json", action="store_true")
@@ -51,8 +55,8 @@ def main(argv=None) -> int:
     loaded = load(a.model, quiet=True)
     tok = loaded.tokenizer
     rows = []
-    for name in a.examples.split(","):
-        for template in a.templates.split(","):
+    for name in a.examples:
+        for template in a.templates:
             ex = example(name)
             backend = HFBackend.from_loaded(loaded)
             trace = run(backend, tok, ex["messages"], ex["tools"], template=template, tool_choice="required",

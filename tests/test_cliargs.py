@@ -1,10 +1,12 @@
 """The argument layer (toolkit/cliargs.py): each converter refuses what it names; every entry point — each
 ``python -m toolkit`` command and each ``benchmarks/*.py`` — answers a bad value of every option type with exit 2
 and one line on stderr, no traceback, and no model load (``tests/fixtures/guarded_run.py`` makes a load exit 99;
-for the kit's commands it also makes importing torch/transformers/xgrammar fail). Times are printed, not asserted
-(``benchmarks/cli_errors.py`` measures them)."""
+and it makes importing torch/transformers/xgrammar fail, so every entry point checks its arguments before those
+imports). Times are printed, not asserted (``benchmarks/cli_errors.py`` measures them). Every option with a
+``type=`` or ``choices=`` in a command's or benchmark's source must appear in the table."""
 
 import argparse
+import ast
 import json
 import os
 import subprocess
@@ -32,22 +34,22 @@ MODEL = ["/nonexistent/model", "nonexistent-org/nonexistent-model", "not a model
 URL = ["notaurl", "ftp://127.0.0.1/x", "http://127.0.0.1:70000/v1", "http://"]
 
 
-def _cases(entry, base, table, heavy_ok=False):
+def _cases(entry, base, table):
     for option, bad in table.items():
-        for value in bad[:1] if heavy_ok else bad:  # scripts that import torch first: one value per option (time)
-            yield pytest.param(entry, [*base, option, value], heavy_ok, id=f"{entry}:{' '.join(base)}:{option}={value}")
+        for value in bad:
+            yield pytest.param(entry, [*base, option, value], id=f"{entry}:{' '.join(base)}:{option}={value}")
 
 
 def _tk(cmd, base, table):
     return list(_cases("toolkit", [cmd, *base], table))
 
 
-def _bench(name, base, table, heavy_ok=False):
-    return list(_cases(f"benchmarks/{name}", base, table, heavy_ok))
+def _bench(name, base, table):
+    return list(_cases(f"benchmarks/{name}", base, table))
 
 
 CASES = [
-    *_tk("render", [], {"--limit": NON_NEGATIVE, "--example": ["nosuch"]}),
+    *_tk("render", [], {"--limit": NON_NEGATIVE, "--example": ["nosuch"], "--template": ["x"], "--stage": ["x"]}),
     *_tk(
         "constrain",
         ["--schema", str(SCHEMA)],
@@ -71,6 +73,9 @@ CASES = [
             "--backend": URL,
             "--tools": ["nosuch", ","],
             "--tool-choice": ["nosuch"],
+            "--backend-mode": ["x"],
+            "--constrain": ["x"],
+            "--example": ["nosuch"],
         },
     ),
     *_tk(
@@ -80,20 +85,54 @@ CASES = [
     ),
     *_tk("lint-tools", [], {"--mcp": URL}),
     *_cases("toolkit", ["lint-tools"], {"--json": []}),
-    *[pytest.param("toolkit", ["lint-tools", v], False, id=f"lint-tools:file={v}") for v in IN_FILE],
+    *[pytest.param("toolkit", ["lint-tools", v], id=f"lint-tools:file={v}") for v in IN_FILE],
     *_tk("claims", [], {"--write": OUT_FILE}),
-    *_tk("figures", [], {"--out": OUT_DIR, "--formats": ["gif"]}),
-    *_tk("train", [], {"--steps": COUNT, "--lr": [*REAL, "0"], "--seed": NON_NEGATIVE}),
+    *_tk("figures", [], {"--out": OUT_DIR, "--formats": ["gif"], "--lang": ["fr"], "--timeout": REAL}),
+    *_tk(
+        "train",
+        [],
+        {
+            "--steps": COUNT,
+            "--lr": [*REAL, "0"],
+            "--seed": NON_NEGATIVE,
+            "--data-seed": NON_NEGATIVE,
+            "--groups": COUNT,
+            "--per-group": ["65", *COUNT],
+            "--limit-steps": COUNT,
+            "--model": ["other"],
+            "--template": ["x"],
+            "--out": OUT_DIR,
+            "--results": OUT_FILE,
+        },
+    ),
     *_tk("models", [], {"--bogus": ["1"]}),
-    pytest.param("toolkit", ["no-such-command"], False, id="toolkit:unknown command"),
-    pytest.param("toolkit", ["x" * 5000], False, id="toolkit:huge unknown command"),
+    pytest.param("toolkit", ["no-such-command"], id="toolkit:unknown command"),
+    pytest.param("toolkit", ["x" * 5000], id="toolkit:huge unknown command"),
     *_bench(
         "bfcl.py",
         ["accuracy"],
-        {"--limit": COUNT, "--batch": COUNT, "--model": MODEL, "--cache": OUT_DIR, "--out": OUT_DIR, "--seed": ["-1"]},
-        heavy_ok=True,
+        {
+            "--limit": COUNT,
+            "--batch": COUNT,
+            "--model": MODEL,
+            "--cache": OUT_DIR,
+            "--out": OUT_DIR,
+            "--seed": ["-1"],
+            "--modes": ["nosuch"],
+            "--budget": ["nosuch"],
+            "--categories": ["nosuch"],
+        },
     ),
-    *_bench("bfcl.py", ["passk"], {"--temperature": REAL, "--samples": ["0"]}, heavy_ok=True),
+    *_bench("bfcl.py", ["passk"], {"--temperature": REAL, "--samples": ["0"], "--tasks": COUNT, "--mode": ["x"]}),
+    *_bench(
+        "bfcl.py",
+        ["chains"],
+        {"--landmarks": COUNT, "--first": NON_NEGATIVE, "--ks": COUNT, "--pair-ks": ["3", "x"], "--levers": ["x"]},
+    ),
+    *_bench("bfcl.py", ["descriptions"], {"--limit": COUNT, "--mode": ["x"], "--variants": ["nosuch"]}),
+    *_bench("bfcl.py", ["levers"], {"--limit": COUNT, "--batch": ["0"], "--levers": ["x"], "--section": ["x"]}),
+    *_bench("bfcl.py", ["gate"], {"--limit": COUNT}),
+    *_bench("bfcl.py", ["report"], {"--out": OUT_DIR}),
     *_bench("cli_errors.py", [], {"--repeats": COUNT, "--out": OUT_FILE}),
     *_bench(
         "classroom.py",
@@ -106,40 +145,102 @@ CASES = [
             "--url": URL,
             "--check": IN_FILE,
             "--model": MODEL,
+            "--turns": ["3", "0"],
         },
     ),
     *_bench(
         "constrained_overhead.py",
         [],
-        {"--repeats": COUNT, "--max-new-tokens": ["0"], "--threads": ["0"], "--json-out": OUT_FILE},
+        {
+            "--repeats": COUNT,
+            "--max-new-tokens": ["0"],
+            "--threads": ["0"],
+            "--json-out": OUT_FILE,
+            "--models": [*MODEL, ","],
+            "--devices": ["tpu", ","],
+        },
     ),
     *_bench(
         "engine.py",
         [],
-        {"--prompt": COUNT, "--new": ["-1"], "--agent-budget-s": REAL, "--threads": ["0"], "--out": OUT_FILE},
+        {
+            "--prompt": COUNT,
+            "--new": ["-1"],
+            "--agent-budget-s": REAL,
+            "--threads": ["0"],
+            "--out": OUT_FILE,
+            "--hf-new": COUNT,
+            "--T": ["0"],
+            "--delta": ["0"],
+            "--R": ["0"],
+            "--decode-per-round": ["0"],
+            "--device": ["tpu"],
+            "--model": MODEL,
+            "--skip": ["nosuch"],
+        },
     ),
-    *_bench("engine_probe.py", [], {"--bogus": ["1"]}, heavy_ok=True),
+    *_bench("engine_probe.py", [], {"--bogus": ["1"]}),
     *_bench("figures_cli.py", [], {"--only": ["nosuch", ","], "--timeout": REAL}),
     *_bench("sft_speed.py", [], {"--per-group": ["1", *COUNT], "--reps": COUNT, "--threads": COUNT, "--out": OUT_FILE}),
-    *_bench("figure_render.py", [], {"--figures": COUNT, "--wait": REAL}),
+    *_bench("figure_render.py", [], {"--figures": COUNT, "--wait": REAL, "--only": ["nosuch", ","]}),
     *_bench("latency.py", [], {"--repeats": COUNT, "--json-out": OUT_FILE}),
-    *_bench("loop_questions.py", ["--pass", "before"], {"--cap-s": REAL, "--threads": COUNT, "--out": OUT_FILE}),
-    *_bench("mcp_server.py", [], {"--calls": COUNT, "--starts": ["-1"]}),
-    *_bench("multiplication.py", [], {"--n": COUNT, "--digits": ["-1"], "--seed": ["-1"], "--out": OUT_FILE}),
-    *_bench("notebooks.py", [], {"--mode": ["nosuch"]}),
     *_bench(
-        "patterns.py", [], {"--n": COUNT, "--k": ["-1"], "--max-new-tokens": ["0"], "--model": MODEL, "--out": OUT_FILE}
+        "loop_questions.py",
+        ["--pass", "before"],
+        {"--cap-s": REAL, "--threads": COUNT, "--out": OUT_FILE, "--only": ["nosuch"]},
     ),
-    *_bench("prefix_reuse.py", [], {"--T": COUNT, "--R": ["-1"], "--model": MODEL, "--json-out": OUT_FILE}),
-    *_bench("retokenization.py", [], {"--model": MODEL, "--max-new-tokens": ["0"]}),
+    *_bench("mcp_server.py", [], {"--calls": COUNT, "--starts": ["-1"]}),
+    *_bench(
+        "multiplication.py",
+        [],
+        {"--n": COUNT, "--digits": ["-1"], "--seed": ["-1"], "--out": OUT_FILE, "--threads": ["0"]},
+    ),
+    *_bench("notebooks.py", [], {"--mode": ["nosuch"], "--only": ["99", "1", ","]}),
+    *_bench(
+        "patterns.py",
+        [],
+        {
+            "--n": COUNT,
+            "--k": ["-1"],
+            "--max-new-tokens": ["0"],
+            "--model": MODEL,
+            "--out": OUT_FILE,
+            "--seed": ["-1"],
+            "--what": ["x"],
+            "--depth": ["0"],
+            "--threads": ["0"],
+            "--merge": IN_FILE,
+            "--patterns": ["nosuch", ","],
+            "--modes": ["nosuch"],
+        },
+    ),
+    *_bench(
+        "prefix_reuse.py",
+        [],
+        {
+            "--T": COUNT,
+            "--R": ["-1"],
+            "--model": MODEL,
+            "--json-out": OUT_FILE,
+            "--delta": ["0"],
+            "--every": ["0"],
+            "--threads": ["0"],
+            "--backend": ["x"],
+        },
+    ),
+    *_bench(
+        "retokenization.py",
+        [],
+        {"--model": MODEL, "--max-new-tokens": ["0"], "--examples": ["nosuch", ","], "--templates": ["qwen4"]},
+    ),
     *_bench("serving.py", [], {"--url": URL, "--max-new-tokens": ["0"], "--model": MODEL, "--out": OUT_FILE}),
 ]
 
 
-@pytest.mark.parametrize("entry,argv,heavy_ok", CASES)
-def test_every_entry_point_refuses_a_bad_value_in_one_line(entry, argv, heavy_ok, tmp_path):
+@pytest.mark.parametrize("entry,argv", CASES)
+def test_every_entry_point_refuses_a_bad_value_in_one_line(entry, argv, tmp_path):
     target = entry if entry == "toolkit" else str(ROOT / entry)
-    cmd = [sys.executable, str(RUNNER), *([] if heavy_ok else ["--block-heavy"]), target, *argv]
+    cmd = [sys.executable, str(RUNNER), "--block-heavy", target, *argv]
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(tmp_path / "hub"), TOOLKIT_BACKEND="")
     t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=180, cwd=tmp_path, env=env, check=False)
@@ -156,6 +257,51 @@ def test_every_benchmark_script_is_in_the_table():
     scripts = {p.name for p in (ROOT / "benchmarks").glob("*.py")}
     covered = {e.split("/", 1)[1] for e, *_ in (c.values for c in CASES) if e.startswith("benchmarks/")}
     assert scripts - covered == set(), "add the new benchmark's options to CASES"
+
+
+FLAGS = ("store_true", "store_false", "count", "version")
+# options that take any text on purpose, each checked where it is used (or not a name at all)
+FREE_TEXT = {
+    "loop": {"--answer-prefix"},  # any text starts the answer
+    "constrain": {"--prompt"},  # the user message
+    "lint-tools": {"--mcp-stdio"},  # a command line (shlex-checked, then started)
+}
+
+
+def _options(path: Path, checked: bool) -> set[str]:
+    """The options a source file declares with a ``type=`` converter or ``choices=`` (``checked``), or with neither
+    and not a flag (free text: a bad name there reaches the run unless the command checks it)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
+            names = [a.value for a in node.args if isinstance(a, ast.Constant) and str(a.value).startswith("--")]
+            kw = {k.arg: k.value for k in node.keywords}
+            flag = isinstance(kw.get("action"), ast.Constant) and kw["action"].value in FLAGS
+            if names and not flag and checked == ("type" in kw or "choices" in kw):
+                found.add(names[0])
+    return found
+
+
+def _checked_options(path: Path) -> set[str]:
+    return _options(path, checked=True)
+
+
+def test_every_checked_option_of_every_entry_point_is_in_the_table():
+    from toolkit.__main__ import COMMANDS
+
+    tried: dict[str, set[str]] = {}
+    for entry, argv in (c.values for c in CASES):
+        key = argv[0] if entry == "toolkit" else entry.split("/", 1)[1]
+        tried.setdefault(key, set()).update(a for a in argv if a.startswith("--"))
+    sources = {name: ROOT / (mod.replace(".", "/") + ".py") for name, (mod, _) in COMMANDS.items()}
+    sources |= {p.name: p for p in (ROOT / "benchmarks").glob("*.py")}
+    assert set(COMMANDS) - set(tried) == set(), "every python -m toolkit command needs rows in CASES"
+    missing = {k: sorted(_checked_options(src) - tried.get(k, set())) for k, src in sources.items()}
+    assert {k: v for k, v in missing.items() if v} == {}, "add a bad value for these options to CASES"
+    free = {
+        k: sorted(_options(src, False) - tried.get(k, set()) - FREE_TEXT.get(k, set())) for k, src in sources.items()
+    }
+    assert {k: v for k, v in free.items() if v} == {}, "free-text options: check them at parse time, or say why not"
 
 
 # ---------------------------------------------------------------- the converters themselves

@@ -5,7 +5,7 @@ import pytest
 
 from toolkit.eval import bfcl
 from toolkit.eval.bfcl import to_schema
-from toolkit.eval.levers import HINTS
+from toolkit.eval.choices import HINTS
 from toolkit.eval.read import decode
 
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from toolkit.backends.scripted import ScriptedBackend
-from toolkit.eval import chain_table, chains
+from toolkit.eval import chain_table, choices
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def test_measure_resumes_from_its_cache_and_runs_nothing_when_cached_only(tok):
 
     call = '<tool_call>\n{"name": "landmark_city", "arguments": {"landmark": "Eiffel Tower"}}\n</tool_call>'
     backend = ScriptedBackend(tok, [call, "done"] * 100)
-    mem, marks = Mem(), chains.LANDMARKS[:1]
+    mem, marks = Mem(), choices.LANDMARKS[:1]
     first = list(chain_table.measure(backend, tok, marks, ["constrained", "pair, parallel"], [1, 2], [2], cache=mem))
     kinds = [(r["kind"], r.get("step") or r["k"]) for r in first]
     assert kinds.count(("step", "difference")) == 1 and sum(k == "chain" for k, _ in kinds) == 3

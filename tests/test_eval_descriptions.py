@@ -3,7 +3,8 @@
 import json
 
 from toolkit.eval import bfcl, plots, report
-from toolkit.eval.descriptions import VARIANTS, renamed_answer, selected, variants
+from toolkit.eval.choices import VARIANTS
+from toolkit.eval.descriptions import renamed_answer, selected, variants
 from toolkit.eval.lint import lint
 from toolkit.eval.read import Decoded
 from toolkit.eval.run import Result

@@ -110,6 +110,7 @@ def test_cli_exit_codes(tmp_path):
         assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     for args, says in (
         (["--mcp", "http://127.0.0.1:9/mcp"], "connection refused"),
+        (["--mcp", "http://no-such-host.invalid/mcp"], "cannot find the host 'no-such-host.invalid'"),  # RFC 6761
         (["--mcp", "notaurl"], "not a URL"),
         (["--mcp-stdio", "no-such-command-x"], "no such command"),
         (["--mcp-stdio", "cat"], "did not answer as an MCP server"),

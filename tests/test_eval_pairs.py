@@ -5,7 +5,7 @@ import json
 import pytest
 
 from toolkit.backends.scripted import ScriptedBackend
-from toolkit.eval import chains, pairs
+from toolkit.eval import chains, choices, pairs
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def test_questions_and_rounds():
     assert pairs.pair_task("Big Ben", "Tokyo Tower", 2, True).rounds == 1
     with pytest.raises(ValueError):
         pairs.pair_task("Big Ben", "Tokyo Tower", 3, True)
-    assert len(pairs.pairs()) == len(chains.LANDMARKS) and all(a != b for a, b in pairs.pairs())
+    assert len(pairs.pairs()) == len(choices.LANDMARKS) and all(a != b for a, b in pairs.pairs())
 
 
 def test_parallel_pair_in_three_rounds(tok):

@@ -5,7 +5,7 @@ allows always finishes within ``max_new_tokens`` once the strings are bounded fr
 import pytest
 
 from toolkit.grammar.budget import fit, worst_call_tokens
-from toolkit.grammar.compile import SchemaError, compile_schema, compile_tool_choice
+from toolkit.grammar.compile import SchemaError, bounded, compile_schema, compile_tool_choice
 from toolkit.grammar.mask import longest_call, replay
 from toolkit.settings import MODEL_MAX_NEW_TOKENS as LOOP_BUDGET  # the loop's default max_new_tokens on a model
 from toolkit.tools import TOOLS, schemas
@@ -39,8 +39,16 @@ def test_fitting_keeps_what_already_fits_and_never_loosens(qwen3_tok):
     assert roomy == weather  # 40 characters already fit
     tight = fit(schemas(["calculator"])[0], LOOP_BUDGET)["function"]["parameters"]["properties"]["expression"]
     assert 10 <= tight["maxLength"] < TOOLS["calculator"].parameters["properties"]["expression"]["maxLength"]
-    with pytest.raises(SchemaError, match="leaves no room"):  # the stand-in's 48: not even the call's own text
+    least = worst_call_tokens(bounded(schemas(["calculator"])[0], 1))  # its own text and one character
+    with pytest.raises(SchemaError, match=f"leaves no room.*at least {least}$"):  # the stand-in's 48
         compile_tool_choice(schemas(["calculator"]), qwen3_tok, "auto", max_new_tokens=48)
+
+
+def test_water_filling_keeps_a_short_string_beside_a_long_one():
+    note = fit(schemas(["write_note"])[0], LOOP_BUDGET)["function"]["parameters"]["properties"]
+    assert abs(note["title"]["maxLength"] - note["text"]["maxLength"]) <= 1  # neither starves (was 1 beside 23)
+    short = fit(schemas(["write_note"])[0], 1000)["function"]["parameters"]["properties"]
+    assert short["title"]["maxLength"] == 64 and short["text"]["maxLength"] > 64  # the title keeps its own bound
 
 
 def test_the_bounds_assumption_a_length_bounded_string_has_no_escapes(qwen3_tok):
@@ -54,3 +62,20 @@ def test_the_bounds_assumption_a_length_bounded_string_has_no_escapes(qwen3_tok)
 
 def test_a_number_has_no_length_bound():
     assert worst_call_tokens(schemas(["convert_units"])[0]) is None  # JSON numbers: digits without limit
+
+
+def test_a_patterned_string_is_bounded_in_its_pattern_because_xgrammar_ignores_maxlength_there(qwen3_tok):
+    def tool(prop):
+        return {"type": "function", "function": {"name": "f", "parameters": {
+            "type": "object", "properties": {"a": {"type": "string", **prop}}, "required": ["a"]}}}  # fmt: skip
+
+    with_both = tool({"pattern": "^[a-z]*$", "maxLength": 3})["function"]["parameters"]
+    assert replay(compile_schema(with_both, qwen3_tok), qwen3_tok.encode('{"a": "abcdefgh"}'))[0] is True
+    assert worst_call_tokens(tool({"pattern": "^[a-z]*$", "maxLength": 3})) is None  # so maxLength does not count
+    assert worst_call_tokens(tool({"pattern": "^(ab)*$"})) is None  # nor can another pattern be bounded
+    fitted = fit(tool({"pattern": "^[a-z]{0,500}$"}), 60)
+    prop = fitted["function"]["parameters"]["properties"]["a"]
+    assert prop["pattern"].startswith("^[a-z]{0,") and worst_call_tokens(fitted) <= 60
+    g = compile_tool_choice([tool({"pattern": "^[a-z]*$"})], qwen3_tok, "auto", max_new_tokens=60)
+    walked = longest_call(g, qwen3_tok, 60)
+    assert walked is not None and walked <= 60, walked

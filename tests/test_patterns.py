@@ -318,3 +318,10 @@ def test_benchmark_resumes_only_runs_saved_with_the_same_model_settings_and_code
         assert bench.resumable(out, dict(meta, **change), key) == {}
     out.write_text("{not json")
     assert bench.resumable(out, meta, key) == {}
+
+
+def test_the_light_names_are_the_registrys_patterns_in_order():
+    from toolkit.patterns.names import NAMES
+    from toolkit.patterns.registry import PATTERNS
+
+    assert tuple(PATTERNS) == NAMES

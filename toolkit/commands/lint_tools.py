@@ -2,8 +2,9 @@
 server's ``tools/list``; print the findings (or ``--json``); exit 1 when any is an error, 2 when the tools cannot be read.
 
 ``python -m toolkit lint-tools FILE.json`` or ``--mcp URL`` (Streamable HTTP) or ``--mcp-stdio "command args"``.
-A file that is not a list of tool objects (or ``{"tools": [...]}``), a server that refuses the connection, a
-command that does not start, and a peer that does not speak MCP are each one plain line, exit 2.
+A file that is not a list of tool objects (or ``{"tools": [...]}``), a host name that does not resolve, a server
+that refuses the connection, a command that does not start, and a peer that does not speak MCP are each one plain
+line, exit 2.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import shlex
 import shutil
 import sys
 from dataclasses import asdict
+from urllib.parse import urlsplit
 
 from toolkit import cliargs
 from toolkit.errors import describe
@@ -61,8 +63,14 @@ def _leaves(e: BaseException) -> list[BaseException]:
     return out
 
 
+# what the resolver says (glibc, macOS, Windows) when a host name does not resolve
+_NO_SUCH_HOST = ("Name or service not known", "nodename nor servname", "name resolution", "getaddrinfo failed",
+                 "No address associated with hostname")  # fmt: skip
+
+
 def why_unreachable(e: BaseException, target: str, stdio: bool) -> str:
-    """One plain line for a server that could not be listed: refused, not started, timed out or not MCP."""
+    """One plain line for a server that could not be listed: no such host, refused, not started, timed out or not
+    MCP."""
     leaves = _leaves(e)
     names = {type(x).__name__ for x in leaves}
     text = " ".join(str(x) for x in leaves)
@@ -72,6 +80,8 @@ def why_unreachable(e: BaseException, target: str, stdio: bool) -> str:
         if "McpError" in names or "MCPError" in names or "ValidationError" in names or "TimeoutError" in names:
             return f"{target!r} started but did not answer as an MCP server over stdio"
         return f"{target!r} started but did not answer as an MCP server over stdio ({type(leaves[-1]).__name__})"
+    if any(s in text for s in _NO_SUCH_HOST):  # httpx says ConnectError for a name that does not resolve too
+        return f"cannot find the host {urlsplit(target).hostname!r} of {target} (a typo in the name, or no network?)"
     if "ConnectError" in names or "ConnectionRefusedError" in names or "Connection refused" in text:
         return f"connection refused at {target} (is the server running, on that port?)"
     if names & {"ConnectTimeout", "ReadTimeout", "TimeoutError"}:

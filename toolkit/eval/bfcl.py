@@ -33,12 +33,11 @@ from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
 
+from toolkit.eval.choices import CATEGORIES, MODES
 from toolkit.grammar.compile import compile_grammar, compile_tools
 from toolkit.loop.gate import FirstTokenGate, starting_ids
 from toolkit.qwen import TOOL_CALL_ID
 
-CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
-MODES = ("prompt", "native", "constrained")
 TYPE_MAP = {
     "dict": "object",
     "float": "number",
@@ -187,7 +186,7 @@ def messages_for(
     """``(messages, tools)`` to render for ``mode``. ``tools`` overrides the case's converted tools
     (description variants). ``system_hint`` (native/constrained only) is appended to the case's system message,
     or to the template's default system line when the case has none (a prompt lever:
-    :data:`toolkit.eval.levers.HINTS`)."""
+    :data:`toolkit.eval.choices.HINTS`)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     msgs = [dict(m) for m in case.messages]

@@ -21,6 +21,7 @@ import time
 
 from toolkit.eval import pairs
 from toolkit.eval.chains import STEPS, call_log, run_chain, run_step, step_tasks, task
+from toolkit.eval.choices import LEVERS
 from toolkit.eval.stats import wilson
 
 
@@ -96,13 +97,6 @@ def bound(rows: list[dict]) -> dict:
 
 
 # ---------------------------------------------------------------- the measuring run
-PLAIN = {"constrain": "none", "answer_prefix": None}  # the model's own format, no grammar, no started answer
-LEVERS = {  # name -> (loop options, task family); {}: the kit loop's defaults (auto, call gate, grammar, prefix)
-    "plain": (PLAIN, "chain"),
-    "constrained": ({}, "chain"),
-    "pair, in series": ({}, "pair-series"),
-    "pair, parallel": ({}, "pair-parallel"),
-}
 
 
 def _steps_lever(lever: str) -> str:

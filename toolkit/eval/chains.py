@@ -32,23 +32,10 @@ from dataclasses import dataclass, field
 from toolkit.backends.base import name_of
 from toolkit.calculator import calculator
 from toolkit.errors import ToolError
+from toolkit.eval.choices import CITY_OF, MAX_K, STEPS
 from toolkit.loop.loop import loop, run
 from toolkit.loop.steps import Executed, Trace
 from toolkit.tools import TOOLS, Tool, get_weather
-
-CITY_OF = {
-    "Eiffel Tower": "Paris",
-    "Big Ben": "London",
-    "Tokyo Tower": "Tokyo",
-    "Brandenburg Gate": "Berlin",
-    "Sydney Opera House": "Sydney",
-    "Golden Gate Bridge": "San Francisco",
-    "Marina Bay Sands": "Singapore",
-    "Statue of Liberty": "New York",
-}
-LANDMARKS = tuple(CITY_OF)
-STEPS = ("landmark_city", "get_weather", "c_to_f", "times_two", "minus_100", "f_to_c")
-MAX_K = len(STEPS)
 
 
 def landmark_city(landmark: str) -> dict:

@@ -21,8 +21,6 @@ import re
 
 from toolkit.eval.bfcl import Case, to_schema
 
-VARIANTS = ("original", "vague", "lookalike", "improved")
-
 
 def _first_sentence(text: str) -> str:
     s = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0].rstrip(".")

@@ -7,7 +7,8 @@ What it does
   ``system_hint``, ``more_calls``, ``list_calls``, ``python_calls``). Frozen; ``levers.key()`` is what keys the
   results cache (``toolkit.eval.run.Cache``): the decoding and every lever set away from its default (the mode is
   the cache's subfolder), so a default lever leaves the key, and the cached outputs, as they were.
-- :data:`HINTS`: system-prompt lines (``toolkit.eval.bfcl.messages_for(..., system_hint=...)``).
+- The system-prompt lines a lever adds live in :data:`toolkit.eval.choices.HINTS` (light: the benchmark's command
+  line offers them); ``toolkit.eval.bfcl.messages_for(..., system_hint=...)`` adds one.
 - :class:`MoreCallsGate`: at each end decision of the ``more_calls`` grammar
   (``toolkit.eval.bfcl.constrained_grammar``) the model's mass on opening another call, in any spelling, is
   pooled onto ``<tool_call>`` against the stop tokens; ``decisions`` keeps ``(p_more, p_stop)`` per decision.
@@ -30,23 +31,15 @@ from toolkit.eval.bfcl import GATE_THRESHOLD, MODES, STRUCTURED_STARTS
 from toolkit.loop.gate import FirstTokenGate
 from toolkit.qwen import STOP_IDS, TOOL_CALL_END_ID, TOOL_CALL_ID
 
-HINTS = {  # prompt levers for the constrained mode: general lines, no knowledge of a case's category or answer
-    "one-block-per-call": "When the request needs several function calls (several items, values or tasks), "
-    "write one <tool_call></tool_call> block for each call, one after another, before you stop.",
-    # for the list lever (one block, a JSON list of calls): the same advice in the list's terms
-    "one-call-per-item": "When functions fit the request, make one call for each item, value or task the request "
-    "names, all in one list.",
-}
-
 
 @dataclass(frozen=True)
 class Levers:
     """What decides a BFCL run's outputs (see the module docstring). ``gate``: the first-token gate in constrained
     mode (``toolkit.eval.bfcl.IntentGate``) and with ``python_calls``; ``gate_threshold`` its threshold (None: the
     pooled call mass against the rest, by argmax); ``system_hint`` a line added to the system message
-    (:data:`HINTS`); ``more_calls`` (constrained) the newline-after-each-call grammar with :class:`MoreCallsGate`
-    at each end decision; ``list_calls`` (constrained) all calls as one JSON list in one block, split by the
-    host; ``python_calls`` (prompt) BFCL's prompt style under a grammar of its call list."""
+    (:data:`toolkit.eval.choices.HINTS`); ``more_calls`` (constrained) the newline-after-each-call grammar with
+    :class:`MoreCallsGate` at each end decision; ``list_calls`` (constrained) all calls as one JSON list in one
+    block, split by the host; ``python_calls`` (prompt) BFCL's prompt style under a grammar of its call list."""
 
     mode: str = "native"
     max_new_tokens: int = 96

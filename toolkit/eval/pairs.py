@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from toolkit.eval.chains import CITY_OF, LANDMARKS, TOOL_ERRORS, ChainScore, as_number, step_ok
+from toolkit.eval.chains import TOOL_ERRORS, ChainScore, as_number, step_ok
+from toolkit.eval.choices import CITY_OF, LANDMARKS, PAIR_KS
 from toolkit.tools import get_weather
 
 PAIR_STAGES = (("city", "city"), ("weather", "weather"), ("difference",))
-PAIR_KS = (2, 4, 5)  # calls after 1, 2, 3 stages
 
 
 @dataclass

@@ -6,10 +6,11 @@ What it does
   least one byte, and the two tags are one token each, so the bound is the call's longest text in bytes. A string
   with ``maxLength`` n costs at most 4n bytes (xgrammar writes a length-bounded string without escapes, so a
   character is at most 4 UTF-8 bytes; the tests check this) — or n times the widest character of a simple
-  ``^[...]*$`` / ``^[...]{0,n}$`` pattern. It is None when a part has no bound (a string without ``maxLength``,
-  a number: JSON's number grammar has no length limit).
-- :func:`fit` lowers the strings' ``maxLength`` so that the bound is within ``max_new_tokens``; the budget left
-  after the call's fixed text is shared among the strings in proportion to their present bounds.
+  ``^[...]{0,n}$`` pattern (with a pattern xgrammar ignores ``maxLength``). It is None when a part has no bound
+  (a string without ``maxLength``, another pattern, a number: JSON's number grammar has no length limit).
+- :func:`fit` lowers the strings' ``maxLength`` (or a class pattern's ``{0,n}``) so that the bound is within ``max_new_tokens``; the budget left
+  after the call's fixed text is shared among the strings water-filling (each keeps its own bound when that is
+  under an equal share; the longer ones split the rest).
   ``compile_tool_choice(..., max_new_tokens=N)`` applies it to every tool before compiling (a ValueError
   here, a ``SchemaError`` there, when even the call's fixed text does not fit).
 - ``toolkit.grammar.mask.longest_call`` drives a compiled grammar the way the slowest decoder would — always the allowed token
@@ -43,9 +44,22 @@ def _char_bytes(prop: dict) -> int:
 
 
 def _max_len(prop: dict) -> int | None:
-    m = _CLASS.match(prop.get("pattern", "")) if isinstance(prop.get("pattern"), str) else None
-    bounds = [b for b in (prop.get("maxLength"), int(m.group(2)) if m and m.group(2) else None) if b is not None]
-    return min(bounds) if bounds else None
+    """The most characters the grammar lets this string hold. With a ``pattern`` xgrammar ignores ``maxLength``
+    (it warns "pattern combined with minLength/maxLength is not supported"), so only the pattern's ``{0,n}`` counts."""
+    if "pattern" in prop:
+        m = _CLASS.match(prop["pattern"]) if isinstance(prop["pattern"], str) else None
+        return int(m.group(2)) if m and m.group(2) else None
+    return prop.get("maxLength")
+
+
+def _set_len(prop: dict, n: int) -> None:
+    """Bound a string to ``n`` characters the way xgrammar honours: ``maxLength``, or in a simple class pattern."""
+    if "pattern" not in prop:
+        prop["maxLength"] = n
+        return
+    m = _CLASS.match(prop["pattern"]) if isinstance(prop["pattern"], str) else None
+    if m:  # any other pattern cannot be bounded here: the call stays unbounded (worst_call_tokens says None)
+        prop["pattern"] = f"^[{m.group(1)}]{{0,{n}}}$"
 
 
 def _value_bytes(prop: dict) -> int | None:
@@ -87,23 +101,28 @@ def fit(tool, max_new_tokens: int):
     strings = {k: p for k, p in props.items() if isinstance(p, dict) and p.get("type") == "string" and "enum" not in p}
     for p in strings.values():
         if _max_len(p) is None:
-            p["maxLength"] = max_new_tokens  # a first bound, narrowed below
+            _set_len(p, max_new_tokens)  # a first bound, narrowed below
     worst = worst_call_tokens(out)
     if worst is None or worst <= max_new_tokens:
         return out
-    spent_on_strings = sum(_max_len(p) * _char_bytes(p) for p in strings.values())
-    room = max_new_tokens - (worst - spent_on_strings)
-    if room < len(strings):
-        raise ValueError(f"a call of {fn['name']!r} needs {worst - spent_on_strings} tokens before its strings; "
-                          f"max_new_tokens={max_new_tokens} leaves no room for them")  # fmt: skip
-    for p in strings.values():
-        share = room * _max_len(p) * _char_bytes(p) // spent_on_strings
-        p["maxLength"] = max(1, share // _char_bytes(p))
+    widths = {k: _char_bytes(p) for k, p in strings.items()}
+    fixed = worst - sum(_max_len(p) * widths[k] for k, p in strings.items())
+    least = fixed + sum(widths.values())  # the call's own text and one character per string
+    if max_new_tokens < least:
+        raise ValueError(f"a call of {fn['name']!r} needs {fixed} tokens before its strings (one byte a token at "
+                         f"worst); max_new_tokens={max_new_tokens} leaves no room for them: use at least {least}")  # fmt: skip
+    # share the room left water-filling: a string that needs less than an equal share keeps its own bound, the
+    # rest is split evenly among the longer ones (a proportional share left a 64-character title 1 character
+    # beside a 4,000-character text)
+    left, order = max_new_tokens - fixed, sorted(strings, key=lambda k: _max_len(strings[k]) * widths[k])
+    for i, k in enumerate(order):
+        share = min(_max_len(strings[k]) * widths[k], left // (len(order) - i))
+        n = max(1, share // widths[k])
+        _set_len(strings[k], n)
+        left -= n * widths[k]
     while worst_call_tokens(out) > max_new_tokens:  # the floor of 1 can overshoot: trim the longest string
-        longest = max(strings.values(), key=lambda p: p["maxLength"] * _char_bytes(p))
-        if longest["maxLength"] <= 1:
+        longest = max(strings.values(), key=lambda p: _max_len(p) * _char_bytes(p))
+        if _max_len(longest) <= 1:
             raise ValueError(f"a call of {fn['name']!r} cannot fit in max_new_tokens={max_new_tokens}")
-        longest["maxLength"] -= 1
-        if "pattern" in p and _CLASS.match(p["pattern"]).group(2):
-            p["pattern"] = re.sub(r"\{0,\d+\}\$$", "*$", p["pattern"])  # maxLength now bounds it
+        _set_len(longest, _max_len(longest) - 1)
     return out

@@ -1,7 +1,8 @@
 """The patterns by name, in the order tables and widgets show them.
 
 What it does
-- ``PATTERNS``: name -> ``(setup, task) -> PatternRun``; ``run_all(setup, tasks, names)`` runs each on each task.
+- ``PATTERNS``: name -> ``(setup, task) -> PatternRun``, one for each of ``toolkit.patterns.names.NAMES`` (the light
+  list a command line offers) in its order; ``run_all(setup, tasks, names)`` runs each on each task.
 
 What it leaves out
 - Scoring across runs (success rate with an interval: ``benchmarks/patterns.py`` uses ``toolkit.eval.stats``).
