@@ -146,6 +146,7 @@ CASES = [
             "--check": IN_FILE,
             "--model": MODEL,
             "--turns": ["3", "0"],
+            "--engine": ["sglang", ""],
         },
     ),
     *_bench(
@@ -233,7 +234,11 @@ CASES = [
         [],
         {"--model": MODEL, "--max-new-tokens": ["0"], "--examples": ["nosuch", ","], "--templates": ["qwen4"]},
     ),
-    *_bench("serving.py", [], {"--url": URL, "--max-new-tokens": ["0"], "--model": MODEL, "--out": OUT_FILE}),
+    *_bench(
+        "serving.py",
+        [],
+        {"--url": URL, "--max-new-tokens": ["0"], "--model": MODEL, "--out": OUT_FILE, "--engine": ["vllm2", ""]},
+    ),
 ]
 
 
