@@ -38,7 +38,7 @@ import torch
 from IPython.display import Markdown, display
 
 from toolkit import tools
-from toolkit.backends.choose import backend_for, cache_note, choose, is_served, local_for, model_line
+from toolkit.backends.choose import backend_for, cache_note, choose, first_token_probs, is_served, model_line
 from toolkit.backends.scripted import ScriptedBackend
 from toolkit.calculator import calculator
 from toolkit.conversations import LOOP_EXAMPLES
@@ -195,16 +195,14 @@ print("answer:", repr(answer_by_hand))
 
 # %%
 ex0 = example("calculator")
-local = local_for(loaded, "first-token probabilities (the model's logits; a server returns tokens, not logits)")
 ids0 = render(
-    ex0["messages"], tools.schemas(list(ex0["tools"])), template=template_for(local), tokenizer=local.tokenizer
+    ex0["messages"], tools.schemas(list(ex0["tools"])), template=template_for(loaded), tokenizer=loaded.tokenizer
 ).ids
-with torch.inference_mode():
-    p0 = torch.softmax(local.model(input_ids=torch.tensor([ids0]), logits_to_keep=1).logits[0, -1].float(), -1)
-top0 = torch.topk(p0, 6)
+first0 = first_token_probs(loaded, ids0, k=6, tokens=(TOOL_CALL_ID,))  # on a vLLM server: its log-probabilities
 print(
-    f"p(<tool_call> as one token) = {p0[TOOL_CALL_ID].item():.2e}; top first tokens:",
-    [(local.tokenizer.decode([int(i)]), round(float(v), 3)) for v, i in zip(top0.values, top0.indices)],
+    f"p(<tool_call> as one token) = {first0['named'][TOOL_CALL_ID]:.2e}; top first tokens:",
+    [(t, round(p, 3)) for t, p in first0["top"]],
+    f"| computed by {first0['source']}",
 )
 
 # %%

@@ -216,6 +216,22 @@ def test_first_token_logprobs_from_the_server(server, tok):
     assert top[0][0] == greedy  # the most likely first token is the one greedy decoding takes
 
 
+def test_first_token_probs_on_vllm_agree_with_the_local_model(server, tok):
+    """What notebook 03 prints from a server: vLLM's log-probabilities beside the kit's own model's logits."""
+    from toolkit.backends.choose import choose, first_token_probs
+    from toolkit.models import load
+    from toolkit.qwen import TOOL_CALL_ID
+
+    _, _, ids = _prompt(tok, "calculator")
+    served = first_token_probs(choose(url=server.url), ids, k=4, tokens=(TOOL_CALL_ID,))
+    local = first_token_probs(load("qwen2.5-coder-0.5b", quiet=True), ids, k=4, tokens=(TOOL_CALL_ID,))
+    assert server.url in served["source"] and "local model" in local["source"]
+    assert served["top"][0][0] == local["top"][0][0]  # the same most likely first token
+    assert abs(served["top"][0][1] - local["top"][0][1]) < 0.05, (served["top"], local["top"])  # bf16 vs the kit's
+    a, b = served["named"][TOOL_CALL_ID], local["named"][TOOL_CALL_ID]
+    assert 0 < a < 0.01 and 0 < b < 0.01 and 1 / 3 < a / b < 3, (a, b)  # the base model hardly writes the tag
+
+
 def test_the_adapter_calls_tools_by_itself_and_the_base_model_does_not(servers, tok):
     ex, schemas, ids = _prompt(tok, "calculator")
     calls = {}

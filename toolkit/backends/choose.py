@@ -12,6 +12,8 @@ What it does
 - ``backend_for(loaded)`` is the backend for either: an ``HFBackend`` on local weights, a ``TokensBackend`` (the kit
   renders and counts, the server decodes) on a ``Served``.
 - ``model_line(loaded)`` is the one line every output prints: the model, and the server's URL when one decodes.
+- ``first_token_probs(loaded, ids, k, tokens)``: the first-token distribution (top k, and named ids), from a server
+  that returns log-probabilities (vLLM), else from the local model's logits.
 - ``local_for(loaded, step)`` is for a step a server cannot run (per-step logits, a grammar mask's probabilities, a
   loss, GPU timing): it prints one line saying so and returns the local model (``TOOLKIT_MODEL``, default auto),
   loaded once; without a server it returns ``loaded`` itself and prints nothing. ``not_served(step)`` is the one line
@@ -27,6 +29,7 @@ What it leaves out
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,6 +165,41 @@ def local_for(loaded, step: str, name: str | None = None):
     local = _LOCAL[name]
     print(f"{step}: runs on the local model {local.description}, not on the server at {loaded.url}")
     return local
+
+
+def first_token_probs(loaded, ids: list[int], k: int = 6, tokens=()) -> dict:
+    """The model's distribution over its first token after ``ids``: ``top`` (k pairs of token text and probability,
+    most likely first), ``named`` ({id: probability} for each id in ``tokens``) and ``source`` (where it was
+    computed). On a server that returns log-probabilities (vLLM: top-k ``logprobs`` and ``prompt_logprobs`` for the
+    named ids) it runs there; on one that does not (``transformers serve``) it runs on the local model
+    (:func:`local_for` prints that), as it does without a server."""
+    served = unwrap(loaded)
+    if isinstance(served, Served) and served.info.kind == "vllm":
+        b = TokensBackend(served.url, served.tokenizer, info=served.info)
+        top = b.first_token_logprobs(ids, k)
+        named = {}
+        for t in tokens:
+            lp = b.token_logprob(ids, t)
+            named[int(t)] = None if lp is None else math.exp(lp)
+        return dict(
+            top=[(served.tokenizer.decode([t]), math.exp(lp)) for t, lp in top],
+            named=named,
+            source=f"the server at {served.url} ({served.info.kind}: logprobs and prompt_logprobs)",
+        )
+    local = local_for(loaded, "first-token probabilities (this server returns no log-probabilities)")
+    import torch  # lazy: only for local logits
+
+    model = unwrap(local).model
+    with torch.inference_mode():
+        logits = model(input_ids=torch.tensor([list(ids)]), logits_to_keep=1).logits[0, -1].float()
+    p = torch.softmax(logits, -1)
+    top = torch.topk(p, k)
+    tok = unwrap(local).tokenizer
+    return dict(
+        top=[(tok.decode([int(i)]), float(v)) for v, i in zip(top.values, top.indices)],
+        named={int(t): float(p[int(t)]) for t in tokens},
+        source=f"the local model {unwrap(local).description}",
+    )
 
 
 def cache_note(loaded) -> str:

@@ -23,7 +23,8 @@ What it does
   nothing is re-tokenized and the next turn's prompt holds what the model generated; it also echoes the prompt ids,
   checked against what the kit sent (``prompt_ids_echoed_ok``). Each turn records the server's prefix-cache hits
   (``cached_tokens``) beside the kit's own count (``kit_shared_prefix``: the prefix shared with this backend's last
-  request). ``first_token_logprobs(ids, k)``: the server's top-k first tokens, for the first-token pictures.
+  request). ``first_token_logprobs(ids, k)``: the server's top-k first tokens, and ``token_logprob(ids, t)`` one named
+  token's (through ``prompt_logprobs``), for the first-token pictures.
 
 What it leaves out
 - SGLang (CUDA only): its parameter follows its documentation. Sampling: the server draws with its own sampler, so a seed gives the server's tokens, not the kit's sampler's
@@ -194,6 +195,26 @@ class TokensBackend(ServedBackend):
                 tid = enc[0] if len(enc) == 1 else -1  # a text the kit cannot map back to one id
             out.append((tid, float(lp)))
         return sorted(out, key=lambda t: -t[1])[: int(k)]
+
+    def token_logprob(self, ids: list[int], token: int) -> float | None:
+        """The log-probability the server gives ``token`` right after ``ids``: one request for ``ids + [token]`` with
+        ``prompt_logprobs=0`` and ``max_tokens=1`` (vLLM returns each prompt token's log-probability); None where
+        the server returns none."""
+        kw, extra = self._sampling(1, (), 0.0, 1.0, 0)
+        kw.pop("stream_options", None)
+        extra["prompt_logprobs"] = 0
+        resp = call_server(
+            self.url,
+            "POST /completions (prompt logprobs)",
+            lambda: self.client.completions.create(prompt=[*ids, int(token)], extra_body=extra, **kw),
+            self.timeout_s,
+        )
+        try:
+            last = _extra(resp.choices[0], "prompt_logprobs")[-1]
+            entry = last.get(str(int(token))) or last.get(int(token))
+            return float(entry["logprob"] if isinstance(entry, dict) else entry)
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError):
+            return None
 
     def _ids_of(self, r: dict, stop_ids) -> list[int]:
         """The generated ids: the server's own where it returns them (vLLM: ``return_token_ids``), else the kit's
