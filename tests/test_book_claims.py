@@ -11,6 +11,7 @@ from toolkit.book import (
     claims_cost,
     claims_failures,
     claims_flops,
+    claims_grammar,
     claims_kit,
     claims_mcp,
     claims_mcp_sdk,
@@ -19,6 +20,7 @@ from toolkit.book import (
     claims_render,
     claims_serving,
     claims_tool_use,
+    claims_weights,
     ledger,
 )
 from toolkit.book.claims import INVENTORY, check_all, coverage, inventory, to_markdown, write_markdown
@@ -39,6 +41,8 @@ CLAIM_MODULES = (
     claims_reading,
     claims_chains,
     claims_failures,
+    claims_grammar,
+    claims_weights,
     claims,
 )
 
@@ -177,6 +181,8 @@ def test_known_verdicts(ledger):
     assert by["apply-chat-template"].verdict == CAVEAT and "input_ids" in by["apply-chat-template"].why
     assert by["im-start-colon"].verdict == FAILS
     assert by["loss-mask"].verdict == HOLDS and "trained 0 of" in by["loss-mask"].evidence
+    assert by["shape-not-meaning"].verdict == CAVEAT and "strict mode" in by["shape-not-meaning"].why
+    assert by["enum-range-grammar"].verdict in (HOLDS, CAVEAT) and "xgrammar" in by["enum-range-grammar"].evidence
     # the final <|im_end|> is sampled, never fed: the cache holds one token less than prompt + output
     assert "cached tokens reused" in by["prefix-extends"].evidence
 

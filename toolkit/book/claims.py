@@ -8,7 +8,7 @@ is not a plain "holds". ``--json`` prints the same as JSON; ``--write [PATH]`` w
 Evidence comes from running things: ``toolkit.cost`` for the arithmetic, the offline Qwen tokenizers and the
 kit's templates (``toolkit.render``) for tokens and rendering, ``toolkit.book.catalog`` for realistic tool schemas,
 ``toolkit.loop`` for the message flow, and the installed ``mcp`` SDK (its types, its version registry and an
-in-process server) for the protocol, and saved benchmark results (a real model, a real server: ``benchmarks/``). Sections: "§14.5.x" is the book, "Tool Use §3.x" the second chapter.
+in-process server) for the protocol, xgrammar itself for what a grammar enforces (``claims_grammar``), the real model's weight-file header (``claims_weights``), and saved benchmark results (a real model, a real server: ``benchmarks/``). Sections: "§14.5.x" is the book, "Tool Use §3.x" the second chapter.
 
 What it leaves out
 - Claims that are advice or history rather than checkable facts (RL, who proposed MCP beyond the date of the
@@ -26,6 +26,7 @@ from toolkit.book.claims_chains import chain_claims, lever_claims
 from toolkit.book.claims_cost import cost_claims, decay_claims, tool_cost_claims
 from toolkit.book.claims_failures import failure_claims
 from toolkit.book.claims_flops import flops_claims
+from toolkit.book.claims_grammar import grammar_claims
 from toolkit.book.claims_kit import kit_claims
 from toolkit.book.claims_learned import learned_claims
 from toolkit.book.claims_mcp import mcp_claims
@@ -35,6 +36,7 @@ from toolkit.book.claims_reading import reading_claims
 from toolkit.book.claims_render import token_claims
 from toolkit.book.claims_serving import serving_claims
 from toolkit.book.claims_tool_use import request_body_claims, tool_use_claims
+from toolkit.book.claims_weights import weight_claims
 from toolkit.book.ledger import VERDICTS, Claim
 from toolkit.paths import data_file
 
@@ -45,6 +47,8 @@ GROUPS = (
     flops_claims,
     decay_claims,
     token_claims,
+    weight_claims,
+    grammar_claims,
     tool_use_claims,
     request_body_claims,
     mcp_claims,
