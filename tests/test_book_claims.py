@@ -287,3 +287,15 @@ def test_renormalisation_claim_is_computed_on_the_stand_in(ledger, monkeypatch):
 
     monkeypatch.setattr(claims_kit, "distortion", faithful)
     assert claims_kit.renormalisation_claim(tokenizer_for("qwen3")).verdict == FAILS
+
+
+def test_decode_wall_clock_reads_the_saved_gpu_run():
+    from toolkit.speed import saved_gpu_result
+
+    gpu = saved_gpu_result()
+    c = claims_flops.wall_clock_claim(97, 25, 37, 2.3, gpu)
+    assert c.verdict == CAVEAT and "H200" in c.evidence and "of the bandwidth floor" in c.evidence
+    assert "0.6B" in c.why and "40%" not in c.evidence  # the measured fractions, no assumed utilisation
+    slow = {**gpu, "agent": {**gpu["agent"], "wall_reuse_s": 1e4}}  # a cached prefill slower than decode
+    assert claims_flops.wall_clock_claim(97, 25, 37, 2.3, slow).verdict == FAILS
+    assert claims_flops.wall_clock_claim(97, 25, 37, 2.3, None).evidence.endswith("each phase gets")
