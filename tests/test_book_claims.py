@@ -299,3 +299,13 @@ def test_decode_wall_clock_reads_the_saved_gpu_run():
     slow = {**gpu, "agent": {**gpu["agent"], "wall_reuse_s": 1e4}}  # a cached prefill slower than decode
     assert claims_flops.wall_clock_claim(97, 25, 37, 2.3, slow).verdict == FAILS
     assert claims_flops.wall_clock_claim(97, 25, 37, 2.3, None).evidence.endswith("each phase gets")
+
+
+def test_decoupling_is_checked_on_a_killed_stdio_server(monkeypatch):
+    crash = claims_mcp.stdio_crash_probe()
+    assert crash["server_gone"] and crash["fresh"] == {"expression": "1+1", "result": 2}, crash
+    assert crash["error"].startswith("crash_process: ") and "\n" not in crash["error"] and crash["seconds"] < 10
+    # a host that hung or died with the server: the same claim no longer holds
+    stuck = dict(error=None, seconds=30.0, server_gone=True, dead_session="MCPError: timed out", fresh=None)
+    monkeypatch.setattr(claims_mcp, "stdio_crash_probe", lambda: stuck)
+    assert {c.id: c for c in claims_mcp.mcp_claims()}["decoupling-security"].verdict == FAILS
