@@ -309,3 +309,12 @@ def test_decoupling_is_checked_on_a_killed_stdio_server(monkeypatch):
     stuck = dict(error=None, seconds=30.0, server_gone=True, dead_session="MCPError: timed out", fresh=None)
     monkeypatch.setattr(claims_mcp, "stdio_crash_probe", lambda: stuck)
     assert {c.id: c for c in claims_mcp.mcp_claims()}["decoupling-security"].verdict == FAILS
+
+
+def test_one_verdict_per_statement(ledger):
+    from toolkit.book.claims import statement_verdict
+
+    assert statement_verdict([HOLDS, CAVEAT]) == CAVEAT and statement_verdict([CAVEAT, FAILS, HOLDS]) == FAILS
+    cov = coverage(ledger)
+    assert sum(cov["statement_verdicts"].values()) == cov["computed"]
+    assert all("→" in m for m in cov["mixed"]) and "weakest" in to_markdown(ledger)

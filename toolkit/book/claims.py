@@ -110,6 +110,13 @@ def coverage(claims: list[Claim], statements: list[Statement] | None = None) -> 
     by_id = {c.id: c for c in claims}
     # checked with a computed verdict: every claim the line maps to ran here (none says "not checked/measured")
     ran = [s for s in mapped if all(i in by_id and not by_id[i].evidence.startswith("not ") for i in s.ledger)]
+    # one verdict per statement: the weakest of its entries (a statement holds only as far as every part does)
+    verdicts = [statement_verdict([by_id[i].verdict for i in s.ledger]) for s in ran]
+    split = [  # section and entries only: the inventory's quotes locate the place, they are not ours to print
+        f"{s.section}: " + ", ".join(f"{i} {by_id[i].verdict}" for i in s.ledger) + f" → {v}"
+        for s, v in zip(ran, verdicts)
+        if len({by_id[i].verdict for i in s.ledger}) > 1
+    ]
     return dict(
         statements=len(statements),
         mapped=len(mapped),
@@ -121,7 +128,14 @@ def coverage(claims: list[Claim], statements: list[Statement] | None = None) -> 
         unused_claims=unused,
         ledger=len(claims),
         ledger_verdicts={v: sum(c.verdict == v for c in claims) for v in VERDICTS},
+        statement_verdicts={v: verdicts.count(v) for v in VERDICTS},
+        mixed=split,
     )
+
+
+def statement_verdict(verdicts: list[str]) -> str:
+    """The verdict of a statement checked by several entries: the weakest of theirs (order of ``VERDICTS``)."""
+    return max(verdicts, key=VERDICTS.index)
 
 
 def coverage_line(cov: dict) -> str:
@@ -129,6 +143,8 @@ def coverage_line(cov: dict) -> str:
         f"inventory: {cov['statements']} checkable-looking statements in the two chapters; {cov['mapped']} "
         f"mapped to the ledger's {cov['ledger']} entries, {cov['computed']} of them checked here with a computed "
         f"verdict, {cov['not_checkable']} not checkable here (each with its reason), {len(cov['unmapped'])} unmapped"
+        + "; one verdict per checked statement (the weakest of its entries): "
+        + ", ".join(f"{n} {v}" for v, n in cov["statement_verdicts"].items())
         + (f"; unknown ids {cov['unknown_ids']}" if cov["unknown_ids"] else "")
     )
 
@@ -150,6 +166,11 @@ def to_markdown(claims: list[Claim]) -> str:
         "",
         "Coverage — " + coverage_line(coverage(claims)) + " (`toolkit/data/claims_inventory.tsv`).",
         "",
+        *(
+            ["Statements whose entries differ (the statement takes the weakest verdict):", ""]
+            + [f"- {m}" for m in coverage(claims)["mixed"]]
+            + [""]
+        ),
         "| id | section | claim | evidence | verdict | why |",
         "|---|---|---|---|---|---|",
     ]
