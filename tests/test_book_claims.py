@@ -11,6 +11,7 @@ from toolkit.book import (
     claims_cost,
     claims_failures,
     claims_flops,
+    claims_grammar,
     claims_kit,
     claims_mcp,
     claims_mcp_sdk,
@@ -19,6 +20,7 @@ from toolkit.book import (
     claims_render,
     claims_serving,
     claims_tool_use,
+    claims_weights,
     ledger,
 )
 from toolkit.book.claims import INVENTORY, check_all, coverage, inventory, to_markdown, write_markdown
@@ -39,6 +41,8 @@ CLAIM_MODULES = (
     claims_reading,
     claims_chains,
     claims_failures,
+    claims_grammar,
+    claims_weights,
     claims,
 )
 
@@ -177,6 +181,8 @@ def test_known_verdicts(ledger):
     assert by["apply-chat-template"].verdict == CAVEAT and "input_ids" in by["apply-chat-template"].why
     assert by["im-start-colon"].verdict == FAILS
     assert by["loss-mask"].verdict == HOLDS and "trained 0 of" in by["loss-mask"].evidence
+    assert by["shape-not-meaning"].verdict == CAVEAT and "strict mode" in by["shape-not-meaning"].why
+    assert by["enum-range-grammar"].verdict in (HOLDS, CAVEAT) and "xgrammar" in by["enum-range-grammar"].evidence
     # the final <|im_end|> is sampled, never fed: the cache holds one token less than prompt + output
     assert "cached tokens reused" in by["prefix-extends"].evidence
 
@@ -281,3 +287,34 @@ def test_renormalisation_claim_is_computed_on_the_stand_in(ledger, monkeypatch):
 
     monkeypatch.setattr(claims_kit, "distortion", faithful)
     assert claims_kit.renormalisation_claim(tokenizer_for("qwen3")).verdict == FAILS
+
+
+def test_decode_wall_clock_reads_the_saved_gpu_run():
+    from toolkit.speed import saved_gpu_result
+
+    gpu = saved_gpu_result()
+    c = claims_flops.wall_clock_claim(97, 25, 37, 2.3, gpu)
+    assert c.verdict == CAVEAT and "H200" in c.evidence and "of the bandwidth floor" in c.evidence
+    assert "0.6B" in c.why and "40%" not in c.evidence  # the measured fractions, no assumed utilisation
+    slow = {**gpu, "agent": {**gpu["agent"], "wall_reuse_s": 1e4}}  # a cached prefill slower than decode
+    assert claims_flops.wall_clock_claim(97, 25, 37, 2.3, slow).verdict == FAILS
+    assert claims_flops.wall_clock_claim(97, 25, 37, 2.3, None).evidence.endswith("each phase gets")
+
+
+def test_decoupling_is_checked_on_a_killed_stdio_server(monkeypatch):
+    crash = claims_mcp.stdio_crash_probe()
+    assert crash["server_gone"] and crash["fresh"] == {"expression": "1+1", "result": 2}, crash
+    assert crash["error"].startswith("crash_process: ") and "\n" not in crash["error"] and crash["seconds"] < 10
+    # a host that hung or died with the server: the same claim no longer holds
+    stuck = dict(error=None, seconds=30.0, server_gone=True, dead_session="MCPError: timed out", fresh=None)
+    monkeypatch.setattr(claims_mcp, "stdio_crash_probe", lambda: stuck)
+    assert {c.id: c for c in claims_mcp.mcp_claims()}["decoupling-security"].verdict == FAILS
+
+
+def test_one_verdict_per_statement(ledger):
+    from toolkit.book.claims import statement_verdict
+
+    assert statement_verdict([HOLDS, CAVEAT]) == CAVEAT and statement_verdict([CAVEAT, FAILS, HOLDS]) == FAILS
+    cov = coverage(ledger)
+    assert sum(cov["statement_verdicts"].values()) == cov["computed"]
+    assert all("→" in m for m in cov["mixed"]) and "weakest" in to_markdown(ledger)

@@ -15,6 +15,7 @@ from toolkit.book.claims_failures import (
     LOOP_RESULTS,
     failure_claims,
     loop_claims,
+    multi_call_claims,
     prompt_era_claims,
     selection_claims,
 )
@@ -45,6 +46,7 @@ def test_saved_files_give_every_entry():
         "tool-choice-lookalike",
         "description-guidelines",
         "prompt-era-success",
+        "multi-call-measured",
         "loops-and-early-answers",
     }
     assert set(_by(lever_claims())) == {"length-first-order", "pk-design-levers"}
@@ -127,3 +129,13 @@ def test_design_levers_show_the_retry_rows(tmp_path, monkeypatch):
     assert "no retry changed an outcome" not in got.why
     monkeypatch.setattr(cost, "success", lambda p, k: 0.5)  # arithmetic in which nothing helps
     assert _by(lever_claims())["pk-design-levers"].verdict == FAILS
+
+
+def test_several_calls_per_request_follow_the_parallel_rows(bfcl):
+    c = _by(multi_call_claims(bfcl))["multi-call-measured"]
+    assert c.verdict == CAVEAT and "calls per case" in c.evidence and "hierarchical" in c.why
+    one = copy.deepcopy(bfcl)  # a model that wrote a single call where several were due
+    for r in one["levers_full"]["data"]["rows"]:
+        r["calls_per_case"] = 1.0
+    assert _by(multi_call_claims(one))["multi-call-measured"].verdict == FAILS
+    assert multi_call_claims({"accuracy": bfcl["accuracy"]}) == []  # no lever rows saved: nothing is claimed

@@ -191,3 +191,18 @@ def test_simple_task_claim_follows_the_saved_runs():
             r["success"] = r["pattern"] == "react"
     (w,) = simple_task_claims(won)
     assert w.verdict == FAILS and "succeed more often" in w.why
+
+
+def test_handoff_loss_counts_what_the_summary_dropped():
+    from toolkit.book.claims_reading import handoff_loss_claim
+
+    result = {"city": "Oslo", "temperature": 4, "condition": "sleet", "source": "demo table"}
+    steps = [
+        {"kind": "call", "context": "sub1", "status": "ok", "result": result},
+        {"kind": "summary", "context": "sub1", "task": "weather in Oslo?", "text": "Oslo: 4 degrees."},
+    ]
+    doc = {"meta": META, "runs": [{"pattern": "subagent", "steps": steps}]}
+    c = handoff_loss_claim(doc)
+    assert c.verdict == CAVEAT and "carried 1 of the 3 values" in c.evidence and "0 of them numbers" in c.evidence
+    steps[1]["text"] = "Oslo: 4 degrees, sleet (from the demo table)."  # a summary that passes everything on
+    assert handoff_loss_claim(doc).verdict == FAILS

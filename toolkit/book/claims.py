@@ -8,7 +8,7 @@ is not a plain "holds". ``--json`` prints the same as JSON; ``--write [PATH]`` w
 Evidence comes from running things: ``toolkit.cost`` for the arithmetic, the offline Qwen tokenizers and the
 kit's templates (``toolkit.render``) for tokens and rendering, ``toolkit.book.catalog`` for realistic tool schemas,
 ``toolkit.loop`` for the message flow, and the installed ``mcp`` SDK (its types, its version registry and an
-in-process server) for the protocol, and saved benchmark results (a real model, a real server: ``benchmarks/``). Sections: "§14.5.x" is the book, "Tool Use §3.x" the second chapter.
+in-process server) for the protocol, xgrammar itself for what a grammar enforces (``claims_grammar``), the real model's weight-file header (``claims_weights``), and saved benchmark results (a real model, a real server: ``benchmarks/``). Sections: "§14.5.x" is the book, "Tool Use §3.x" the second chapter.
 
 What it leaves out
 - Claims that are advice or history rather than checkable facts (RL, who proposed MCP beyond the date of the
@@ -26,6 +26,7 @@ from toolkit.book.claims_chains import chain_claims, lever_claims
 from toolkit.book.claims_cost import cost_claims, decay_claims, tool_cost_claims
 from toolkit.book.claims_failures import failure_claims
 from toolkit.book.claims_flops import flops_claims
+from toolkit.book.claims_grammar import grammar_claims
 from toolkit.book.claims_kit import kit_claims
 from toolkit.book.claims_learned import learned_claims
 from toolkit.book.claims_mcp import mcp_claims
@@ -35,6 +36,7 @@ from toolkit.book.claims_reading import reading_claims
 from toolkit.book.claims_render import token_claims
 from toolkit.book.claims_serving import serving_claims
 from toolkit.book.claims_tool_use import request_body_claims, tool_use_claims
+from toolkit.book.claims_weights import weight_claims
 from toolkit.book.ledger import VERDICTS, Claim
 from toolkit.paths import data_file
 
@@ -45,6 +47,8 @@ GROUPS = (
     flops_claims,
     decay_claims,
     token_claims,
+    weight_claims,
+    grammar_claims,
     tool_use_claims,
     request_body_claims,
     mcp_claims,
@@ -106,6 +110,13 @@ def coverage(claims: list[Claim], statements: list[Statement] | None = None) -> 
     by_id = {c.id: c for c in claims}
     # checked with a computed verdict: every claim the line maps to ran here (none says "not checked/measured")
     ran = [s for s in mapped if all(i in by_id and not by_id[i].evidence.startswith("not ") for i in s.ledger)]
+    # one verdict per statement: the weakest of its entries (a statement holds only as far as every part does)
+    verdicts = [statement_verdict([by_id[i].verdict for i in s.ledger]) for s in ran]
+    split = [  # section and entries only: the inventory's quotes locate the place, they are not ours to print
+        f"{s.section}: " + ", ".join(f"{i} {by_id[i].verdict}" for i in s.ledger) + f" → {v}"
+        for s, v in zip(ran, verdicts)
+        if len({by_id[i].verdict for i in s.ledger}) > 1
+    ]
     return dict(
         statements=len(statements),
         mapped=len(mapped),
@@ -117,7 +128,14 @@ def coverage(claims: list[Claim], statements: list[Statement] | None = None) -> 
         unused_claims=unused,
         ledger=len(claims),
         ledger_verdicts={v: sum(c.verdict == v for c in claims) for v in VERDICTS},
+        statement_verdicts={v: verdicts.count(v) for v in VERDICTS},
+        mixed=split,
     )
+
+
+def statement_verdict(verdicts: list[str]) -> str:
+    """The verdict of a statement checked by several entries: the weakest of theirs (order of ``VERDICTS``)."""
+    return max(verdicts, key=VERDICTS.index)
 
 
 def coverage_line(cov: dict) -> str:
@@ -125,6 +143,8 @@ def coverage_line(cov: dict) -> str:
         f"inventory: {cov['statements']} checkable-looking statements in the two chapters; {cov['mapped']} "
         f"mapped to the ledger's {cov['ledger']} entries, {cov['computed']} of them checked here with a computed "
         f"verdict, {cov['not_checkable']} not checkable here (each with its reason), {len(cov['unmapped'])} unmapped"
+        + "; one verdict per checked statement (the weakest of its entries): "
+        + ", ".join(f"{n} {v}" for v, n in cov["statement_verdicts"].items())
         + (f"; unknown ids {cov['unknown_ids']}" if cov["unknown_ids"] else "")
     )
 
@@ -146,6 +166,11 @@ def to_markdown(claims: list[Claim]) -> str:
         "",
         "Coverage — " + coverage_line(coverage(claims)) + " (`toolkit/data/claims_inventory.tsv`).",
         "",
+        *(
+            ["Statements whose entries differ (the statement takes the weakest verdict):", ""]
+            + [f"- {m}" for m in coverage(claims)["mixed"]]
+            + [""]
+        ),
         "| id | section | claim | evidence | verdict | why |",
         "|---|---|---|---|---|---|",
     ]

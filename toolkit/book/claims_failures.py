@@ -9,6 +9,7 @@ What it does
 - ``prompt_era_claims(doc)``: the "Tool Use" intro's "early prompt-injected tool calling: low success, high cost",
   from the same file's prompt-style mode (the call format explained in the system prompt) beside the native mode
   (the model's own template) on the same BFCL cases.
+- ``multi_call_claims(doc)``: the intro's "several calls in one request", from BFCL's parallel categories.
 - ``loop_claims(doc)``: §14.5.9's loops, premature answers and context bloat, from the host loop's saved
   real-model questions (``benchmarks/loop_questions.py``: every call with its status, ``repeated`` where the
   kit's repeat guard refused an identical call).
@@ -242,12 +243,66 @@ def loop_claims(doc: dict) -> list[Claim]:
     ]
 
 
+# ================================================================ several calls in one request
+MANY = ("parallel", "parallel_multiple")  # BFCL's categories where one request needs several calls
+
+
+def multi_call_claims(doc: dict) -> list[Claim]:
+    """The "Tool Use" intro's "several calls in one request, hierarchical calls": BFCL's parallel categories on the
+    saved real-model runs (the best lever of ``levers_full`` beside the prompt and native modes)."""
+    acc, full = doc.get("accuracy"), doc.get("levers_full")
+    if not acc or not full:
+        return []
+    rows = {(r["mode"], r["category"]): r for r in acc["data"]["rows"]}
+    best = {}
+    for r in full["data"]["rows"]:
+        if r["category"] in MANY and r["accuracy"] >= best.get(r["category"], {"accuracy": -1})["accuracy"]:
+            best[r["category"]] = r
+    if set(best) != set(MANY):
+        return []
+    native = sum(rows[("native", c)]["correct"] for c in MANY if ("native", c) in rows)
+    calls = min(best[c].get("calls_per_case") or 0 for c in MANY)
+    flat = not any("nest" in r["category"] or "hier" in r["category"] for r in full["data"]["rows"])
+    return [
+        Claim(
+            "multi-call-measured",
+            f"{TOOL_USE} intro",
+            "Models trained for tool calling make several calls in one request (and call tools hierarchically).",
+            f"{_src(full['meta'])}, BFCL (AST rules): "
+            + "; ".join(
+                f"{c} {best[c]['n']} cases, best lever '{best[c]['lever']}' {_pct(best[c])} right with "
+                f"{best[c].get('calls_per_case') or 0:.2f} calls per case"
+                + (f" (prompt style {_pct(rows[('prompt', c)])})" if ("prompt", c) in rows else "")
+                for c in MANY
+            )
+            + f"; native mode (its own template, no help): {native} right",
+            *make_verdict(
+                calls >= 1.5 and all(best[c]["correct"] > 0 for c in MANY),
+                "the model did not write several calls for one request",
+                [
+                    (
+                        any(best[c]["accuracy"] < 0.5 for c in MANY),
+                        "it does, but this 0.5B model gets fewer than half of these requests right, and none through "
+                        f"its own template alone (native mode: {native} right): the calls come when the format is "
+                        "explained in the prompt or the kit's levers shape them",
+                    ),
+                    (
+                        flat,
+                        "hierarchical calls are not measured: BFCL's categories run here are flat (one request, "
+                        "independent calls); the kit's k-step chains are sequential turns, not nested calls",
+                    ),
+                ],
+            ),
+        )
+    ]
+
+
 # ================================================================ all of them
 def failure_claims() -> list[Claim]:
     out = []
     doc = saved_json(BFCL_RESULTS)
     if doc is not None:
-        out += selection_claims(doc) + prompt_era_claims(doc)
+        out += selection_claims(doc) + prompt_era_claims(doc) + multi_call_claims(doc)
     doc = saved_json(LOOP_RESULTS)
     if doc is not None:
         out += loop_claims(doc)

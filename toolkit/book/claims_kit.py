@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from toolkit.backends.scripted import ScriptedBackend
+from toolkit.book.claims_grammar import strict_unknown_field
 from toolkit.book.ledger import Claim, make_verdict
 from toolkit.conversations import CALCULATOR, answer_text, call_text
 from toolkit.grammar.check import chat_prompt
@@ -43,6 +44,7 @@ def kit_claims() -> list[Claim]:
         replay(grammar, ids_of({"city": "上海"}) + end),
         replay(grammar, ids_of({"town": "北京"})),
     )
+    strict = strict_unknown_field(tok)  # the unknown field again, with and without xgrammar's strict_mode
     out.append(
         Claim(
             "shape-not-meaning",
@@ -51,10 +53,20 @@ def kit_claims() -> list[Claim]:
             "xgrammar mask "
             "compiled from get_weather's schema, replaying Qwen3 token ids of a call for a user who asked "
             f"about 北京: city 上海 → accepted {wrong_city[0]}, complete {wrong_city[1]}; unknown field "
-            f"'town' → accepted {unknown_field[0]}",
+            f"'town' → accepted {unknown_field[0]}; the arguments alone with 'town': accepted with strict_mode "
+            f"{strict['strict']}, without {strict['loose']}; the schema has an additionalProperties rule: "
+            f"{strict['schema_forbids']}",
             *make_verdict(
                 wrong_city == (True, True) and not unknown_field[0],
                 "the grammar rejects a valid shape or accepts an unknown field",
+                [
+                    (
+                        strict["loose"] and not strict["schema_forbids"],
+                        "the unknown field is refused only in xgrammar's strict mode (its default, which the kit "
+                        "keeps): get_weather's schema does not forbid extra fields, JSON Schema allows them, and "
+                        "with strict_mode=False the grammar accepts 'town'",
+                    )
+                ],
             ),
         )
     )
@@ -92,6 +104,7 @@ def kit_claims() -> list[Claim]:
             ),
         )
     )
+    out.append(prompt_mask_claim(parts))
     # engines end the request at <|im_end|>; the next turn is a new request with a longer prefix (§14.5.8)
     backend = ScriptedBackend(tok, [call_text(CALCULATOR), answer_text(CALCULATOR, {"result": 37.5})])
     trace = run(backend, tok, ex["messages"], ex["tools"], template="qwen3", parallel=False)
@@ -219,6 +232,49 @@ def renormalisation_claim(tok) -> Claim:
                     f"the valid outputs hold only {d.valid_mass:.1g} of this model's own probability, so "
                     "renormalising has much to redistribute",
                 ),
+            ],
+        ),
+    )
+
+
+def prompt_mask_claim(parts: dict) -> Claim:
+    """§14.5.7: masking the tool results is the technique that masks the prompt (the book's §8.1.2), checked by
+    torch's own loss: positions labelled ``IGNORE_INDEX`` add nothing, whichever segment they belong to."""
+    import torch  # lazy: the loss check only
+
+    prompt = [parts.get(k, [0, 0]) for k in ("system", "tools", "user")]
+    result = parts.get("tool_response", [0, 0])
+    same_value = IGNORE_INDEX == torch.nn.CrossEntropyLoss().ignore_index
+    # torch's cross-entropy on random logits: the labelled loss equals the mean over the trained positions alone
+    g = torch.Generator().manual_seed(0)
+    n = sum(sum(v) for v in parts.values())
+    labels = torch.randint(0, 64, (n,), generator=g)
+    masked = torch.rand(n, generator=g) < 0.5
+    logits = torch.randn(n, 64, generator=g)
+    lab = labels.masked_fill(masked, IGNORE_INDEX)
+    whole = torch.nn.functional.cross_entropy(logits, lab)
+    alone = torch.nn.functional.cross_entropy(logits[~masked], labels[~masked])
+    ignored = bool(torch.allclose(whole, alone))
+    ends = parts.get("control", [0, 0])
+    return Claim(
+        "prompt-mask-same",
+        "§14.5.7",
+        "Leaving the tool results out of the loss is the same technique as masking the prompt's positions in "
+        "ordinary SFT (§8.1.2).",
+        f"the labelled calculator trajectory: prompt tokens (system, tools, user) trained "
+        f"{sum(p[1] for p in prompt)} of {sum(sum(p) for p in prompt)}, tool-result tokens trained {result[1]} of "
+        f"{sum(result)}, both labelled {IGNORE_INDEX} = torch's CrossEntropyLoss ignore_index: {same_value}; "
+        f"torch's loss with those labels equals the loss over the trained positions alone: {ignored}. §8.1.2 "
+        "itself is not in the text we have: its technique is read as this sentence states it",
+        *make_verdict(
+            same_value and ignored and sum(p[1] for p in prompt) == 0 and result[1] == 0 and sum(result) > 0,
+            "the tool results and the prompt are not excluded the same way (see the evidence)",
+            [
+                (
+                    ends[1] > 0,
+                    f"the mask goes by token span, not by message: {ends[1]} of the template's {sum(ends)} control "
+                    "tokens are trained (the <|im_end|> that ends each answer: the model must learn to stop)",
+                )
             ],
         ),
     )

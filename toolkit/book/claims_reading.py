@@ -8,6 +8,8 @@ What it does
   converted without loss by the kit's server, but not the same shape (no ``{"type": "function"}`` wrapper,
   ``inputSchema`` for ``parameters``, and fields a local definition has no place for).
 - "Tool Use" §3.2: MCP covers a tool's definition, discovery, call and communication: each is a part of the SDK.
+- §14.5.5 "message passing itself loses information": the values of the tool results a sub-agent saw, against
+  the summary it handed back, on the saved real-model pattern runs (``benchmarks/patterns.py``).
 
 What it leaves out
 - The §14.5.7 training statements (the training ledger checks them) and statements that need measurements the
@@ -17,10 +19,12 @@ What it leaves out
 from __future__ import annotations
 
 from toolkit import cost
+from toolkit.book.claims_patterns import PATTERN_RESULTS
 from toolkit.book.claims_tool_use import real_rendering
 from toolkit.book.ledger import Claim, make_verdict
 from toolkit.conversations import tool_use_conversation
 from toolkit.mcp.server import mcp_tool
+from toolkit.paths import saved_json
 from toolkit.render import render
 from toolkit.tools import TOOLS
 
@@ -119,4 +123,65 @@ def reading_claims() -> list[Claim]:
             *make_verdict(all(parts.values()), "a part is missing from the SDK"),
         )
     )
-    return out
+    doc = saved_json(PATTERN_RESULTS)
+    return out + ([handoff_loss_claim(doc)] if doc is not None else [])
+
+
+def leaves(value) -> list[str]:
+    """The scalar values of a tool result, as text (what a summary would have to repeat to pass them on)."""
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in leaves(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in leaves(v)]
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return [] if value is None or isinstance(value, bool) else [str(value)]
+
+
+def handoff_loss_claim(doc: dict) -> Claim:
+    """§14.5.5: what a sub-agent's summary carries of the tool results it saw, on the saved real-model runs."""
+    kept = lost = handoffs = 0
+    dropped: list[str] = []
+    for run in (r for r in doc["runs"] if r["pattern"] == "subagent"):
+        steps = run["steps"]
+        for summary in (s for s in steps if s["kind"] == "summary"):
+            handoffs += 1
+            seen = {
+                v
+                for s in steps
+                if s["kind"] == "call" and s.get("context") == summary["context"] and s["status"] == "ok"
+                for v in leaves(s["result"])
+            }
+            task = summary.get("task", "").lower()
+            seen = {v for v in seen if v.lower() not in task}  # what the delegated task itself already said
+            gone = sorted(v for v in seen if v.lower() not in summary["text"].lower())
+            kept, lost = kept + len(seen) - len(gone), lost + len(gone)
+            dropped += gone
+    m = doc["meta"]
+    n = kept + lost
+    numbers = [v for v in dropped if v.lstrip("-").replace(".", "", 1).isdigit()]
+    return Claim(
+        "handoff-loses",
+        "§14.5.5 multi-agent",
+        "Passing messages between agents itself loses information.",
+        f"{m['model'].split(' [')[0]}, {m['date'][:10]}, commit {m['commit']}: the sub-agent pattern's {handoffs} summaries "
+        f"carried {kept} of the {n} values their tool results held (matched as text); dropped: "
+        f"{sorted(set(dropped))[:6]}, {len(numbers)} of them numbers",
+        *make_verdict(
+            lost > 0,
+            "every value the helpers saw reached the coordinator",
+            [
+                (
+                    n < 50,
+                    f"{n} values from {handoffs} delegations, matched as text (a paraphrase counts as lost); "
+                    "the pattern that returns the helper's whole transcript loses nothing by construction, at the "
+                    "cost the subagent-isolation entry measures",
+                ),
+                (
+                    lost > 0 and not numbers,
+                    "every number came through; what was dropped is text (descriptions and the results' own notes, "
+                    "e.g. where the data come from)",
+                ),
+            ],
+        ),
+    )

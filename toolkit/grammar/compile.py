@@ -111,23 +111,29 @@ def validate_schema(schema) -> None:
         raise SchemaError(f"invalid JSON Schema at {where}: {e.message[:200]}") from None
 
 
-def schema_ebnf(schema, any_whitespace: bool) -> str:
+def schema_ebnf(schema, any_whitespace: bool, strict: bool = True) -> str:
     try:
-        return str(xgr.Grammar.from_json_schema(schema, any_whitespace=any_whitespace))
+        return str(xgr.Grammar.from_json_schema(schema, any_whitespace=any_whitespace, strict_mode=strict))
     except Exception as e:  # xgrammar raises RuntimeError from C++ with a multi-line trace
         raise SchemaError(f"xgrammar rejected the schema: {_clean_error(e)}") from None
 
 
-def compile_schema(schema, tokenizer, vocab_width: int | None = None, any_whitespace: bool = False) -> Grammar:
-    """Compile one JSON Schema (dict or JSON text). Raises :class:`SchemaError` with one clear line if malformed."""
+def compile_schema(
+    schema, tokenizer, vocab_width: int | None = None, any_whitespace: bool = False, strict: bool = True
+) -> Grammar:
+    """Compile one JSON Schema (dict or JSON text). Raises :class:`SchemaError` with one clear line if malformed.
+    ``strict`` (xgrammar's ``strict_mode``, its default): no property or item the schema does not declare, even
+    where JSON Schema itself would allow one; ``strict=False`` follows the schema's own rules."""
     schema = as_schema(schema)
-    schema_ebnf(schema, any_whitespace)  # xgrammar's own message first: it is the clearer one
+    schema_ebnf(schema, any_whitespace, strict)  # xgrammar's own message first: it is the clearer one
     validate_schema(schema)
-    return compile_grammar(tokenizer, vocab_width, "schema", schema, "the schema", any_whitespace=any_whitespace)
+    return compile_grammar(
+        tokenizer, vocab_width, "schema", schema, "the schema", any_whitespace=any_whitespace, strict=strict
+    )
 
 
 def compile_grammar(
-    tokenizer, vocab_width, kind: str, schema, what: str, structural=None, any_whitespace: bool = False
+    tokenizer, vocab_width, kind: str, schema, what: str, structural=None, any_whitespace: bool = False, strict=True
 ) -> Grammar:
     """Compile ``schema`` (or the ``structural`` tag when given) with this tokenizer's compiler, timed; xgrammar's
     error becomes one :class:`SchemaError` line naming ``what`` was compiled. Every grammar of the kit is made here."""
@@ -135,7 +141,7 @@ def compile_grammar(
     t0 = time.perf_counter()
     try:
         if structural is None:
-            compiled = compiler.compile_json_schema(schema, any_whitespace=any_whitespace)
+            compiled = compiler.compile_json_schema(schema, any_whitespace=any_whitespace, strict_mode=strict)
         else:
             compiled = compiler.compile_structural_tag(structural)
     except Exception as e:  # xgrammar raises RuntimeError from C++

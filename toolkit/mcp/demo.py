@@ -7,8 +7,10 @@ What it does
 - ``delete_notes`` is the risky tool the injection asks for: it deletes the ``*.txt`` notes that
   ``toolkit.tools.write_note`` saved, and is marked ``needs_confirmation=True``.
 - ``hang`` sleeps (cancellably) for as long as asked: a stand-in for a stuck tool, so a client-side timeout can
-  be shown and tested. The server offers it only with ``--test-tools``.
-- All three are ordinary :class:`toolkit.tools.Tool` objects built by ``Tool.from_function``, so their schemas
+  be shown and tested. ``crash_process`` kills the server's own process (SIGKILL, no reply, no cleanup): a
+  stand-in for a tool that takes its server down, so a host can be shown to survive it. The server offers
+  these two only with ``--test-tools``.
+- All four are ordinary :class:`toolkit.tools.Tool` objects built by ``Tool.from_function``, so their schemas
   come from the same generator as the kit's own tools.
 
 What it leaves out
@@ -17,6 +19,9 @@ What it leaves out
 """
 
 from __future__ import annotations
+
+import os
+import signal
 
 import anyio
 
@@ -77,4 +82,12 @@ DEMO_TOOLS: dict[str, Tool] = {
         Tool.from_function(delete_notes, needs_confirmation=True),
     )
 }
-TEST_TOOLS: dict[str, Tool] = {t.name: t for t in (Tool.from_function(hang),)}
+
+
+def crash_process() -> dict:
+    """Kills the server process that runs it, at once (a test tool that simulates a tool taking its server down)."""
+    os.kill(os.getpid(), signal.SIGKILL)
+    return {}  # never reached
+
+
+TEST_TOOLS: dict[str, Tool] = {t.name: t for t in (Tool.from_function(hang), Tool.from_function(crash_process))}
