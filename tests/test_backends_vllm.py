@@ -25,7 +25,7 @@ import time
 
 import pytest
 
-from toolkit.backends import drift, http, http_chat, http_tokens, vllm_local
+from toolkit.backends import drift, http, http_chat, http_logprobs, http_tokens, vllm_local
 from toolkit.backends.serve import LocalServer
 from toolkit.grammar.compile import compile_schema, compile_tool_choice
 from toolkit.loop.examples import example
@@ -210,7 +210,7 @@ def test_streaming_on_and_off_give_the_same_ids(server, tok):
 def test_first_token_logprobs_from_the_server(server, tok):
     _, _, ids = _prompt(tok, "calculator")
     b = http_tokens.TokensBackend(server.url, tok)
-    top = b.first_token_logprobs(ids, k=5)
+    top = http_logprobs.first_token_logprobs(b, ids, k=5)
     assert len(top) == 5 and all(lp <= 0 for _, lp in top) and top == sorted(top, key=lambda t: -t[1])
     greedy = b.complete(ids, max_new_tokens=1, stop_ids={IM_END_ID})["token_ids"][0]
     assert top[0][0] == greedy  # the most likely first token is the one greedy decoding takes

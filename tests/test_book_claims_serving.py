@@ -20,6 +20,13 @@ def saved():
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+@pytest.fixture(scope="module")
+def saved_vllm():
+    path = results_file("serving_vllm.json", required=False)
+    assert path is not None, "benchmarks/results/serving_vllm.json is missing: run python benchmarks/serving.py"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 def _one(r, cid):
     return {
         "served-no-suspend": claims_serving._idle,
@@ -30,12 +37,13 @@ def _one(r, cid):
     }[cid](r)
 
 
-def test_the_ledger_holds_the_five_server_claims_with_their_source(saved):
+def test_the_ledger_holds_the_five_server_claims_with_their_source(saved, saved_vllm):
     by = {c.id: c for c in check_all()}
     for cid in IDS:
         c = by[cid]
-        assert c.section.startswith("§14.5.8") and saved["meta"]["commit"] in c.evidence
-        assert saved["meta"]["server"] in c.evidence
+        run = saved_vllm if cid == "served-prefix" else saved  # the prefix claim reads the server with a cache
+        assert c.section.startswith("§14.5.8") and run["meta"]["commit"] in c.evidence
+        assert run["meta"]["server"] in c.evidence
     # what the saved run shows: the server is idle while the tool runs, stops at <|im_end|>, streams the same text
     assert (
         by["served-no-suspend"].verdict == HOLDS
@@ -43,8 +51,7 @@ def test_the_ledger_holds_the_five_server_claims_with_their_source(saved):
     )
     assert by["served-stop"].verdict == HOLDS and "'stop'" in by["served-stop"].evidence
     assert by["served-stream"].verdict in (HOLDS, CAVEAT) and "same text: True" in by["served-stream"].evidence
-    if not saved["prefix"]["server_reports_cached"]:
-        assert by["served-prefix"].verdict == CAVEAT and "reports no cached tokens" in by["served-prefix"].why
+    assert saved_vllm["prefix"]["server_reports_cached"] and by["served-prefix"].verdict == HOLDS
     if saved["parallel"]["two_call_answer_written_here"]:
         assert by["served-parallel"].verdict == CAVEAT and "written by the benchmark" in by["served-parallel"].why
 
@@ -73,6 +80,23 @@ def test_verdicts_follow_the_saved_numbers(saved):
     assert _one(r, "served-prefix").verdict == HOLDS
     r["prefix"]["compressed_shared"] = r["prefix"]["compressed_prompt"]
     assert _one(r, "served-prefix").verdict == FAILS
+
+
+def test_vllm_prefix_hits_and_the_prefill_workload(saved_vllm, saved):
+    r = copy.deepcopy(saved_vllm)
+    assert _one(r, "served-prefix").verdict == HOLDS
+    r["prefix"]["turns"][1]["server_cached"] = 0  # the server reported no hit on a 236-token shared prefix
+    assert _one(r, "served-prefix").verdict == FAILS
+    c = claims_serving._prefill(saved_vllm, saved)
+    w = saved_vllm["workload"]
+    assert c.id == "served-prefill-cached" and f"{w['ratio_seconds']}x" in c.evidence
+    assert c.verdict == CAVEAT and "scaled" in c.why  # measured at a smaller (T, Δ, R) than the chapter's
+    r = copy.deepcopy(saved_vllm)
+    r["workload"]["ratio_seconds"] = 1.02  # a server with no cache: no faster
+    assert claims_serving._prefill(r, saved).verdict == FAILS
+    r = copy.deepcopy(saved_vllm)
+    r["workload"].update(T=10_000, delta=2048, R=30, ratio_seconds=r["workload"]["ratio_closed"])
+    assert claims_serving._prefill(r, saved).verdict == HOLDS  # the chapter's own workload, at the closed form
 
 
 def test_without_the_saved_run_there_are_no_typed_claims(monkeypatch):

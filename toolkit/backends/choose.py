@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from toolkit import models
-from toolkit.backends import http
+from toolkit.backends import http, http_logprobs
 from toolkit.backends.hf import HFBackend
 from toolkit.backends.http_tokens import TokensBackend
 from toolkit.settings import LoopConfig
@@ -176,10 +176,10 @@ def first_token_probs(loaded, ids: list[int], k: int = 6, tokens=()) -> dict:
     served = unwrap(loaded)
     if isinstance(served, Served) and served.info.kind == "vllm":
         b = TokensBackend(served.url, served.tokenizer, info=served.info)
-        top = b.first_token_logprobs(ids, k)
+        top = http_logprobs.first_token_logprobs(b, ids, k)
         named = {}
         for t in tokens:
-            lp = b.token_logprob(ids, t)
+            lp = http_logprobs.token_logprob(b, ids, t)
             named[int(t)] = None if lp is None else math.exp(lp)
         return dict(
             top=[(served.tokenizer.decode([t]), math.exp(lp)) for t, lp in top],

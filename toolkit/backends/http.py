@@ -170,6 +170,14 @@ class ServedGeneration(Generation):
     server: dict = field(default_factory=dict)
 
 
+def extra_field(obj, name: str):
+    """A field the OpenAI client's models do not declare (vLLM's ``token_ids``, ``prompt_logprobs``), or None."""
+    value = getattr(obj, name, None)
+    if value is None:
+        value = (getattr(obj, "model_extra", None) or {}).get(name)
+    return value
+
+
 def usage_of(resp) -> dict:
     u = getattr(resp, "usage", None)
     if u is None:

@@ -23,8 +23,7 @@ What it does
   nothing is re-tokenized and the next turn's prompt holds what the model generated; it also echoes the prompt ids,
   checked against what the kit sent (``prompt_ids_echoed_ok``). Each turn records the server's prefix-cache hits
   (``cached_tokens``) beside the kit's own count (``kit_shared_prefix``: the prefix shared with this backend's last
-  request). ``first_token_logprobs(ids, k)``: the server's top-k first tokens, and ``token_logprob(ids, t)`` one named
-  token's (through ``prompt_logprobs``), for the first-token pictures.
+  request). Log-probabilities from the server: ``toolkit.backends.http_logprobs``.
 
 What it leaves out
 - SGLang (CUDA only): its parameter follows its documentation. Sampling: the server draws with its own sampler, so a seed gives the server's tokens, not the kit's sampler's
@@ -36,7 +35,15 @@ from __future__ import annotations
 import time
 
 from toolkit.backends import http_structured
-from toolkit.backends.http import MAX_ROUNDS, ServedBackend, ServedGeneration, ServerError, call_server, usage_of
+from toolkit.backends.http import (
+    MAX_ROUNDS,
+    ServedBackend,
+    ServedGeneration,
+    ServerError,
+    call_server,
+    extra_field,
+    usage_of,
+)
 from toolkit.prefix import shared_prefix
 from toolkit.qwen import IM_END_ID
 
@@ -123,10 +130,10 @@ class TokensBackend(ServedBackend):
                             first = time.perf_counter()
                         pieces.append(c.text or "")
                         finish = c.finish_reason or finish
-                        got = _extra(c, "token_ids")
+                        got = extra_field(c, "token_ids")
                         if got is not None:
                             ids = (ids or []) + list(got)
-                        echoed = _extra(c, "prompt_token_ids") or echoed
+                        echoed = extra_field(c, "prompt_token_ids") or echoed
                     usage = chunk.usage or usage
                 return "".join(pieces), finish, usage, first, ids, echoed
 
@@ -145,7 +152,7 @@ class TokensBackend(ServedBackend):
                 raise ServerError("malformed_response", f"POST /completions at {self.url}: no choices in the answer")
             c = resp.choices[0]
             text, finish, first, u = c.text or "", c.finish_reason, None, usage_of(resp)
-            ids_out, echoed = _extra(c, "token_ids"), _extra(c, "prompt_token_ids")
+            ids_out, echoed = extra_field(c, "token_ids"), extra_field(c, "prompt_token_ids")
         t1 = time.perf_counter()
         return dict(
             url=self.url,
@@ -166,55 +173,6 @@ class TokensBackend(ServedBackend):
             first_token_s=None if first is None else first - t0,
             wall_s=t1 - t0,
         )
-
-    def first_token_logprobs(self, ids: list[int], k: int = 5) -> list[tuple[int, float]]:
-        """The server's ``k`` most likely first tokens after ``ids``, as (token id, log-probability), most likely
-        first: one ``/v1/completions`` request with ``max_tokens=1`` and ``logprobs=k`` (vLLM names the tokens by
-        id with ``return_tokens_as_token_ids``; other servers by text, which the kit encodes back)."""
-        kw, extra = self._sampling(1, (), 0.0, 1.0, 0)
-        kw.pop("stream_options", None)
-        extra["return_tokens_as_token_ids"] = True
-        resp = call_server(
-            self.url,
-            "POST /completions (logprobs)",
-            lambda: self.client.completions.create(prompt=list(ids), logprobs=int(k), extra_body=extra, **kw),
-            self.timeout_s,
-        )
-        try:
-            top = resp.choices[0].logprobs.top_logprobs[0]
-        except (AttributeError, IndexError, TypeError):
-            raise ServerError(
-                "malformed_response", f"POST /completions at {self.url}: no top_logprobs in the answer"
-            ) from None
-        out = []
-        for token, lp in top.items():
-            if token.startswith("token_id:"):
-                tid = int(token.split(":", 1)[1])
-            else:
-                enc = self.tokenizer.encode(token, add_special_tokens=False)
-                tid = enc[0] if len(enc) == 1 else -1  # a text the kit cannot map back to one id
-            out.append((tid, float(lp)))
-        return sorted(out, key=lambda t: -t[1])[: int(k)]
-
-    def token_logprob(self, ids: list[int], token: int) -> float | None:
-        """The log-probability the server gives ``token`` right after ``ids``: one request for ``ids + [token]`` with
-        ``prompt_logprobs=0`` and ``max_tokens=1`` (vLLM returns each prompt token's log-probability); None where
-        the server returns none."""
-        kw, extra = self._sampling(1, (), 0.0, 1.0, 0)
-        kw.pop("stream_options", None)
-        extra["prompt_logprobs"] = 0
-        resp = call_server(
-            self.url,
-            "POST /completions (prompt logprobs)",
-            lambda: self.client.completions.create(prompt=[*ids, int(token)], extra_body=extra, **kw),
-            self.timeout_s,
-        )
-        try:
-            last = _extra(resp.choices[0], "prompt_logprobs")[-1]
-            entry = last.get(str(int(token))) or last.get(int(token))
-            return float(entry["logprob"] if isinstance(entry, dict) else entry)
-        except (AttributeError, IndexError, KeyError, TypeError, ValueError):
-            return None
 
     def _ids_of(self, r: dict, stop_ids) -> list[int]:
         """The generated ids: the server's own where it returns them (vLLM: ``return_token_ids``), else the kit's
@@ -350,14 +308,6 @@ class TokensBackend(ServedBackend):
             server.update(t_sent=rounds[0]["t_sent"], t_done=rounds[-1]["t_done"])
         first = rounds[0].get("first_token_s") if rounds else None
         return ServedGeneration(new, reused, len(prompt) - reused, first or 0.0, wall - (first or 0.0), stopped, server)
-
-
-def _extra(obj, name: str):
-    """A field the OpenAI client's models do not declare (vLLM's ``token_ids``), or None."""
-    value = getattr(obj, name, None)
-    if value is None:
-        value = (getattr(obj, "model_extra", None) or {}).get(name)
-    return value
 
 
 def _brief(r: dict) -> dict:
