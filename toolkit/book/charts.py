@@ -141,11 +141,11 @@ def growth_print_figure(T: int = 10_000, delta: int = 2048, R: int = 30, lang: s
         name="ratio",
         xref="x2 domain",
         yref="y2 domain",
-        x=0.98,
-        y=0.04,
-        xanchor="right",
+        x=0.02,
+        y=0.36,  # left, above the no-cache curve's first dozen turns and under the legend: it covers no line
+        xanchor="left",
         yanchor="bottom",
-        align="right",
+        align="left",
         showarrow=False,
         text=t["ratio"].format(
             a=warm.total_no_cache,
@@ -234,7 +234,8 @@ def pk_curve_figure(lang: str = "en", kmax: int = 60) -> go.Figure:
                 mode="markers+text",
                 marker=dict(color=c, size=8),
                 text=[f"{cost.success(p, k):.3f}" for k in cost.BOOK_KS],
-                textposition="top right",
+                # under the top curve (the dashed inverse runs just above it), over the others
+                textposition="bottom left" if p == max(PK_COLORS) else "top right",
                 textfont=dict(size=FONT_PX, color=c),
                 showlegend=False,
             )
@@ -257,7 +258,8 @@ def pk_curve_figure(lang: str = "en", kmax: int = 60) -> go.Figure:
     fig = go.Figure(data=data)
     fig.update_layout(
         **_layout(CANVAS_PX, 440),
-        legend=dict(x=0.99, xanchor="right", y=0.99, yanchor="top", bgcolor="rgba(255,255,255,0.9)"),
+        # lower right, between the p = 0.99 curve and the two lower ones: no line runs through it
+        legend=dict(x=0.99, xanchor="right", y=0.47, yanchor="top", bgcolor="rgba(255,255,255,0.9)"),
         xaxis=dict(title=dict(text=t["steps"], standoff=4), range=[0, kmax + 2], dtick=10),
         yaxis=dict(title=t["overall"], range=[0, 1.04], dtick=0.2),
     )

@@ -115,6 +115,11 @@ def stdio_crash_probe(timeout: float = 10.0) -> dict:
         except ToolError as e:  # what the host loop hands the model as the call's error result
             seen["error"] = str(e)
         seen["seconds"] = time.perf_counter() - t0
+        # the pipe closes as the process dies, so the host may read EOF a moment before the kernel has ended it:
+        # wait (bounded) for the PID to go, as a supervisor would
+        deadline = time.monotonic() + 3.0
+        while c.server_pid is not None and pid_alive(c.server_pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
         seen["server_gone"] = c.server_pid is not None and not pid_alive(c.server_pid)
         try:
             c.call_tool("calculator", {"expression": "1+1"}, timeout=timeout)
