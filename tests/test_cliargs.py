@@ -183,6 +183,7 @@ CASES = [
     *_bench("engine_probe.py", [], {"--bogus": ["1"]}),
     *_bench("figures_cli.py", [], {"--only": ["nosuch", ","], "--timeout": REAL}),
     *_bench("sft_speed.py", [], {"--per-group": ["1", *COUNT], "--reps": COUNT, "--threads": COUNT, "--out": OUT_FILE}),
+    *_bench("sft_mask.py", [], {"--out": OUT_FILE}),
     *_bench("figure_render.py", [], {"--figures": COUNT, "--wait": REAL, "--only": ["nosuch", ","]}),
     *_bench("latency.py", [], {"--repeats": COUNT, "--json-out": OUT_FILE}),
     *_bench(

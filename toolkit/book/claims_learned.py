@@ -5,7 +5,8 @@ What it does
   learned" from the saved BFCL runs of the base model (every native-mode answer, no grammar) and of the kit's LoRA
   adapter on the same cases (the counting ``toolkit.eval.learned`` does for the notebook, read here from the files); §14.5.7's "rendered into one token sequence with the same
   chat template, tool results excluded from the loss" from the adapter's manifest and its training data, relabelled
-  here with the kit's mask (``toolkit.sft.data``).
+  here with the kit's mask (``toolkit.sft.data``); §14.5.7's "without the mask the model learns to make up tool
+  output" from the saved masked-vs-unmasked fine-tunes of the stand-in (``benchmarks/sft_mask.py``).
 
 What it leaves out
 - Training from scratch (the base model already writes JSON calls: the fine-tune teaches the template's format).
@@ -24,6 +25,7 @@ from toolkit.sft.labels import IGNORE_INDEX
 from toolkit.tokenizer import qwen_tokenizer
 
 BASE, ADAPTER = "bfcl_qwen2.5-coder-0.5b.json", "bfcl_qwen2.5-coder-0.5b+lora.json"
+MASK = "sft_mask.json"  # benchmarks/sft_mask.py: the stand-in fine-tuned with and without the tool-result mask
 
 
 def _due(doc: dict) -> dict[str, dict]:
@@ -44,7 +46,38 @@ def learned_claims() -> list[Claim]:
     if base_p is not None and lora_p is not None:
         out += _format_claim(base_p, lora_p, man)
     out.append(_template_claim(man))
+    mask_p = results_file(MASK, required=False)
+    if mask_p is not None:
+        out.append(_invents_claim(json.loads(mask_p.read_text(encoding="utf-8"))))
     return out
+
+
+def _invents_claim(doc: dict) -> Claim:
+    """§14.5.7: leave the tool results in the loss and the model learns to write them itself — from the saved
+    masked-vs-unmasked fine-tunes of the stand-in (``benchmarks/sft_mask.py``)."""
+    c = doc["counts"]
+    (um, n), (mm, _) = c["unmasked"]["greedy"]["tool_response"], c["masked"]["greedy"]["tool_response"]
+    real_u = c["unmasked"]["greedy"]["matches_real"][0]
+    return Claim(
+        "unmasked-invents",
+        f"{BOOK}.7",
+        "Leave the tool results in the loss and the model learns to write them itself, made up.",
+        f"{doc['model']}, {doc['date'][:10]}, commit {doc['commit']}: the same data, start and vocabulary fine-tuned "
+        f"twice ({doc['settings'].get('steps')} steps each); greedy on {n} held-out prompts cut after a call, the "
+        f"unmasked run wrote a <tool_response> block itself {um}/{n} times, the masked run {mm}/{n}; of the "
+        f"unmasked run's made-up results {real_u} equalled the real tool's",
+        *make_verdict(
+            n > 0 and um / n > 0.5 and mm / n < um / n - 0.4,
+            "the unmasked run did not write tool results itself much more often than the masked one",
+            [
+                (
+                    doc["model"].startswith("stand-in"),
+                    "measured on the kit's random-weight stand-in, which learns the format and never meaning: the "
+                    "mechanism, not the rate a real model would show",
+                )
+            ],
+        ),
+    )
 
 
 def _format_claim(base_p, lora_p, man) -> list[Claim]:
