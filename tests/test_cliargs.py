@@ -21,6 +21,8 @@ from toolkit import cliargs
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = ROOT / "tests" / "fixtures" / "guarded_run.py"
 SCHEMA = ROOT / "tests" / "fixtures" / "cli_schema.json"
+# a schema file that is not JSON, one that is not an object, one the meta-schema refuses: refused before xgrammar
+BAD_SCHEMAS = [str(ROOT / "tests" / "fixtures" / f"cli_schema_{k}.json") for k in ("not_json", "a_list", "invalid")]
 
 # bad values per option type
 COUNT = ["-5", "0", "1.5", "many"]
@@ -59,7 +61,7 @@ CASES = [
             "--max-new-tokens": COUNT,
             "--seed": NON_NEGATIVE,
             "--model": MODEL,
-            "--schema": IN_FILE,
+            "--schema": IN_FILE + BAD_SCHEMAS,
         },
     ),
     *_tk(

@@ -37,18 +37,20 @@ def cli(argv: list[str]) -> int:
     a = ap.parse_args(argv)
     if not a.prompt.strip():
         ap.error("--prompt is empty")
-    # lazy: the grammar modules import xgrammar and torch; the arguments above are checked before they load
-    from toolkit.grammar.check import chat_prompt, check
-    from toolkit.grammar.compile import SchemaError, bounded, compile_schema
-    from toolkit.grammar.hf import sample
-    from toolkit.grammar.precheck import precheck, read_schema_file
+    from toolkit.grammar.precheck import precheck, read_schema_file  # light: xgrammar only for a schema that passed
+    from toolkit.grammar.valid import SchemaError
 
-    try:  # every check a schema can fail runs here, before a model loads
+    try:  # every check a schema can fail runs here, before a model loads (JSON and meta-schema before xgrammar)
         schema = read_schema_file(str(a.schema))
         warnings = precheck(schema, a.allow_unenforced)
     except SchemaError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    # lazy: the grammar modules import xgrammar and torch; the arguments and the schema are checked before they load
+    from toolkit.grammar.check import chat_prompt, check
+    from toolkit.grammar.compile import bounded, compile_schema
+    from toolkit.grammar.hf import sample
+
     for w in warnings:
         print(f"warning: not enforced by the grammar: {w}", file=sys.stderr)
     try:

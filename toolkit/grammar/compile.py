@@ -14,23 +14,17 @@ What it leaves out
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
 import xgrammar as xgr
 
 from toolkit.grammar.budget import fit
+from toolkit.grammar.valid import SchemaError, as_schema, validate_schema  # re-exported: light, checked first
 from toolkit.qwen import STOP_IDS, TOOL_CALL_END_ID, TOOL_CALL_ID, VOCAB_WIDTH
 from toolkit.schema import function_of
-
-
-class SchemaError(ValueError):
-    """A schema (or tool list) xgrammar or jsonschema cannot use. ``str(e)`` is one short line."""
-
 
 # ---------------------------------------------------------------- compiling
 _TOKINFO: dict[tuple, Any] = {}
@@ -88,27 +82,6 @@ def _clean_error(exc: BaseException) -> str:
     msg = re.sub(r"^\[[\d:]+\]\s*\S+\.(cc|h|cpp):\d+:\s*", "", msg)
     msg = re.sub(r"^Check failed: \(.*?\) is false:\s*", "", msg)
     return msg[:300]
-
-
-def as_schema(schema) -> dict | bool:
-    if isinstance(schema, (str, bytes)):
-        try:
-            schema = json.loads(schema)
-        except json.JSONDecodeError as e:
-            raise SchemaError(f"schema is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
-    if not isinstance(schema, (dict, bool)):
-        raise SchemaError(f"a JSON Schema must be an object (dict), got {type(schema).__name__}")
-    return schema
-
-
-def validate_schema(schema) -> None:
-    # jsonschema knows the meta-schema; xgrammar silently ignores some mistakes (e.g. "maxLength": "x").
-
-    try:
-        jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
-    except jsonschema.SchemaError as e:
-        where = "/".join(str(p) for p in e.absolute_path) or "(root)"
-        raise SchemaError(f"invalid JSON Schema at {where}: {e.message[:200]}") from None
 
 
 def schema_ebnf(schema, any_whitespace: bool, strict: bool = True) -> str:

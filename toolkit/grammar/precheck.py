@@ -21,7 +21,7 @@ import referencing.exceptions
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012, specification_with
 
-from toolkit.grammar.compile import SchemaError, as_schema, schema_ebnf, validate_schema
+from toolkit.grammar.valid import SchemaError, as_schema, validate_schema
 
 # ---------------------------------------------------------------- checking a schema before any model loads
 # What xgrammar 0.2.9 leaves unenforced, measured on this version (a grammar built with and without the keyword is
@@ -161,6 +161,8 @@ def check_refs(schema) -> None:
 
 def _xgrammar_warnings(schema) -> list[str]:
     """Convert with xgrammar and return the warnings it prints (from C++, to file descriptor 2) on the way."""
+
+    from toolkit.grammar.compile import schema_ebnf  # lazy: xgrammar (and torch) load only for a schema that passed
 
     sys.stderr.flush()
     saved = os.dup(2)
