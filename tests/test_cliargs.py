@@ -29,7 +29,7 @@ COUNT = ["-5", "0", "1.5", "many"]
 NON_NEGATIVE = ["-1", "x"]
 REAL = ["nan", "inf", "-1", "x"]
 PORT = ["-1", "70000", "http"]
-OUT_FILE = ["/nonexistent/dir/out.json", "/tmp", "/etc/passwd/x"]
+OUT_FILE = ["/nonexistent/dir/out.json", "/tmp", "/etc/passwd/x", "/dev/full"]  # /dev/full: writable, fails on write
 OUT_DIR = ["/etc/passwd", "/nonexistent/dir/x.json"]
 IN_FILE = ["/nonexistent/in.json", "/tmp"]
 MODEL = ["/nonexistent/model", "nonexistent-org/nonexistent-model", "not a model!", "/etc/passwd"]
@@ -351,6 +351,7 @@ def test_paths(tmp_path):
     assert "folder" in _refuses(cliargs.out_file, str(tmp_path))
     assert "no such folder" in _refuses(cliargs.out_file, str(tmp_path / "a" / "b.json"))
     _refuses(cliargs.out_file, str(f / "x"))
+    assert "not a file" in _refuses(cliargs.out_file, "/dev/full") and cliargs.out_file("/dev/null")
     assert cliargs.out_dir(str(tmp_path / "a" / "b")) == tmp_path / "a" / "b"  # made later by the command
     _refuses(cliargs.out_dir, str(f))
     _refuses(cliargs.out_dir, str(f / "sub"))

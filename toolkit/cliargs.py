@@ -7,7 +7,8 @@ What it does
   ``ArgumentTypeError``: :func:`count` (whole numbers in a range: ``--limit -5`` once sliced rows off the end),
   :func:`number` (finite floats in a range: ``nan`` and ``-1`` for a temperature), :func:`port`,
   :func:`existing_file`, :func:`existing_dir`, :func:`out_file` and :func:`out_dir` (a file or folder the command
-  will write: it exists with the right kind and is writable, or can be created under a writable folder),
+  will write: it exists with the right kind and is writable, or can be created under a writable folder; a device
+  or pipe such as ``/dev/full`` is refused, only ``/dev/null`` is taken),
   :func:`model` (the names ``toolkit.models.load`` accepts, checked without loading anything), :func:`url`.
 - It imports only the standard library and ``toolkit.models`` for the model names (which imports torch only
   inside ``load``; ``tests/test_cliargs.py`` runs every command with torch, transformers and xgrammar made
@@ -159,6 +160,10 @@ def out_file(text: str) -> Path:
     if p.exists():
         if not os.access(p, os.W_OK):
             raise argparse.ArgumentTypeError(f"{_shown(text)} is not writable")
+        if not p.is_file() and p.resolve() != Path(os.devnull):  # /dev/full, a FIFO, a terminal: refused now, not
+            raise argparse.ArgumentTypeError(  # after the command's work (a write to /dev/full fails only then)
+                f"{_shown(text)} is a device or a pipe, not a file (only {os.devnull} is taken, to discard)"
+            )
         return p
     why = _creatable(p, parents=False)
     if why:
