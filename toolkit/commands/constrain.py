@@ -6,6 +6,7 @@ import json
 import sys
 
 from toolkit import cliargs, models
+from toolkit.grammar.valid import SchemaError, read_schema_file, validate_schema
 
 
 # ---------------------------------------------------------------- command line
@@ -37,12 +38,9 @@ def cli(argv: list[str]) -> int:
     a = ap.parse_args(argv)
     if not a.prompt.strip():
         ap.error("--prompt is empty")
-    from toolkit.grammar.precheck import precheck, read_schema_file  # light: xgrammar only for a schema that passed
-    from toolkit.grammar.valid import SchemaError
-
-    try:  # every check a schema can fail runs here, before a model loads (JSON and meta-schema before xgrammar)
+    try:  # the file, its JSON and the meta-schema first: no xgrammar (seconds: it loads torch) for a bad file
         schema = read_schema_file(str(a.schema))
-        warnings = precheck(schema, a.allow_unenforced)
+        validate_schema(schema)
     except SchemaError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -50,6 +48,13 @@ def cli(argv: list[str]) -> int:
     from toolkit.grammar.check import chat_prompt, check
     from toolkit.grammar.compile import bounded, compile_schema
     from toolkit.grammar.hf import sample
+    from toolkit.grammar.precheck import precheck
+
+    try:  # every check a schema can fail runs here, before a model loads
+        warnings = precheck(schema, a.allow_unenforced)
+    except SchemaError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
     for w in warnings:
         print(f"warning: not enforced by the grammar: {w}", file=sys.stderr)

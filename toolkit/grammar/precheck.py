@@ -1,7 +1,7 @@
 """Checking a user's JSON Schema before any model loads.
 
 What it does
-- ``read_schema_file`` / ``precheck``: size limit, JSON, the meta-schema, unresolvable ``$ref``s (one line each),
+- ``precheck`` (after ``toolkit.grammar.valid.read_schema_file``: size limit, JSON): the meta-schema, unresolvable ``$ref``s (one line each),
   and the keywords xgrammar does not enforce (``unenforced``: ``not``, ``if/then``, most ``format`` values,
   lookaround patterns, ...) named in one line — an error, or a warning when the caller allows them.
 
@@ -11,7 +11,6 @@ What it leaves out
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -21,6 +20,7 @@ import referencing.exceptions
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012, specification_with
 
+from toolkit.grammar.compile import schema_ebnf
 from toolkit.grammar.valid import SchemaError, as_schema, validate_schema
 
 # ---------------------------------------------------------------- checking a schema before any model loads
@@ -86,9 +86,6 @@ _SUBSCHEMA_ONE = (
 
 
 _LOOKAROUND = re.compile(r"\(\?(?:=|!|<=|<!)")
-
-
-MAX_SCHEMA_BYTES = 1 << 20
 
 
 def _subschemas(node: dict, path: str):
@@ -162,8 +159,6 @@ def check_refs(schema) -> None:
 def _xgrammar_warnings(schema) -> list[str]:
     """Convert with xgrammar and return the warnings it prints (from C++, to file descriptor 2) on the way."""
 
-    from toolkit.grammar.compile import schema_ebnf  # lazy: xgrammar (and torch) load only for a schema that passed
-
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as tmp:
@@ -182,39 +177,6 @@ def _xgrammar_warnings(schema) -> list[str]:
             if msg not in out:
                 out.append(msg[:160])
     return out
-
-
-def read_schema_file(path: str) -> dict | bool:
-    """A schema from a file the user names; every problem is a one-line :class:`SchemaError`."""
-    try:
-        size = os.stat(path).st_size
-        if os.path.isdir(path):
-            raise SchemaError(f"{path} is a folder, not a schema file")
-        if size > MAX_SCHEMA_BYTES:
-            raise SchemaError(f"schema file is {size:,} bytes; the limit is {MAX_SCHEMA_BYTES:,}")
-        with open(path, "rb") as f:
-            data = f.read(MAX_SCHEMA_BYTES + 1)
-    except OSError as e:
-        raise SchemaError(f"cannot read schema file {path}: {e.strerror or e}") from None
-    if len(data) > MAX_SCHEMA_BYTES:  # a pipe or a special file has no size to stat
-        raise SchemaError(f"schema file is over {MAX_SCHEMA_BYTES:,} bytes")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise SchemaError(f"schema file is not UTF-8 text (byte {e.start} of {len(data):,}): is it binary?") from None
-
-    def not_json(constant):
-        raise SchemaError(f"schema is not valid JSON: {constant} is not a JSON value")
-
-    try:
-        schema = json.loads(text, parse_constant=not_json)
-    except json.JSONDecodeError as e:
-        raise SchemaError(f"schema is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
-    except RecursionError:
-        raise SchemaError("schema is nested too deeply to read") from None
-    if not isinstance(schema, dict):
-        raise SchemaError(f"a JSON Schema file must hold an object, got {type(schema).__name__}")
-    return schema
 
 
 def precheck(schema, allow_unenforced: bool = False) -> list[str]:
