@@ -101,6 +101,10 @@ def _probe_server():
     return seen
 
 
+CRASH_BOUND_S = 10.0  # the host's answer to a crashed server must come within this; the ledger prints the bound,
+# not the measured time (which varies with load and would make claims.md differ from run to run)
+
+
 def stdio_crash_probe(timeout: float = 10.0) -> dict:
     """Start the kit's stdio server as a subprocess, call its ``crash_process`` test tool (SIGKILL on itself) and
     record what the host sees: the error, how long it took, whether the server is gone, the next call on the dead
@@ -378,7 +382,7 @@ def mcp_claims() -> list[Claim]:
     survived = lg["after"] == (False, "0.25") and au["after"] == (False, "0.25")
     verbatim = INJECTION in lg["page"]
     crash = stdio_crash_probe()
-    bounded = crash["error"] is not None and "\n" not in crash["error"] and crash["seconds"] < 10.0
+    bounded = crash["error"] is not None and "\n" not in crash["error"] and crash["seconds"] < CRASH_BOUND_S
     out.append(
         Claim(
             "decoupling-security",
@@ -387,7 +391,7 @@ def mcp_claims() -> list[Claim]:
             "tool does not break the system — while server output stays untrusted input.",
             f"in-process server: a tool raising RuntimeError → isError {lg['crashed']}, the next call on "
             f"the same session → {lg['after']}; the kit's stdio server as a subprocess, a tool that SIGKILLs its "
-            f"process: the host got {crash['error']!r} after {crash['seconds']:.2f} s (bounded: {bounded}), server "
+            f"process: the host got {crash['error']!r} within {CRASH_BOUND_S:g} s (bounded: {bounded}), server "
             f"process gone {crash['server_gone']}, the dead session's next call → {crash['dead_session']!r}, a new "
             f"session → {crash['fresh']}; a tool's output carrying an instruction reached the client verbatim: "
             f"{verbatim}",
