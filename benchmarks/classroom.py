@@ -189,16 +189,14 @@ def main(argv=None) -> int:
     ns = a.sessions
     if any(n < 1 or n > 64 for n in ns):
         p.error("--sessions: each N between 1 and 64 (loopback, bounded)")
-    from toolkit.backends import vllm_local
+    from toolkit.backends.serve import engines_to_run
 
-    engines = ["transformers", "vllm"] if a.engine == "both" else [a.engine]
-    if a.url:
-        engines = ["url"]
-    elif "vllm" in engines and not vllm_local.state()[0]:
-        if a.engine == "vllm":
-            p.error(vllm_local.state()[1])
-        print(f"note: {vllm_local.state()[1]}: transformers serve only")
-        engines = ["transformers"]
+    try:
+        engines, note_engines = engines_to_run(a.engine, a.url)
+    except ValueError as e:
+        p.error(str(e))
+    if note_engines:
+        print(f"note: {note_engines}")
 
     from toolkit.backends.choose import template_of
     from toolkit.backends.http import check_url, probe

@@ -309,19 +309,17 @@ def main(argv=None) -> int:
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
 
-    from toolkit.backends import vllm_local
     from toolkit.backends.choose import choose
+    from toolkit.backends.serve import engines_to_run
     from toolkit.eval.report import meta
     from toolkit.models import load
 
-    engines = ["transformers", "vllm"] if a.engine == "both" else [a.engine]
-    if a.url:
-        engines = ["url"]
-    elif "vllm" in engines and not vllm_local.state()[0]:
-        if a.engine == "vllm":
-            p.error(vllm_local.state()[1])
-        print(f"note: {vllm_local.state()[1]}: transformers serve only")
-        engines = ["transformers"]
+    try:
+        engines, note_engines = engines_to_run(a.engine, a.url)
+    except ValueError as e:
+        p.error(str(e))
+    if note_engines:
+        print(f"note: {note_engines}")
     loaded = None
     if a.url:
         who = choose(url=a.url)

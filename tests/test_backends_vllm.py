@@ -103,6 +103,18 @@ def test_no_venv_is_one_line(monkeypatch, tmp_path):
         LocalServer(engine="vllm")
 
 
+def test_which_engines_a_benchmark_starts(monkeypatch, tmp_path):
+    from toolkit.backends.serve import engines_to_run
+
+    assert engines_to_run("both", "http://127.0.0.1:9/v1") == (["url"], "")
+    monkeypatch.setenv(vllm_local.ENV_PYTHON, str(tmp_path / "nope"))  # vLLM not installed
+    engines, note = engines_to_run("both")
+    assert engines == ["transformers"] and "make vllm" in note
+    with pytest.raises(ValueError, match="make vllm"):
+        engines_to_run("vllm")
+    assert engines_to_run("transformers") == (["transformers"], "")
+
+
 def test_an_adapter_vllm_cannot_load_is_refused_before_starting():
     from toolkit.models import adapter_folder
 

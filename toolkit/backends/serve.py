@@ -11,6 +11,7 @@ What it does
   saved to a temporary folder). The server's log goes to a file (``log_tail()`` shows its end, ``log_text()`` all).
 - ``default_engine(loaded)``: what the notebooks and benchmarks start — ``$TOOLKIT_SERVE_ENGINE`` if set, else vLLM
   where it is installed and the weights are real, else ``transformers serve``.
+- ``engines_to_run(choice, url)``: the servers a benchmark's ``--engine`` starts (both, where vLLM is installed).
 - ``command(...)`` is the exact ``transformers serve`` command line, for the README and for a teacher who starts it
   by hand; ``LocalServer.argv`` is the one a server was started with.
 
@@ -90,6 +91,21 @@ def default_engine(loaded=None) -> str:
         return named
     real = loaded is None or getattr(loaded, "semantic", True)
     return "vllm" if real and vllm_local.state()[0] else "transformers"
+
+
+def engines_to_run(choice: str, url: str | None = None) -> tuple[list[str], str]:
+    """The servers a benchmark starts for ``--engine`` (transformers | vllm | both) and a note ("" or why vLLM is left
+    out of "both"); ``["url"]`` for a server given by URL. ``ValueError`` (one line) when vLLM alone is asked for
+    and cannot run."""
+    if url:
+        return ["url"], ""
+    engines = ["transformers", "vllm"] if choice == "both" else [choice]
+    usable, why = vllm_local.state()
+    if "vllm" in engines and not usable:
+        if choice == "vllm":
+            raise ValueError(why)
+        return ["transformers"], f"{why}: transformers serve only"
+    return engines, ""
 
 
 def folder_for(loaded, out_dir: str | os.PathLike | None = None) -> str:
