@@ -98,6 +98,7 @@ CASES = [
             "--lr": [*REAL, "0"],
             "--seed": NON_NEGATIVE,
             "--data-seed": NON_NEGATIVE,
+            "--mix": ["v3"],
             "--groups": COUNT,
             "--per-group": ["65", *COUNT],
             "--limit-steps": COUNT,

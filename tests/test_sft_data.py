@@ -64,7 +64,7 @@ def test_calls_are_valid_for_the_shown_tools(examples):
     """Every call names a shown tool and its arguments pass the kit's one validator; no-call kinds make none."""
     for e in examples:
         shown = {t["function"]["name"]: t for t in e.tools}
-        if e.kind in ("irrelevance", "chitchat"):
+        if e.kind in ("irrelevance", "near_miss", "chitchat"):
             assert e.calls == [] and not any(m.get("tool_calls") for m in e.messages)
             continue
         assert e.calls, e.kind
@@ -93,6 +93,35 @@ def test_irrelevant_requests_target_no_shown_tool():
         assert meant.name not in shown
         assert meant.domain not in {by_name[n].domain for n in shown if n in by_name}
         assert e.messages[-1]["role"] == "assistant" and not e.messages[-1].get("tool_calls")
+
+
+def test_near_misses_ask_for_a_neighbour_of_a_shown_tool():
+    """A near miss asks for a function that is not shown but sits beside one that is (same domain, or the kit tool's
+    listed neighbours), and the answer declines in text."""
+    exs = [e for e in data.dataset(120, seed=1) if e.kind == "near_miss"]
+    assert len(exs) >= 20
+    by_name = {f.name: f for f in bank.BANK}
+    by_desc = {f.description: f for f in bank.BANK}
+    for e in exs:
+        shown = {t["function"]["name"] for t in e.tools}
+        assert e.meant not in shown
+        # by description: some groups hide the names (op_kxqze)
+        beside = {
+            by_desc[t["function"]["description"]].domain for t in e.tools if t["function"]["description"] in by_desc
+        }
+        kit_near = {m for n in shown for m in data.NEAR_KIT.get(n, ())}
+        assert by_name[e.meant].domain in beside or e.meant in kit_near, (e.meant, shown)
+        assert e.calls == [] and e.messages[-1]["content"] in data.DECLINE[e.lang]
+
+
+def test_mixes_weigh_the_kinds():
+    """v1 has no near misses (the first adapter's data); v2 has them; an unknown mix is refused by name."""
+    v1 = collections.Counter(e.kind for e in data.dataset(80, seed=5, mix="v1"))
+    v2 = collections.Counter(e.kind for e in data.dataset(80, seed=5, mix="v2"))
+    assert v1["near_miss"] == 0 and v2["near_miss"] >= 0.08 * sum(v2.values())
+    assert v2["irrelevance"] + v2["near_miss"] > v1["irrelevance"] + v1["near_miss"]
+    with pytest.raises(ValueError, match="unknown data mix 'v9'"):
+        data.dataset(1, mix="v9")
 
 
 def test_kit_tool_results_come_from_running_them(examples):

@@ -69,7 +69,7 @@ def test_shipped_adapter_manifest_says_what_made_it():
     assert "+dirty" not in man["commit"]
     # the data it names is the data the generator makes from that seed
     s = man["settings"]
-    exs = data.dataset(s["groups"], seed=s["data_seed"], per_group=s["per_group"])
+    exs = data.dataset(s["groups"], seed=s["data_seed"], per_group=s["per_group"], mix=s.get("mix", "v1"))
     assert data.data_hash(exs) == man["data"]["sha256"]
     size = sum(man["files"].values())
     assert size < 8_000_000, size

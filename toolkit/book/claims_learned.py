@@ -118,7 +118,11 @@ def _format_claim(base_p, lora_p, man) -> list[Claim]:
 
 def _template_claim(man) -> Claim:
     s = man["settings"]
-    exs = [e for e in dataset(s["groups"], seed=s["data_seed"], per_group=s["per_group"]) if e.kind == "follow_up"]
+    exs = [
+        e
+        for e in dataset(s["groups"], seed=s["data_seed"], per_group=s["per_group"], mix=s.get("mix", "v1"))
+        if e.kind == "follow_up"
+    ]
     rows = labelled(exs, qwen_tokenizer("qwen2.5"))
     leaked = 0
     tool_tokens = 0

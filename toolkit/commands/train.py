@@ -18,7 +18,9 @@ def _real(args) -> int:
     if not fetch.is_installed():
         print("the real offline model is not installed: run `make real-model` first", file=sys.stderr)
         return 2
-    s = LoraSettings(groups=args.groups, per_group=args.per_group, data_seed=args.data_seed, seed=args.seed, lr=args.lr)
+    s = LoraSettings(
+        groups=args.groups, per_group=args.per_group, data_seed=args.data_seed, mix=args.mix, seed=args.seed, lr=args.lr
+    )
     out = Path(args.out) if args.out else adapter_folder()
     results = Path(args.results) if args.results else results_dirs()[0] / "sft_lora_qwen2.5-coder-0.5b.json"
     loaded = load(REAL_OFFLINE)
@@ -46,6 +48,7 @@ def cli(argv: list[str]) -> int:
     )
     ap.add_argument("--per-group", type=cliargs.count(1, 64), default=10, help="real: conversations per group")
     ap.add_argument("--data-seed", type=cliargs.count(0), default=0)
+    ap.add_argument("--mix", default="v2", choices=["v1", "v2"], help="real: the data mix (toolkit.sft.data.MIXES)")
     ap.add_argument("--limit-steps", type=cliargs.count(1, 100_000), default=None, help="real: stop after N steps")
     ap.add_argument("--out", type=cliargs.out_dir, default=None, help="real: adapter folder (default: the shipped one)")
     ap.add_argument("--results", type=cliargs.out_file, default=None, help="real: results JSON")

@@ -1,12 +1,15 @@
 """Training data the kit makes itself: seeded tool-calling conversations for the LoRA fine-tune (§14.5.2, §14.5.7).
 
 What it does
-- ``dataset(n, seed)`` draws ``n`` :class:`Example` conversations of eight kinds (:data:`KINDS`): one call with one
-  tool shown (``single``), one call chosen among several tools (``multiple``), the same function called 2–3 times in
-  one turn (``parallel``), several functions in one turn (``parallel_multiple``), a request no shown tool can serve
-  (``irrelevance``: the right answer is text), a question that needs no tool at all (``chitchat``), a call to one of
-  the kit's own tools followed by the answer written from its result (``follow_up``), and two steps where the second
-  call or the answer uses the first result (``chain``). About a third of the requests are in Chinese.
+- ``dataset(n, seed, mix=)`` draws ``n`` groups of :class:`Example` conversations of nine kinds (:data:`KINDS`): one
+  call with one tool shown (``single``), one call chosen among several tools (``multiple``), the same function called
+  2–3 times in one turn (``parallel``), several functions in one turn (``parallel_multiple``), a request no shown tool
+  can serve, from another domain (``irrelevance``: the right answer is text), the same for a request just beside a
+  shown tool's job — air quality where the weather tool is shown, a currency where the unit converter is, a cone
+  where a polygon-area function is (``near_miss``), a question that needs no tool at all (``chitchat``), a call to
+  one of the kit's own tools followed by the answer written from its result (``follow_up``), and two steps where the
+  second call or the answer uses the first result (``chain``). About a third of the requests are in Chinese. The
+  mix (:data:`MIXES`) weighs the kinds; ``v1`` has no near misses and reproduces the first adapter's data.
 - Requests come from templates (``toolkit.sft.bank`` for made-up APIs in ~20 domains, the phrasings below for the
   kit's tools), never from a model: every argument is then exactly what the request says, the set is reproducible
   from its seed in well under a second, and no CPU time goes into a teacher. Results of the kit's own tools come
@@ -37,8 +40,27 @@ from toolkit.sft.labels import Labelled, label
 from toolkit.sft.phrasings import CHITCHAT, DECLINE, answer, city, kit_call, num
 from toolkit.tools import TOOLS
 
-KINDS = ("single", "multiple", "parallel", "parallel_multiple", "irrelevance", "chitchat", "follow_up", "chain")
-WEIGHTS = (24, 26, 12, 11, 9, 4, 18, 9)  # per kind, among the kinds a group's tool list allows
+KINDS = (
+    "single",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "irrelevance",
+    "near_miss",
+    "chitchat",
+    "follow_up",
+    "chain",
+)
+# Weights per kind (in KINDS order), among the kinds a group's tool list allows; a mix is a named set of them, and an
+# adapter's manifest names the mix it was trained on. v1: the first shipped adapter's. v2: after its BFCL run called a
+# tool in 10 of 12 irrelevance cases (whose requests sit close to the shown function, where v1's declines were all
+# far from it) and miscounted parallel calls: near-miss declines added, parallel kinds up, follow-ups down.
+MIXES = {"v1": (24, 26, 12, 11, 9, 0, 4, 18, 9), "v2": (22, 24, 14, 13, 7, 12, 4, 13, 8)}
+MIX = "v2"
+WEIGHTS = MIXES[MIX]
+# The kit's own tools and the bank functions a request can mean that sit just beside them (same kind of data, not
+# served): near-miss declines for groups that show the kit's tools.
+NEAR_KIT = {"get_weather": ("air_quality_index", "sunrise_sunset_times"), "convert_units": ("fx_convert_amount",)}
 ZH_SHARE = 0.35
 MASK_NAMES_SHARE = 0.15
 
@@ -58,7 +80,7 @@ class Example:
     messages: list[dict]
     tools: list[dict]
     calls: list[dict] = field(default_factory=list)  # {"name", "arguments"} of every call the assistant makes
-    meant: str = ""  # irrelevance: the (not shown) bank function the request was written for
+    meant: str = ""  # irrelevance, near_miss: the (not shown) bank function the request was written for
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -141,11 +163,20 @@ def _bank_calls(kind: str, fns: list[Fn], rng, lang) -> tuple[str, list[dict]]:
     return (_join(parts, lang, rng) if len(parts) > 1 else parts[0]), calls
 
 
-def group(rng: random.Random, size: int) -> list[Example]:
+def _near(fns: list[Fn], kit: list[str]) -> list[Fn]:
+    """Bank functions not shown that sit beside a shown one: the same domain, or :data:`NEAR_KIT` for kit tools."""
+    shown = {f.name for f in fns}
+    domains = {f.domain for f in fns}
+    near = {n for k in kit for n in NEAR_KIT.get(k, ())}
+    return [g for g in BANK if g.name not in shown and (g.domain in domains or g.name in near)]
+
+
+def group(rng: random.Random, size: int, mix: str = MIX) -> list[Example]:
     """``size`` examples that share one system prompt and one tool list (so training runs their common prefix once).
 
     The tool list is 1-4 made-up functions from different domains, or some of the kit's own tools with 0-2 made-up
-    ones beside them; each example's kind is drawn among those the list allows (:data:`WEIGHTS`)."""
+    ones beside them; each example's kind is drawn among those the list allows, with the weights of ``mix``
+    (:data:`MIXES`)."""
     system = rng.choice(SYSTEMS)
     if rng.random() < 0.35:
         kit = rng.sample(KIT_TOOLS, rng.randint(1, 3))
@@ -166,12 +197,13 @@ def group(rng: random.Random, size: int) -> list[Example]:
         "parallel": bool(fns),
         "parallel_multiple": len(fns) >= 2,
         "irrelevance": True,
+        "near_miss": bool(_near(fns, kit)),
         "chitchat": True,
         "follow_up": bool(kit),
         "chain": "get_weather" in kit,
     }
-    kinds = [k for k in KINDS if allowed[k]]
-    weights = [w for k, w in zip(KINDS, WEIGHTS) if allowed[k]]
+    kinds = [k for k, w in zip(KINDS, MIXES[mix]) if allowed[k] and w]
+    weights = [w for k, w in zip(KINDS, MIXES[mix]) if allowed[k] and w]
     out = []
     for _ in range(size):
         kind = rng.choices(kinds, weights)[0]
@@ -187,6 +219,11 @@ def group(rng: random.Random, size: int) -> list[Example]:
         elif kind == "irrelevance":
             domains = {f.domain for f in fns} | ({"math"} if "calculator" in kit else set())
             target = rng.choice([f for f in BANK if f.domain not in domains])
+            q, _ = request(target, rng, lang)
+            meant = target.name
+            msgs += [{"role": "user", "content": q}, {"role": "assistant", "content": rng.choice(DECLINE[lang])}]
+        elif kind == "near_miss":  # a request next to a shown tool's job that the tool does not do
+            target = rng.choice(_near(fns, kit))
             q, _ = request(target, rng, lang)
             meant = target.name
             msgs += [{"role": "user", "content": q}, {"role": "assistant", "content": rng.choice(DECLINE[lang])}]
@@ -266,11 +303,13 @@ def _chain(rng, lang, calls, with_calculator: bool = True) -> list[dict]:
     return msgs
 
 
-def dataset(n_groups: int, seed: int = 0, per_group: int = 6) -> list[Example]:
-    """``n_groups`` groups of ``per_group`` examples (see :func:`group`), reproducible from ``seed``; examples of one
-    group are consecutive."""
+def dataset(n_groups: int, seed: int = 0, per_group: int = 6, mix: str = MIX) -> list[Example]:
+    """``n_groups`` groups of ``per_group`` examples (see :func:`group`), reproducible from ``seed`` and ``mix``;
+    examples of one group are consecutive."""
+    if mix not in MIXES:
+        raise ValueError(f"unknown data mix {mix!r}; known: {', '.join(MIXES)}")
     rng = random.Random(f"toolkit.sft.data:{seed}")
-    return [e for _ in range(n_groups) for e in group(rng, per_group)]
+    return [e for _ in range(n_groups) for e in group(rng, per_group, mix)]
 
 
 def groups_of(examples: list[Example]) -> list[list[int]]:

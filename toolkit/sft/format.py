@@ -64,8 +64,9 @@ def mini_run(
 ) -> list[dict]:
     """A few LoRA steps on tiny generated groups (each a different seed-drawn tool list); after every step the
     probe's p(<tool_call>). Modifies ``loaded.model`` in place (adapters attached); reload to undo."""
-    s = LoraSettings(groups=steps, per_group=per_group, data_seed=seed, lr=lr, warmup=1)
-    exs = dataset(steps, seed=seed, per_group=per_group)
+    # mix v1: the groups this seed draws were measured to move p(<tool_call>) within the classroom limits
+    s = LoraSettings(groups=steps, per_group=per_group, data_seed=seed, mix="v1", lr=lr, warmup=1)
+    exs = dataset(steps, seed=seed, per_group=per_group, mix=s.mix)
     rows = labelled(exs, loaded.tokenizer)
     groups = [[rows[i] for i in g] for g in groups_of(exs)]
     model = attach(loaded.model, s)

@@ -34,7 +34,7 @@ from pathlib import Path
 from toolkit import fetch
 from toolkit.paths import provenance
 from toolkit.qwen import TOOL_CALL_END_ID, TOOL_CALL_ID
-from toolkit.sft.data import data_hash, dataset, groups_of, labelled
+from toolkit.sft.data import MIX, data_hash, dataset, groups_of, labelled
 from toolkit.sft.labels import IGNORE_INDEX, Labelled
 
 MANIFEST = "manifest.json"
@@ -47,6 +47,7 @@ class LoraSettings:
     groups: int = 50  # optimizer steps; one group of ``per_group`` conversations each
     per_group: int = 10
     data_seed: int = 0
+    mix: str = MIX  # the data mix (toolkit.sft.data.MIXES); a manifest without one was trained on "v1"
     seed: int = 0
     rank: int = 8
     alpha: int = 16
@@ -223,7 +224,7 @@ def train(
     commit = provenance()["commit"]  # the code that trains: read before the run (HEAD may move while it runs)
     torch.manual_seed(s.seed)
     torch.set_num_threads(s.threads)
-    examples = dataset(s.groups, seed=s.data_seed, per_group=s.per_group)
+    examples = dataset(s.groups, seed=s.data_seed, per_group=s.per_group, mix=s.mix)
     rows = labelled(examples, loaded.tokenizer)
     groups = []
     dropped = 0
@@ -309,6 +310,7 @@ def train(
             seed=s.data_seed,
             groups=s.groups,
             per_group=s.per_group,
+            mix=s.mix,
             examples=len(examples),
             dropped_over_max_len=res.dropped,
             sha256=data_hash(examples),
