@@ -310,3 +310,55 @@ def test_the_same_malformed_request_gets_the_same_answer_on_stdio_and_both_http_
     messages = {era: a["error"]["message"] for era, a in answers.items()}
     if b"x" * 1000 not in line:  # a huge name: every transport names its length, in its own bounded words
         assert len(set(messages.values())) == 1, messages
+
+
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
+def test_every_http_refusal_is_a_json_rpc_error(http_server, era):
+    """A wrong Content-Type (the SDK: plain-text "Invalid Content-Type header"), a missing one, an Accept without JSON
+    and SSE (2026-07-28: an empty 406), a foreign Host: each is refused with its status and a bounded JSON-RPC
+    -32600 body, in both eras, as the SDK's other refusals are."""
+    line = b'{"jsonrpc":"2.0","id":5,"method":"tools/list"}'
+    base = _legacy_session(http_server.url) if era == "legacy" else {**_modern_head(), "Mcp-Method": "tools/list"}
+    cases = {
+        "text/plain": ({**base, "Content-Type": "text/plain"}, 400),
+        "no content type": ({k: v for k, v in base.items() if k != "Content-Type"}, 400),
+        "form": ({**base, "Content-Type": "application/x-www-form-urlencoded"}, 400),
+        "accept html": ({**base, "Accept": "text/html"}, 406),
+        "foreign host": ({**base, "Host": "evil.example"}, None),
+    }
+    for what, (head, status) in cases.items():
+        r = httpx2.post(http_server.url, headers=head, content=line, timeout=30)
+        assert r.status_code >= 400 and (status is None or r.status_code == status), (what, r.status_code)
+        assert r.headers.get("content-type", "").startswith("application/json"), (what, r.headers, r.text[:100])
+        reply = r.json()
+        assert reply["jsonrpc"] == "2.0" and reply["error"]["code"] == -32600, (what, reply)
+        assert 0 < len(reply["error"]["message"]) < 400, (what, reply)
+
+
+def test_requests_read_before_stdin_closes_are_all_answered():
+    """`printf '…' | python -m toolkit mcp serve --stdio`: stdin ends right after the last request. Every request
+    read gets its answer before the server exits (the session used to end first and drop the ones still pending)."""
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "pipe", "version": "0"}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *[{"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": _args(i)} for i in range(4)],
+        {"jsonrpc": "2.0", "id": 20, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 21, "method": "no/such"},
+    ]
+    data = b"".join(json.dumps(m).encode() + b"\n" for m in lines)
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolkit", "mcp", "serve", "--stdio"],
+        input=data,
+        capture_output=True,
+        timeout=120,
+        cwd=REPO_ROOT,
+        env={**os.environ, **_child_env()},
+    )
+    answers = {json.loads(line)["id"] for line in proc.stdout.splitlines() if line.strip()}
+    assert answers == {1, 10, 11, 12, 13, 20, 21}, (answers, proc.stderr[-400:])
+    assert proc.returncode == 0, proc.stderr[-400:]
+
+
+def _args(i: int) -> dict:
+    return {"name": "calculator", "arguments": {"expression": f"{i} + 1"}}

@@ -25,8 +25,8 @@ from typing import Any
 from toolkit.models import template_for
 
 MODEL_MAX_NEW_TOKENS = 160  # per turn on a model: room for an answer written after tool results
-STAND_IN_SETTINGS = dict(max_new_tokens=48, bound_strings=8, tool_choice="required")
-STAND_IN_WHY = "random-weight stand-in: short turns, bounded strings, a call required first"
+STAND_IN_SETTINGS = dict(max_new_tokens=48, bound_strings=8, tool_choice="required", max_calls=1)
+STAND_IN_WHY = "random-weight stand-in: short turns, bounded strings, a call required first, one call a turn"
 SHOWN = (  # the plain values printed and saved (callables and a grammar object are shown only when set)
     "template",
     "tool_choice",

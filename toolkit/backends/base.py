@@ -74,6 +74,15 @@ def vocab_width(backend) -> int:
     return getattr(backend, "vocab_width", None) or VOCAB_WIDTH
 
 
+def context_length(backend) -> int | None:
+    """The most tokens (prompt + new) the backend's model takes: its ``context_length``, else the loaded model's
+    ``max_position_embeddings``; None when it does not say (a server that does not report it)."""
+    n = getattr(backend, "context_length", None)
+    if n is None:
+        n = getattr(getattr(getattr(backend, "model", None), "config", None), "max_position_embeddings", None)
+    return n if isinstance(n, int) and n > 0 else None
+
+
 @runtime_checkable
 class Resets(Protocol):
     def reset(self) -> None: ...

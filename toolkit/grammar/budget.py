@@ -8,6 +8,9 @@ What it does
   character is at most 4 UTF-8 bytes; the tests check this) — or n times the widest character of a simple
   ``^[...]{0,n}$`` pattern (with a pattern xgrammar ignores ``maxLength``). It is None when a part has no bound
   (a string without ``maxLength``, another pattern, a number: JSON's number grammar has no length limit).
+- :func:`call_allowance` is what the host loop uses: the tools fitted to its ``max_new_tokens`` and the most tokens
+  one call can then take; a turn decoded under a call grammar gets ``max_calls`` times that (capped by the
+  conversation's token budget and the model's context window), so the calls a turn may run always finish.
 - :func:`fit` lowers the strings' ``maxLength`` (or a class pattern's ``{0,n}``) so that the bound is within ``max_new_tokens``; the budget left
   after the call's fixed text is shared among the strings water-filling (each keeps its own bound when that is
   under an equal share; the longer ones split the rest).
@@ -62,7 +65,7 @@ def _set_len(prop: dict, n: int) -> None:
         prop["pattern"] = f"^[{m.group(1)}]{{0,{n}}}$"
 
 
-def _value_bytes(prop: dict) -> int | None:
+def _value_bytes(prop: dict, number_bytes: int | None = None) -> int | None:
     if "enum" in prop:
         return max(len(json.dumps(v, ensure_ascii=False).encode("utf-8")) for v in prop["enum"])
     if "const" in prop:
@@ -75,22 +78,48 @@ def _value_bytes(prop: dict) -> int | None:
         return 5
     if t == "integer" and "minimum" in prop and "maximum" in prop:
         return max(len(str(int(prop["minimum"]))), len(str(int(prop["maximum"]))))
+    if t in ("number", "integer") and number_bytes is not None:
+        return number_bytes
     return None  # numbers, unbounded integers, arrays, objects
 
 
-def worst_call_tokens(tool) -> int | None:
-    """Upper bound on the new tokens of one call of ``tool`` (OpenAI-style or bare schema); None if unbounded."""
+def worst_call_tokens(tool, number_bytes: int | None = None) -> int | None:
+    """Upper bound on the new tokens of one call of ``tool`` (OpenAI-style or bare schema); None if unbounded.
+    ``number_bytes``: count each number (and unbounded integer) as that many characters instead of unbounded."""
     fn = function_of(tool)
     props = (fn.get("parameters") or {}).get("properties") or {}
     # '\n{"name": "X", "arguments": {' + '"k": v, ' per parameter + '}}\n', as compile_tools' compact JSON
     fixed = len(f'\n{{"name": {json.dumps(fn["name"], ensure_ascii=False)}, "arguments": {{}}}}\n'.encode())
     total = 2 + fixed + max(0, 2 * (len(props) - 1))  # the two tags; ", " between arguments
     for key, prop in props.items():
-        v = _value_bytes(prop) if isinstance(prop, dict) else None
+        v = _value_bytes(prop, number_bytes) if isinstance(prop, dict) else None
         if v is None:
             return None
         total += len(json.dumps(key, ensure_ascii=False).encode()) + 2 + v  # '"key": '
     return total
+
+
+NUMBER_BYTES = 24  # a number's allowance in call_allowance: a float's 17 significant digits, sign, point, exponent
+
+
+def call_allowance(tools, max_new_tokens: int) -> tuple[list, int | None]:
+    """The tools as one call turn's grammar takes them, and the most new tokens one call of any of them can take.
+
+    Each tool is :func:`fit` to ``max_new_tokens`` where its call's fixed text leaves room for its strings; one
+    whose fixed text alone needs more (a 48-token turn and a tool with a long name and two strings) keeps its own
+    bounds, and the allowance grows to its bound. A number counts :data:`NUMBER_BYTES` characters (JSON's number
+    grammar has no length limit: the one part of a call this cannot bound). None when a tool has arrays or nested
+    objects (:func:`worst_call_tokens` bounds neither)."""
+    out, worst = [], 0
+    for t in tools:
+        try:
+            t = fit(t, max_new_tokens)
+        except ValueError:
+            pass  # its fixed text does not fit: kept as it is, its own bound raises the allowance
+        out.append(t)
+        w = worst_call_tokens(t, number_bytes=NUMBER_BYTES)
+        worst = None if w is None or worst is None else max(worst, w)
+    return out, worst
 
 
 def fit(tool, max_new_tokens: int):

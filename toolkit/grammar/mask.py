@@ -4,7 +4,8 @@ What it does
 - :class:`GrammarMask` (allocate / fill / accept / is_terminated / reset): bitmasks are ``int32[1, ceil(V/32)]`` sized
   from the MODEL's logit width (151,936), not ``len(tokenizer)``; the extra rows are padding the mask forbids.
   ``allowed_mask`` unpacks a bitmask into booleans; ``replay`` checks a finished generation; ``longest_call`` drives
-  a tool-call grammar as the slowest decoder would and counts its tokens (``toolkit.grammar.budget`` bounds them).
+  a tool-call grammar as the slowest decoder would and counts its tokens (``toolkit.grammar.budget`` bounds them);
+  ``slowest_next`` is that decoder's choice of one token (a test backend decodes whole turns with it).
 
 What it leaves out
 - Jump-forward decoding and speculative masks.
@@ -81,8 +82,7 @@ def replay(grammar: Grammar, ids) -> tuple[bool, bool]:
 def longest_call(grammar, tokenizer, limit: int) -> int | None:
     """Tokens the slowest decoder spends on one call under ``grammar`` (from ``<tool_call>`` to ``</tool_call>``,
     both counted); None if the call is still open after ``limit`` tokens."""
-    sizes = _token_bytes(tokenizer, grammar.vocab_width)
-    length, quote, prefer = sizes["len"], sizes["quote"], sizes["prefer"]
+    sizes = token_sizes(tokenizer, grammar.vocab_width)
     m = GrammarMask(grammar)
     bm = m.allocate()
     m.fill(bm)
@@ -91,17 +91,7 @@ def longest_call(grammar, tokenizer, limit: int) -> int | None:
     last = None
     for n in range(2, limit + 1):
         m.fill(bm)
-        allowed = m.allowed(bm)
-        hits = prefer[allowed[prefer]]
-        if last == sizes["backslash"] and sizes["u"] is not None and allowed[sizes["u"]]:
-            choice = sizes["u"]  # \uXXXX: the longest escape
-        elif hits.size:
-            choice = int(hits[0])
-        else:
-            keep = allowed & ~quote
-            keep[TOOL_CALL_END_ID] = False
-            pool = keep if keep.any() else allowed
-            choice = int(np.argmin(np.where(pool, length, np.iinfo(np.int64).max)))
+        choice = slowest_next(m.allowed(bm), sizes, last)
         m.accept(choice)
         last = choice
         if choice == TOOL_CALL_END_ID:
@@ -109,10 +99,24 @@ def longest_call(grammar, tokenizer, limit: int) -> int | None:
     return None
 
 
+def slowest_next(allowed: np.ndarray, sizes: dict, last: int | None) -> int:
+    """The slowest decoder's next token inside a call, among ``allowed`` (see :func:`longest_call`); ``sizes`` is
+    :func:`token_sizes` of the tokenizer, ``last`` the token before."""
+    hits = sizes["prefer"][allowed[sizes["prefer"]]]
+    if last == sizes["backslash"] and sizes["u"] is not None and allowed[sizes["u"]]:
+        return sizes["u"]  # \uXXXX: the longest escape
+    if hits.size:
+        return int(hits[0])
+    keep = allowed & ~sizes["quote"]
+    keep[TOOL_CALL_END_ID] = False
+    pool = keep if keep.any() else allowed
+    return int(np.argmin(np.where(pool, sizes["len"], np.iinfo(np.int64).max)))
+
+
 _SIZES: dict = {}
 
 
-def _token_bytes(tokenizer, width: int) -> dict:
+def token_sizes(tokenizer, width: int) -> dict:
     """Each token's byte length (byte-level BPE: the GPT-2 byte alphabet), the one-byte tokens, and the tokens
     holding a double quote; cached per tokenizer."""
     key = (id(tokenizer), width)

@@ -60,7 +60,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolkit.backends.base import Generation, Peeks, name_of, vocab_width
+from toolkit.backends.base import Generation, Peeks, context_length, name_of, vocab_width
+from toolkit.grammar.budget import call_allowance
 from toolkit.grammar.compile import bounded, compile_tool_choice
 from toolkit.grammar.mask import GrammarMask
 from toolkit.loop.execute import CallResult, error_result, execute
@@ -204,6 +205,7 @@ class TurnPlan:
     why: str
     forced: str = ""
     peeked: Generation | None = None
+    budget: int = 0  # new tokens this turn may take (Host.turn_budget)
 
 
 class Host:
@@ -216,6 +218,7 @@ class Host:
         self.choice = check_tool_choice(cfg.tool_choice, tools)
         self.schemas = [openai_schema(t) for t in tools.values()]
         self.grammars: dict = {}
+        self.per_call: dict = {}  # grammar kind -> the most new tokens one call under it can take (None: unbounded)
         self.guard = RepeatGuard(cfg.repeat_limit)
         self.guard.seed(messages)  # the guard covers the whole conversation, not this call only
         self.spent, self.prev_len, self.n_calls, self.nothing_new = 0, None, 0, False
@@ -232,6 +235,8 @@ class Host:
                 chosen = [s for s in self.schemas if kind in ("auto", "required") or s["function"]["name"] == kind]
                 if cfg.bound_strings:
                     chosen = [bounded(s, max_length=cfg.bound_strings) for s in chosen]
+                if kind not in ("none", "answer"):  # strings bounded so that one call fits the turn's budget
+                    chosen, self.per_call[kind] = call_allowance(chosen, cfg.max_new_tokens)
                 self.grammars[kind] = compile_tool_choice(
                     chosen,
                     self.tokenizer,
@@ -239,6 +244,21 @@ class Host:
                     vocab_width=vocab_width(self.backend),
                 )
         return self.grammars[kind]
+
+    def turn_budget(self, plan: TurnPlan, prompt_len: int) -> tuple[int, str]:
+        """New tokens this turn may take, and a note when that is more than ``max_new_tokens``: a turn decoded under
+        a call grammar gets room for ``max_calls`` calls of the longest call its grammar allows
+        (``toolkit.grammar.budget.call_allowance``), so that no call it may run is cut; capped by the token budget
+        left and the model's context window."""
+        cfg, ctx = self.cfg, context_length(self.backend)
+        left = max(1, min(cfg.token_budget - self.spent, ctx or cfg.token_budget) - prompt_len)
+        per_call = self.grammar_for(plan.kind) and self.per_call.get(plan.kind) if plan.mode == "call" else None
+        if cfg.grammar is not None or per_call is None or cfg.max_calls * per_call <= cfg.max_new_tokens:
+            return min(cfg.max_new_tokens, left), ""
+        n = min(cfg.max_calls * per_call, left)
+        return n, f"; room for {cfg.max_calls} call(s) of at most {per_call} tokens: up to {n} new tokens" + (
+            f" (max_new_tokens {cfg.max_new_tokens} is for text)"
+        )
 
     def render(self, turn: int):
         view = [dict(m) for m in self.messages]
@@ -278,6 +298,8 @@ class Host:
             plan = TurnPlan("required" if opens else "auto", "call" if opens else "text", why, "", peeked)
         forced_ids = self.tokenizer.encode(plan.forced, add_special_tokens=False) if plan.forced else []
         prompt = list(rendering.ids) + forced_ids
+        plan.budget, note = self.turn_budget(plan, len(prompt))
+        plan.why += note
         n_tools = rendering.counts.get("tools", 0)
         new = len(prompt) - n_tools if self.prev_len is None else max(0, min(len(prompt) - self.prev_len, len(prompt)))
         split = {"tools": n_tools, "history": max(0, len(prompt) - n_tools - new), "new": new}
@@ -289,10 +311,9 @@ class Host:
         cfg = self.cfg
         g_used = self.grammar_for(plan.kind) if plan.mode != "free" else None
         mask = GrammarMask(g_used) if g_used is not None else None
-        budget_left = max(1, cfg.token_budget - self.spent - len(prompt))
         g = self.backend.generate(
             prompt,
-            max_new_tokens=min(cfg.max_new_tokens, budget_left),
+            max_new_tokens=plan.budget or self.turn_budget(plan, len(prompt))[0],
             stop_ids=set(STOP_IDS),
             mask=mask,
             temperature=cfg.temperature,

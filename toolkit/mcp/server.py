@@ -37,6 +37,7 @@ import os
 import socket
 import sys
 from collections.abc import Mapping
+from http import HTTPStatus
 from typing import Any
 
 import mcp_types as types
@@ -209,7 +210,10 @@ def bind(port: int = 0, tcp_nodelay: bool = True) -> socket.socket:
 class BoundedErrors:
     """ASGI middleware: every JSON-RPC error in a response (JSON body or SSE ``data:`` line) leaves with a bounded
     ``message`` and ``data``. The SDK echoes some inputs whole (legacy-era "Method not found" carries the method
-    name, up to the 4 MiB body limit, as ``data``); this is the one place all HTTP answers pass."""
+    name, up to the 4 MiB body limit, as ``data``); this is the one place all HTTP answers pass. An error the SDK
+    answers in plain text or with no body at all (a wrong Content-Type: "Invalid Content-Type header"; a 2026-07-28
+    request that does not accept JSON and SSE: an empty 406) leaves as a JSON-RPC -32600 with the same status, as the
+    SDK's other refusals do, so a client reads every refusal one way."""
 
     SMALL = 2048  # bodies this short cannot carry an over-long error: passed through untouched
 
@@ -219,19 +223,29 @@ class BoundedErrors:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        state = {"start": None, "json": False, "body": bytearray()}
+        state = {"start": None, "json": False, "plain_error": False, "body": bytearray()}
 
         async def bounded_send(message):
             if message["type"] == "http.response.start":
                 ctype = dict(message.get("headers", [])).get(b"content-type", b"")
                 state["json"] = ctype.startswith(b"application/json")
-                if state["json"]:  # held until the body is complete: its length may change
+                state["plain_error"] = not state["json"] and message.get("status", 200) >= 400
+                if state["json"] or state["plain_error"]:  # held until the body is complete: its length may change
                     state["start"] = message
                     return
                 return await send(message)
             if message["type"] != "http.response.body":
                 return await send(message)
             body = message.get("body", b"")
+            if state["plain_error"]:
+                state["body"] += body
+                if message.get("more_body"):
+                    return
+                status = state["start"]["status"]
+                text = bytes(state["body"][:300]).decode("utf-8", "replace").strip()
+                phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Error"
+                line = error_line(types.INVALID_REQUEST, f"{phrase}: {text}" if text else phrase)
+                return await _answer(send, status, line)
             if state["json"]:
                 state["body"] += body
                 if message.get("more_body"):

@@ -12,6 +12,7 @@ What it does
   line's first bytes where it stands at the top level (the SDK writes ``id`` before ``params``).
 - Every error message is bounded (``toolkit.tools.bounded_message``) and says how long the input was; errors the
   SDK writes pass through :func:`bounded_error` on their way out.
+- When stdin closes, the requests already read are still answered (bounded by ``DRAIN_S``) before the session ends.
 - While serving, file descriptor 0 reads the null device and 1 writes to stderr, so a stray ``print`` in a tool
   cannot corrupt the protocol stream (the SDK's transport does the same); both are restored afterwards.
 
@@ -38,6 +39,7 @@ from toolkit.errors import bounded_message
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # the SDK's DEFAULT_MAX_REQUEST_BODY_SIZE for Streamable HTTP
 CHUNK = 1 << 16
 MAX_ERROR_DATA_CHARS = 300
+DRAIN_S = 30.0  # after stdin closes: how long requests already read may take to be answered before the server ends
 _ID_HEAD = re.compile(rb'\s*"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
 
 
@@ -172,6 +174,12 @@ async def stdio_transport(
     read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
     write_stream, write_reader = create_context_streams[SessionMessage](0)
     out_lock = anyio.Lock()
+    pending: set = set()  # ids of requests handed to the session and not answered yet
+
+    async def deliver(item: SessionMessage) -> None:
+        if isinstance(item.message, types.JSONRPCRequest):
+            pending.add(item.message.id)
+        await read_writer.send(item)
 
     async def emit(data: bytes) -> None:
         async with out_lock:
@@ -220,7 +228,7 @@ async def stdio_transport(
                     if isinstance(item, bytes):
                         await emit(item)
                     elif item is not None:
-                        await read_writer.send(item)
+                        await deliver(item)
             if skipping:
                 await emit(
                     error_line(
@@ -234,13 +242,20 @@ async def stdio_transport(
                 if isinstance(item, bytes):
                     await emit(item)
                 elif item is not None:
-                    await read_writer.send(item)
+                    await deliver(item)
+            # stdin closed: closing the read stream now ends the session, and requests still running (or not yet
+            # dispatched) would never be answered (`printf '…' | serve` lost its last request); wait for them, bounded
+            with anyio.move_on_after(DRAIN_S):
+                while pending:
+                    await anyio.sleep(0.005)
 
     async def writer() -> None:
         async with write_reader:
             async for message in write_reader:
                 reply = bounded_error(message.message)
                 await emit(reply.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+                if isinstance(reply, (types.JSONRPCResponse, types.JSONRPCError)):
+                    pending.discard(reply.id)
 
     try:
         async with anyio.create_task_group() as tg:
