@@ -83,6 +83,7 @@ class ServerInfo:
     model: str
     kind: str  # transformers | vllm | sglang | openai-compatible
     models: list[str] = field(default_factory=list)
+    context_length: int | None = None  # the served model's max_model_len, where the server lists it (vLLM does)
 
     @property
     def description(self) -> str:
@@ -123,6 +124,10 @@ def call_server(url: str, what: str, fn, timeout_s: float):
         code = e.status_code
         hint = " (wrong URL? the base URL ends in /v1)" if code == 404 else ""
         raise ServerError(f"http_{code}", f"{what} at {url}: HTTP {code}: {_detail(e)}{hint}") from None
+    except openai.APIError as e:  # an error event inside a stream (vLLM's engine died mid-turn)
+        raise ServerError(
+            "server_error", f"{what} at {url}: the server failed: {' '.join(str(e).split())[:200]}"
+        ) from None
     except (ValueError, TypeError, KeyError, AttributeError) as e:
         raise ServerError(
             "malformed_response", f"{what} at {url}: malformed answer ({type(e).__name__}: {e})"
@@ -158,7 +163,9 @@ def probe(url: str, timeout_s: float = PROBE_TIMEOUT_S, model: str | None = None
         if any("status" in m for m in entries)
         else "openai-compatible"
     )
-    return ServerInfo(url, chosen, kind, ids)
+    card = next((m for m in entries if str(m.get("id")) == chosen), {})
+    ctx = card.get("max_model_len")
+    return ServerInfo(url, chosen, kind, ids, ctx if isinstance(ctx, int) and not isinstance(ctx, bool) else None)
 
 
 # ================================================================ what a served turn returns
@@ -210,6 +217,7 @@ class ServedBackend:
         self.url, self.model, self.tokenizer = self.info.url, self.info.model, tokenizer
         self.timeout_s, self.stream = float(timeout_s), bool(stream)
         self.vocab_width = VOCAB_WIDTH
+        self.context_length = self.info.context_length  # None where the server does not say
         self.client = _client(self.url, self.timeout_s)
         self.notes: list[str] = []
         self.turns: list[dict] = []  # the ``server`` dict of every request, in order

@@ -99,23 +99,28 @@ def worst_call_tokens(tool, number_bytes: int | None = None) -> int | None:
     return total
 
 
+CALL_FLOOR = 160  # call_allowance never narrows a string below what a call of this many tokens holds
 NUMBER_BYTES = 24  # a number's allowance in call_allowance: a float's 17 significant digits, sign, point, exponent
 
 
 def call_allowance(tools, max_new_tokens: int) -> tuple[list, int | None]:
     """The tools as one call turn's grammar takes them, and the most new tokens one call of any of them can take.
 
-    Each tool is :func:`fit` to ``max_new_tokens`` where its call's fixed text leaves room for its strings; one
-    whose fixed text alone needs more (a 48-token turn and a tool with a long name and two strings) keeps its own
-    bounds, and the allowance grows to its bound. A number counts :data:`NUMBER_BYTES` characters (JSON's number
+    Each tool is :func:`fit` to ``max_new_tokens`` (at least :data:`CALL_FLOOR`: a 40-token turn gets room for its
+    calls, its calculator expressions are not cut to five characters) where its call's fixed text leaves room; one
+    whose fixed text alone needs more (a 48-token turn and a tool with a long name and two strings) is fit to the
+    least doubling of it that does, and the allowance grows to that. A number counts :data:`NUMBER_BYTES` characters (JSON's number
     grammar has no length limit: the one part of a call this cannot bound). None when a tool has arrays or nested
     objects (:func:`worst_call_tokens` bounds neither)."""
     out, worst = [], 0
     for t in tools:
-        try:
-            t = fit(t, max_new_tokens)
-        except ValueError:
-            pass  # its fixed text does not fit: kept as it is, its own bound raises the allowance
+        budget = max(max_new_tokens, CALL_FLOOR)  # a short text budget raises the call budget, not cut the strings
+        while budget < 1 << 20:
+            try:
+                t = fit(t, budget)
+                break
+            except ValueError:  # its fixed text does not fit: the least doubling of the budget that does
+                budget *= 2
         out.append(t)
         w = worst_call_tokens(t, number_bytes=NUMBER_BYTES)
         worst = None if w is None or worst is None else max(worst, w)
