@@ -166,8 +166,11 @@ if REAL:
 #
 # Both results files keep every case's output, so the base model is scored on exactly the cases the adapter
 # ran. *Native* mode is the honest one: no grammar, `tool_choice` auto, no forced prefix. The tag rate is the
-# share of answers that hold a `<tool_call>` block. The published rows are the leaderboard's columns that match
-# what the kit runs (Python simple, non-live irrelevance).
+# share of answers that hold a `<tool_call>` block. *Prompt* mode describes the functions in the system text in
+# BFCL's prompt style, with no tools section in the template — a layout the training data never showed. *Constrained*
+# mode puts the grammar back over the adapter's answers; the adapter should not do worse there than the base model.
+# The published rows are the leaderboard's columns that match what the kit runs (Python simple, non-live
+# irrelevance).
 
 # %%
 base_path = results_file("bfcl_qwen2.5-coder-0.5b.json", required=False)
@@ -207,7 +210,19 @@ if base_path and lora_path:
             + "."
         )
     )
-    print(markdown(cmp).split("what training did not fix")[1])
+    prompt_rows = [r for r in cmp["rows"] if r["mode"] == "prompt" and r["category"] != "irrelevance"]
+    if prompt_rows:
+        n_p = sum(r["adapter"]["n"] for r in prompt_rows)
+        declined = sum(r["adapter"]["kinds"].get("no_call", 0) for r in prompt_rows)
+        base_declined = sum(r["base"]["kinds"].get("no_call", 0) for r in prompt_rows)
+        display(
+            Markdown(
+                f"Prompt mode, where a call is due: the adapter answers with text (no call) in **{declined} of "
+                f"{n_p}** cases, the base model in {base_declined}. Training taught the format *and* the layout: "
+                "with no tools section in the template, the adapter reads the request as one its tools cannot serve."
+            )
+        )
+    print(markdown(cmp).split("paired, on the same cases")[1])
 else:
     print("the saved BFCL results (base and adapter) are not in this checkout")
 

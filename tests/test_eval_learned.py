@@ -32,6 +32,8 @@ def test_compare_scores_the_base_on_exactly_the_adapters_cases():
     rows = {r["category"]: r for r in cmp["rows"]}
     assert rows["simple_python"]["adapter"]["n"] == rows["simple_python"]["base"]["n"] == 4
     assert rows["simple_python"]["adapter"]["correct"] == 3 and rows["simple_python"]["base"]["correct"] == 0
+    assert (rows["simple_python"]["gained"], rows["simple_python"]["lost"]) == (3, 0)
+    assert (rows["irrelevance"]["gained"], rows["irrelevance"]["lost"]) == (0, 1)  # irrelevance_0: base ok, adapter not
     assert cmp["adapter_tag_rate_due"] == 1.0 and cmp["base_tag_rate_due"] == 0.0
     assert cmp["adapter_tag_rate_none"] == 0.5
     t = {x["target"]: x for x in learned.targets(cmp)}
@@ -39,7 +41,7 @@ def test_compare_scores_the_base_on_exactly_the_adapters_cases():
     assert not t["native simple_python"]["met"] and t["native simple_python"]["bar"] == 76.75
     assert t["native irrelevance"]["bar"] == 60.0 and not t["native irrelevance"]["met"]
     md = learned.markdown(cmp)
-    assert "like for like" in md and "wrong_value 1" in md
+    assert "like for like" in md and "wrong_value 1" in md and "native simple_python: +3 / -0" in md
 
 
 def test_published_rows_are_the_like_for_like_columns():

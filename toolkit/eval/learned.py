@@ -9,8 +9,8 @@ What it does
   the same cases (read from the per-case outputs both results files keep), with Wilson intervals, the failure
   taxonomy and the *tag rate*: the share of answers holding a ``<tool_call>`` block, where a call is due (the four
   call categories) and where none is (irrelevance).
-- ``markdown(cmp)``: the before/after table, the published rows beside it, and the taxonomy of what training did not
-  fix.
+- ``markdown(cmp)``: the before/after table, the published rows beside it, the paired count of cases each side got
+  right alone, and the taxonomy of what training did not fix, per mode.
 
 What it leaves out
 - Running anything (``benchmarks/bfcl.py accuracy --model qwen2.5-coder-0.5b+lora`` makes the adapter's file) and
@@ -88,9 +88,20 @@ def compare(base_doc: dict, adapter_doc: dict) -> dict:
     for c in _cases(adapter_doc):
         groups.setdefault((c["mode"], category_of(c["id"])), []).append(c)
     for (mode, cat), cs in sorted(groups.items(), key=lambda kv: (kv[0][0], CATEGORIES.index(kv[0][1]))):
-        same = [base[(mode, c["id"])] for c in cs if (mode, c["id"]) in base]
+        pairs = [(c, base[(mode, c["id"])]) for c in cs if (mode, c["id"]) in base]
+        same = [b for _, b in pairs]
         out["missing_in_base"] += len(cs) - len(same)
-        out["rows"].append(dict(mode=mode, category=cat, adapter=row(cs), base=row(same)))
+        out["rows"].append(
+            dict(
+                mode=mode,
+                category=cat,
+                adapter=row(cs),
+                base=row(same),
+                # paired: cases only the adapter got right, and cases only the base model got right
+                gained=sum(bool(a["ok"]) and not bool(b["ok"]) for a, b in pairs),
+                lost=sum(bool(b["ok"]) and not bool(a["ok"]) for a, b in pairs),
+            )
+        )
     due = [r for r in out["rows"] if r["mode"] == "native" and r["category"] != "irrelevance"]
     none = [r for r in out["rows"] if r["mode"] == "native" and r["category"] == "irrelevance"]
     for who in ("adapter", "base"):
@@ -177,12 +188,25 @@ def markdown(cmp: dict) -> str:
             f"- {t['target']}: {t['got']:.1f} vs {t['bar']:.1f} — {'met' if t['met'] else 'missed by'}"
             + ("" if t["met"] else f" {-t['gap']:.1f} points")
         )
-    lines += ["", "what training did not fix (native mode, adapter, failure kinds):", ""]
+    lines += ["", "paired, on the same cases (adapter right where the base model was wrong / the reverse):", ""]
     for r in cmp["rows"]:
-        if r["mode"] == "native":
+        if "gained" in r:
+            lines.append(f"- {r['mode']} {r['category']}: +{r['gained']} / -{r['lost']}")
+    lines += ["", "what training did not fix (native mode, adapter, failure kinds):", ""]
+    lines += _kinds(cmp, "native")
+    for mode in ("prompt", "constrained"):
+        if any(r["mode"] == mode for r in cmp["rows"]):
+            lines += ["", f"{mode} mode, adapter, failure kinds:", ""] + _kinds(cmp, mode)
+    return "\n".join(lines) + "\n"
+
+
+def _kinds(cmp: dict, mode: str) -> list[str]:
+    out = []
+    for r in cmp["rows"]:
+        if r["mode"] == mode:
             bad = {k: v for k, v in r["adapter"]["kinds"].items() if k != "ok"}
-            lines.append(
+            out.append(
                 f"- {r['category']}: "
                 + (", ".join(f"{k} {v}" for k, v in sorted(bad.items(), key=lambda kv: -kv[1])) or "none")
             )
-    return "\n".join(lines) + "\n"
+    return out
