@@ -32,7 +32,8 @@ def test_reproducible_and_seeded(examples):
 
 def test_every_kind_both_languages_and_varied_schemas(examples):
     kinds = collections.Counter(e.kind for e in examples)
-    assert set(kinds) == set(data.KINDS), kinds
+    weighted = {k for k, w in zip(data.KINDS, data.MIXES[data.MIX]) if w}
+    assert set(kinds) == weighted, kinds  # every kind the default mix weighs (v3's extra kinds: the v3 test)
     langs = collections.Counter(e.lang for e in examples)
     assert 0.2 < langs["zh"] / len(examples) < 0.5, langs
     types, features = set(), set()
@@ -124,6 +125,41 @@ def test_mixes_weigh_the_kinds():
         data.dataset(1, mix="v9")
 
 
+def test_v3_adds_error_retries_calculator_chains_and_indirect_weather():
+    """v3's new kinds: a refused calculator call shown (not trained) and retried with an expression the calculator
+    takes, weather numbers combined by a calculator call, weather questions without the word; v2 is unchanged (its
+    kinds, and the shipped adapter's data hash, do not move)."""
+    v2 = data.dataset(150, seed=0, per_group=10, mix="v2")
+    assert data.data_hash(v2).startswith("5556e386")  # the shipped adapter's manifest
+    exs = data.dataset(150, seed=0, per_group=10, mix="v3")
+    kinds = collections.Counter(e.kind for e in exs)
+    assert min(kinds["tool_error"], kinds["chain_calc"], kinds["indirect"]) >= 20, kinds
+    tok = qwen_tokenizer("qwen2.5")
+    retried = [e for e in exs if e.kind == "tool_error" and any(m.get("train") is False for m in e.messages)]
+    assert len(retried) >= 10
+    for e in retried[:6]:
+        wrong = next(m for m in e.messages if m.get("train") is False)
+        bad = wrong["tool_calls"][0]["function"]["arguments"]
+        with pytest.raises(Exception, match="calculator"):
+            TOOLS["calculator"].call(bad)  # the first attempt really fails
+        err = json.loads(e.messages[e.messages.index(wrong) + 1]["content"])
+        assert err["error"]["type"] == "tool_error" and err["error"]["message"].startswith("calculator:")
+        (row,) = data.labelled([e], tok)
+        trained = tok.decode([i for i in row.labels if i != IGNORE_INDEX])
+        assert bad["expression"] not in trained  # the mistake is context, not a target
+        assert trained.count("<tool_call>") == 1 and e.calls[-1]["arguments"]["expression"] in trained
+    for e in (x for x in exs if x.kind == "chain_calc"):
+        names = [c["name"] for c in e.calls]
+        assert names[-1] == "calculator" and "get_weather" in names
+        assert {t["function"]["name"] for t in e.tools} >= {"calculator", "get_weather"}
+    for e in (x for x in exs if x.kind == "chain"):  # v3 never calls a tool the group does not show
+        assert {c["name"] for c in e.calls} <= {t["function"]["name"] for t in e.tools}
+    indirect = [e for e in exs if e.kind == "indirect"]
+    assert all(e.calls[0]["name"] == "get_weather" for e in indirect)
+    asked = [next(m["content"] for m in e.messages if m["role"] == "user") for e in indirect]
+    assert any("weather" not in q.lower() and "天气" not in q for q in asked)
+
+
 def test_kit_tool_results_come_from_running_them(examples):
     seen = 0
     for e in examples:
@@ -207,13 +243,14 @@ def _bfcl_texts() -> tuple[set[str], list[str]]:
     return names, questions
 
 
-def test_no_bfcl_text_in_the_training_set():
+@pytest.mark.parametrize("mix", ["v2", "v3"])
+def test_no_bfcl_text_in_the_training_set(mix):
     """No BFCL function name (of any category) is a tool name in the set, and no BFCL question (a non-system turn) of 24+
     characters occurs in it. The kit's own demo tools predate the BFCL work; one of their names (get_weather) is also a name
     BFCL uses in a category the kit does not evaluate — allowed, and checked to stay out of the five it runs."""
     names, questions = _bfcl_texts()
     assert len(names) > 1000 and len(questions) > 3000
-    exs = data.dataset(150, seed=0)
+    exs = data.dataset(150, seed=0, mix=mix)
     tool_names = {t["function"]["name"] for e in exs for t in e.tools}
     overlap = tool_names & names
     assert overlap <= set(TOOLS), overlap
@@ -233,15 +270,16 @@ def test_no_bfcl_text_in_the_training_set():
     assert not leaked, leaked[:3]
 
 
-def test_no_loop_benchmark_question_in_the_training_set():
+@pytest.mark.parametrize("mix", ["v2", "v3"])
+def test_no_loop_benchmark_question_in_the_training_set(mix):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import loop_questions
     finally:
         sys.path.pop(0)
-    qs = [q["q"] for q in loop_questions.QUESTIONS]
-    assert len(qs) >= 20
-    exs = data.dataset(150, seed=0)
+    qs = [q["q"] for q in loop_questions.QUESTIONS + loop_questions.FRESH]
+    assert len(loop_questions.QUESTIONS) >= 20 and len(loop_questions.FRESH) >= 10
+    exs = data.dataset(150, seed=0, mix=mix)
     users = {m["content"].strip() for e in exs for m in e.messages if m["role"] == "user"}
     norm = lambda s: re.sub(r"\W+", " ", s.lower()).strip()  # noqa: E731
     assert not {norm(q) for q in qs} & {norm(u) for u in users}

@@ -1,7 +1,8 @@
 """``ToolError`` and bounded error messages: what a tool or the host says back when input is bad.
 
 What it does
-- ``ToolError``: bad input or a refused operation, with a message meant to be shown to the model.
+- ``ToolError``: bad input or a refused operation, with a message meant to be shown to the model;
+  ``error_result(kind, message)``: the result a failed call returns to the model.
 - ``describe(value)`` names a value safely inside a message (its repr when short, else type, size and start);
   ``bounded_message(text)`` cuts a message to ``MAX_MESSAGE_CHARS`` saying how long it was: no path echoes a huge
   input whole.
@@ -17,6 +18,12 @@ from typing import Any
 
 class ToolError(Exception):
     """Bad input or a refused operation; the message is meant to be shown to the model."""
+
+
+def error_result(kind: str, message: str) -> dict:
+    """What a failed call returns to the model: ``{"error": {"type": kind, "message": message}}`` (the host loop's
+    shape, and the training data's, so the model sees the same thing in both)."""
+    return {"error": {"type": kind, "message": message}}
 
 
 # ============================================================== bounded messages

@@ -46,8 +46,15 @@ ADAPTER_SUFFIX = "+lora"  # load("qwen2.5-coder-0.5b+lora"): the real model with
 ADAPTER_NAME = "qwen2.5-coder-0.5b-toolcall"  # the adapter ``python -m toolkit train --model real`` made
 
 
+ADAPTER_ENV = "TOOLKIT_ADAPTER"  # a folder with another adapter (one ``python -m toolkit train --out`` made)
+
+
 def adapter_folder(name: str = ADAPTER_NAME) -> Path:
-    """Where the kit's shipped LoRA adapter lives (package data: ``toolkit/data/adapters/<name>``)."""
+    """Where the LoRA adapter of ``+lora`` lives: the folder ``$TOOLKIT_ADAPTER`` names when it is set (an adapter
+    you trained elsewhere: its folder name and weights hash then name it in every output), else the kit's shipped
+    one (package data: ``toolkit/data/adapters/<name>``)."""
+    if os.environ.get(ADAPTER_ENV):
+        return Path(os.environ[ADAPTER_ENV]).expanduser().resolve()
     return Path(str(files("toolkit") / "data" / "adapters" / name))
 
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from toolkit import cliargs
+from toolkit.sft.data import MIX, MIXES
 
 
 def _real(args) -> int:
@@ -48,7 +49,7 @@ def cli(argv: list[str]) -> int:
     )
     ap.add_argument("--per-group", type=cliargs.count(1, 64), default=10, help="real: conversations per group")
     ap.add_argument("--data-seed", type=cliargs.count(0), default=0)
-    ap.add_argument("--mix", default="v2", choices=["v1", "v2"], help="real: the data mix (toolkit.sft.data.MIXES)")
+    ap.add_argument("--mix", default=MIX, choices=list(MIXES), help="real: the data mix (toolkit.sft.data.MIXES)")
     ap.add_argument("--limit-steps", type=cliargs.count(1, 100_000), default=None, help="real: stop after N steps")
     ap.add_argument("--out", type=cliargs.out_dir, default=None, help="real: adapter folder (default: the shipped one)")
     ap.add_argument("--results", type=cliargs.out_file, default=None, help="real: results JSON")

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolkit.errors import ToolError
+from toolkit.errors import ToolError, error_result
 from toolkit.parse import ToolCall
 from toolkit.schema import check_arguments
 
@@ -47,10 +47,6 @@ class CallResult:
             "name": self.name or "",
             "content": json.dumps(self.result, ensure_ascii=False, default=str),
         }
-
-
-def error_result(kind: str, message: str) -> dict:
-    return {"error": {"type": kind, "message": message}}
 
 
 def _run_one(tool, args):

@@ -26,7 +26,9 @@ CONVENTION = (
     "header '<|im_start|>role\\n' -- the assistant header too, because at inference the host writes it as the "
     "generation prompt -- and the '\\n' after each '<|im_end|>' (template glue written after the model has "
     "stopped). Trained: everything the model writes after the generation prompt: a <think> block if the "
-    "template puts one there, its text, its <tool_call> blocks, up to and including its own '<|im_end|>'."
+    "template puts one there, its text, its <tool_call> blocks, up to and including its own '<|im_end|>' -- "
+    "except an assistant message marked train=False (a mistake the conversation shows and then corrects: the "
+    "model reads it as context, and learns the correction, not the mistake)."
 )
 
 
@@ -91,7 +93,7 @@ def trained_char_spans(
         text = render_text(messages, tools, template, False, tokenizer, **kw)
     spans = []
     for k, m in enumerate(messages):
-        if m.get("role") != "assistant":
+        if m.get("role") != "assistant" or m.get("train") is False:
             continue
         prompt = render_text(messages[:k], tools, template, True, tokenizer, **kw)
         if not text.startswith(prompt):
@@ -111,7 +113,7 @@ def trained_char_spans(
 
 def label(messages, tools=None, template: str = "qwen3", tokenizer=None, **kw) -> Labelled:
     """Render a trajectory (no generation prompt) and label it per :data:`CONVENTION`."""
-    if not any(m.get("role") == "assistant" for m in messages):
+    if not any(m.get("role") == "assistant" and m.get("train") is not False for m in messages):
         raise MaskError("nothing-to-train", "the trajectory has no assistant message")
     r = render(messages, tools, template, add_generation_prompt=False, tokenizer=tokenizer, **kw)
     spans = trained_char_spans(messages, tools, template, r.text, tokenizer, **kw)
