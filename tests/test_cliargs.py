@@ -98,7 +98,7 @@ CASES = [
             "--lr": [*REAL, "0"],
             "--seed": NON_NEGATIVE,
             "--data-seed": NON_NEGATIVE,
-            "--mix": ["v3"],
+            "--mix": ["v9", ""],
             "--groups": COUNT,
             "--per-group": ["65", *COUNT],
             "--limit-steps": COUNT,
@@ -192,7 +192,7 @@ CASES = [
     *_bench(
         "loop_questions.py",
         ["--pass", "before"],
-        {"--cap-s": REAL, "--threads": COUNT, "--out": OUT_FILE, "--only": ["nosuch"]},
+        {"--cap-s": REAL, "--threads": COUNT, "--out": OUT_FILE, "--only": ["nosuch"], "--set": ["stale", ""]},
     ),
     *_bench("mcp_server.py", [], {"--calls": COUNT, "--starts": ["-1"]}),
     *_bench(
