@@ -231,7 +231,8 @@ else:
 #
 # `benchmarks/loop_questions.py` asks the loop questions written before training (never trained on). The base
 # model runs with the kit's crutches (first-token gate, answer prefix, call caps: an older, smaller question set)
-# and with none of them, like for like with the adapter, which runs with none.
+# and with none of them, like for like with the adapter, which runs with none. The `fresh` set was written later,
+# after the adapter's first loop results had been read, so nothing in its data was shaped by these questions.
 
 # %%
 rows = []
@@ -239,6 +240,8 @@ for name, label in (
     ("loop_questions_after.json", "base, kit defaults"),
     ("loop_questions_base-free.json", "base, no crutches"),
     ("loop_questions_lora.json", "adapter, no crutches"),
+    ("loop_questions_base-free_fresh.json", "base, no crutches"),
+    ("loop_questions_lora_fresh.json", "adapter, no crutches"),
 ):
     p = results_file(name, required=False)
     if p:
@@ -247,6 +250,7 @@ for name, label in (
         rows.append(
             {
                 "run": label,
+                "questions": d.get("question_set", "main"),
                 "model": d["model"],
                 "met": f"{d['met']}/{d['total']}",
                 "median s per question": sorted(secs)[len(secs) // 2] if secs else None,
