@@ -44,6 +44,24 @@ def test_compare_scores_the_base_on_exactly_the_adapters_cases():
     assert "like for like" in md and "wrong_value 1" in md and "native simple_python: +3 / -0" in md
 
 
+def test_a_constrained_only_run_is_compared_and_targeted_without_native_rows():
+    """A run of one mode (the whole-category constrained run) gets that mode's targets and taxonomy, no empty
+    native section and no tag-rate target it has no cases for."""
+    base = _doc(
+        [_case(f"multiple_{i}", "constrained", i < 2, "ok" if i < 2 else "wrong_value", "x") for i in range(4)], "b"
+    )
+    adapter = _doc(
+        [_case(f"multiple_{i}", "constrained", i < 3, "ok" if i < 3 else "no_call", "x") for i in range(4)], "a"
+    )
+    cmp = learned.compare(base, adapter)
+    (t,) = learned.targets(cmp)
+    assert t["target"] == "constrained multiple: adapter >= base" and t["met"] and t["gap"] == 25.0
+    md = learned.markdown(cmp)
+    assert (
+        "did not fix (native mode" not in md and "constrained mode, adapter, failure kinds" in md and "no_call 1" in md
+    )
+
+
 def test_published_rows_are_the_like_for_like_columns():
     row = learned.LIKE_FOR_LIKE[learned.TARGET_ROW]
     assert row["simple_python"] == 76.75 and row["irrelevance"] == 12.92  # not the averaged 58.25 / 16.44

@@ -192,8 +192,8 @@ def markdown(cmp: dict) -> str:
     for r in cmp["rows"]:
         if "gained" in r:
             lines.append(f"- {r['mode']} {r['category']}: +{r['gained']} / -{r['lost']}")
-    lines += ["", "what training did not fix (native mode, adapter, failure kinds):", ""]
-    lines += _kinds(cmp, "native")
+    if any(r["mode"] == "native" for r in cmp["rows"]):
+        lines += ["", "what training did not fix (native mode, adapter, failure kinds):", ""] + _kinds(cmp, "native")
     for mode in ("prompt", "constrained"):
         if any(r["mode"] == mode for r in cmp["rows"]):
             lines += ["", f"{mode} mode, adapter, failure kinds:", ""] + _kinds(cmp, mode)
