@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from toolkit.models import ADAPTER_SUFFIX, REAL_OFFLINE, STAND_IN
+from toolkit.models import ADAPTER_SUFFIX, REAL_OFFLINE, SMALL, STAND_IN
 
 MAX_SHOWN = 60  # characters of a bad value echoed back in an error
 
@@ -204,13 +204,13 @@ def _hub_cache() -> Path:
 
 
 def model(text: str) -> str:
-    """``auto``, ``stand-in[-qwen2.5]``, ``qwen2.5-coder-0.5b`` and ``qwen2.5-coder-0.5b+lora`` (installed, with the
-    kit's adapter), a model folder, a ``.gguf`` file or a
+    """``auto``, ``stand-in[-qwen2.5]``, ``qwen2.5-coder-0.5b``, ``qwen2.5-coder-0.5b+lora`` (installed, with the
+    kit's adapter) and ``qwen2.5-coder-0.5b+lora-int8`` (its int8 build), a model folder, a ``.gguf`` file or a
     hub id (in the local hub cache when ``HF_HUB_OFFLINE=1``). Returns the text unchanged for ``models.load``."""
     name = text.strip()
     if name == "auto" or name in (STAND_IN, f"{STAND_IN}-qwen2.5", f"{STAND_IN}-qwen3"):
         return name
-    if name in (REAL_OFFLINE, REAL_OFFLINE + ADAPTER_SUFFIX):  # installed or not: the load says so in one line
+    if name in (REAL_OFFLINE, REAL_OFFLINE + ADAPTER_SUFFIX, SMALL):  # installed or not: the load says so in one line
         return name
     if name.endswith(ADAPTER_SUFFIX):
         raise argparse.ArgumentTypeError(
@@ -235,7 +235,7 @@ def model(text: str) -> str:
             )
         return name
     raise argparse.ArgumentTypeError(
-        f"unknown model {_shown(text)}: expected auto, {STAND_IN}, {REAL_OFFLINE}, a model folder, a .gguf file "
+        f"unknown model {_shown(text)}: expected auto, {STAND_IN}, {REAL_OFFLINE}, {SMALL}, a model folder, a .gguf file "
         "or a hub id (org/name)"
     )
 

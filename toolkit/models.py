@@ -1,17 +1,24 @@
 """Load a model and tokenizer, online or offline, and always say which one ran.
 
 What it does
-- ``load(name)`` accepts a hub id (default ``Qwen/Qwen3-0.6B``), a local folder, a ``.gguf`` file, or a short
-  name: ``"stand-in"`` (random weights, Qwen3 shape), ``"qwen2.5-coder-0.5b"`` (the optional real offline model
-  that ``python -m toolkit models install-real`` prepares) or ``"auto"`` (hub default if reachable, else the real
-  offline model if installed, else the stand-in; the ``TOOLKIT_MODEL`` variable overrides it). It picks the device (cuda, else cpu) and a dtype, and returns
-  a :class:`Loaded` whose ``description`` names what actually ran.
+- ``load(name)`` accepts a hub id (e.g. ``Qwen/Qwen3-0.6B``), a local folder, a ``.gguf`` file, or a short name:
+  ``"qwen2.5-coder-0.5b"`` (the real offline model that ``python -m toolkit models install-real`` prepares: the base,
+  which never learned the tool-call format), ``"qwen2.5-coder-0.5b+lora"`` (the same with the kit's shipped LoRA
+  adapter merged: the model that writes ``<tool_call>`` by itself), ``"qwen2.5-coder-0.5b+lora-int8"`` (that model
+  in int8, ``toolkit.small``: ~0.6 GB of weights instead of 2.5 GB float32), ``"stand-in"`` (random weights,
+  Qwen3 shape) or ``"auto"``.
+- ``"auto"`` is the model the kit tests: the real model with the adapter wherever it is installed — the int8 build
+  where memory is short (under ``FULL_MODEL_BYTES`` available, e.g. Binder's 2 GB) — else the stand-in, said
+  loudly. A hub model runs only when named (``TOOLKIT_MODEL``, ``--model``): no test of the kit can reach the hub.
+  ``TOOLKIT_MODEL`` overrides "auto" everywhere. It picks the device (cuda, else cpu) and a dtype, and returns a
+  :class:`Loaded` whose ``description`` names the model, the adapter and the precision that actually ran.
 - Offline detection never hangs: ``HF_HUB_OFFLINE=1`` short-circuits, otherwise one TCP connect with a timeout.
 - ``qwen_tokenizer(flavor)`` builds a Qwen tokenizer with the official ids offline from the ``qwen-tokenizer``
   package's BPE ranks plus the added tokens of Qwen2.5 or Qwen3, cached under ``~/.cache/toolcall-kit``.
 
 What it leaves out
-- Quantised inference: a GGUF is dequantised to bf16/fp32 on load (transformers does this).
+- A GGUF's own quantised kernels: a GGUF is dequantised on load (transformers does this); the kit's int8 build is
+  torch's dynamic quantisation of the merged weights (``toolkit.small``).
 - Any tokenizer other than Qwen's byte-level BPE; Qwen3.5+ vocabularies.
 """
 
@@ -26,7 +33,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from toolkit import fetch
+from toolkit import fetch, small
 from toolkit.paths import hub_reachable
 from toolkit.qwen import ENDOFTEXT_ID, IM_END_ID, VOCAB_WIDTH
 from toolkit.tokenizer import qwen_tokenizer
@@ -41,6 +48,21 @@ REAL_OFFLINE = "qwen2.5-coder-0.5b"
 
 
 ADAPTER_SUFFIX = "+lora"  # load("qwen2.5-coder-0.5b+lora"): the real model with the kit's tool-call adapter
+
+
+REAL_LORA = REAL_OFFLINE + ADAPTER_SUFFIX  # what "auto" loads where memory allows
+
+
+SMALL = REAL_LORA + "-int8"  # what "auto" loads where memory is short (toolkit.small)
+
+
+# What loading the float model + adapter and answering one loop question needs, measured (peak RSS of the process):
+# bf16 2.7 GB (the issue's measurement); float32, the dtype of a CPU without fast bf16, about 1.2 GB more.
+FULL_MODEL_BYTES = {"bfloat16": int(2.7 * 2**30), "float32": int(3.9 * 2**30)}
+
+
+# Beyond the int8 file itself: Python, torch, transformers and the tokenizer (~0.5 GB measured) and activations.
+SMALL_OVERHEAD_BYTES = int(0.65 * 2**30)
 
 
 ADAPTER_NAME = "qwen2.5-coder-0.5b-toolcall"  # the adapter ``python -m toolkit train --model real`` made
@@ -85,7 +107,7 @@ class Loaded:
 
     @property
     def description(self) -> str:
-        params = sum(p.numel() for p in self.model.parameters()) if self.model is not None else 0
+        params = small.count_params(self.model) if self.model is not None else 0
         label = "RANDOM-WEIGHT STAND-IN (shows mechanics, not meaning)" if not self.semantic else "real weights"
         return f"{self.name} [{self.kind}, {label}, {params / 1e6:.1f}M params, {self.device}, {self.dtype}]"
 
@@ -172,13 +194,17 @@ def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet
         notes.append(f"TOOLKIT_MODEL={name}")
         say(f"TOOLKIT_MODEL is set: loading {name}")
     if name == "auto":
-        if hub_reachable():
-            name = DEFAULT_MODEL
+        name, why = pick_auto(dev, dt)
+        notes.append(why)
+        if name == STAND_IN:  # loudly, even when quiet: nothing the student sees below means anything
+            print(f"[toolkit.models] {STAND_IN_BANNER} ({why})", file=sys.stderr)
         else:
-            name = REAL_OFFLINE if fetch.is_installed() else STAND_IN
-            notes.append(f"hub unreachable: fell back to {name}")
-            say(f"hub unreachable (or HF_HUB_OFFLINE=1): falling back to {name}")
+            say(why)
 
+    if name in (SMALL, "small"):
+        out = load_small(dev, notes)
+        say(f"loaded {out.description}")
+        return out
     if name.endswith(ADAPTER_SUFFIX):
         out = load(name[: -len(ADAPTER_SUFFIX)], device, dtype, quiet=True)
         apply_adapter(out)
@@ -217,11 +243,114 @@ def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet
         if not hub_reachable():
             raise ConnectionError(
                 f"cannot reach the hub for {name!r} (HF_HUB_OFFLINE set or no network); "
-                f"use load('auto'), load('{STAND_IN}') or load('{REAL_OFFLINE}')"
+                f"use load('auto'), load('{STAND_IN}'), load('{REAL_LORA}') or load('{REAL_OFFLINE}')"
             )
         out = _from_folder(name, dev, dt, "hub", name, notes)
     say(f"loaded {out.description}")
     return out
+
+
+STAND_IN_BANNER = (
+    "NO REAL MODEL INSTALLED: running the RANDOM-WEIGHT STAND-IN (mechanics only, never meaning); "
+    "install the real one with `make real-model` or `python -m toolkit models install-real`."
+)
+
+
+def pick_auto(device: str = "cpu", dtype=None) -> tuple[str, str]:
+    """What ``load("auto")`` loads here, and why, in one line (no model is read)."""
+    if not fetch.is_installed():
+        return STAND_IN, "auto: the real offline model is not installed (`make real-model`): the stand-in"
+    if device.startswith("cuda"):
+        return REAL_LORA, "auto: the real model with the kit's adapter (on the GPU)"
+    need = FULL_MODEL_BYTES["bfloat16" if "bfloat16" in str(dtype) else "float32"]
+    have = small.memory_available()
+    if have >= need:
+        return REAL_LORA, f"auto: the real model with the kit's adapter ({have / 2**30:.1f} GB available)"
+    if not small.target_folder().exists():
+        return REAL_LORA, (
+            f"auto: only {have / 2**30:.1f} GB available (the float model needs ~{need / 2**30:.1f}) and the int8 "
+            "build is missing (python -m toolkit models install-small): trying the float model"
+        )
+    return SMALL, f"auto: {have / 2**30:.1f} GB available (< {need / 2**30:.1f} GB for the float model): the int8 build"
+
+
+def load_small(dev: str = "cpu", notes: list[str] | None = None) -> Loaded:
+    """The int8 build of the real model + adapter (``toolkit.small``), checked against what it was built from and
+    against the memory left, before anything large is read."""
+    if not fetch.is_installed():
+        raise FileNotFoundError(f"{REAL_OFFLINE} is not installed: run `make real-model` first")
+    if dev != "cpu":
+        raise ValueError(f"the int8 build runs on the CPU only (fbgemm); on {dev} load {REAL_LORA!r}")
+    folder = small.target_folder()
+    man = small.verify(folder, adapter_sha256=adapter_weights_sha256())
+    if man["base"].get("gguf_sha256") != fetch.GGUF_SHA256:
+        raise small.ArtifactError("the small-memory model was built from other base weights: rebuild with --force")
+    need, have = man["weights"]["bytes"] + SMALL_OVERHEAD_BYTES, small.memory_available()
+    if have < need:
+        raise small.ArtifactError(
+            f"too little memory for the int8 model: {have / 2**20:,.0f} MB available, about {need / 2**20:,.0f} MB "
+            "needed (close other kernels, or TOOLKIT_MODEL=stand-in)"
+        )
+    from transformers import AutoTokenizer  # lazy: only when a model is built
+
+    model = small.load(folder)
+    out = Loaded(
+        model,
+        AutoTokenizer.from_pretrained(str(folder)),
+        fetch.DISPLAY_NAME,
+        "real-offline",
+        dev,
+        "int8 (torch dynamic, per-row weights)",
+        notes=list(notes or []),
+    )
+    out.adapter = dict(man["adapter"])
+    out.name = f"{out.name} + LoRA adapter {man['adapter']['adapter']} (merged, weights {man['adapter']['weights_sha256'][:8]})"
+    out.notes.append(f"int8 build {folder.name} ({man['weights']['bytes'] / 2**20:,.0f} MB, {man['scheme']})")
+    return out
+
+
+def adapter_weights_sha256(folder: Path | None = None) -> str:
+    return hashlib.sha256(((folder or adapter_folder()) / "adapter_model.safetensors").read_bytes()).hexdigest()
+
+
+def build_small(force: bool = False, verbose: bool = True) -> Path:
+    """Build (once) the int8 artifact of the real model with the shipped adapter merged: the float model is read
+    in bf16 (~1.3 GB), merged, quantised and written; ``load("qwen2.5-coder-0.5b+lora-int8")`` then reads it."""
+    import torch  # lazy: only when a model is built
+
+    folder = small.target_folder()
+    if not force and folder.exists():
+        try:
+            small.verify(folder, adapter_sha256=adapter_weights_sha256())
+            if verbose:
+                _say(f"int8 build already there: {folder}")
+            return folder
+        except small.ArtifactError as e:
+            _say(f"rebuilding the int8 model ({e})")
+    base = fetch.installed_folder()
+    if base is None:
+        raise FileNotFoundError(f"{REAL_OFFLINE} is not installed: run `make real-model` first")
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    loaded = apply_adapter(load(REAL_OFFLINE, device="cpu", dtype="bfloat16", quiet=True))
+    man = {
+        "name": SMALL,
+        "base": {
+            "name": fetch.DISPLAY_NAME,
+            "gguf_sha256": fetch.GGUF_SHA256,
+            "safetensors_sha256": fetch.sha256_of(base / "model.safetensors"),
+        },
+        "adapter": {
+            k: loaded.adapter[k] for k in ("adapter", "weights_sha256", "steps", "commit") if k in loaded.adapter
+        },
+        "merged_in": "bfloat16 (peft merge_and_unload), then quantised from float32 copies",
+    }
+    if verbose:
+        _say("quantising to int8 (about a minute)")
+    small.save(loaded.model, base, folder, man)
+    small.verify(folder, adapter_sha256=man["adapter"]["weights_sha256"])
+    if verbose:
+        _say(f"int8 build written: {folder}")
+    return folder
 
 
 def apply_adapter(loaded: Loaded, folder: Path | None = None) -> Loaded:
@@ -259,7 +388,9 @@ def _from_folder(src, dev, dt, kind, label, notes) -> Loaded:
 
 def vocab_width(model) -> int:
     """The model's logit width (151,936 for Qwen) — size grammar bitmasks from this, not len(tokenizer)."""
-    return int(model.get_output_embeddings().weight.shape[0])
+    head = model.get_output_embeddings()
+    width = getattr(head, "out_features", None)  # a quantised head's weight is a method, not a tensor
+    return int(width if width is not None else head.weight.shape[0])
 
 
 def template_for(loaded) -> str:

@@ -25,6 +25,7 @@ from transformers import DynamicCache
 from toolkit.backends.base import Generation
 from toolkit.backends.decode import decode, decode_rows
 from toolkit.backends.sampling import allowed_from_bitmask, choose, generator
+from toolkit.models import vocab_width
 from toolkit.prefix import shared_prefix
 from toolkit.qwen import ENDOFTEXT_ID
 
@@ -41,7 +42,7 @@ class HFBackend:
         self.reuse = reuse
         self.name = name or type(model).__name__
         self.device = next(model.parameters()).device
-        self.vocab_width = int(model.get_output_embeddings().weight.shape[0])
+        self.vocab_width = vocab_width(model)
         # transformers renamed forward's `past_key_values` to `cache` (5.2x); accept either version.
         self._cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
         self.reset()

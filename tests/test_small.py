@@ -1,0 +1,118 @@
+"""toolkit.small: the int8 build, on the random-weight stand-in (seconds): round trip, checks, memory sizing.
+
+The real model's int8 build is measured against its float model in benchmarks/small_model.py (BFCL, loop questions,
+tokens/s, peak memory) and run by the notebooks in Binder mode (tests/test_notebooks.py)."""
+
+import json
+
+import pytest
+import torch
+
+from toolkit import models, small
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    src, out = tmp_path_factory.mktemp("src"), tmp_path_factory.mktemp("art") / "int8"
+    float_model = models.stand_in("qwen2.5", seed=1)
+    float_model.config.save_pretrained(src)
+    reference = models.stand_in("qwen2.5", seed=1)
+    man = {"name": "test", "base": {"safetensors_sha256": "b" * 64, "gguf_sha256": "g"}, "adapter": {}}
+    small.save(float_model, src, out, man)
+    return out, reference
+
+
+def test_round_trip_is_close_to_the_float_model(built):
+    out, reference = built
+    model = small.load(out)
+    ids = torch.tensor([[151644, 872, 198, 3838, 374, 220, 16, 22, 151645]])
+    with torch.no_grad():
+        want, got = reference(ids).logits, model(ids).logits
+    assert got.shape == want.shape
+    rel = (got - want).norm() / want.norm()
+    assert rel < 0.05, f"int8 logits differ from float by {rel:.3f} (relative)"
+    assert (got.argmax(-1) == want.argmax(-1)).float().mean() > 0.7
+    tied = reference.config.tie_word_embeddings * reference.config.vocab_size * reference.config.hidden_size
+    assert small.count_params(model) == sum(p.numel() for p in reference.parameters()) + tied  # the head is stored
+
+
+def test_the_file_holds_int8_and_no_pickle(built):
+    out, _ = built
+    from safetensors import safe_open
+
+    with safe_open(str(out / small.WEIGHTS), "pt") as f:
+        dtypes = {f.get_tensor(k).dtype for k in f.keys() if k.endswith(".qweight")}
+    assert dtypes == {torch.int8, torch.uint8}
+    assert not list(out.glob("*.pt")) and not list(out.glob("*.bin"))
+
+
+def test_verify_refuses_truncated_corrupted_and_foreign(built, tmp_path):
+    out, _ = built
+    import shutil
+
+    bad = tmp_path / "bad"
+    shutil.copytree(out, bad)
+    (bad / ".verified").unlink(missing_ok=True)
+    small.verify(bad)
+    with pytest.raises(small.ArtifactError, match="other base weights"):
+        small.verify(bad, base_sha256="c" * 64)
+    with pytest.raises(small.ArtifactError, match="another adapter"):
+        small.verify(bad, adapter_sha256="d" * 64)
+    data = (bad / small.WEIGHTS).read_bytes()
+    (bad / small.WEIGHTS).write_bytes(data[:-10] + b"\0" * 10)  # same size, other bytes
+    with pytest.raises(small.ArtifactError, match="sha256"):
+        small.verify(bad)
+    (bad / small.WEIGHTS).write_bytes(data[: len(data) // 2])
+    with pytest.raises(small.ArtifactError, match="truncated"):
+        small.verify(bad)
+    (bad / small.WEIGHTS).unlink()
+    with pytest.raises(small.ArtifactError, match="missing"):
+        small.verify(bad)
+    (bad / small.MANIFEST).write_bytes(b"\xff\xfe{")
+    with pytest.raises(small.ArtifactError, match="unreadable manifest"):
+        small.verify(bad)
+    with pytest.raises(small.ArtifactError, match="no small-memory model"):
+        small.verify(tmp_path / "nothing")
+
+
+def test_errors_are_one_line_value_errors(tmp_path):
+    with pytest.raises(ValueError) as e:
+        small.verify(tmp_path)
+    assert "\n" not in str(e.value)
+
+
+def test_auto_picks_by_memory(monkeypatch, tmp_path):
+    monkeypatch.setattr(models.fetch, "is_installed", lambda: True)
+    monkeypatch.setattr(small, "target_folder", lambda: tmp_path)
+    monkeypatch.setattr(small, "memory_available", lambda: 16 * 2**30)
+    assert models.pick_auto("cpu", torch.float32)[0] == models.REAL_LORA
+    monkeypatch.setattr(small, "memory_available", lambda: int(1.5 * 2**30))
+    name, why = models.pick_auto("cpu", torch.float32)
+    assert name == models.SMALL and "int8" in why and "1.5 GB" in why
+    monkeypatch.setattr(models.fetch, "is_installed", lambda: False)
+    name, why = models.pick_auto("cpu", torch.float32)
+    assert name == models.STAND_IN and "not installed" in why
+
+
+def test_auto_never_picks_the_hub(monkeypatch):
+    monkeypatch.setattr(models, "hub_reachable", lambda *a, **k: True)
+    monkeypatch.setattr(models.fetch, "is_installed", lambda: False)
+    assert models.pick_auto("cpu", torch.float32)[0] == models.STAND_IN
+
+
+def test_memory_available_reads_a_cgroup_limit(monkeypatch, tmp_path):
+    monkeypatch.setattr(small, "_cgroup_limit_and_usage", lambda: (2 * 2**30, int(1.5 * 2**30)))
+    assert small.memory_available() <= 2**29
+    assert small.memory_limit() == 2 * 2**30
+
+
+def test_load_small_refuses_when_memory_is_short(monkeypatch, built):
+    out, _ = built
+    monkeypatch.setattr(models.fetch, "is_installed", lambda: True)
+    monkeypatch.setattr(small, "target_folder", lambda: out)
+    monkeypatch.setattr(models, "adapter_weights_sha256", lambda *a: None)
+    man = json.loads((out / small.MANIFEST).read_text())
+    monkeypatch.setattr(small, "verify", lambda *a, **k: dict(man, base={"gguf_sha256": models.fetch.GGUF_SHA256}))
+    monkeypatch.setattr(small, "memory_available", lambda: 100 * 2**20)
+    with pytest.raises(small.ArtifactError, match="too little memory"):
+        models.load_small()

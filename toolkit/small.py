@@ -1,0 +1,318 @@
+"""The small-memory build of the real offline model: int8 weights (the adapter merged in), loaded without a float peak.
+
+What it does
+- ``int8_tensors(model)`` turns every ``nn.Linear`` of a loaded model into torch's dynamic int8 linear (weights int8,
+  one scale per output row; activations quantised per call by fbgemm) and the token embedding into torch's
+  8-bit row-wise quantised embedding. Norms and biases stay float32. Measured on a 2-core AVX2 EPYC (one thread,
+  a 4,864 x 896 matmul): float32 1.6 ms, bf16 1.0 ms, torch dynamic int8 0.33 ms, torch's int8 weight-only kernel
+  (bf16 activations) 0.75 ms, torchao 0.18's int8 weight-only 2.4 ms and its dynamic int8 5.2 ms — so torch's own
+  dynamic quantisation (``benchmarks/small_model.py`` prints the table on the machine it runs on).
+- ``save(model, folder, manifest)`` writes the quantised tensors as plain int8/uint8 + float32 safetensors (no
+  pickles) with a manifest naming the base weights, the adapter, the scheme and the file's size and sha256.
+- ``load(folder)`` builds the model skeleton on the meta device and fills it module by module, each tensor read
+  and packed while the file is open only for that module, so no float copy of the model and no mapped file is
+  ever resident: peak ≈ the final size. The file's sha256 is checked against the manifest first (once per file:
+  the size and mtime of a checked file are remembered beside it).
+- ``fits_in_memory(bytes)`` / ``memory_available()``: what this process may still allocate (the cgroup's limit
+  minus its usage where one is set, else the machine's available memory).
+
+What it leaves out
+- Training: the quantised modules have no gradients (train on the float model, then rebuild this artifact).
+- Other schemes (int4, weight-only kernels, activation calibration): measured slower here or not needed for a
+  0.5B model; the accuracy cost of this one is measured against the float model on BFCL and the loop questions.
+- GPUs: fbgemm's kernels are CPU only; on CUDA the kit loads the float model.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import datetime as _dt
+import json
+import os
+from pathlib import Path
+
+from toolkit.paths import cache_dir
+
+WEIGHTS = "model.int8.safetensors"
+
+
+MANIFEST = "manifest.json"
+
+
+FOLDER_NAME = "qwen2.5-coder-0.5b-instruct-toolcall-int8"
+
+
+SCHEME = "torch dynamic int8 (fbgemm): Linear weights int8 per output row, activations per call; embedding 8-bit rows"
+
+
+_COPY = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
+
+
+class ArtifactError(ValueError):
+    """The small-memory artifact is missing, partial, corrupted or built from other weights, or this machine has
+    too little memory to load it: one line, raised before anything large is read."""
+
+
+def target_folder() -> Path:
+    return cache_dir() / "models" / FOLDER_NAME
+
+
+# ------------------------------------------------------------------ memory
+def _cgroup_limit_and_usage() -> tuple[int, int] | None:
+    """This process's cgroup memory limit and usage (v2, else v1), or None when none is set."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":  # v2
+            base = Path("/sys/fs/cgroup") / path.lstrip("/")
+            pairs = [(base / "memory.max", base / "memory.current")]
+        elif "memory" in controllers.split(","):
+            base = Path("/sys/fs/cgroup/memory") / path.lstrip("/")
+            pairs = [(base / "memory.limit_in_bytes", base / "memory.usage_in_bytes")]
+        else:
+            continue
+        for lim, use in pairs:
+            try:
+                raw = lim.read_text().strip()
+                if raw == "max" or int(raw) >= 1 << 60:
+                    continue
+                return int(raw), int(use.read_text().strip())
+            except (OSError, ValueError):
+                continue
+    return None
+
+
+def memory_available() -> int:
+    """Bytes this process may still allocate: the smaller of the cgroup's headroom and the machine's available."""
+    import psutil  # lazy: only when sizing a load
+
+    free = psutil.virtual_memory().available
+    cg = _cgroup_limit_and_usage()
+    return min(free, cg[0] - cg[1]) if cg else free
+
+
+def memory_limit() -> int:
+    """The memory this process's world has in all: the cgroup limit where set, else the machine's total."""
+    import psutil  # lazy: only when sizing a load
+
+    cg = _cgroup_limit_and_usage()
+    return cg[0] if cg else psutil.virtual_memory().total
+
+
+# ------------------------------------------------------------------ build
+def int8_tensors(model) -> dict:
+    """The model as the artifact's plain tensors, quantised by torch's own modules one at a time (each float source
+    module is dropped as soon as it is converted, so the peak stays near the float model's size):
+    ``<linear>.qweight`` int8 + ``.scales`` (one per output row, symmetric) + ``.bias``; ``<embedding>.qweight``
+    uint8 + ``.scales`` + ``.zero_points`` (one per row); every other parameter float32."""
+    import torch  # lazy: heavy
+    from torch.ao.nn.quantized import Embedding as QEmbedding  # lazy: heavy
+    from torch.ao.nn.quantized.dynamic import Linear as QLinear  # lazy: heavy
+    from torch.ao.quantization import float_qparams_weight_only_qconfig, per_channel_dynamic_qconfig  # lazy
+
+    torch.backends.quantized.engine = "fbgemm"  # the x86 engine (oneDNN) keeps a second copy of every weight
+    out: dict = {}
+
+    def linear(name, child):
+        f = torch.nn.Linear(child.in_features, child.out_features, bias=child.bias is not None)
+        f.weight.data = child.weight.data.float()
+        if child.bias is not None:
+            f.bias.data = child.bias.data.float()
+        f.qconfig = per_channel_dynamic_qconfig
+        q = QLinear.from_float(f)  # kept alive until its values are copied out: the unpacked views borrow from it
+        w, b = q._weight_bias()
+        if int(w.q_per_channel_zero_points().abs().max()) != 0:
+            raise ArtifactError(f"{name}: expected symmetric int8 weights")
+        out[f"{name}.qweight"], out[f"{name}.scales"] = w.int_repr().clone(), w.q_per_channel_scales().float().clone()
+        if b is not None:
+            out[f"{name}.bias"] = b.detach().float().clone()
+
+    def embedding(name, child):
+        f = torch.nn.Embedding(child.num_embeddings, child.embedding_dim)
+        f.weight.data = child.weight.data.float()
+        f.qconfig = float_qparams_weight_only_qconfig
+        q = QEmbedding.from_float(f)  # kept alive until its values are copied out (as above)
+        w = q.weight()
+        out[f"{name}.qweight"], out[f"{name}.scales"] = w.int_repr().clone(), w.q_per_channel_scales().float().clone()
+        out[f"{name}.zero_points"] = w.q_per_channel_zero_points().float().clone()
+        del w, q
+
+    def walk(mod, prefix=""):
+        for name, child in list(mod.named_children()):
+            if isinstance(child, torch.nn.Linear):
+                linear(prefix + name, child)
+            elif isinstance(child, torch.nn.Embedding):
+                embedding(prefix + name, child)
+            else:
+                walk(child, f"{prefix}{name}.")
+                continue
+            setattr(mod, name, torch.nn.Identity())  # the float source goes now, not at the end
+            _trim()
+
+    walk(model)
+    for name, p in model.named_parameters():
+        out[name] = p.detach().float().clone()
+    return {k: v.contiguous() for k, v in out.items()}
+
+
+def save(model, src_folder: Path, out: Path, manifest: dict) -> Path:
+    """Quantise ``model`` (already merged with its adapter; it is consumed) and write the artifact folder atomically."""
+    import shutil
+
+    from safetensors.torch import save_file  # lazy: heavy
+
+    from toolkit.fetch import sha256_of
+
+    tensors = int8_tensors(model)
+    staging = out.parent / f".staging-{out.name}-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        save_file(tensors, str(staging / WEIGHTS))
+        for f in _COPY:
+            if (Path(src_folder) / f).exists():
+                shutil.copy2(Path(src_folder) / f, staging / f)
+        man = dict(
+            manifest,
+            scheme=SCHEME,
+            torch_quantized_engine="fbgemm",
+            weights={
+                "file": WEIGHTS,
+                "bytes": (staging / WEIGHTS).stat().st_size,
+                "sha256": sha256_of(staging / WEIGHTS),
+            },
+            built=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        )
+        (staging / MANIFEST).write_text(json.dumps(man, indent=1) + "\n", encoding="utf-8")
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out
+
+
+# ------------------------------------------------------------------ check + load
+def read_manifest(folder: Path) -> dict:
+    f = Path(folder) / MANIFEST
+    try:
+        man = json.loads(f.read_text(encoding="utf-8"))
+        man["weights"]["bytes"], man["weights"]["sha256"], man["base"]["safetensors_sha256"]  # noqa: B018
+    except FileNotFoundError:
+        raise ArtifactError(
+            f"no small-memory model at {folder} (build it: python -m toolkit models install-small)"
+        ) from None
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+        raise ArtifactError(
+            f"{f}: unreadable manifest ({type(e).__name__}); rebuild: models install-small --force"
+        ) from None
+    return man
+
+
+def verify(folder: Path, base_sha256: str | None = None, adapter_sha256: str | None = None) -> dict:
+    """Check the artifact: manifest, file size, sha256 (cached by size + mtime), and what it was built from."""
+    from toolkit.fetch import sha256_of
+
+    folder = Path(folder)
+    man = read_manifest(folder)
+    w = folder / man["weights"]["file"]
+    if not w.is_file():
+        raise ArtifactError(f"{w} is missing (partial build?): rebuild with models install-small --force")
+    st = w.stat()
+    if st.st_size != man["weights"]["bytes"]:
+        raise ArtifactError(f"{w.name}: {st.st_size:,} bytes, manifest says {man['weights']['bytes']:,} (truncated?)")
+    stamp = folder / ".verified"
+    key = f"{st.st_size}:{st.st_mtime_ns}:{man['weights']['sha256']}"
+    if not (stamp.is_file() and stamp.read_text() == key):
+        if sha256_of(w) != man["weights"]["sha256"]:
+            raise ArtifactError(f"{w.name}: sha256 differs from the manifest (corrupted): rebuild with --force")
+        try:
+            stamp.write_text(key)
+        except OSError:
+            pass  # a read-only cache still loads; it is just hashed again next time
+    if base_sha256 and man["base"]["safetensors_sha256"] != base_sha256:
+        raise ArtifactError("the small-memory model was built from other base weights: rebuild with --force")
+    if adapter_sha256 and (man.get("adapter") or {}).get("weights_sha256") != adapter_sha256:
+        raise ArtifactError("the small-memory model was built with another adapter: rebuild with --force")
+    return man
+
+
+def load(folder: Path):
+    """The quantised model, built module by module from the artifact (call :func:`verify` first)."""
+    import torch  # lazy: heavy
+    from safetensors import safe_open  # lazy: heavy
+    from torch.ao.nn.quantized import Embedding as QEmbedding  # lazy: heavy
+    from torch.ao.nn.quantized.dynamic import Linear as QLinear  # lazy: heavy
+    from transformers import AutoConfig, AutoModelForCausalLM  # lazy: heavy
+
+    torch.backends.quantized.engine = "fbgemm"
+    path = str(Path(folder) / WEIGHTS)
+    cfg = AutoConfig.from_pretrained(str(folder))
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+
+    def read(*keys):
+        # Opened per module and every tensor copied out, so the mapping closes at once and the page cache, not this
+        # process, holds the bytes read (a view kept from an open file would pin all of its pages in our RSS).
+        with safe_open(path, "pt") as f:
+            return [f.get_tensor(k).clone() if k in f.keys() else None for k in keys]
+
+    packed = [0]
+
+    def build(prefix, child):
+        if isinstance(child, torch.nn.Linear):
+            w, s, b = read(f"{prefix}.qweight", f"{prefix}.scales", f"{prefix}.bias")
+            packed[0] += w.numel() + (b.numel() if b is not None else 0)
+            q = QLinear(1, 1, bias_=b is not None, dtype=torch.qint8)
+            zeros = torch.zeros(s.shape, dtype=torch.long)
+            q.set_weight_bias(torch._make_per_channel_quantized_tensor(w, s.double(), zeros, 0), b)
+            q.in_features, q.out_features = child.in_features, child.out_features
+            return q
+        if isinstance(child, torch.nn.Embedding):
+            w, s, z = read(f"{prefix}.qweight", f"{prefix}.scales", f"{prefix}.zero_points")
+            packed[0] += w.numel()
+            q = QEmbedding(1, 1, dtype=torch.quint8)
+            q.set_weight(torch._make_per_channel_quantized_tensor(w, s.double(), z.double(), 0))
+            q.num_embeddings, q.embedding_dim = child.num_embeddings, child.embedding_dim
+            return q
+        return None
+
+    def walk(mod, prefix=""):
+        for name, child in list(mod.named_children()):
+            q = build(prefix + name, child)
+            if q is not None:
+                setattr(mod, name, q)
+            else:
+                walk(child, f"{prefix}{name}.")
+
+    walk(model)
+    names = [n for n, _ in model.named_parameters()]
+    for n, t in zip(names, read(*names), strict=True):
+        if t is None:
+            raise ArtifactError(f"{WEIGHTS} has no tensor {n}: not this model's artifact")
+        owner, attr = n.rsplit(".", 1)
+        setattr(model.get_submodule(owner), attr, torch.nn.Parameter(t, requires_grad=False))
+    for mod in model.modules():  # buffers computed from the config (rotary frequencies) were made on meta
+        if type(mod).__name__.endswith("RotaryEmbedding"):
+            mod.__init__(cfg)
+    if any(t.is_meta for t in list(model.parameters()) + list(model.buffers())):
+        raise ArtifactError("the small-memory model left tensors unfilled: not this model's artifact")
+    model._quantized_values = packed[0]  # what parameters() no longer sees (for the printed size)
+    _trim()
+    return model.eval()
+
+
+def count_params(model) -> int:
+    """Parameters, counting a quantised module's packed weight as the values it holds (``parameters()`` skips it)."""
+    return sum(p.numel() for p in model.parameters()) + getattr(model, "_quantized_values", 0)
+
+
+def _trim() -> None:
+    """Give freed heap pages back to the system (glibc keeps them otherwise, and RSS would count them)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
