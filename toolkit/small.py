@@ -31,6 +31,7 @@ import json
 import os
 from pathlib import Path
 
+from toolkit.fetch import sha256_of
 from toolkit.paths import cache_dir
 
 WEIGHTS = "model.int8.safetensors"
@@ -164,8 +165,6 @@ def save(model, src_folder: Path, out: Path, manifest: dict) -> Path:
 
     from safetensors.torch import save_file  # lazy: heavy
 
-    from toolkit.fetch import sha256_of
-
     tensors = int8_tensors(model)
     staging = out.parent / f".staging-{out.name}-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
@@ -214,7 +213,6 @@ def read_manifest(folder: Path) -> dict:
 
 def verify(folder: Path, base_sha256: str | None = None, adapter_sha256: str | None = None) -> dict:
     """Check the artifact: manifest, file size, sha256 (cached by size + mtime), and what it was built from."""
-    from toolkit.fetch import sha256_of
 
     folder = Path(folder)
     man = read_manifest(folder)
