@@ -252,17 +252,18 @@ def load(folder: Path):
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
 
-    def read(*keys):
-        # Opened per module and every tensor copied out, so the mapping closes at once and the page cache, not this
-        # process, holds the bytes read (a view kept from an open file would pin all of its pages in our RSS).
+    def read(*keys, keep=True):
+        # Opened per module, so the mapping closes with the last view of it: what is kept (norms, biases, scales) is
+        # copied out, or it would pin the file's pages in our RSS; a weight that is packed at once is not.
         with safe_open(path, "pt") as f:
-            return [f.get_tensor(k).clone() if k in f.keys() else None for k in keys]
+            got = [f.get_tensor(k) if k in f.keys() else None for k in keys]
+        return [t.clone() if keep and t is not None else t for t in got]
 
     packed = [0]
 
     def build(prefix, child):
         if isinstance(child, torch.nn.Linear):
-            w, s, b = read(f"{prefix}.qweight", f"{prefix}.scales", f"{prefix}.bias")
+            (w,), (s, b) = read(f"{prefix}.qweight", keep=False), read(f"{prefix}.scales", f"{prefix}.bias")
             packed[0] += w.numel() + (b.numel() if b is not None else 0)
             q = QLinear(1, 1, bias_=b is not None, dtype=torch.qint8)
             zeros = torch.zeros(s.shape, dtype=torch.long)
@@ -270,7 +271,7 @@ def load(folder: Path):
             q.in_features, q.out_features = child.in_features, child.out_features
             return q
         if isinstance(child, torch.nn.Embedding):
-            w, s, z = read(f"{prefix}.qweight", f"{prefix}.scales", f"{prefix}.zero_points")
+            (w,), (s, z) = read(f"{prefix}.qweight", keep=False), read(f"{prefix}.scales", f"{prefix}.zero_points")
             packed[0] += w.numel()
             q = QEmbedding(1, 1, dtype=torch.quint8)
             q.set_weight(torch._make_per_channel_quantized_tensor(w, s.double(), z.double(), 0))
@@ -283,9 +284,15 @@ def load(folder: Path):
             q = build(prefix + name, child)
             if q is not None:
                 setattr(mod, name, q)
+                del q
+                _trim()  # each module's transient copies go back before the next is read
             else:
                 walk(child, f"{prefix}{name}.")
 
+    # The output head first: its transient copies (the largest: vocabulary x hidden) then sit on an almost empty heap
+    # instead of on top of everything already loaded.
+    head = next(n for n, c in model.named_children() if c is model.get_output_embeddings())
+    setattr(model, head, build(head, model.get_output_embeddings()))
     walk(model)
     names = [n for n, _ in model.named_parameters()]
     for n, t in zip(names, read(*names), strict=True):
