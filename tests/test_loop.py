@@ -14,8 +14,9 @@ from toolkit.backends.hf import HFBackend
 from toolkit.backends.scripted import ScriptedBackend
 from toolkit.commands.loop import cli
 from toolkit.loop.examples import run_example
-from toolkit.loop.loop import CALL_OPENERS, RULE, LoopConfig, loop, peek, run, timestamp_prefix
+from toolkit.loop.loop import CALL_OPENERS, RULE, LoopConfig, loop, run, timestamp_prefix
 from toolkit.loop.steps import STOP_REASONS, Executed, Generated, Parsed, Rendered
+from toolkit.loop.think import peek
 from toolkit.parse import parse_tool_calls
 from toolkit.prefix import prefix_stability
 from toolkit.qwen import IM_END_ID, TOOL_CALL_ID

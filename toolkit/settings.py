@@ -57,7 +57,8 @@ class LoopConfig:
     turn may run; ``repeat_limit`` how often the same call may run in the whole conversation.
     ``system_prefix(turn)`` is prepended to the system prompt at render time only (e.g.
     ``toolkit.loop.loop.timestamp_prefix``). ``temperature``/``top_p``/``seed`` go to the backend's one sampler
-    (turn ``t`` draws with ``seed + t``). ``origin`` records who set which value (see :meth:`but`).
+    (turn ``t`` draws with ``seed + t``). ``thinking`` is Qwen3's ``enable_thinking`` (``toolkit.loop.think``).
+    ``origin`` records who set which value (see :meth:`but`).
     """
 
     template: str = "qwen2.5"
@@ -78,6 +79,7 @@ class LoopConfig:
     temperature: float = 0.0
     top_p: float = 1.0
     seed: int = 0
+    thinking: bool | None = None  # Qwen3's enable_thinking (None: the template's default, which thinks)
     origin: tuple = field(default=(), compare=False, repr=False)  # ((name, source), ...), latest last
 
     @classmethod

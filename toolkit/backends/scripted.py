@@ -31,28 +31,39 @@ class ScriptedBackend:
         self.vocab_width = VOCAB_WIDTH
         self.prompts: list[list[int]] = []
         self._seen: list[int] = []
+        self._continued = 0  # generate calls that went on with an entry instead of starting one
+        self._rest: list[int] | None = None  # what is left of an entry cut at a stop id inside it (a thought's end)
 
     def reset(self) -> None:
-        self._seen = []
+        self._seen, self._rest = [], None
 
     def peek(self, prompt_ids, *, temperature=0.0, top_p=1.0, seed=0) -> Generation:
         """The first token of the next scripted text, without using the entry up (the loop's call gate)."""
-        turn = len(self.prompts)
-        if turn >= len(self.script):
-            raise IndexError(f"scripted backend has only {len(self.script)} turn(s); turn {turn + 1} was asked")
-        entry = self.script[turn]
-        ids = self.tokenizer.encode(entry(list(prompt_ids)) if callable(entry) else entry, add_special_tokens=False)
+        ids = self._pending(prompt_ids) if self._rest is not None else self._entry_ids(prompt_ids)
         reused = min(shared_prefix(self._seen, prompt_ids), len(prompt_ids) - 1)
         return Generation(ids[:1] or [IM_END_ID], reused, len(prompt_ids) - reused, 0.0, 0.0, "length")
 
+    def _pending(self, prompt_ids) -> list[int]:
+        """The rest of a cut entry, less what the caller already put into its prompt (peeked blank lines)."""
+        return self._rest[max(0, len(prompt_ids) - len(self._seen) - 1) :]
+
+    def _entry_ids(self, prompt_ids) -> list[int]:
+        n = len(self.prompts) - self._continued  # the next script entry
+        if n >= len(self.script):
+            raise IndexError(f"scripted backend has only {len(self.script)} turn(s); turn {n + 1} was asked")
+        entry = self.script[n]
+        return self.tokenizer.encode(entry(list(prompt_ids)) if callable(entry) else entry, add_special_tokens=False)
+
     def generate(self, prompt_ids, *, max_new_tokens, stop_ids, mask=None, temperature=0.0, top_p=1.0, seed=0):
-        turn = len(self.prompts)
+        if self._rest is not None:  # the same entry goes on (the loop decoded a thought first, then the rest)
+            ids, self._rest = self._pending(prompt_ids), None
+            self._continued += 1
+        else:
+            ids = self._entry_ids(prompt_ids)
         self.prompts.append(list(prompt_ids))
-        if turn >= len(self.script):
-            raise IndexError(f"scripted backend has only {len(self.script)} turn(s); turn {turn + 1} was asked")
-        entry = self.script[turn]
-        text = entry(list(prompt_ids)) if callable(entry) else entry
-        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        cut = next((i for i, t in enumerate(ids[:-1]) if t in stop_ids), None)
+        if cut is not None:  # a stop id inside the text (e.g. </think> when the loop asked for the thought alone)
+            ids, self._rest = ids[: cut + 1], ids[cut + 1 :]
         if not ids or ids[-1] not in stop_ids:
             ids.append(min(stop_ids) if IM_END_ID not in stop_ids else IM_END_ID)
         stopped_by = "stop"

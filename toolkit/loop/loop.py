@@ -60,13 +60,14 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolkit.backends.base import Generation, Peeks, context_length, name_of, vocab_width
+from toolkit.backends.base import Generation, context_length, name_of, vocab_width
 from toolkit.grammar.budget import call_allowance
 from toolkit.grammar.compile import bounded, compile_tool_choice
 from toolkit.grammar.mask import GrammarMask
 from toolkit.loop.execute import CallResult, error_result, execute
 from toolkit.loop.gate import CALL_OPENERS, FirstTokenGate
 from toolkit.loop.steps import Answered, Executed, Generated, Parsed, Rendered, Step, Stopped, Trace
+from toolkit.loop.think import split_think, think_first
 from toolkit.parse import ToolCall, parse_tool_calls
 from toolkit.qwen import IM_END_ID, STOP_IDS
 from toolkit.render import render
@@ -112,14 +113,6 @@ def check_tool_choice(tool_choice, names) -> str:
     raise ValueError(
         f"tool_choice must be one of {list(TOOL_CHOICES)} or a mounted tool's name {sorted(names)}, got {tool_choice!r}"
     )
-
-
-def peek(backend, prompt, temperature, seed, top_p=1.0) -> Generation:
-    """The model's own next token (no mask): the backend's ``peek`` where it has one (``toolkit.backends.base.Peeks``),
-    otherwise a one-token generate."""
-    if isinstance(backend, Peeks):
-        return backend.peek(prompt, temperature=temperature, top_p=top_p, seed=seed)
-    return backend.generate(prompt, max_new_tokens=1, stop_ids=set(), temperature=temperature, top_p=top_p, seed=seed)
 
 
 # ================================================================ guard the calls
@@ -206,6 +199,7 @@ class TurnPlan:
     forced: str = ""
     peeked: Generation | None = None
     budget: int = 0  # new tokens this turn may take (Host.turn_budget)
+    thought: list[int] = field(default_factory=list)  # a thinking model's <think> block, decoded first (think.py)
 
 
 class Host:
@@ -267,7 +261,8 @@ class Host:
                 view[0]["content"] = self.cfg.system_prefix(turn) + (view[0].get("content") or "")
             else:
                 view.insert(0, {"role": "system", "content": self.cfg.system_prefix(turn).rstrip("\n")})
-        return render(view, self.schemas or None, template=self.cfg.template, tokenizer=self.tokenizer)
+        think = {} if self.cfg.thinking is None else {"enable_thinking": self.cfg.thinking}
+        return render(view, self.schemas or None, template=self.cfg.template, tokenizer=self.tokenizer, **think)
 
     def decide_turn(self, turn: int) -> tuple[TurnPlan, Rendered]:
         """Stage 1: render the conversation and decide how this turn decodes (:data:`RULE`), and why."""
@@ -286,7 +281,7 @@ class Host:
         elif cfg.constrain != "tag":
             plan = TurnPlan("auto", "free", "unconstrained: the model writes whatever it writes")
         else:
-            peeked = peek(self.backend, list(rendering.ids), cfg.temperature, cfg.seed + turn, cfg.top_p)
+            thought, peeked = think_first(self.backend, self.tokenizer, list(rendering.ids), cfg, turn)  # Qwen3
             first = peeked.new_ids[0] if peeked.new_ids else IM_END_ID
             gate = FirstTokenGate(self.tokenizer, CALL_OPENERS)  # the model's own first token decides
             text0, opens = gate.text(first), gate.opens(first)
@@ -295,9 +290,9 @@ class Host:
                 if opens
                 else "starts text: free text, a <tool_call> token would start a well-formed call"
             )
-            plan = TurnPlan("required" if opens else "auto", "call" if opens else "text", why, "", peeked)
+            plan = TurnPlan("required" if opens else "auto", "call" if opens else "text", why, "", peeked, 0, thought)
         forced_ids = self.tokenizer.encode(plan.forced, add_special_tokens=False) if plan.forced else []
-        prompt = list(rendering.ids) + forced_ids
+        prompt = list(rendering.ids) + plan.thought + forced_ids
         plan.budget, note = self.turn_budget(plan, len(prompt))
         plan.why += note
         n_tools = rendering.counts.get("tools", 0)
@@ -327,12 +322,13 @@ class Host:
             )
         self.spent += g.prefilled + len(g.new_ids)
         body = g.new_ids[:-1] if g.new_ids and g.new_ids[-1] in STOP_IDS else g.new_ids
-        text = plan.forced + self.tokenizer.decode(body, skip_special_tokens=False)
+        thought = self.tokenizer.decode(plan.thought, skip_special_tokens=False) if plan.thought else ""
+        text = thought + plan.forced + self.tokenizer.decode(body, skip_special_tokens=False)
         return Generated(turn, text, g, mask is not None)
 
     def parse(self, turn: int, text: str) -> Parsed:
         """Stage 3: cut the ``<tool_call>`` blocks out of the text; ids unique over the conversation, as an API's."""
-        content, calls = parse_tool_calls(text)
+        content, calls = parse_tool_calls(split_think(text)[1])  # a call written while thinking is not a call
         for c in calls:
             self.n_calls += 1
             c.id = f"call_{self.n_calls}"
@@ -347,7 +343,9 @@ class Host:
             tool_calls = [
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
             ]
-            self.messages.append({"role": "assistant", "content": parsed.content, "tool_calls": tool_calls})
+            msg = {"role": "assistant", "content": parsed.content, "tool_calls": tool_calls}
+            thought = split_think(text)[0].strip().removeprefix("<think>").removesuffix("</think>").strip()
+            self.messages.append(dict(msg, reasoning_content=thought) if thought else msg)
         else:
             self.messages.append({"role": "assistant", "content": text})
         t0 = time.perf_counter()
@@ -391,8 +389,8 @@ def loop(
         parsed = host.parse(turn, generated.text)  # 3 parse
         yield parsed
         if not parsed.calls:  # no call: this is the answer
-            messages.append({"role": "assistant", "content": generated.text})
-            yield Answered(turn, generated.text)
+            messages.append({"role": "assistant", "content": generated.text})  # the template keeps or drops a thought
+            yield Answered(turn, split_think(generated.text)[1])
             g = generated.generation
             if g.stopped_by == "length":
                 yield Stopped("max_new_tokens", turn, f"answer cut at {len(g.new_ids)} new tokens")

@@ -54,7 +54,7 @@ class Step:
 class Rendered(Step):
     turn: int
     rendering: Any  # toolkit.render.Rendering
-    prompt_ids: list[int]  # rendering ids + forced prefix ids
+    prompt_ids: list[int]  # rendering ids + a thinking model's <think> block (toolkit.loop.think) + forced prefix ids
     split: dict  # {"tools": n, "history": n, "new": n}
     forced_prefix: str = ""
     mode: str = ""  # "call" | "text" | "answer" | "free": how this turn is decoded (see RULE)
