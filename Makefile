@@ -71,7 +71,7 @@ lab: setup
 	  echo "make lab: MODEL=stand-in: no model installed; notebooks run the random-weight stand-in"; \
 	elif ! $(PY) -m toolkit models install-real >/dev/null; then \
 	  echo "make lab: the real model could not be installed (see the line above); starting anyway: notebooks run the random-weight stand-in"; \
-	else $(PY) -m toolkit models install-small --if-short >/dev/null || \
+	else $(PY) -m toolkit models install-small --if-short --base >/dev/null || \
 	  echo "make lab: the int8 build failed (see above); auto loads the float model"; fi
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --no-browser --ip=127.0.0.1 --port=$(PORT) $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 

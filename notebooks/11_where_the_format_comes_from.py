@@ -45,14 +45,16 @@ from IPython.display import Markdown, display
 
 from toolkit.eval.learned import LIKE_FOR_LIKE, compare, markdown, targets
 from toolkit.eval.report import load_results
-from toolkit.models import adapter_manifest, apply_adapter, load
+from toolkit.models import FULL_MODEL_BYTES, adapter_manifest, apply_adapter, comparison_pair, load
 from toolkit.paths import results_file
+from toolkit.small import memory_available
 from toolkit.sft.format import first_token, greedy, mini_run
 
 torch.set_num_threads(2)
 torch.manual_seed(0)
-loaded = load("auto")
-REAL = loaded.kind == "real-offline"
+BEFORE, AFTER = comparison_pair()  # the base and the adapter model: the float model, or int8 where memory is short
+loaded = load(BEFORE)
+REAL = loaded.kind == "real-offline" and AFTER is not None
 print("model:", loaded.description)
 if not REAL:
     print(
@@ -76,7 +78,11 @@ rows = []
 if REAL:
     before = first_token(loaded, probe, probe_tools)
     said_before = greedy(loaded, probe, probe_tools)
-    apply_adapter(loaded)
+    if AFTER == "apply":  # the float model: the adapter merged into the loaded weights
+        apply_adapter(loaded)
+    else:  # memory is short: the base goes before the int8 build with the adapter comes
+        loaded = None
+        loaded = load(AFTER)
     print("now:", loaded.description)
     after = first_token(loaded, probe, probe_tools)
     said_after = greedy(loaded, probe, probe_tools)
@@ -142,7 +148,14 @@ else:
 # minutes on two cores); the adapter above had many more steps.
 
 # %%
-if REAL:
+TRAINABLE = REAL and AFTER == "apply"  # training needs the float model beside this one
+if REAL and not TRAINABLE:
+    print(
+        f"the live mini-run trains the float model (~{FULL_MODEL_BYTES['float32'] / 2**30:.1f} GB); "
+        f"{memory_available() / 2**30:.1f} GB are available here, so it is not run: the loss curve above and the "
+        "results below come from the full training run"
+    )
+if TRAINABLE:
     fresh = load("qwen2.5-coder-0.5b", quiet=True)
     run = mini_run(fresh, probe, probe_tools, steps=int(os.environ.get("TOOLKIT_MINI_STEPS", "5")))
     df = pd.DataFrame(run)

@@ -65,7 +65,7 @@ echo "$*" >> {log}
     calls = log.read_text().splitlines()
     assert "-m pip install --no-cache-dir --no-deps -e ." in calls
     assert any("qwen_tokenizer('qwen3')" in c for c in calls)
-    real, small = calls.index("-m toolkit models install-real"), calls.index("-m toolkit models install-small")
+    real, small = calls.index("-m toolkit models install-real"), calls.index("-m toolkit models install-small --base")
     assert real < small, "the int8 build needs the real model first"
 
 

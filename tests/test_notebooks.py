@@ -214,6 +214,15 @@ def modes_for(path: Path) -> list[str]:
     return ["binder", "machine"] if PICKS_A_MODEL.search(source) else ["binder"]
 
 
+# Binder runs that keep the stand-in, each with its reason (printed with the run): notebook 10 starts a server process
+# beside the kernel, and a server holding the real model (transformers serve: the float model, ~2.5 GB in float32;
+# vLLM's CPU build ~6 GB) cannot fit in Binder's 2 GB with the kernel. On Binder a class points it at its server.
+BINDER_STAND_IN = {
+    "10_serving.ipynb": "a local server with the real model needs more than Binder's 2 GB beside the kernel "
+    "(transformers serve holds the float model); on Binder, TOOLKIT_BACKEND names the class's server"
+}
+
+
 # What TOOLKIT_MODEL says in a notebook's single run: not a model, so if the notebook picks one through load("auto")
 # after all (modes_for missed it), the run errors with this name in the message instead of passing in one mode.
 ONE_MODE_MODEL = "no-model:notebook-judged-mode-free-by-tests/test_notebooks.py::modes_for"
@@ -227,6 +236,9 @@ def test_notebook_runs_headless(path, mode, record_property):
     env = dict(MODES[mode])
     if modes_for(path) == ["binder"]:  # run once: a load("auto") would fail on this name, loudly
         env["TOOLKIT_MODEL"] = ONE_MODE_MODEL
+    if mode == "binder" and path.name in BINDER_STAND_IN:
+        env["TOOLKIT_MODEL"] = "stand-in"
+        print(f"{path.name} [binder]: the stand-in, because {BINDER_STAND_IN[path.name]}")
     limits = binder_limits() if mode == "binder" else None
     try:
         nb, seconds, peak = execute_notebook(path, env=env, limits=limits)
@@ -246,7 +258,8 @@ def test_notebook_runs_headless(path, mode, record_property):
     assert "Traceback" not in text
     if mode == "binder":
         assert peak <= PEAK_LIMIT_BYTES, f"{path.name} peaked at {peak / 2**20:.0f} MB (> 2 GB Binder budget)"
-        if os.environ.get("TOOLKIT_REQUIRE_REAL_MODEL") == "1" and modes_for(path) != ["binder"]:
+        real_expected = modes_for(path) != ["binder"] and path.name not in BINDER_STAND_IN
+        if os.environ.get("TOOLKIT_REQUIRE_REAL_MODEL") == "1" and real_expected:
             assert "RANDOM-WEIGHT STAND-IN" not in text, (
                 f"{path.name} ran the stand-in in Binder mode, not the real model"
             )

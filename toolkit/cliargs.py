@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from toolkit.models import ADAPTER_SUFFIX, REAL_OFFLINE, SMALL, STAND_IN
+from toolkit.models import ADAPTER_SUFFIX, REAL_OFFLINE, SMALL, SMALL_BASE, STAND_IN
 
 MAX_SHOWN = 60  # characters of a bad value echoed back in an error
 
@@ -210,7 +210,12 @@ def model(text: str) -> str:
     name = text.strip()
     if name == "auto" or name in (STAND_IN, f"{STAND_IN}-qwen2.5", f"{STAND_IN}-qwen3"):
         return name
-    if name in (REAL_OFFLINE, REAL_OFFLINE + ADAPTER_SUFFIX, SMALL):  # installed or not: the load says so in one line
+    if name in (
+        REAL_OFFLINE,
+        REAL_OFFLINE + ADAPTER_SUFFIX,
+        SMALL,
+        SMALL_BASE,
+    ):  # installed or not: the load says so in one line
         return name
     if name.endswith(ADAPTER_SUFFIX):
         raise argparse.ArgumentTypeError(

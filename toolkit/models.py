@@ -35,7 +35,7 @@ from typing import Any
 
 from toolkit import fetch, small
 from toolkit.paths import hub_reachable
-from toolkit.qwen import ENDOFTEXT_ID, IM_END_ID, VOCAB_WIDTH
+from toolkit.stand_in import stand_in, stand_in_config  # noqa: F401 (importable from here, as before)
 from toolkit.tokenizer import qwen_tokenizer
 
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
@@ -54,6 +54,9 @@ REAL_LORA = REAL_OFFLINE + ADAPTER_SUFFIX  # what "auto" loads where memory allo
 
 
 SMALL = REAL_LORA + "-int8"  # what "auto" loads where memory is short (toolkit.small)
+
+
+SMALL_BASE = REAL_OFFLINE + "-int8"  # the base in int8: notebook 11's "before" where memory is short
 
 
 # What loading the float model + adapter and answering one loop question needs, measured (peak RSS of the process):
@@ -143,43 +146,6 @@ def fast_bf16() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
-def stand_in_config(flavor: str = "qwen3", **overrides):
-    """A tiny Qwen-shaped config with the real vocab width (151,936)."""
-    from transformers import Qwen2Config, Qwen3Config  # lazy: only when a model is built
-
-    kw = dict(
-        vocab_size=VOCAB_WIDTH,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=32_768,
-        tie_word_embeddings=True,
-        bos_token_id=ENDOFTEXT_ID,
-        eos_token_id=IM_END_ID,
-        pad_token_id=ENDOFTEXT_ID,
-    )
-    if flavor == "qwen3":
-        kw["head_dim"] = 16
-    kw.update(overrides)
-    return (Qwen3Config if flavor == "qwen3" else Qwen2Config)(**kw)
-
-
-def stand_in(flavor: str = "qwen3", seed: int = 0, dtype=None, device: str = "cpu"):
-    """Random-weight Qwen-shaped causal LM (~9.8M params), built in well under a second. Seeded."""
-    import torch  # lazy: only when a model is built
-    from transformers import AutoModelForCausalLM  # lazy: only when a model is built
-
-    torch.manual_seed(seed)
-    cfg = stand_in_config(flavor)
-    model = AutoModelForCausalLM.from_config(cfg, dtype=dtype or torch.float32)
-    # Wider init than the default 0.02 so the random model's distributions are not nearly uniform.
-    with torch.no_grad():
-        model.get_input_embeddings().weight.normal_(0.0, 1.0)
-    return model.to(device).eval()
-
-
 def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet: bool = False) -> Loaded:
     """Load a model + tokenizer by hub id, local folder, GGUF file or short name; report what ran."""
     import torch  # lazy: only when a model is built
@@ -201,8 +167,8 @@ def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet
         else:
             say(why)
 
-    if name in (SMALL, "small"):
-        out = load_small(dev, notes)
+    if name in (SMALL, SMALL_BASE):
+        out = load_small(dev, notes, adapter=name == SMALL)
         say(f"loaded {out.description}")
         return out
     if name.endswith(ADAPTER_SUFFIX):
@@ -266,7 +232,7 @@ def pick_auto(device: str = "cpu", dtype=None) -> tuple[str, str]:
     have = small.memory_available()
     if have >= need:
         return REAL_LORA, f"auto: the real model with the kit's adapter ({have / 2**30:.1f} GB available)"
-    if not small.target_folder().exists():
+    if not small.target_folder().exists():  # the int8 build with the adapter
         return REAL_LORA, (
             f"auto: only {have / 2**30:.1f} GB available (the float model needs ~{need / 2**30:.1f}) and the int8 "
             "build is missing (python -m toolkit models install-small): trying the float model"
@@ -274,17 +240,17 @@ def pick_auto(device: str = "cpu", dtype=None) -> tuple[str, str]:
     return SMALL, f"auto: {have / 2**30:.1f} GB available (< {need / 2**30:.1f} GB for the float model): the int8 build"
 
 
-def load_small(dev: str = "cpu", notes: list[str] | None = None) -> Loaded:
-    """The int8 build of the real model + adapter (``toolkit.small``), checked against what it was built from and
-    against the memory left, before anything large is read."""
+def load_small(dev: str = "cpu", notes: list[str] | None = None, adapter: bool = True) -> Loaded:
+    """The int8 build of the real model with the adapter (``adapter=False``: the base alone; ``toolkit.small``),
+    checked against what it was built from and against the memory left, before anything large is read."""
     if not fetch.is_installed():
         raise FileNotFoundError(f"{REAL_OFFLINE} is not installed: run `make real-model` first")
     if dev != "cpu":
         raise ValueError(f"the int8 build runs on the CPU only (fbgemm); on {dev} load {REAL_LORA!r}")
-    folder = small.target_folder()
-    man = small.verify(folder, adapter_sha256=adapter_weights_sha256())
-    if man["base"].get("gguf_sha256") != fetch.GGUF_SHA256:
-        raise small.ArtifactError("the small-memory model was built from other base weights: rebuild with --force")
+    folder = small.target_folder(adapter)
+    man = small.verify(folder, adapter_sha256=adapter_weights_sha256() if adapter else None)
+    if man["base"].get("gguf_sha256") != fetch.GGUF_SHA256 or (not adapter and man.get("adapter")):
+        raise small.ArtifactError(f"{folder.name} was built from other weights: rebuild with --force")
     need, have = man["weights"]["bytes"] + SMALL_OVERHEAD_BYTES, small.memory_available()
     if have < need:
         raise small.ArtifactError(
@@ -303,8 +269,11 @@ def load_small(dev: str = "cpu", notes: list[str] | None = None) -> Loaded:
         "int8 (torch dynamic, per-row weights)",
         notes=list(notes or []),
     )
-    out.adapter = dict(man["adapter"])
-    out.name = f"{out.name} + LoRA adapter {man['adapter']['adapter']} (merged, weights {man['adapter']['weights_sha256'][:8]})"
+    if adapter:
+        out.adapter = dict(man["adapter"])
+        out.name += (
+            f" + LoRA adapter {man['adapter']['adapter']} (merged, weights {man['adapter']['weights_sha256'][:8]})"
+        )
     out.notes.append(f"int8 build {folder.name} ({man['weights']['bytes'] / 2**20:,.0f} MB, {man['scheme']})")
     return out
 
@@ -313,15 +282,15 @@ def adapter_weights_sha256(folder: Path | None = None) -> str:
     return hashlib.sha256(((folder or adapter_folder()) / "adapter_model.safetensors").read_bytes()).hexdigest()
 
 
-def build_small(force: bool = False, verbose: bool = True) -> Path:
-    """Build (once) the int8 artifact of the real model with the shipped adapter merged: the float model is read
-    in bf16 (~1.3 GB), merged, quantised and written; ``load("qwen2.5-coder-0.5b+lora-int8")`` then reads it."""
+def build_small(force: bool = False, verbose: bool = True, adapter: bool = True) -> Path:
+    """Build (once) the int8 artifact of the real model with the shipped adapter merged (``adapter=False``: the
+    base alone): the float model is read in bf16 (~1.3 GB), merged, quantised and written."""
     import torch  # lazy: only when a model is built
 
-    folder = small.target_folder()
+    folder, want = small.target_folder(adapter), adapter_weights_sha256() if adapter else None
     if not force and folder.exists():
         try:
-            small.verify(folder, adapter_sha256=adapter_weights_sha256())
+            small.verify(folder, adapter_sha256=want)
             if verbose:
                 _say(f"int8 build already there: {folder}")
             return folder
@@ -331,26 +300,40 @@ def build_small(force: bool = False, verbose: bool = True) -> Path:
     if base is None:
         raise FileNotFoundError(f"{REAL_OFFLINE} is not installed: run `make real-model` first")
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-    loaded = apply_adapter(load(REAL_OFFLINE, device="cpu", dtype="bfloat16", quiet=True))
+    loaded = load(REAL_OFFLINE, device="cpu", dtype="bfloat16", quiet=True)
+    if adapter:
+        apply_adapter(loaded)
+    keep = ("adapter", "weights_sha256", "steps", "commit")
     man = {
-        "name": SMALL,
+        "name": SMALL if adapter else SMALL_BASE,
         "base": {
             "name": fetch.DISPLAY_NAME,
             "gguf_sha256": fetch.GGUF_SHA256,
             "safetensors_sha256": fetch.sha256_of(base / "model.safetensors"),
         },
-        "adapter": {
-            k: loaded.adapter[k] for k in ("adapter", "weights_sha256", "steps", "commit") if k in loaded.adapter
-        },
-        "merged_in": "bfloat16 (peft merge_and_unload), then quantised from float32 copies",
+        "adapter": {k: loaded.adapter[k] for k in keep if k in loaded.adapter} if adapter else None,
+        "merged_in": "bfloat16 (peft merge_and_unload), then quantised from float32 copies" if adapter else None,
     }
     if verbose:
         _say("quantising to int8 (about a minute)")
     small.save(loaded.model, base, folder, man)
-    small.verify(folder, adapter_sha256=man["adapter"]["weights_sha256"])
+    small.verify(folder, adapter_sha256=want)
     if verbose:
         _say(f"int8 build written: {folder}")
     return folder
+
+
+def comparison_pair() -> tuple[str, str | None]:
+    """What a before/after notebook loads: (the base model, the model with the adapter), or ``"apply"`` as the second
+    when the adapter is applied in place to the loaded base (the float model, where memory allows); the int8 builds
+    where memory is short; (``TOOLKIT_MODEL`` or the stand-in, None) where there is nothing to compare."""
+    env = os.environ.get("TOOLKIT_MODEL", "auto")
+    if env != "auto":
+        return env, None
+    name, _ = pick_auto()
+    if name == STAND_IN:
+        return STAND_IN, None
+    return (SMALL_BASE, SMALL) if name == SMALL else (REAL_OFFLINE, "apply")
 
 
 def apply_adapter(loaded: Loaded, folder: Path | None = None) -> Loaded:

@@ -40,7 +40,10 @@ WEIGHTS = "model.int8.safetensors"
 MANIFEST = "manifest.json"
 
 
-FOLDER_NAME = "qwen2.5-coder-0.5b-instruct-toolcall-int8"
+FOLDER_NAME = "qwen2.5-coder-0.5b-instruct-toolcall-int8"  # the real model with the kit's adapter merged
+
+
+BASE_FOLDER_NAME = "qwen2.5-coder-0.5b-instruct-int8"  # the base alone (notebook 11's "before" where memory is short)
 
 
 SCHEME = "torch dynamic int8 (fbgemm): Linear weights int8 per output row, activations per call; embedding 8-bit rows"
@@ -54,8 +57,8 @@ class ArtifactError(ValueError):
     too little memory to load it: one line, raised before anything large is read."""
 
 
-def target_folder() -> Path:
-    return cache_dir() / "models" / FOLDER_NAME
+def target_folder(adapter: bool = True) -> Path:
+    return cache_dir() / "models" / (FOLDER_NAME if adapter else BASE_FOLDER_NAME)
 
 
 # ------------------------------------------------------------------ memory
@@ -248,6 +251,11 @@ def load(folder: Path):
 
     torch.backends.quantized.engine = "fbgemm"
     path = str(Path(folder) / WEIGHTS)
+
+    class Embedding(QEmbedding):
+        def forward(self, indices):  # fbgemm's lookup wants contiguous ids; a batch's slice of ids is not always
+            return super().forward(indices.contiguous())
+
     cfg = AutoConfig.from_pretrained(str(folder))
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
@@ -273,7 +281,7 @@ def load(folder: Path):
         if isinstance(child, torch.nn.Embedding):
             (w,), (s, z) = read(f"{prefix}.qweight", keep=False), read(f"{prefix}.scales", f"{prefix}.zero_points")
             packed[0] += w.numel()
-            q = QEmbedding(1, 1, dtype=torch.quint8)
+            q = Embedding(1, 1, dtype=torch.quint8)
             q.set_weight(torch._make_per_channel_quantized_tensor(w, s.double(), z.double(), 0))
             q.num_embeddings, q.embedding_dim = child.num_embeddings, child.embedding_dim
             return q

@@ -22,6 +22,7 @@ def cli(argv: list[str]) -> int:
     sm = sub.add_parser("install-small", help="build once the int8 model (adapter merged; ~0.6 GB) for small machines")
     sm.add_argument("--force", action="store_true", help="rebuild even if a checked build is there")
     sm.add_argument("--if-short", action="store_true", help="only where load('auto') would want it (memory short)")
+    sm.add_argument("--base", action="store_true", help="also the base without the adapter (notebook 11's before)")
     sub.add_parser("info", help="say whether the real offline model is installed, and where")
     ad = sub.add_parser("adapter", help="the kit's LoRA tool-call adapter: its manifest, files and size")
     ad.add_argument("--check", action="store_true", help="also check it fits the installed model's weights (sha256)")
@@ -35,7 +36,7 @@ def cli(argv: list[str]) -> int:
         print(folder)
         return 0
     if args.cmd == "install-small":
-        return _install_small(args.force, args.if_short)
+        return _install_small(args.force, args.if_short, args.base)
     if args.cmd == "adapter":
         return _adapter(args.check)
     info = {"name": DISPLAY_NAME, "installed": is_installed(), "folder": str(target_folder()), "manifest": manifest()}
@@ -43,7 +44,7 @@ def cli(argv: list[str]) -> int:
     return 0 if info["installed"] else 1
 
 
-def _install_small(force: bool, if_short: bool) -> int:
+def _install_small(force: bool, if_short: bool, base: bool) -> int:
     from toolkit.models import FULL_MODEL_BYTES, build_small, fast_bf16  # lazy: keeps the usage errors fast
 
     need = FULL_MODEL_BYTES["bfloat16" if fast_bf16() else "float32"]
@@ -54,6 +55,8 @@ def _install_small(force: bool, if_short: bool) -> int:
         return 0
     try:
         print(build_small(force=force))
+        if base:
+            print(build_small(force=force, adapter=False))
     except (OSError, ValueError, RuntimeError) as e:
         print(f"install-small failed: {str(e).splitlines()[0][:300]}", file=sys.stderr)
         return 1
