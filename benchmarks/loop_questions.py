@@ -377,6 +377,7 @@ PASSES = {
     "before": ("qwen2.5-coder-0.5b", "the defaults before issue 13"),
     "after": ("qwen2.5-coder-0.5b", "the loop's current defaults"),
     "lora": ("qwen2.5-coder-0.5b+lora", "the kit's LoRA adapter, no crutches"),
+    "lora-int8": ("qwen2.5-coder-0.5b+lora-int8", "the adapter model in int8 (toolkit.small), no crutches"),
     "base-free": ("qwen2.5-coder-0.5b", "the base model, no crutches (like for like with 'lora')"),
 }
 
@@ -417,7 +418,7 @@ def run_one(qd: dict, loaded, which: str, cap_s: float | None):
     else:
         trace = None
         steps = []
-        kw = NO_CRUTCHES if which in ("lora", "base-free") else {}
+        kw = NO_CRUTCHES if which in ("lora", "lora-int8", "base-free") else {}
         try:
             trace = ask(qd["q"], loaded, tools=list(TOOLS), on_step=lambda s: (steps.append(s), guard(s)), **kw)
         except Capped:
@@ -491,7 +492,7 @@ def main(argv=None) -> int:
         BEFORE
         if a.which == "before"
         else NO_CRUTCHES
-        if a.which in ("lora", "base-free")
+        if a.which in ("lora", "lora-int8", "base-free")
         else LoopConfig.for_model(loaded).values()
     )
     print(f"model: {loaded.description}\ncommit: {_commit()}\npass: {a.which} settings: {settings}")
