@@ -201,6 +201,7 @@ CASES = [
         {"--n": COUNT, "--digits": ["-1"], "--seed": ["-1"], "--out": OUT_FILE, "--threads": ["0"]},
     ),
     *_bench("notebooks.py", [], {"--mode": ["nosuch"], "--only": ["99", "1", ","]}),
+    *_bench("small_model.py", [], {"--tokens": ["0", "x", "5000"], "--out": OUT_FILE}),
     *_bench(
         "patterns.py",
         [],

@@ -1,0 +1,265 @@
+"""The int8 build (toolkit.small) beside the float model it was made from, measured in one run on this machine.
+
+Prints, side by side:
+1. one matmul of the model's widest shape (4,864 x 896) at one thread, M = 1 (decode) and M = 256 (prefill): float32,
+   bf16, torch's dynamic int8 (what the kit ships), torch's int8 weight-only kernel, and torchao / optimum-quanto
+   where installed (they are not in requirements: pip install them to include them; their absence is printed);
+2. for each model (float32 + adapter, bf16 + adapter, int8 + adapter): peak RSS of loading it and answering one loop
+   question, seconds for that, and greedy decode tokens/s at one thread, each in its own process;
+3. BFCL native mode on the seeded 50 cases per category, from the saved runs (benchmarks/bfcl.py accuracy --limit 50
+   --modes native, for qwen2.5-coder-0.5b+lora and qwen2.5-coder-0.5b+lora-int8): accuracy, tag rate where a call
+   is due, and paired gained / lost case by case, against the issue's targets (within 2 points; tag rate >= 98%);
+4. the loop questions (main + fresh, no crutches) from the saved runs of loop_questions.py --pass lora / lora-int8.
+Saves benchmarks/results/small_model.json with date, machine, commit. Never asserts a time.
+
+Run: nice python benchmarks/small_model.py [--skip-models] [--tokens 48]
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from toolkit import cliargs  # noqa: E402  (after the path insert: the checkout's kit)
+
+MODELS = {
+    "float32": ("qwen2.5-coder-0.5b+lora", "float32"),
+    "bf16": ("qwen2.5-coder-0.5b+lora", "bfloat16"),
+    "int8": ("qwen2.5-coder-0.5b+lora-int8", None),
+}
+
+CHILD = r"""
+import json, resource, sys, time, torch
+torch.set_num_threads(1)
+from toolkit.backends.hf import HFBackend
+from toolkit.loop.examples import ask
+from toolkit.models import load
+from toolkit.qwen import STOP_IDS
+from toolkit.render import render
+from toolkit.settings import LoopConfig
+name, dtype, n = sys.argv[1], (sys.argv[2] if sys.argv[2] != "-" else None), int(sys.argv[3])
+t0 = time.perf_counter()
+loaded = load(name, dtype=dtype, quiet=True)
+load_s = time.perf_counter() - t0
+trace = ask("What is 17 * 23?", loaded, tools=["calculator"], config=LoopConfig.for_model(loaded))
+loop_s = time.perf_counter() - t0 - load_s
+ids = render([{"role": "user", "content": "Write a long story about a robot."}], template="qwen2.5").ids
+g = HFBackend.from_loaded(loaded).generate(list(ids), max_new_tokens=n, stop_ids=set())
+print(json.dumps(dict(model=loaded.description, load_s=load_s, loop_s=loop_s, answer=trace.answer,
+                      decode_tok_s=len(g.new_ids) / g.decode_s, prefill_tok_s=g.prefilled / g.prefill_s,
+                      peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
+"""
+
+
+def matmuls() -> list[dict]:
+    import torch  # lazy: the usage errors above never wait for it
+    import torch.nn.functional as F
+
+    torch.set_num_threads(1)
+    torch.backends.quantized.engine = "fbgemm"
+    from torch.ao.nn.quantized.dynamic import Linear as QLinear
+    from torch.ao.quantization import per_channel_dynamic_qconfig
+
+    N, K = 4864, 896
+    w = torch.randn(N, K)
+    rows = []
+    for M in (1, 256):
+        x = torch.randn(M, K)
+        f = torch.nn.Linear(K, N, bias=False)
+        f.weight.data = w
+        f.qconfig = per_channel_dynamic_qconfig
+        q = QLinear.from_float(f)
+        s = w.abs().amax(1) / 127
+        wq = (w / s[:, None]).round().clamp(-127, 127).to(torch.int8)
+        wb, xb, sb = w.bfloat16(), x.bfloat16(), s.bfloat16()
+        cands = {
+            "float32": lambda: F.linear(x, w),
+            "bf16": lambda: F.linear(xb, wb),
+            "torch dynamic int8 (shipped)": lambda: q(x),
+            "torch int8 weight-only (bf16 x)": lambda: torch.ops.aten._weight_int8pack_mm(xb, wq, sb),
+        }
+        cands.update(_optional(w, x))
+        for name, fn in cands.items():
+            if isinstance(fn, str):
+                rows.append(dict(M=M, kernel=name, us=None, note=fn))
+                continue
+            rows.append(dict(M=M, kernel=name, us=_median_us(fn, 20 if M == 256 else 200)))
+    return rows
+
+
+def _optional(w, x) -> dict:
+    out = {}
+    try:
+        import torch
+        from torchao.quantization import Int8WeightOnlyConfig, quantize_
+
+        m = torch.nn.Sequential(torch.nn.Linear(w.shape[1], w.shape[0], bias=False))
+        m[0].weight.data = w.clone()
+        quantize_(m, Int8WeightOnlyConfig())
+        out["torchao int8 weight-only"] = lambda: m(x)
+    except Exception as e:  # not installed, or not runnable here: said in the table
+        out["torchao int8 weight-only"] = f"not run: {type(e).__name__}"
+    try:
+        import torch
+        from optimum.quanto import freeze, qint8, quantize
+
+        m2 = torch.nn.Sequential(torch.nn.Linear(w.shape[1], w.shape[0], bias=False))
+        m2[0].weight.data = w.clone()
+        quantize(m2, weights=qint8)
+        freeze(m2)
+        out["optimum-quanto qint8"] = lambda: m2(x)
+    except Exception as e:
+        out["optimum-quanto qint8"] = f"not run: {type(e).__name__}"
+    return out
+
+
+def _median_us(fn, n: int) -> float:
+    for _ in range(3):
+        fn()
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return sorted(ts)[len(ts) // 2] * 1e6
+
+
+def model_runs(tokens: int) -> list[dict]:
+    rows = []
+    for key, (name, dtype) in MODELS.items():
+        res = subprocess.run(
+            [sys.executable, "-c", CHILD, name, dtype or "-", str(tokens)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env={**__import__("os").environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"},
+        )
+        if res.returncode != 0:
+            rows.append(dict(build=key, error=(res.stderr.strip().splitlines() or ["?"])[-1][:200]))
+            continue
+        rows.append(dict(build=key, **json.loads(res.stdout.strip().splitlines()[-1])))
+    return rows
+
+
+def bfcl() -> dict:
+    from toolkit.eval.learned import compare
+    from toolkit.eval.report import load_results
+
+    res = ROOT / "benchmarks" / "results"
+    flt = load_results(res / "bfcl_qwen2.5-coder-0.5b+lora.json")
+    q = load_results(res / "int8" / "bfcl_qwen2.5-coder-0.5b+lora-int8.json")
+    if not q:
+        return {"note": "no int8 BFCL run saved yet (benchmarks/bfcl.py accuracy --model qwen2.5-coder-0.5b+lora-int8)"}
+    cmp = compare(flt, q)  # "adapter" = the int8 build, "base" = the float model, on the same case ids
+    rows = []
+    for r in cmp["rows"]:
+        if r["mode"] != "native":
+            continue
+        a, b = r["adapter"], r["base"]
+        delta = 100 * (a["accuracy"] - b["accuracy"])
+        rows.append(
+            dict(
+                category=r["category"],
+                n=a["n"],
+                float_pct=100 * b["accuracy"],
+                int8_pct=100 * a["accuracy"],
+                delta=delta,
+                within_2=abs(delta) <= 2,
+                int8_tag_rate=a["tag_rate"],
+                gained=r["gained"],
+                lost=r["lost"],
+            )
+        )
+    due = [r for r in cmp["rows"] if r["mode"] == "native" and r["category"] != "irrelevance"]
+    tagged = sum(r["adapter"]["tagged"] for r in due)
+    n_due = sum(r["adapter"]["n"] for r in due)
+    return dict(
+        rows=rows,
+        int8_tag_rate_due=tagged / n_due if n_due else None,
+        float_meta=flt["accuracy"]["meta"],
+        int8_meta=q["accuracy"]["meta"],
+    )
+
+
+def loops() -> list[dict]:
+    res = ROOT / "benchmarks" / "results"
+    out = []
+    for which in ("lora", "lora-int8"):
+        for suffix in ("", "_fresh"):
+            f = res / f"loop_questions_{which}{suffix}.json"
+            if not f.exists():
+                out.append(dict(pass_=which, set=suffix.strip("_") or "main", note="not run"))
+                continue
+            doc = json.loads(f.read_text(encoding="utf-8"))
+            rows = doc.get("rows", [])
+            out.append(
+                dict(
+                    pass_=which, set=suffix.strip("_") or "main", met=sum(bool(r.get("met")) for r in rows), n=len(rows)
+                )
+            )
+    return out
+
+
+def main(argv=None) -> int:
+    p = cliargs.Parser(description=__doc__.split("\n")[0])
+    p.add_argument("--skip-models", action="store_true", help="only the matmuls and the saved BFCL / loop runs")
+    p.add_argument("--tokens", type=cliargs.count(8, 4096), default=48, help="greedy decode tokens per model")
+    p.add_argument("--out", type=cliargs.out_file, default=str(ROOT / "benchmarks" / "results" / "small_model.json"))
+    a = p.parse_args(argv)
+    from toolkit.eval.report import meta  # lazy: torch
+
+    mm = matmuls()
+    print("## One 4,864 x 896 matmul at one thread (median µs)\n\n| M | kernel | µs | vs float32 |\n|---|---|---|---|")
+    base = {r["M"]: r["us"] for r in mm if r["kernel"] == "float32"}
+    for r in mm:
+        us = f"{r['us']:,.0f}" if r["us"] else r["note"]
+        ratio = f"{base[r['M']] / r['us']:.2f}x" if r["us"] else "—"
+        print(f"| {r['M']} | {r['kernel']} | {us} | {ratio} |")
+    models = [] if a.skip_models else model_runs(a.tokens)
+    if models:
+        print("\n## Load + one loop question, then greedy decode at one thread (each in its own process)\n")
+        print(
+            "| build | peak RSS MB | load s | loop s | decode tok/s | prefill tok/s | answer |\n|---|---|---|---|---|---|---|"
+        )
+        for r in models:
+            if "error" in r:
+                print(f"| {r['build']} | — | — | — | — | — | error: {r['error']} |")
+            else:
+                print(
+                    f"| {r['build']} | {r['peak_rss_mb']:,.0f} | {r['load_s']:.1f} | {r['loop_s']:.1f} | "
+                    f"{r['decode_tok_s']:.2f} | {r['prefill_tok_s']:.1f} | {r['answer'][:40]!r} |"
+                )
+    b = bfcl()
+    print("\n## BFCL native, seeded 50 per category: int8 vs float (same cases)\n")
+    if "rows" in b:
+        print(
+            "| category | n | float % | int8 % | Δ | within 2 | int8 tag rate | gained | lost |\n|---|---|---|---|---|---|---|---|---|"
+        )
+        for r in b["rows"]:
+            print(
+                f"| {r['category']} | {r['n']} | {r['float_pct']:.1f} | {r['int8_pct']:.1f} | {r['delta']:+.1f} | "
+                f"{'yes' if r['within_2'] else 'NO'} | {r['int8_tag_rate']:.2f} | {r['gained']} | {r['lost']} |"
+            )
+        print(f"\nint8 tag rate where a call is due: {b['int8_tag_rate_due']:.1%} (target >= 98%)")
+    else:
+        print(b["note"])
+    lq = loops()
+    print("\n## Loop questions, no crutches\n\n| pass | set | met |\n|---|---|---|")
+    for r in lq:
+        print(f"| {r['pass_']} | {r['set']} | {r.get('met', '—')}/{r.get('n', '—')} {r.get('note', '')} |")
+    doc = dict(
+        meta=meta("qwen2.5-coder-0.5b+lora vs +lora-int8", repo=ROOT), matmuls=mm, models=models, bfcl=b, loops=lq
+    )
+    Path(a.out).write_text(json.dumps(doc, indent=1, default=str) + "\n", encoding="utf-8")
+    print(f"\nsaved {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
