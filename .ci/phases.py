@@ -95,6 +95,15 @@ def summary(log: str) -> int:
             for r in slow:
                 name = r["file"] if len(r["file"]) <= 70 else r["file"][:69] + "…"
                 print(f"  {name:<70} {_mmss(r['busy']):>8} {_mmss(r['cpu']):>8}")
+    nbs = [r for r in rows if r["kind"] == "notebook"]
+    if nbs:
+        print("notebook runs (binder: in a 2 GB / one-CPU cgroup):")
+        print(f"  {'notebook [mode]':<48} {'seconds':>8} {'peak RSS MB':>12} {'cgroup peak MB':>15}")
+        for r in sorted(nbs, key=lambda r: r["test"]):
+            print(
+                f"  {r['test']:<48} {r.get('seconds', 0):>8.1f} {r.get('peak_rss_mb', 0):>12} "
+                f"{r.get('cgroup_peak_mb', 0):>15}"
+            )
     print(
         "(test phases run side by side under pytest-xdist: their spans overlap; CPU counts the processes and "
         "the children they waited for)"

@@ -154,7 +154,13 @@ _FILES: dict[str, list] = {}  # test file -> [test time, CPU]: what a slow run s
 _TESTS: dict[str, list] = {}  # test id -> [test time, CPU], for the slowest single tests (a notebook run is one)
 
 
+_NOTEBOOKS: list[dict] = []  # each notebook run's seconds and peak memory (record_property in test_notebooks.py)
+
+
 def pytest_runtest_logreport(report):
+    props = dict(report.user_properties or ())
+    if report.when == "call" and "peak_rss_mb" in props:
+        _NOTEBOOKS.append({"kind": "notebook", "test": report.nodeid.split("[", 1)[-1].rstrip("]"), **props})
     for f in (
         _FILES.setdefault(report.nodeid.split("::", 1)[0], [0.0, 0.0]),
         _TESTS.setdefault(report.nodeid, [0.0, 0.0]),
@@ -211,6 +217,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     rows += [{"kind": "file", "file": name, "busy": busy, "cpu": cpu} for name, (busy, cpu) in slow]
     slow = sorted(_TESTS.items(), key=lambda kv: -kv[1][0])[:SLOWEST_FILES]
     rows += [{"kind": "test", "file": name, "busy": busy, "cpu": cpu} for name, (busy, cpu) in slow]
+    rows += _NOTEBOOKS
     log = os.environ.get("TOOLKIT_PHASE_LOG")
     if log:
         with open(log, "a", encoding="utf-8") as f:

@@ -83,7 +83,7 @@ def test_errors_are_one_line_value_errors(tmp_path):
 
 def test_auto_picks_by_memory(monkeypatch, tmp_path):
     monkeypatch.setattr(models.fetch, "is_installed", lambda: True)
-    monkeypatch.setattr(small, "target_folder", lambda: tmp_path)
+    monkeypatch.setattr(small, "target_folder", lambda adapter=True: tmp_path)
     monkeypatch.setattr(small, "memory_available", lambda: 16 * 2**30)
     assert models.pick_auto("cpu", torch.float32)[0] == models.REAL_LORA
     monkeypatch.setattr(small, "memory_available", lambda: int(1.5 * 2**30))
@@ -109,10 +109,19 @@ def test_memory_available_reads_a_cgroup_limit(monkeypatch, tmp_path):
 def test_load_small_refuses_when_memory_is_short(monkeypatch, built):
     out, _ = built
     monkeypatch.setattr(models.fetch, "is_installed", lambda: True)
-    monkeypatch.setattr(small, "target_folder", lambda: out)
+    monkeypatch.setattr(small, "target_folder", lambda adapter=True: out)
     monkeypatch.setattr(models, "adapter_weights_sha256", lambda *a: None)
     man = json.loads((out / small.MANIFEST).read_text())
     monkeypatch.setattr(small, "verify", lambda *a, **k: dict(man, base={"gguf_sha256": models.fetch.GGUF_SHA256}))
     monkeypatch.setattr(small, "memory_available", lambda: 100 * 2**20)
     with pytest.raises(small.ArtifactError, match="too little memory"):
         models.load_small()
+
+
+def test_the_float_model_is_refused_in_one_line_when_memory_is_short(monkeypatch):
+    if not models.fetch.is_installed():
+        pytest.skip("needs the real offline model (make real-model); make test installs it")
+    monkeypatch.setattr(small, "memory_available", lambda: 300 * 2**20)
+    with pytest.raises(small.ArtifactError, match="too little memory for the float32 model") as e:
+        models.load(models.REAL_OFFLINE, dtype="float32", quiet=True)
+    assert "\n" not in str(e.value) and models.SMALL in str(e.value)

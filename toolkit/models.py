@@ -195,6 +195,16 @@ def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet
             raise FileNotFoundError(
                 f"{REAL_OFFLINE} is not installed: run `python -m toolkit models install-real` (or `make real-model`)"
             )
+        if dev == "cpu":  # refuse in one line before reading 1.2 GB into a machine that cannot hold it
+            need = (folder / "model.safetensors").stat().st_size * (
+                2 if "float32" in str(dt) else 1
+            ) + SMALL_OVERHEAD_BYTES
+            if small.memory_available() < need:
+                raise small.ArtifactError(
+                    f"too little memory for the {str(dt).removeprefix('torch.')} model: "
+                    f"{small.memory_available() / 2**20:,.0f} MB available, about {need / 2**20:,.0f} MB needed; "
+                    f"load {SMALL!r} (python -m toolkit models install-small)"
+                )
         out = _from_folder(folder, dev, dt, "real-offline", fetch.DISPLAY_NAME, notes)
     elif name.endswith(".gguf"):
         from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: only when a model is built
