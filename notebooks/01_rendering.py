@@ -89,9 +89,11 @@ call_tokens = [t for t in call_text.tokens if t.segment == "tool_call"]
 print("\nthe call as tokens:", [(t.id, t.text) for t in call_tokens])
 
 # %% [markdown]
-# Now a model. `load("auto")` takes Qwen3-0.6B from the hub when it is reachable; offline it takes the real
-# offline model (Qwen2.5-Coder-0.5B-Instruct, if `make real-model` installed it) or else a **random-weight
-# stand-in** that has Qwen's shape and vocabulary but no knowledge: its output shows the mechanics only.
+# Now a model. `load("auto")` takes the model the kit tests: the real offline Qwen2.5-Coder-0.5B-Instruct with the
+# kit's LoRA adapter merged (the one that learned to write `<tool_call>`, notebook 11; `make lab` installs it), in
+# int8 where memory is short (Binder), or — only where nothing could be installed — a **random-weight stand-in**
+# that has Qwen's shape and vocabulary but no knowledge: its output shows the mechanics only. A hub model such as
+# Qwen3-0.6B runs only when named (`TOOLKIT_MODEL=Qwen/Qwen3-0.6B`).
 # When `TOOLKIT_BACKEND` names a server (`http://host:port/v1`, notebook 10), the server's model decodes instead:
 # the kit still renders the prompt and counts its ids; the ids shown are the kit's encoding of the server's text.
 # The host constrains the model to the tool-call format (notebook 02 shows how) and stops at `<|im_end|>`.

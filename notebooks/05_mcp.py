@@ -357,9 +357,9 @@ print("answer:", trace.answer)
 print(conn.log.since(before).text(hide_meta=True, width=200))
 
 # %% [markdown]
-# Now a real model if one is available (`toolkit.models.load("auto")`: the hub model if reachable, else the
-# optional offline Qwen2.5-Coder-0.5B, else a random-weight stand-in whose output is well-formed and
-# meaningless) — or the server `TOOLKIT_BACKEND` names. Its call goes through the same MCP server.
+# Now a real model (`toolkit.models.load("auto")`: the offline Qwen2.5-Coder-0.5B with the kit's adapter, in int8
+# where memory is short; a random-weight stand-in, well-formed and meaningless, only where nothing could be
+# installed) — or the server `TOOLKIT_BACKEND` names. Its call goes through the same MCP server.
 
 # %%
 loaded = choose("auto")

@@ -110,15 +110,20 @@ def engines_to_run(choice: str, url: str | None = None) -> tuple[list[str], str]
 
 def folder_for(loaded, out_dir: str | os.PathLike | None = None) -> str:
     """A folder ``transformers serve`` can load for a ``toolkit.models.Loaded``: the real offline model's own folder,
-    a local folder as given, otherwise (the random-weight stand-in, a GGUF) the model and tokenizer saved to
-    ``out_dir`` (a new temporary folder by default)."""
-    if loaded.kind == "real-offline" and fetch.installed_folder() is not None:
+    a local folder as given, otherwise (the random-weight stand-in, a GGUF, the real model with the kit's adapter
+    merged) the model and tokenizer saved to ``out_dir`` (a new temporary folder by default), so that the server runs
+    exactly the weights the kernel loaded. The int8 build cannot be saved for a server (torch's quantised modules):
+    a one-line error says to serve the float model."""
+    if "int8" in str(getattr(loaded, "dtype", "")):
+        raise ValueError("the int8 build cannot be served by transformers serve or vLLM: serve the float model")
+    adapted = bool(getattr(loaded, "adapter", None))
+    if loaded.kind == "real-offline" and fetch.installed_folder() is not None and not adapted:
         return str(fetch.installed_folder())
     if loaded.kind == "local" and Path(loaded.name).is_dir():
         return str(loaded.name)
     # A random-weight model's folder says so in its name: a server's model id is the folder, and
     # toolkit.backends.choose reads "stand-in" in it as "mechanics only".
-    prefix = SAVED_PREFIX + ("" if getattr(loaded, "semantic", True) else "stand-in-")
+    prefix = SAVED_PREFIX + ("" if getattr(loaded, "semantic", True) else "stand-in-") + ("lora-" if adapted else "")
     out = Path(out_dir or tempfile.mkdtemp(prefix=prefix))
     loaded.model.save_pretrained(out)
     loaded.tokenizer.save_pretrained(out)
