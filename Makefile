@@ -76,7 +76,7 @@ lab: setup
 	  echo "make lab: the real model could not be installed (see the line above); starting anyway: notebooks run the random-weight stand-in"; \
 	else $(PY) -m toolkit models install-small --if-short --base >/dev/null || \
 	  echo "make lab: the int8 build failed (see above); auto loads the float model"; fi
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --no-browser --ip=127.0.0.1 --port=$(PORT) $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+	$(if $(filter stand-in,$(MODEL)),TOOLKIT_MODEL=stand-in,) $(VENV)/bin/jupyter lab --notebook-dir=notebooks --no-browser --ip=127.0.0.1 --port=$(PORT) $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 ## test: the whole suite, notebooks and browser test included; prints the wall and CPU time of each phase at the end
 # The real model and vLLM are installed on purpose here, so a missing or broken install fails the run
