@@ -61,4 +61,4 @@ def loss(logps, old_logps, adv, mask, ref_logps=None, beta: float = 0.0, eps: fl
         value = (per_token * mask).sum() / mask.sum().clamp(min=1)
     else:
         raise ValueError(f"loss_type must be grpo, dapo or bnpo, not {loss_type!r}")
-    return value, float((kl * mask).sum() / mask.sum().clamp(min=1))
+    return value, float((kl * mask).sum().detach() / mask.sum().clamp(min=1))
