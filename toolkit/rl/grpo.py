@@ -39,9 +39,9 @@ def token_mask(messages: list[dict], tools: list[dict] | None, tokenizer, templa
     return lab.ids, lab.trained
 
 
-def sequence_logps(model, ids: torch.Tensor) -> torch.Tensor:
-    """log p(token_t | tokens_<t) for t >= 1, shape (batch, len - 1)."""
-    logits = model(input_ids=ids).logits[:, :-1].float()
+def sequence_logps(model, ids: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """log p(token_t | tokens_<t) for t >= 1, shape (batch, len - 1), at the sampling temperature (as TRL)."""
+    logits = model(input_ids=ids).logits[:, :-1].float() / temperature
     return torch.log_softmax(logits, -1).gather(-1, ids[:, 1:, None]).squeeze(-1)
 
 
