@@ -61,3 +61,15 @@ def test_the_loss_matches_the_formula_by_hand():
     assert g.item() == pytest.approx((per[0, :3].mean() + per[1].mean()).item() / 2, rel=1e-6)
     with pytest.raises(ValueError, match="loss_type"):
         grpo.loss(logps, old, adv, mask, loss_type="ppo")
+
+
+def test_the_ledger_evidence_is_computed(qwen25_tok):
+    from toolkit.rl.evidence import evidence
+
+    ev = evidence(qwen25_tok)
+    env, credit = ev["environment"], ev["credit_assignment"]
+    assert env["call"]["right"] == 1.0 and env["call"]["in_prose"] == 0.0
+    assert env["decline"]["text"] == 1.0 and env["decline"]["empty"] == 0.0
+    assert credit["environment_tokens"] > 0 and credit["model_tokens"] > 0
+    assert credit["max_grad_on_environment_tokens"] == 0.0 < credit["min_grad_on_model_tokens"]
+    assert ev["trained_run"] is None  # no real-model run yet: nothing may claim one
