@@ -1,0 +1,103 @@
+"""RL tasks: no overlap with the evaluation sets, tools run for real, the outcome check is strict."""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from toolkit.rl import envs
+
+ROOT = Path(__file__).resolve().parents[1]
+norm = lambda s: re.sub(r"\W+", " ", s.lower()).strip()  # noqa: E731
+
+
+def _loop_questions():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import loop_questions
+    finally:
+        sys.path.pop(0)
+    return [q["q"] for q in loop_questions.QUESTIONS + loop_questions.FRESH]
+
+
+def _all_tasks():
+    return envs.call_tasks(0, 30) + envs.decline_tasks(0, 30) + envs.multi_tasks(0, 60)
+
+
+def test_no_task_reuses_a_loop_question_or_its_city_pair():
+    qs = {norm(q) for q in _loop_questions()}
+    tasks = _all_tasks()
+    assert {t.family for t in tasks} == {"call", "decline", "warmer", "calc"}
+    assert not qs & {norm(t.question) for t in tasks}
+    pairs = [{t.truth["warm"], t.truth["cold"]} for t in tasks if t.family == "warmer"]
+    assert pairs and not [p for p in pairs if p in envs.LOOP_PAIRS]
+
+
+def test_no_task_is_a_bfcl_question():
+    from toolkit.eval import bfcl
+
+    cats = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
+    asked = {norm(m["content"]) for c in cats for case in bfcl.load(c) for m in case.messages if m["role"] == "user"}
+    assert len(asked) > 1000
+    assert not asked & {norm(t.question) for t in _all_tasks()}
+
+
+def test_rl_seeds_are_not_the_sft_seeds():
+    from toolkit.sft.data import dataset
+
+    sft = {norm(m["content"]) for e in dataset(30, seed=0) for m in e.messages if m["role"] == "user"}
+    rl = {norm(t.question) for t in envs.call_tasks(0, 30)}
+    assert len(rl - sft) > 0.8 * len(rl)
+
+
+def _call(name, **args):
+    return f"<tool_call>{json.dumps({'name': name, 'arguments': args}, ensure_ascii=False)}</tool_call>"
+
+
+def _warmer():
+    return next(t for t in envs.multi_tasks(0, 20) if t.family == "warmer")
+
+
+def test_a_multi_turn_episode_runs_the_real_tools_and_checks_the_outcome():
+    t = _warmer()
+    a, b = re.findall(r"(?:: |：)(.+?)(?: or |和)(.+?)(?:\?|现在)", t.question)[0]
+
+    def good(msgs, tools):
+        if msgs[-1]["role"] == "user":
+            return _call("get_weather", city=a) + _call("get_weather", city=b)
+        temps = {json.loads(m["content"])["city"]: json.loads(m["content"])["temperature"] for m in msgs[2:]}
+        w = max(temps, key=temps.get)
+        return f"{w} is warmer, at {temps[w]} degrees."
+
+    ep = envs.rollout(good, t)
+    assert [r.ok for r in ep.results] == [True, True] and ep.met and ep.reward == 1.0
+    assert sum(m["role"] == "tool" for m in ep.messages) == 2
+
+    def guess(msgs, tools):  # names the right city without looking: not met
+        return f"{t.truth['warm']} is warmer, at {t.truth['temp']} degrees."
+
+    assert envs.rollout(guess, t).reward == 0.0
+
+
+def test_gaming_the_outcome_earns_nothing():
+    t = _warmer()
+    tools_all = lambda m, s: (  # noqa: E731
+        _call("get_weather", city=t.truth["warm"])
+        + _call("get_weather", city=t.truth["cold"])
+        + _call("calculator", expression="1+1")
+        + _call("convert_units", value=1, from_unit="km", to_unit="m")
+        if m[-1]["role"] == "user"
+        else f"{t.truth['warm']}, {t.truth['cold']}: 1, 2, 3, {t.truth['temp']}"
+    )
+    assert envs.rollout(tools_all, t).reward <= 0.0
+    assert envs.rollout(lambda m, s: "", t).reward == 0.0
+    prose = lambda m, s: "I would call " + json.dumps({"name": "get_weather", "arguments": {"city": "Paris"}})  # noqa: E731
+    assert envs.rollout(prose, t).reward == 0.0
+
+
+def test_a_calc_task_is_met_by_the_calculator_result_only():
+    t = next(t for t in envs.multi_tasks(0, 20) if t.family == "calc")
+    x, y, z = re.findall(r"\d+", t.question)[:3]
+    seq = iter([_call("calculator", expression=f"{x}*{y}-{z}"), f"The result is {t.truth['value']:g}."])
+    assert envs.rollout(lambda m, s: next(seq), t).reward == 1.0
+    assert envs.rollout(lambda m, s: f"The result is {t.truth['value']:g}.", t).reward == 0.0  # no tool: not met

@@ -1,0 +1,157 @@
+"""Tasks with verifiable rewards, and one rollout of a policy through them with the kit's tools run for real.
+
+What it does
+- :func:`call_tasks` / :func:`decline_tasks`: single-turn tasks drawn from the kit's SFT generator
+  (:func:`toolkit.sft.data.dataset`) under :data:`SEED_BASE` + seed, so they never reuse the SFT run's seeds:
+  the calls the request asks for are known (kinds single, multiple, parallel, parallel_multiple), or no shown tool
+  fits (irrelevance, near_miss: a tool beside the request's job).
+- :func:`multi_tasks`: multi-turn tasks on the kit's own tools — which of two cities is warmer (two look-ups), and
+  an arithmetic result (one calculator call). Their truth comes from the real tools; the phrasings are this
+  module's own and the city pairs avoid those of the loop questions (:data:`LOOP_PAIRS`; a test checks both).
+- :func:`rollout(policy, task)`: runs ``policy(messages, tools) -> text`` turn by turn; every ``<tool_call>`` is
+  parsed by the kit's parser and executed by the host loop's executor (:func:`toolkit.loop.execute.execute`), its
+  result appended as a ``role="tool"`` message; returns an :class:`Episode` with the reward of
+  :mod:`toolkit.rl.reward`.
+
+What it leaves out
+- The loop's crutches (answer prefix, repeat guard, grammar): the policy is judged on what it writes itself.
+- Tools that need a person's approval (``write_note``): not offered here.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from toolkit.calculator import calculator
+from toolkit.loop.execute import CallResult, execute
+from toolkit.parse import parse_tool_calls
+from toolkit.rl.reward import call_reward, decline_reward, numbers_ok, outcome_reward
+from toolkit.sft.data import dataset
+from toolkit.sft.kit_turns import assistant_calls
+from toolkit.tools import TOOLS, WEATHER_TABLE, get_weather, schemas
+
+SEED_BASE = 7_000_000  # SFT data uses seeds 0..; RL draws from here on
+CALL_KINDS = ("single", "multiple", "parallel", "parallel_multiple")
+DECLINE_KINDS = ("irrelevance", "near_miss")
+# city pairs the loop questions compare (benchmarks/loop_questions.py): never used here
+LOOP_PAIRS = [{"Paris", "Tokyo"}, {"Berlin", "New York"}, {"深圳", "上海"}, {"London", "Sydney"}]
+LOOP_PAIRS += [{"北京", "London"}, {"成都", "杭州"}]
+WARMER_Q = (
+    "Using the weather tool, tell me where it is warmer at the moment: {a} or {b}? Name the city and its temperature.",
+    "查一下天气：{a}和{b}现在哪个更暖和？请说出城市和它的温度。",
+)
+CALC_Q = ("Please compute {x} × {y} − {z} with the calculator and give me only the result.",)
+MULTI_TOOLS = ("calculator", "get_weather", "convert_units")
+
+
+@dataclass
+class Task:
+    family: str  # "call" | "decline" | "warmer" | "calc"
+    messages: list[dict]  # the prompt: system (maybe) + user
+    tools: list[dict]
+    want: list[dict] = field(default_factory=list)  # call: the calls; warmer: the city and its temperature
+    truth: dict = field(default_factory=dict)
+
+    @property
+    def question(self) -> str:
+        return next(m["content"] for m in self.messages if m["role"] == "user")
+
+
+@dataclass
+class Episode:
+    task: Task
+    messages: list[dict]  # prompt + everything the policy wrote and the tools answered
+    results: list[CallResult]
+    answer: str
+    reward: float
+    met: bool
+
+
+def _prompt(messages: list[dict]) -> list[dict]:
+    out = []
+    for m in messages:
+        if m["role"] == "assistant":
+            break
+        out.append(m)
+    return out
+
+
+def _single_turn(seed: int, n_groups: int, kinds: tuple[str, ...], family: str) -> list[Task]:
+    tasks = []
+    for ex in dataset(n_groups, seed=SEED_BASE + seed, mix="v2"):
+        if ex.kind in kinds and sum(m["role"] == "user" for m in ex.messages) == 1:
+            tasks.append(Task(family, _prompt(ex.messages), ex.tools, list(ex.calls)))
+    return tasks
+
+
+def call_tasks(seed: int = 0, n_groups: int = 8) -> list[Task]:
+    """Single-call (and parallel) tasks from the SFT generator with their known calls."""
+    return _single_turn(seed, n_groups, CALL_KINDS, "call")
+
+
+def decline_tasks(seed: int = 0, n_groups: int = 8) -> list[Task]:
+    """Requests no shown tool serves (near-miss tools among them): the right move is text and no call."""
+    return _single_turn(seed, n_groups, DECLINE_KINDS, "decline")
+
+
+def multi_tasks(seed: int = 0, n: int = 8) -> list[Task]:
+    """Warmer-of-two-cities and calculator tasks on the kit's own tools; truth from the real tools."""
+    rng, tools, tasks = random.Random(SEED_BASE + seed), schemas(MULTI_TOOLS), []
+    cities = list(WEATHER_TABLE)
+    while len(tasks) < n:
+        if rng.random() < 0.5:
+            a, b = rng.sample(cities, 2)
+            ta, tb = get_weather(a)["temperature"], get_weather(b)["temperature"]
+            if {a, b} in LOOP_PAIRS or ta == tb:
+                continue
+            q = rng.choice(WARMER_Q).format(a=a, b=b)
+            warm, cold = (a, b) if ta > tb else (b, a)
+            truth = {"warm": warm, "cold": cold, "temp": max(ta, tb), "needed": 2}
+            tasks.append(Task("warmer", [{"role": "user", "content": q}], tools, truth=truth))
+        else:
+            x, y, z = rng.randint(12, 99), rng.randint(12, 99), rng.randint(1, 999)
+            value = float(calculator(f"{x} * {y} - {z}")["result"])
+            q = rng.choice(CALC_Q).format(x=x, y=y, z=z)
+            tasks.append(Task("calc", [{"role": "user", "content": q}], tools, truth={"value": value, "needed": 1}))
+    return tasks
+
+
+def met(task: Task, answer: str, results: list[CallResult]) -> bool:
+    """The host's strict outcome check for the multi-turn families."""
+    t = task.truth
+    if task.family == "calc":
+        return numbers_ok(answer, t["value"], task.question) and any(r.ok and r.name == "calculator" for r in results)
+    looked = {r.result.get("city") for r in results if r.ok and r.name == "get_weather"}
+    if not {t["warm"], t["cold"]} <= looked:
+        return False
+    first = min((answer.find(c), c) for c in (t["warm"], t["cold"]) if c in answer) if answer else None
+    return bool(first) and first[1] == t["warm"] and numbers_ok(answer, float(t["temp"]), task.question)
+
+
+Policy = Callable[[list[dict], list[dict]], str]
+
+
+def rollout(policy: Policy, task: Task, max_turns: int = 4) -> Episode:
+    """One episode: the policy writes, the host runs its calls for real, until it answers in text."""
+    msgs, results = [dict(m) for m in task.messages], []
+    text = policy(msgs, task.tools)
+    if task.family in ("call", "decline"):
+        msgs.append({"role": "assistant", "content": text})
+        r = call_reward(text, task.tools, task.want) if task.family == "call" else decline_reward(text)
+        return Episode(task, msgs, [], text, r, r > 0)
+    for _ in range(max_turns):
+        content, calls = parse_tool_calls(text)
+        if not calls:
+            break
+        batch = execute(calls, {k: TOOLS[k] for k in MULTI_TOOLS}, parallel=False)
+        results += batch
+        msgs.append(assistant_calls([{"name": c.name or "", "arguments": c.arguments or {}} for c in calls]))
+        msgs[-1]["content"] = content.strip()
+        msgs += [r.message() for r in batch]
+        text = policy(msgs, task.tools)
+    answer = "" if parse_tool_calls(text)[1] else text.strip()
+    msgs.append({"role": "assistant", "content": text})
+    ok = bool(answer) and met(task, answer, results)
+    return Episode(task, msgs, results, answer, outcome_reward(ok, results, task.truth["needed"]), ok)

@@ -1,0 +1,64 @@
+"""GRPO's arithmetic, visible: group-relative advantages, spread over the model's own tokens, and the clipped loss.
+
+What it does
+- ``advantages(rewards, group)``: each trajectory's reward minus its group's mean, divided by the group's standard
+  deviation (+1e-4) — the group-relative advantage of GRPO (TRL's ``scale_rewards="group"``); a group whose
+  rewards are all equal teaches nothing (advantage 0).
+- ``token_mask(episode_messages, tools, tokenizer)``: which tokens of a rendered trajectory are the model's own,
+  from the SFT labels (:func:`toolkit.sft.labels.label`): tool results, user turns and headers are masked exactly
+  as in SFT, so the environment's words never get a gradient.
+- ``loss(logps, old_logps, adv, mask, ref_logps=None, beta=0.0, eps=0.2, loss_type="dapo")``: the PPO-style
+  clipped surrogate per token, ``-min(ρ·A, clip(ρ, 1-ε, 1+ε)·A)`` with ``ρ = exp(logp - old_logp)``, plus ``β`` times
+  the k3 KL estimate to a reference; averaged over all trained tokens of the batch (``dapo``), or per sequence then
+  over sequences (``grpo``). Returns the loss and the mean KL.
+- ``sequence_logps(model, ids)``: each token's log-probability under ``model`` (the logits one position earlier).
+
+What it leaves out
+- Sampling and the training loop: see the trainer; importance sampling across engines; entropy masking.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from toolkit.sft.labels import label
+
+
+def advantages(rewards: list[float], group: int) -> list[float]:
+    """Group-relative advantages for ``rewards`` laid out as consecutive groups of ``group``."""
+    if group < 2 or len(rewards) % group:
+        raise ValueError(f"rewards ({len(rewards)}) must come in whole groups of at least 2 (group={group})")
+    r = torch.tensor(rewards, dtype=torch.float64).view(-1, group)
+    a = (r - r.mean(1, keepdim=True)) / (r.std(1, keepdim=True) + 1e-4)
+    return a.flatten().tolist()
+
+
+def token_mask(messages: list[dict], tools: list[dict] | None, tokenizer, template: str = "qwen2.5"):
+    """(ids, mask): a trajectory's token ids and True where the model wrote the token (the SFT labels)."""
+    lab = label(messages, tools, template, tokenizer=tokenizer)
+    return lab.ids, lab.trained
+
+
+def sequence_logps(model, ids: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """log p(token_t | tokens_<t) for t >= 1, shape (batch, len - 1), at the sampling temperature (as TRL)."""
+    logits = model(input_ids=ids).logits[:, :-1].float() / temperature
+    return torch.log_softmax(logits, -1).gather(-1, ids[:, 1:, None]).squeeze(-1)
+
+
+def loss(logps, old_logps, adv, mask, ref_logps=None, beta: float = 0.0, eps: float = 0.2, loss_type: str = "dapo"):
+    """GRPO's clipped surrogate (+ β·KL); ``logps``, ``old_logps``, ``mask``: (batch, tokens); ``adv``: (batch,)."""
+    mask = mask.to(logps.dtype)
+    ratio = torch.exp(logps - old_logps)
+    a = adv[:, None].to(logps.dtype)
+    per_token = -torch.min(ratio * a, torch.clamp(ratio, 1 - eps, 1 + eps) * a)
+    kl = torch.zeros_like(logps)
+    if ref_logps is not None and beta:
+        kl = torch.exp(ref_logps - logps) - (ref_logps - logps) - 1
+        per_token = per_token + beta * kl
+    if loss_type == "grpo":
+        value = ((per_token * mask).sum(1) / mask.sum(1).clamp(min=1)).mean()
+    elif loss_type in ("dapo", "bnpo"):
+        value = (per_token * mask).sum() / mask.sum().clamp(min=1)
+    else:
+        raise ValueError(f"loss_type must be grpo, dapo or bnpo, not {loss_type!r}")
+    return value, float((kl * mask).sum().detach() / mask.sum().clamp(min=1))
