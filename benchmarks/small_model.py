@@ -23,10 +23,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from toolkit import cliargs
 
-from toolkit import cliargs  # noqa: E402  (after the path insert: the checkout's kit)
+ROOT = Path(__file__).resolve().parents[1]
 
 MODELS = {
     "float32": ("qwen2.5-coder-0.5b+lora", "float32"),
