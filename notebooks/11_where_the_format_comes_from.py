@@ -47,8 +47,8 @@ from toolkit.eval.learned import LIKE_FOR_LIKE, compare, markdown, targets
 from toolkit.eval.report import load_results
 from toolkit.models import FULL_MODEL_BYTES, adapter_manifest, apply_adapter, comparison_pair, load
 from toolkit.paths import results_file
-from toolkit.small import memory_available
 from toolkit.sft.format import first_token, greedy, mini_run
+from toolkit.small import memory_available
 
 torch.set_num_threads(2)
 torch.manual_seed(0)
@@ -156,6 +156,7 @@ if REAL and not TRAINABLE:
         "results below come from the full training run"
     )
 if TRAINABLE:
+    loaded = None  # the model with the adapter goes before a fresh base is trained (two float copies: 5 GB)
     fresh = load("qwen2.5-coder-0.5b", quiet=True)
     run = mini_run(fresh, probe, probe_tools, steps=int(os.environ.get("TOOLKIT_MINI_STEPS", "5")))
     df = pd.DataFrame(run)
