@@ -362,3 +362,18 @@ def test_requests_read_before_stdin_closes_are_all_answered():
 
 def _args(i: int) -> dict:
     return {"name": "calculator", "arguments": {"expression": f"{i} + 1"}}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"ping"}',
+        b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":{"a":'
+        + b"7" * 5000
+        + b"}}}",
+        b'{"jsonrpc":"2.0","id":4,"method":"ping","params":{"x":NaN}}',
+    ],
+)
+def test_huge_integers_and_nan_are_a_parse_error_not_a_crash(line):
+    reply = json.loads(S.parse_line(line))
+    assert reply["error"]["code"] == -32700, reply

@@ -98,6 +98,10 @@ def top_level_id(head: bytes):
     return None
 
 
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
+
+
 def parse_line(line: bytes) -> SessionMessage | bytes | None:
     """One stdin line -> a message for the session, an error reply (bytes) to write back, or None (blank)."""
     if not line.strip():
@@ -108,9 +112,11 @@ def parse_line(line: bytes) -> SessionMessage | bytes | None:
     except UnicodeDecodeError as e:
         return error_line(types.PARSE_ERROR, f"Parse error: invalid UTF-8 at byte {e.start} of {size}")
     try:
-        obj = json.loads(text)
+        obj = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as e:
         return error_line(types.PARSE_ERROR, f"Parse error: {e.msg} at column {e.colno} of {size}")
+    except ValueError as e:  # an integer over Python's digit limit, or NaN/Infinity
+        return error_line(types.PARSE_ERROR, f"Parse error: {str(e)[:80]} ({size})", top_level_id(line[:CHUNK]))
     except RecursionError:
         return error_line(
             types.PARSE_ERROR, f"Parse error: JSON nested too deeply in {size}", top_level_id(line[:CHUNK])
