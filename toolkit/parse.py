@@ -4,6 +4,8 @@ What it does (book §14.5.2 step 4)
 - ``parse_tool_calls(text)`` never raises: each block's JSON must be ``{"name": str, "arguments": object}``;
   anything else (malformed JSON, an unclosed tag, a missing name, arguments that are not an object, a block over
   ``MAX_CALL_CHARS``) becomes a :class:`ToolCall` with an ``error`` the model is shown on its next turn.
+- Text inside ``<think>…</think>`` (or an unclosed ``<think>`` to the end) stays free text: a ``<tool_call>`` the
+  model writes while thinking is shown, never run (the streaming parser, ``toolkit.streamparse``, agrees).
 - ``wrote_tag(text)``: whether the text opens a ``<tool_call>`` block at all (the "tag rate" of a model's answers:
   does it write the template's format, right or wrong).
 
@@ -35,6 +37,7 @@ class ToolCall:
 
 
 TAG = re.compile(r"<tool_call>(.*?)(</tool_call>|$)", re.S)
+_THINK_OR_TAG = re.compile(r"(<think>.*?(?:</think>|$))|<tool_call>(.*?)(</tool_call>|$)", re.S)
 
 
 MAX_CALL_CHARS = 20_000
@@ -69,13 +72,15 @@ def parse_tool_calls(text: str) -> tuple[str, list[ToolCall]]:
     if not isinstance(text, str):
         return "", [ToolCall(0, repr(text)[:200], error={"type": "bad_call", "message": "output is not text"})]
     calls, content, pos = [], [], 0
-    for i, m in enumerate(TAG.finditer(text)):
+    for m in _THINK_OR_TAG.finditer(text):
+        if m.group(1) is not None:  # thinking: kept as text, never parsed
+            continue
         content.append(text[pos : m.start()])
         pos = m.end()
-        raw = m.group(1)
+        raw, i = m.group(2), len(calls)
         call = ToolCall(i, raw, id=f"call_{i + 1}")
         calls.append(call)
-        if not m.group(2):
+        if not m.group(3):
             call.error = {
                 "type": "unclosed_tag",
                 "message": "<tool_call> was opened but never closed with </tool_call> (output cut off?)",
