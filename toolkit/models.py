@@ -18,7 +18,7 @@ What it does
 
 What it leaves out
 - A GGUF's own quantised kernels: a GGUF is dequantised on load (transformers does this); the kit's int8 build is
-  torch's dynamic quantisation of the merged weights (``toolkit.small``).
+  the merged weights in int8, weight-only (``toolkit.small``).
 - Any tokenizer other than Qwen's byte-level BPE; Qwen3.5+ vocabularies.
 """
 
@@ -276,7 +276,7 @@ def load_small(dev: str = "cpu", notes: list[str] | None = None, adapter: bool =
         fetch.DISPLAY_NAME,
         "real-offline",
         dev,
-        "int8 (torch dynamic, per-row weights)",
+        "int8 weights (per row), bf16 activations",
         notes=list(notes or []),
     )
     if adapter:

@@ -1,12 +1,16 @@
 """The small-memory build of the real offline model: int8 weights (the adapter merged in), loaded without a float peak.
 
 What it does
-- ``int8_tensors(model)`` turns every ``nn.Linear`` of a loaded model into torch's dynamic int8 linear (weights int8,
-  one scale per output row; activations quantised per call by fbgemm) and the token embedding into torch's
-  8-bit row-wise quantised embedding. Norms and biases stay float32. Measured on a 2-core AVX2 EPYC (one thread,
-  a 4,864 x 896 matmul): float32 1.6 ms, bf16 1.0 ms, torch dynamic int8 0.33 ms, torch's int8 weight-only kernel
-  (bf16 activations) 0.75 ms, torchao 0.18's int8 weight-only 2.4 ms and its dynamic int8 5.2 ms — so torch's own
-  dynamic quantisation (``benchmarks/small_model.py`` prints the table on the machine it runs on).
+- ``int8_tensors(model)`` quantises every ``nn.Linear``'s weights to int8 with one scale per output row (symmetric,
+  computed by torch's own per-channel observer) and the token embedding to torch's 8-bit row-wise quantised
+  embedding. Norms and biases stay float32.
+- At run time the linears are weight-only: torch's int8 weight-only kernel (``_weight_int8pack_mm``) multiplies the
+  int8 weights with bf16 activations, never quantised. Measured on a 2-core AVX2 EPYC, one 4,864 x 896 matmul at
+  one thread: float32 0.70 ms, this kernel 0.36 ms (2.0x) at decode, but 59 ms vs 30 ms at a 256-token prefill.
+  torch's dynamic int8 linear (activations quantised too) is faster (0.18 ms, 17 ms) and was shipped first, but it
+  cost 10 BFCL points in three categories and made the model decline every loop question it should have answered
+  with a tool (``benchmarks/results/int8/README.md``); torchao 0.18's int8 kernels were slower than float32 here.
+  ``benchmarks/small_model.py`` prints the kernel table on the machine it runs on.
 - ``save(model, folder, manifest)`` writes the quantised tensors as plain int8/uint8 + float32 safetensors (no
   pickles) with a manifest naming the base weights, the adapter, the scheme and the file's size and sha256.
 - ``load(folder)`` builds the model skeleton on the meta device and fills it module by module, each tensor read
@@ -46,7 +50,7 @@ FOLDER_NAME = "qwen2.5-coder-0.5b-instruct-toolcall-int8"  # the real model with
 BASE_FOLDER_NAME = "qwen2.5-coder-0.5b-instruct-int8"  # the base alone (notebook 11's "before" where memory is short)
 
 
-SCHEME = "torch dynamic int8 (fbgemm): Linear weights int8 per output row, activations per call; embedding 8-bit rows"
+SCHEME = "int8 weights, one scale per output row (torch observer); embedding 8-bit rows; activations not quantised"
 
 
 _COPY = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
@@ -246,11 +250,28 @@ def load(folder: Path):
     import torch  # lazy: heavy
     from safetensors import safe_open  # lazy: heavy
     from torch.ao.nn.quantized import Embedding as QEmbedding  # lazy: heavy
-    from torch.ao.nn.quantized.dynamic import Linear as QLinear  # lazy: heavy
     from transformers import AutoConfig, AutoModelForCausalLM  # lazy: heavy
 
     torch.backends.quantized.engine = "fbgemm"
     path = str(Path(folder) / WEIGHTS)
+
+    class Int8Linear(torch.nn.Module):
+        """Weight-only int8: the int8 weights and one scale per output row stay as they are in the file, and torch's
+        int8 weight-only kernel multiplies them with the activations in bf16 (never quantised: quantising them too,
+        as torch's dynamic int8 linear does, cost up to 10 BFCL points and made the model decline every loop
+        question; benchmarks/results/int8/README.md)."""
+
+        def __init__(self, w, s, b):
+            super().__init__()
+            self.register_buffer("qweight", w)
+            self.register_buffer("scales", s.to(torch.bfloat16))
+            self.register_buffer("bias", b)
+            self.out_features, self.in_features = w.shape
+
+        def forward(self, x):
+            flat = x.reshape(-1, self.in_features).to(torch.bfloat16).contiguous()
+            y = torch.ops.aten._weight_int8pack_mm(flat, self.qweight, self.scales).to(x.dtype)
+            return (y if self.bias is None else y + self.bias).reshape(*x.shape[:-1], self.out_features)
 
     class Embedding(QEmbedding):
         def forward(self, indices):  # fbgemm's lookup wants contiguous ids; a batch's slice of ids is not always
@@ -273,11 +294,7 @@ def load(folder: Path):
         if isinstance(child, torch.nn.Linear):
             (w,), (s, b) = read(f"{prefix}.qweight", keep=False), read(f"{prefix}.scales", f"{prefix}.bias")
             packed[0] += w.numel() + (b.numel() if b is not None else 0)
-            q = QLinear(1, 1, bias_=b is not None, dtype=torch.qint8)
-            zeros = torch.zeros(s.shape, dtype=torch.long)
-            q.set_weight_bias(torch._make_per_channel_quantized_tensor(w, s.double(), zeros, 0), b)
-            q.in_features, q.out_features = child.in_features, child.out_features
-            return q
+            return Int8Linear(w.clone(), s, b)
         if isinstance(child, torch.nn.Embedding):
             (w,), (s, z) = read(f"{prefix}.qweight", keep=False), read(f"{prefix}.scales", f"{prefix}.zero_points")
             packed[0] += w.numel()
