@@ -106,6 +106,49 @@ def test_memory_available_reads_a_cgroup_limit(monkeypatch, tmp_path):
     assert small.memory_limit() == 2 * 2**30
 
 
+def _fake_cgroup(tmp_path, v2: bool, stat: str):
+    proc = tmp_path / "cgroup"
+    if v2:
+        proc.write_text("0::/kit\n")
+        base = tmp_path / "kit"
+        base.mkdir()
+        (base / "memory.max").write_text(f"{2 * 2**30}\n")
+        (base / "memory.current").write_text(f"{int(1.8 * 2**30)}\n")
+    else:
+        proc.write_text("5:cpuset:/kit\n4:memory:/kit\n")
+        base = tmp_path / "memory" / "kit"
+        base.mkdir(parents=True)
+        (base / "memory.limit_in_bytes").write_text(f"{2 * 2**30}\n")
+        (base / "memory.usage_in_bytes").write_text(f"{int(1.8 * 2**30)}\n")
+    (base / "memory.stat").write_text(stat)
+    return proc
+
+
+@pytest.mark.parametrize("v2", [False, True])
+def test_cgroup_usage_leaves_out_unmapped_page_cache(tmp_path, v2):
+    mib = 2**20
+    stat = (
+        f"file {900 * mib}\nfile_mapped {100 * mib}\nanon {800 * mib}\n"
+        if v2
+        else f"cache {900 * mib}\ntotal_cache {900 * mib}\ntotal_mapped_file {100 * mib}\ntotal_rss {800 * mib}\n"
+    )
+    limit, used = small._cgroup_limit_and_usage(_fake_cgroup(tmp_path, v2, stat), tmp_path)
+    assert limit == 2 * 2**30
+    assert used == int(1.8 * 2**30) - 800 * mib  # the 100 MB mapped stays counted
+
+
+def test_cgroup_usage_without_a_stat_file_counts_everything(tmp_path):
+    proc = _fake_cgroup(tmp_path, False, "")
+    (tmp_path / "memory" / "kit" / "memory.stat").unlink()
+    assert small._cgroup_limit_and_usage(proc, tmp_path) == (2 * 2**30, int(1.8 * 2**30))
+
+
+def test_no_cgroup_limit_is_none(tmp_path):
+    proc = _fake_cgroup(tmp_path, True, "")
+    (tmp_path / "kit" / "memory.max").write_text("max\n")
+    assert small._cgroup_limit_and_usage(proc, tmp_path) is None
+
+
 def test_load_small_refuses_when_memory_is_short(monkeypatch, built):
     out, _ = built
     monkeypatch.setattr(models.fetch, "is_installed", lambda: True)
