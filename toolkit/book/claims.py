@@ -22,45 +22,49 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolkit.book.claims_chains import chain_claims, lever_claims
-from toolkit.book.claims_cost import cost_claims, decay_claims, tool_cost_claims
+from toolkit.book.claims_chains import CHAINS, LEVERS
+from toolkit.book.claims_cost import COST, DECAY, TOOL_COST
 from toolkit.book.claims_failures import failure_claims
-from toolkit.book.claims_flops import flops_claims
+from toolkit.book.claims_flops import FLOPS
 from toolkit.book.claims_grammar import grammar_claims
-from toolkit.book.claims_kit import kit_claims
+from toolkit.book.claims_kit import KIT
 from toolkit.book.claims_learned import learned_claims
-from toolkit.book.claims_mcp import mcp_claims
+from toolkit.book.claims_mcp import MCP
 from toolkit.book.claims_mcp_sdk import mcp_sdk_claims
-from toolkit.book.claims_patterns import patterns_claims
-from toolkit.book.claims_reading import reading_claims
-from toolkit.book.claims_render import token_claims
+from toolkit.book.claims_patterns import PATTERNS, SIMPLE
+from toolkit.book.claims_rag import RAG
+from toolkit.book.claims_reading import READING
+from toolkit.book.claims_render import TOKENS
 from toolkit.book.claims_serving import serving_claims
-from toolkit.book.claims_tool_use import request_body_claims, tool_use_claims
+from toolkit.book.claims_tool_use import REQUEST_BODY, TOOL_USE
 from toolkit.book.claims_weights import weight_claims
 from toolkit.book.ledger import VERDICTS, Claim
+from toolkit.book.registry import Evidence, Group, run
 from toolkit.paths import data_file
 
 # ================================================================ ledger
 GROUPS = (
-    cost_claims,
-    tool_cost_claims,
-    flops_claims,
-    decay_claims,
-    token_claims,
+    COST,
+    TOOL_COST,
+    FLOPS,
+    DECAY,
+    TOKENS,
     weight_claims,
     grammar_claims,
-    tool_use_claims,
-    request_body_claims,
-    mcp_claims,
+    TOOL_USE,
+    REQUEST_BODY,
+    MCP,
     mcp_sdk_claims,
-    kit_claims,
-    chain_claims,
-    lever_claims,
+    KIT,
+    CHAINS,
+    LEVERS,
     serving_claims,
-    patterns_claims,
+    PATTERNS,
+    SIMPLE,
+    RAG,
     failure_claims,
     learned_claims,
-    reading_claims,
+    READING,
 )
 
 
@@ -150,7 +154,8 @@ def coverage_line(cov: dict) -> str:
 
 
 def check_all() -> list[Claim]:
-    return [c for group in GROUPS for c in group()]
+    evidence = Evidence()  # one run: each loader runs once, its value shared by every group that reads it
+    return [c for g in GROUPS for c in (run([g], evidence) if isinstance(g, Group) else g())]
 
 
 def to_markdown(claims: list[Claim]) -> str:

@@ -19,7 +19,7 @@ import json
 import re
 import struct
 
-from toolkit.book.claims_render import real_model_files
+from toolkit.book.evidence import real_model_files
 from toolkit.book.ledger import Claim, make_verdict
 from toolkit.fetch import installed_folder
 
