@@ -24,22 +24,22 @@ from pathlib import Path
 
 from toolkit.book.claims_chains import CHAINS, LEVERS
 from toolkit.book.claims_cost import COST, DECAY, TOOL_COST
-from toolkit.book.claims_failures import failure_claims
+from toolkit.book.claims_failures import GROUPS as FAILURES
 from toolkit.book.claims_flops import FLOPS
-from toolkit.book.claims_grammar import grammar_claims
+from toolkit.book.claims_grammar import GRAMMAR
 from toolkit.book.claims_kit import KIT
-from toolkit.book.claims_learned import learned_claims
+from toolkit.book.claims_learned import LEARNED
 from toolkit.book.claims_mcp import MCP
-from toolkit.book.claims_mcp_sdk import mcp_sdk_claims
+from toolkit.book.claims_mcp_sdk import MCP_SDK
 from toolkit.book.claims_patterns import PATTERNS, SIMPLE
 from toolkit.book.claims_rag import RAG
 from toolkit.book.claims_reading import READING
 from toolkit.book.claims_render import TOKENS
-from toolkit.book.claims_serving import serving_claims
+from toolkit.book.claims_serving import SERVING
 from toolkit.book.claims_tool_use import REQUEST_BODY, TOOL_USE
-from toolkit.book.claims_weights import weight_claims
+from toolkit.book.claims_weights import WEIGHTS
 from toolkit.book.ledger import VERDICTS, Claim
-from toolkit.book.registry import Evidence, Group, run
+from toolkit.book.registry import run
 from toolkit.paths import data_file
 
 # ================================================================ ledger
@@ -49,21 +49,21 @@ GROUPS = (
     FLOPS,
     DECAY,
     TOKENS,
-    weight_claims,
-    grammar_claims,
+    WEIGHTS,
+    GRAMMAR,
     TOOL_USE,
     REQUEST_BODY,
     MCP,
-    mcp_sdk_claims,
+    MCP_SDK,
     KIT,
     CHAINS,
     LEVERS,
-    serving_claims,
+    SERVING,
     PATTERNS,
     SIMPLE,
     RAG,
-    failure_claims,
-    learned_claims,
+    *FAILURES,
+    LEARNED,
     READING,
 )
 
@@ -154,8 +154,8 @@ def coverage_line(cov: dict) -> str:
 
 
 def check_all() -> list[Claim]:
-    evidence = Evidence()  # one run: each loader runs once, its value shared by every group that reads it
-    return [c for g in GROUPS for c in (run([g], evidence) if isinstance(g, Group) else g())]
+    """Every check of the ledger, in order; each loader runs once, its value shared by every check that reads it."""
+    return run(GROUPS)
 
 
 def to_markdown(claims: list[Claim]) -> str:
