@@ -10,6 +10,12 @@ kit's templates (``toolkit.render``) for tokens and rendering, ``toolkit.book.ca
 ``toolkit.loop`` for the message flow, and the installed ``mcp`` SDK (its types, its version registry and an
 in-process server) for the protocol, xgrammar itself for what a grammar enforces (``claims_grammar``), the real model's weight-file header (``claims_weights``), and saved benchmark results (a real model, a real server: ``benchmarks/``). Sections: "§14.5.x" is the book, "Tool Use §3.x" the second chapter.
 
+How it is built: each claim is one small check registered in a ``claims_*`` module (``toolkit.book.registry``: its
+id, section, statement, the inventory quotes it answers, and the evidence it reads by loader name); ``GROUPS`` is
+the ledger's order; ``check_all`` runs them all with each loader run once (``toolkit.book.evidence`` holds the
+shared ones). The inventory (``toolkit/data/claims_inventory.tsv``) lists the chapters' statements; which checks
+answer each comes from the registry, and ``coverage`` says what is mapped, not checkable here, or missing.
+
 What it leaves out
 - Claims that are advice or history rather than checkable facts (RL, who proposed MCP beyond the date of the
   first revision; the agent patterns and RAG are checked on saved real-model runs: ``claims_patterns``), and the real Qwen tokenizer_config itself: flags are read from the
@@ -39,7 +45,7 @@ from toolkit.book.claims_serving import SERVING
 from toolkit.book.claims_tool_use import REQUEST_BODY, TOOL_USE
 from toolkit.book.claims_weights import WEIGHTS
 from toolkit.book.ledger import VERDICTS, Claim
-from toolkit.book.registry import run
+from toolkit.book.registry import Check, mapping_problems, run, statement_ids
 from toolkit.paths import data_file
 
 # ================================================================ ledger
@@ -76,29 +82,44 @@ KINDS = ("number", "mechanism", "protocol", "api", "history", "advice", "definit
 
 @dataclass
 class Statement:
-    """One line of the inventory: a checkable-looking statement of a chapter and where the ledger checks it."""
+    """One line of the inventory: a checkable-looking statement of a chapter and the checks that answer it."""
 
     section: str
     quote: str  # a few words of the chapter, to find the place
     kind: str
-    ledger: list[str]  # claim ids; empty when not checkable here
+    ledger: list[str]  # claim ids, from the registry (its main check first); empty when not checkable here
     reason: str  # why not checkable here (required when ``ledger`` is empty)
 
 
-def inventory(path=INVENTORY) -> list[Statement]:
-    """Read the inventory (tab-separated, '#' comments, one header row); ``path``: a file path or a traversable."""
+def checks() -> list[Check]:
+    """Every registered check, in ledger order."""
+    return [c for g in GROUPS for c in g.checks]
+
+
+def inventory(path=INVENTORY, mapping: dict[str, list[str]] | None = None) -> list[Statement]:
+    """Read the inventory (tab-separated, '#' comments, one header row); ``path``: a file path or a traversable.
+    Each statement's claim ids come from the checks that name its quote (``mapping``: quote -> ids, default the
+    registry's, ``toolkit.book.registry.statement_ids``)."""
     src = path if hasattr(path, "read_text") else Path(path)
+    mapping = statement_ids(checks()) if mapping is None else mapping
     rows = [
         line.split("\t")
         for line in src.read_text(encoding="utf-8").splitlines()
         if line.strip() and not line.startswith("#")
     ]
     out = []
-    for _n, r in enumerate(rows[1:], 2):
-        r = (r + [""] * 5)[:5]
-        ids = [] if r[3].strip() in ("", "-") else [x.strip() for x in r[3].split(",") if x.strip()]
-        out.append(Statement(r[0].strip(), r[1].strip(), r[2].strip(), ids, r[4].strip()))
+    for r in rows[1:]:
+        section, quote, kind, reason = (x.strip() for x in (r + [""] * 4)[:4])
+        out.append(Statement(section, quote, kind, list(mapping.get(quote, [])), reason))
     return out
+
+
+def registry_problems(statements: list[Statement] | None = None) -> list[str]:
+    """The registry's side of the mapping: a check naming a quote the inventory lacks, a statement with two main
+    checks or with supporting checks only, and a statement that has a check and also says it is not checkable."""
+    statements = inventory() if statements is None else statements
+    both = [f"{s.section}: {s.quote} has checks {s.ledger} and a reason" for s in statements if s.ledger and s.reason]
+    return mapping_problems(checks(), [s.quote for s in statements]) + both
 
 
 def coverage(claims: list[Claim], statements: list[Statement] | None = None) -> dict:

@@ -155,7 +155,7 @@ def statement_ids(checks: Iterable[Check]) -> dict[str, list[str]]:
 def mapping_problems(checks: Iterable[Check], quotes: Iterable[str]) -> list[str]:
     """What is wrong with the registry's side of the mapping: a quote not in the inventory, a statement with two
     main checks, or one with supporting checks and no main one."""
-    quotes, problems = set(quotes), []
+    checks, quotes, problems = list(checks), set(quotes), []
     leads: dict[str, list[str]] = {}
     for c in checks:
         for q in c.answers:
