@@ -82,8 +82,8 @@ def parser():
 if __name__ == "__main__":
     parser().parse_args()  # exits 2 on a bad value, before the imports below
 
+from toolkit.eval.agent_runs import isolation, markdown, rag_summary, summarize, table  # noqa: E402
 from toolkit.eval.report import meta  # noqa: E402
-from toolkit.eval.stats import wilson  # noqa: E402
 from toolkit.patterns.registry import PATTERNS  # noqa: E402
 from toolkit.patterns.tasks import tasks  # noqa: E402
 
@@ -145,140 +145,11 @@ def resumable(out: Path, run_meta: dict, key) -> dict:
     return runs
 
 
-def summarize(runs: list[dict]) -> list[dict]:
-    """One row per pattern: n, successes, rate with its Wilson interval, mean tokens and turns per task."""
-    rows = []
-    for name in PATTERNS:
-        rs = [r for r in runs if r["pattern"] == name]
-        if not rs:
-            continue
-        n, ok = len(rs), sum(r["success"] for r in rs)
-        low, high = wilson(ok, n)
-        mean = lambda k: round(sum(r[k] for r in rs) / n, 1)
-        rows.append(
-            dict(
-                pattern=name,
-                n=n,
-                successes=ok,
-                rate=ok / n,
-                low=low,
-                high=high,
-                prefilled=mean("prefilled"),
-                decoded=mean("decoded"),
-                turns=mean("n_turns"),
-                main_peak=mean("main_peak"),
-            )
-        )
-    return rows
-
-
-def isolation(runs: list[dict]) -> list[dict]:
-    """Per task: the main context's prompt length turn by turn, sub-agent isolated vs shared."""
-    out = []
-    for tid in dict.fromkeys(r["task"]["id"] for r in runs):
-        pair = {r["pattern"]: r for r in runs if r["task"]["id"] == tid}
-        if "subagent" in pair and "subagent_shared" in pair:
-            sizes = {
-                k: [t["prompt"] for t in pair[k]["turns"] if t["context"] == "main"]
-                for k in pair
-                if k.startswith("subagent")
-            }
-            out.append(dict(task=tid, isolated=sizes["subagent"], shared=sizes["subagent_shared"]))
-    return out
-
-
-def table(rows: list[dict]) -> str:
-    head = "| pattern | n | success | 95% interval | prefilled/task | decoded/task | turns/task | main peak |"
-    lines = [head, "|" + "---|" * 8]
-    for r in rows:
-        lines.append(
-            f"| {r['pattern']} | {r['n']} | {r['successes']}/{r['n']} ({100 * r['rate']:.0f}%) | "
-            f"{100 * r['low']:.0f}–{100 * r['high']:.0f}% | {r['prefilled']:.0f} | {r['decoded']:.0f} | "
-            f"{r['turns']:.1f} | {r['main_peak']:.0f} |"
-        )
-    return "\n".join(lines)
-
-
-def markdown(doc: dict) -> str:
-    m = doc["meta"]
-    helped = sum(bool(r["notes"]) and any("started the answer" in n for n in r["notes"]) for r in doc["runs"])
-    earlier = ", ".join(f"{e['date']} ({e['commit']})" for e in m.get("earlier", []))
-    return (
-        f"# Agent patterns — {m['label']}\n\n{m['model']} · {m['date']} · commit {m['commit']} · code {m.get('code')} · "
-        f"{m['machine']['cpu']} ({m['machine']['cores']} cores, {m['machine'].get('torch_threads')} torch thread(s))"
-        + (f" · resumed runs from {earlier}" if earlier else "")
-        + f"\n\n{table(doc['summary'])}\n\nThe host started the answer (tools off, 'Based on the tool results,') in "
-        f"{helped} of {len(doc['runs'])} runs; every run's `notes` say where the host helped.\n"
-    )
-
-
-def rag_summary(runs: list[dict]) -> list[dict]:
-    """One row per mode: n, correct and supported (each with a Wilson interval), recall@k, tokens, turns, calls."""
-    rows = []
-    for mode in dict.fromkeys(r["mode"] for r in runs):
-        rs = [r for r in runs if r["mode"] == mode]
-        n = len(rs)
-        row = dict(mode=mode, n=n)
-        for key in ("correct", "supported"):
-            ok = sum(r[key] for r in rs)
-            row[key], (row[key + "_low"], row[key + "_high"]) = ok, wilson(ok, n)
-        rec = [r["recall"] for r in rs if r["recall"] is not None]
-        row.update(
-            recall=sum(rec) / len(rec) if rec else None,
-            prefilled=round(sum(r["prefilled"] for r in rs) / n, 1),
-            decoded=round(sum(r["decoded"] for r in rs) / n, 1),
-            turns=round(sum(r["n_turns"] for r in rs) / n, 2),
-            searched=sum("search_policies" in [c["name"] for c in r["calls"]] for r in rs),
-            seconds=round(sum(r.get("seconds", 0) for r in rs) / n, 1),
-            rerank_tokens=round(sum(r.get("rerank_cost", {}).get("tokens", 0) for r in rs) / n, 1),
-            rerank_seconds=round(sum(r.get("rerank_cost", {}).get("seconds", 0) for r in rs) / n, 1),
-        )
-        rows.append(row)
-    return rows
-
-
-def rerank_recall(reranked, questions, ks=(1, 2, 3)) -> dict:
-    """Retrieval alone, no answer decoded: recall@k of BM25 vs BM25 top ``depth`` reranked, per question and mean
-    (over the questions whose gold passages the asker may read), with what reranking cost."""
-    from toolkit.rag.questions import recall_at_k
-
-    before = (reranked.reranker.cost.requests, reranked.reranker.cost.tokens, reranked.reranker.cost.seconds)
-    rows = []
-    for q in questions:
-        bm25 = [h.passage.id for h in reranked.retriever.search(q.text, q.role, max(ks))]
-        rr = [h.passage.id for h in reranked.search(q.text, q.role, max(ks))]
-        rows.append(
-            dict(
-                question=q.id,
-                bm25={k: recall_at_k(bm25[:k], q) for k in ks},
-                rerank={k: recall_at_k(rr[:k], q) for k in ks},
-                candidates=reranked.last,
-            )
-        )
-    c = reranked.reranker.cost
-    mean = lambda key, k: (  # noqa: E731
-        sum(r[key][k] for r in rows if r[key][k] is not None) / sum(r[key][k] is not None for r in rows)
-    )
-    return dict(
-        reranker=reranked.reranker.description,
-        depth=reranked.depth,
-        ks=list(ks),
-        n=len(rows),
-        n_scored=sum(r["bm25"][ks[0]] is not None for r in rows),
-        recall_bm25={k: mean("bm25", k) for k in ks},
-        recall_rerank={k: mean("rerank", k) for k in ks},
-        requests=c.requests - before[0],
-        tokens=c.tokens - before[1],
-        seconds=round(c.seconds - before[2], 1),
-        rows=rows,
-    )
-
-
 def run_rag(a, loaded, setup, slug) -> int:
     from toolkit.rag.corpus import without_injection
     from toolkit.rag.modes import as_tool, before
     from toolkit.rag.questions import QUESTIONS
-    from toolkit.rag.rerank import PROMPT_NOTE, ModelReranker, Reranked
+    from toolkit.rag.rerank import PROMPT_NOTE, ModelReranker, Reranked, rerank_recall
     from toolkit.rag.retrieve import Retriever
 
     out = Path(a.out) if a.out else RESULTS / f"rag_{slug}.json"

@@ -41,7 +41,8 @@ import torch
 from IPython.display import Markdown, display
 
 from toolkit.backends.choose import choose, model_line
-from toolkit.book.claims_patterns import delegations, gain_per_delegation, pattern_claims, rag_claims
+from toolkit.book.claims_patterns import delegations, gain_per_delegation, pattern_claims
+from toolkit.book.claims_rag import rag_claims
 from toolkit.eval.stats import wilson
 from toolkit.paths import results_file
 from toolkit.patterns.registry import PATTERNS

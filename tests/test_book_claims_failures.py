@@ -11,14 +11,13 @@ from toolkit import cost
 from toolkit.book import claims_chains
 from toolkit.book.claims_chains import lever_claims
 from toolkit.book.claims_failures import (
-    BFCL_RESULTS,
-    LOOP_RESULTS,
     failure_claims,
     loop_claims,
     multi_call_claims,
     prompt_era_claims,
     selection_claims,
 )
+from toolkit.book.evidence import BFCL_RESULTS, LOOP_RESULTS
 from toolkit.book.ledger import CAVEAT, FAILS, HOLDS
 from toolkit.paths import results_file
 

@@ -80,9 +80,7 @@ def _tiny_model(folder, extra=False):
 def test_weight_claims_read_the_weight_file(tmp_path, monkeypatch, extra):
     real = _tiny_model(tmp_path, extra)
     assert json.loads((tmp_path / "config.json").read_text())["vocab_size"] == 16
-    monkeypatch.setattr(claims_weights, "installed_folder", lambda: tmp_path)
-    monkeypatch.setattr(claims_weights, "real_model_files", lambda: real)
-    by = {c.id: c for c in claims_weights.weight_claims()}
+    by = {c.id: c for c in claims_weights.weight_claims(real_folder=tmp_path, real_files=real)}
     if extra:  # a model with a separate output for calls: both statements fail
         assert by["same-logits"].verdict == FAILS and by["no-structure-change"].verdict == FAILS
         assert "tool_call_head.weight" in by["no-structure-change"].evidence
@@ -94,6 +92,7 @@ def test_weight_claims_read_the_weight_file(tmp_path, monkeypatch, extra):
 
 
 def test_weight_claims_without_the_model(monkeypatch):
-    monkeypatch.setattr(claims_weights, "installed_folder", lambda: None)
-    monkeypatch.setattr(claims_weights, "real_model_files", lambda: None)
+    from toolkit.book import evidence
+
+    monkeypatch.setattr(evidence, "installed_folder", lambda: None)  # the loaders of the real model's files
     assert all(c.evidence == "not checked" for c in claims_weights.weight_claims())

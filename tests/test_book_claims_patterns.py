@@ -5,7 +5,8 @@ import copy
 
 import pytest
 
-from toolkit.book.claims_patterns import pattern_claims, patterns_claims, rag_claims
+from toolkit.book.claims_patterns import pattern_claims, patterns_claims
+from toolkit.book.claims_rag import rag_claims
 from toolkit.book.ledger import CAVEAT, FAILS, HOLDS, VERDICTS
 
 META = {"model": "M [x]", "date": "2026-12-01T00:00:00", "commit": "abc1234", "k": 2}
@@ -169,10 +170,10 @@ def test_saved_real_model_runs_give_every_entry():
 
 
 def test_citation_claim_fails_when_the_scorer_takes_any_citation_as_support(monkeypatch):
-    from toolkit.book import claims_patterns
+    from toolkit.book import claims_rag
 
-    real = claims_patterns.grade
-    monkeypatch.setattr(claims_patterns, "grade", lambda a, r, q: dict(real(a, r, q), supported=True))
+    real = claims_rag.grade
+    monkeypatch.setattr(claims_rag, "grade", lambda a, r, q: dict(real(a, r, q), supported=True))
     by = {c.id: c for c in rag_claims(_rag())}
     assert by["rag-citation-not-support"].verdict == FAILS
 

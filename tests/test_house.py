@@ -182,3 +182,17 @@ def test_every_from_toolkit_import_resolves():
                     if alias.name != "*" and not resolves(f"{node.module}.{alias.name}"):
                         broken.append(f"{p.relative_to(ROOT)}:{node.lineno}: from {node.module} import {alias.name}")
     assert not broken, "imports of names that do not exist:\n" + "\n".join(broken)
+
+
+BENCHMARK_MAX_LINES = 420  # the kit's own cap (tests/test_architecture.py MAX_LINES): benchmarks parse, run and print
+
+
+def test_benchmarks_fit_the_kits_line_cap():
+    """A benchmark script keeps argument parsing, running and printing; data and logic a notebook or a test also needs
+    (question sets, checks, lever tables, summaries) live in ``toolkit/``, so no script grows past the kit's cap."""
+    big = {
+        str(p.relative_to(ROOT)): n
+        for p in _py_files("benchmarks")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > BENCHMARK_MAX_LINES
+    }
+    assert not big, f"benchmark scripts over {BENCHMARK_MAX_LINES} lines (move data and logic into toolkit/): {big}"

@@ -4,7 +4,6 @@ template, and holds no BFCL text and none of the loop benchmark's questions."""
 import collections
 import json
 import re
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -272,13 +271,10 @@ def test_no_bfcl_text_in_the_training_set(mix):
 
 @pytest.mark.parametrize("mix", ["v2", "v3"])
 def test_no_loop_benchmark_question_in_the_training_set(mix):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import loop_questions
-    finally:
-        sys.path.pop(0)
-    qs = [q["q"] for q in loop_questions.QUESTIONS + loop_questions.FRESH]
-    assert len(loop_questions.QUESTIONS) >= 20 and len(loop_questions.FRESH) >= 10
+    from toolkit.eval.questions import questions  # the loop benchmark's sets (toolkit/data/loop_questions.json)
+
+    qs = [q.question for q in questions()]
+    assert len(questions("main")) >= 20 and len(questions("fresh")) >= 10
     exs = data.dataset(150, seed=0, mix=mix)
     users = {m["content"].strip() for e in exs for m in e.messages if m["role"] == "user"}
     norm = lambda s: re.sub(r"\W+", " ", s.lower()).strip()  # noqa: E731

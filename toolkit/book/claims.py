@@ -10,6 +10,12 @@ kit's templates (``toolkit.render``) for tokens and rendering, ``toolkit.book.ca
 ``toolkit.loop`` for the message flow, and the installed ``mcp`` SDK (its types, its version registry and an
 in-process server) for the protocol, xgrammar itself for what a grammar enforces (``claims_grammar``), the real model's weight-file header (``claims_weights``), and saved benchmark results (a real model, a real server: ``benchmarks/``). Sections: "§14.5.x" is the book, "Tool Use §3.x" the second chapter.
 
+How it is built: each claim is one small check registered in a ``claims_*`` module (``toolkit.book.registry``: its
+id, section, statement, the inventory quotes it answers, and the evidence it reads by loader name); ``GROUPS`` is
+the ledger's order; ``check_all`` runs them all with each loader run once (``toolkit.book.evidence`` holds the
+shared ones). The inventory (``toolkit/data/claims_inventory.tsv``) lists the chapters' statements; which checks
+answer each comes from the registry, and ``coverage`` says what is mapped, not checkable here, or missing.
+
 What it leaves out
 - Claims that are advice or history rather than checkable facts (RL, who proposed MCP beyond the date of the
   first revision; the agent patterns and RAG are checked on saved real-model runs: ``claims_patterns``), and the real Qwen tokenizer_config itself: flags are read from the
@@ -22,45 +28,49 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolkit.book.claims_chains import chain_claims, lever_claims
-from toolkit.book.claims_cost import cost_claims, decay_claims, tool_cost_claims
-from toolkit.book.claims_failures import failure_claims
-from toolkit.book.claims_flops import flops_claims
-from toolkit.book.claims_grammar import grammar_claims
-from toolkit.book.claims_kit import kit_claims
-from toolkit.book.claims_learned import learned_claims
-from toolkit.book.claims_mcp import mcp_claims
-from toolkit.book.claims_mcp_sdk import mcp_sdk_claims
-from toolkit.book.claims_patterns import patterns_claims
-from toolkit.book.claims_reading import reading_claims
-from toolkit.book.claims_render import token_claims
-from toolkit.book.claims_serving import serving_claims
-from toolkit.book.claims_tool_use import request_body_claims, tool_use_claims
-from toolkit.book.claims_weights import weight_claims
+from toolkit.book.claims_chains import CHAINS, LEVERS
+from toolkit.book.claims_cost import COST, DECAY, TOOL_COST
+from toolkit.book.claims_failures import GROUPS as FAILURES
+from toolkit.book.claims_flops import FLOPS
+from toolkit.book.claims_grammar import GRAMMAR
+from toolkit.book.claims_kit import KIT
+from toolkit.book.claims_learned import LEARNED
+from toolkit.book.claims_mcp import MCP
+from toolkit.book.claims_mcp_sdk import MCP_SDK
+from toolkit.book.claims_patterns import PATTERNS, SIMPLE
+from toolkit.book.claims_rag import RAG
+from toolkit.book.claims_reading import READING
+from toolkit.book.claims_render import TOKENS
+from toolkit.book.claims_serving import SERVING
+from toolkit.book.claims_tool_use import REQUEST_BODY, TOOL_USE
+from toolkit.book.claims_weights import WEIGHTS
 from toolkit.book.ledger import VERDICTS, Claim
+from toolkit.book.registry import Check, mapping_problems, run, statement_ids
 from toolkit.paths import data_file
 
 # ================================================================ ledger
 GROUPS = (
-    cost_claims,
-    tool_cost_claims,
-    flops_claims,
-    decay_claims,
-    token_claims,
-    weight_claims,
-    grammar_claims,
-    tool_use_claims,
-    request_body_claims,
-    mcp_claims,
-    mcp_sdk_claims,
-    kit_claims,
-    chain_claims,
-    lever_claims,
-    serving_claims,
-    patterns_claims,
-    failure_claims,
-    learned_claims,
-    reading_claims,
+    COST,
+    TOOL_COST,
+    FLOPS,
+    DECAY,
+    TOKENS,
+    WEIGHTS,
+    GRAMMAR,
+    TOOL_USE,
+    REQUEST_BODY,
+    MCP,
+    MCP_SDK,
+    KIT,
+    CHAINS,
+    LEVERS,
+    SERVING,
+    PATTERNS,
+    SIMPLE,
+    RAG,
+    *FAILURES,
+    LEARNED,
+    READING,
 )
 
 
@@ -72,29 +82,44 @@ KINDS = ("number", "mechanism", "protocol", "api", "history", "advice", "definit
 
 @dataclass
 class Statement:
-    """One line of the inventory: a checkable-looking statement of a chapter and where the ledger checks it."""
+    """One line of the inventory: a checkable-looking statement of a chapter and the checks that answer it."""
 
     section: str
     quote: str  # a few words of the chapter, to find the place
     kind: str
-    ledger: list[str]  # claim ids; empty when not checkable here
+    ledger: list[str]  # claim ids, from the registry (its main check first); empty when not checkable here
     reason: str  # why not checkable here (required when ``ledger`` is empty)
 
 
-def inventory(path=INVENTORY) -> list[Statement]:
-    """Read the inventory (tab-separated, '#' comments, one header row); ``path``: a file path or a traversable."""
+def checks() -> list[Check]:
+    """Every registered check, in ledger order."""
+    return [c for g in GROUPS for c in g.checks]
+
+
+def inventory(path=INVENTORY, mapping: dict[str, list[str]] | None = None) -> list[Statement]:
+    """Read the inventory (tab-separated, '#' comments, one header row); ``path``: a file path or a traversable.
+    Each statement's claim ids come from the checks that name its quote (``mapping``: quote -> ids, default the
+    registry's, ``toolkit.book.registry.statement_ids``)."""
     src = path if hasattr(path, "read_text") else Path(path)
+    mapping = statement_ids(checks()) if mapping is None else mapping
     rows = [
         line.split("\t")
         for line in src.read_text(encoding="utf-8").splitlines()
         if line.strip() and not line.startswith("#")
     ]
     out = []
-    for _n, r in enumerate(rows[1:], 2):
-        r = (r + [""] * 5)[:5]
-        ids = [] if r[3].strip() in ("", "-") else [x.strip() for x in r[3].split(",") if x.strip()]
-        out.append(Statement(r[0].strip(), r[1].strip(), r[2].strip(), ids, r[4].strip()))
+    for r in rows[1:]:
+        section, quote, kind, reason = (x.strip() for x in (r + [""] * 4)[:4])
+        out.append(Statement(section, quote, kind, list(mapping.get(quote, [])), reason))
     return out
+
+
+def registry_problems(statements: list[Statement] | None = None) -> list[str]:
+    """The registry's side of the mapping: a check naming a quote the inventory lacks, a statement with two main
+    checks or with supporting checks only, and a statement that has a check and also says it is not checkable."""
+    statements = inventory() if statements is None else statements
+    both = [f"{s.section}: {s.quote} has checks {s.ledger} and a reason" for s in statements if s.ledger and s.reason]
+    return mapping_problems(checks(), [s.quote for s in statements]) + both
 
 
 def coverage(claims: list[Claim], statements: list[Statement] | None = None) -> dict:
@@ -150,7 +175,8 @@ def coverage_line(cov: dict) -> str:
 
 
 def check_all() -> list[Claim]:
-    return [c for group in GROUPS for c in group()]
+    """Every check of the ledger, in order; each loader runs once, its value shared by every check that reads it."""
+    return run(GROUPS)
 
 
 def to_markdown(claims: list[Claim]) -> str:

@@ -8,6 +8,8 @@ What it does
   through xgrammar's matcher (``toolkit.grammar.mask.replay``). What xgrammar really does with numeric ranges is
   measured, not assumed: integers are held to their range exactly; numbers are held to their range by a
   digit-pattern grammar that also turns away some in-range values (long fractions, exponent notation).
+- One check per claim; the tokenizer is loaded once per ledger run (``grammar_tokenizer``, the real model's own
+  ``real_tokenizer`` when it is installed).
 - :func:`strict_unknown_field` says whether an argument object with an undeclared field is accepted, with
   xgrammar's default ``strict_mode`` and without it (the schema itself does not forbid extra fields).
 
@@ -21,7 +23,9 @@ from __future__ import annotations
 
 import json
 
+from toolkit.book import evidence  # noqa: F401  (registers the shared loaders)
 from toolkit.book.ledger import Claim, make_verdict
+from toolkit.book.registry import Group, loader
 from toolkit.fetch import installed_folder
 from toolkit.grammar.compile import compile_schema, compile_tools
 from toolkit.grammar.mask import replay
@@ -51,15 +55,17 @@ OUT_OF_SET = (
 IN_RANGE_ODD = (("percent 12.3456789", {**GOOD, "percent": 12.3456789}), ("percent 1e-07", {**GOOD, "percent": 1e-7}))
 
 
-def real_tokenizer():
+GRAMMAR = Group("grammar")
+
+
+@loader
+def grammar_tokenizer(real_tokenizer) -> tuple:
     """(tokenizer, vocabulary width, where it came from): the installed model's own files, else the kit's."""
     folder = installed_folder()
-    if folder is None:
+    if folder is None or real_tokenizer is None:
         return tokenizer_for("qwen2.5"), None, "the kit's offline Qwen2.5 tokenizer (the real model is not installed)"
-    from transformers import AutoTokenizer  # lazy: only for the ledger
-
     width = json.loads((folder / "config.json").read_text(encoding="utf-8"))["vocab_size"]
-    return AutoTokenizer.from_pretrained(folder), width, f"the installed model's tokenizer ({folder.name})"
+    return real_tokenizer, width, f"the installed model's tokenizer ({folder.name})"
 
 
 def accepts(grammar, tok, text: str) -> bool:
@@ -80,59 +86,66 @@ def strict_unknown_field(tok, width=None) -> dict:
     )
 
 
-def grammar_claims() -> list[Claim]:
-    tok, width, src = real_tokenizer()
+@GRAMMAR(
+    "enum-range-grammar",
+    "Tool Use §3.1",
+    "enum and minimum/maximum constraints in a tool's parameters can be enforced at decoding time by a grammar.",
+    answers=("参数要强 typing：用 enum、minimum/maximum 约束有限集合",),
+)
+def enum_range_grammar(grammar_tokenizer):
+    tok, width, src = grammar_tokenizer
     g = compile_schema(RANGED, tok, width)
     good = accepts(g, tok, json.dumps(GOOD))
     refused = {what: not accepts(g, tok, json.dumps(a)) for what, a in OUT_OF_SET}
     odd = {what: accepts(g, tok, json.dumps(a)) for what, a in IN_RANGE_ODD}
     edges = {v: accepts(g, tok, json.dumps({**GOOD, "days": v})) for v in (1, 7)}
-    out = [
-        Claim(
-            "enum-range-grammar",
-            "Tool Use §3.1",
-            "enum and minimum/maximum constraints in a tool's parameters can be enforced at decoding time by a "
-            "grammar.",
-            f"xgrammar, the kit's compiler (strict, compact JSON), {src}: a schema with unit ∈ {{celsius, "
-            f"fahrenheit}}, 1 ≤ days ≤ 7 (integer), 0 ≤ percent ≤ 100 (number); {json.dumps(GOOD)} accepted "
-            f"{good}; days 1 and 7 accepted {all(edges.values())}; rejected: "
-            + ", ".join(f"{w} {r}" for w, r in refused.items())
-            + "; in range but rejected: "
-            + ", ".join(f"{w} {not a}" for w, a in odd.items()),
-            *make_verdict(
-                good and all(edges.values()) and all(refused.values()),
-                "an out-of-set or out-of-range value got through the grammar (see the evidence)",
-                [
-                    (
-                        not all(odd.values()),
-                        "xgrammar holds a number's range with a digit pattern that also turns away valid values "
-                        "inside it ("
-                        + ", ".join(w for w, a in odd.items() if not a)
-                        + "): a model under this mask cannot write them; integers and enums are held exactly",
-                    )
-                ],
-            ),
-        )
-    ]
+    return (
+        f"xgrammar, the kit's compiler (strict, compact JSON), {src}: a schema with unit ∈ {{celsius, fahrenheit}}, "
+        f"1 ≤ days ≤ 7 (integer), 0 ≤ percent ≤ 100 (number); {json.dumps(GOOD)} accepted {good}; days 1 and 7 "
+        f"accepted {all(edges.values())}; rejected: "
+        + ", ".join(f"{w} {r}" for w, r in refused.items())
+        + "; in range but rejected: "
+        + ", ".join(f"{w} {not a}" for w, a in odd.items()),
+        *make_verdict(
+            good and all(edges.values()) and all(refused.values()),
+            "an out-of-set or out-of-range value got through the grammar (see the evidence)",
+            [
+                (
+                    not all(odd.values()),
+                    "xgrammar holds a number's range with a digit pattern that also turns away valid values inside it ("
+                    + ", ".join(w for w, a in odd.items() if not a)
+                    + "): a model under this mask cannot write them; integers and enums are held exactly",
+                )
+            ],
+        ),
+    )
+
+
+@GRAMMAR(
+    "grammar-not-authorisation",
+    "§14.5.2 constrained decoding",
+    "A grammar guarantees neither that a call is authorised nor that it is safe to repeat.",
+    answers=("不保证调用被授权，也不保证操作幂等",),
+)
+def grammar_not_authorisation(grammar_tokenizer):
     # §14.5.2: the grammar sees text only. write_note is a side effect the kit gates behind a person's approval.
+    tok, width, src = grammar_tokenizer
     note = TOOLS["write_note"]
     call = (
         '<tool_call>\n{"name": "write_note", "arguments": {"title": "plan", "text": "delete everything"}}\n</tool_call>'
     )
     tg = compile_tools(schemas(["write_note"]), tok, vocab_width=width)
     first, again = accepts(tg, tok, call), accepts(tg, tok, call)  # a fresh matcher each: no memory of the first
-    out.append(
-        Claim(
-            "grammar-not-authorisation",
-            "§14.5.2 constrained decoding",
-            "A grammar guarantees neither that a call is authorised nor that it is safe to repeat.",
-            f"xgrammar tag grammar for write_note (the kit marks it needs_confirmation={note.needs_confirmation}), "
-            f"{src}: a call nobody approved accepted {first}; the identical call in the next "
-            f"request accepted {again}; the grammar's inputs are the schema and the tokens only",
-            *make_verdict(
-                first and again and note.needs_confirmation,
-                "the grammar refused a schema-valid call, so it did carry some permission rule",
-            ),
-        )
+    return (
+        f"xgrammar tag grammar for write_note (the kit marks it needs_confirmation={note.needs_confirmation}), {src}: "
+        f"a call nobody approved accepted {first}; the identical call in the next request accepted {again}; the "
+        "grammar's inputs are the schema and the tokens only",
+        *make_verdict(
+            first and again and note.needs_confirmation,
+            "the grammar refused a schema-valid call, so it did carry some permission rule",
+        ),
     )
-    return out
+
+
+def grammar_claims() -> list[Claim]:
+    return GRAMMAR.run()

@@ -9,6 +9,8 @@ turn shares with the previous request, the server's own cached-token count where
 cover the shared prefix to the block), and the drop after compressing history; on vLLM, §14.5.3's prefill with and
 without the prefix cache on the (T, Δ, R) workload scaled to fit, in seconds.
 
+One check per claim; the saved runs are read once per ledger run (``serving_runs``).
+
 Leaves out: running the server (the benchmark does; without its results file these claims are absent, not typed);
 SGLang (CUDA only).
 """
@@ -18,11 +20,46 @@ from __future__ import annotations
 import json
 
 from toolkit.book.ledger import Claim, make_verdict
+from toolkit.book.registry import Group, loader
 from toolkit.paths import results_file
 from toolkit.qwen import IM_END_ID
 
 SECTION = "§14.5.8 on a server"
 BOOK_WORKLOAD = (10_000, 2048, 30)  # §14.5.3's (T, Δ, R)
+SERVING = Group("serving")
+
+
+@loader
+def serving_runs() -> dict:
+    """The saved server runs by kind: ``transformers`` (``serving.json``) and ``vllm`` (``serving_vllm.json``)."""
+    runs = {}
+    for kind, name in (("transformers", "serving.json"), ("vllm", "serving_vllm.json")):
+        path = results_file(name, required=False)
+        if path is not None:
+            runs[kind] = json.loads(path.read_text(encoding="utf-8"))
+    return runs
+
+
+@loader
+def served(serving_runs) -> dict | None:
+    """The run the five mechanism claims read: ``transformers serve``'s, else vLLM's."""
+    return serving_runs.get("transformers") or serving_runs.get("vllm")
+
+
+@loader
+def served_prefix(serving_runs) -> dict | None:
+    """The run the prefix claim reads: vLLM's where there is one (its cache reports hits)."""
+    return serving_runs.get("vllm") or serving_runs.get("transformers")
+
+
+@loader
+def vllm_run(serving_runs) -> dict | None:
+    return serving_runs.get("vllm")
+
+
+@loader
+def transformers_run(serving_runs) -> dict | None:
+    return serving_runs.get("transformers")
 
 
 def _source(r: dict) -> str:
@@ -30,7 +67,17 @@ def _source(r: dict) -> str:
     return f"{m['server']}, {m['date'][:10]}, commit {m['commit']}"
 
 
-def _idle(r: dict) -> Claim:
+@SERVING(
+    "served-no-suspend",
+    SECTION,
+    "The engine does not hold a request while a tool runs: the turn's request ends at the stop token and the next "
+    "turn is a new request.",
+    supports=("主流引擎并不在工具等待期间挂起请求",),
+)
+def _idle(served):
+    r = served
+    if r is None:
+        return None
     i = r["idle"]
     req, spans = i["requests"], i["tool_spans"]
     t0 = min([q["t_sent"] for q in req] + [s["start"] for s in spans])
@@ -47,11 +94,7 @@ def _idle(r: dict) -> Claim:
         for s, ok in zip(spans, between)
         if ok
     ]
-    return Claim(
-        "served-no-suspend",
-        SECTION,
-        "The engine does not hold a request while a tool runs: the turn's request ends at the stop token and the next "
-        "turn is a new request.",
+    return (
         f"{_source(r)}: {len(req)} requests, {len(spans)} tool run(s) of {r['meta']['tool_wait_s']} s; requests open "
         f"while a tool ran: {len(i['overlaps'])}; the tool started/ended (s after the last request closed, s before "
         f"the next opened): {gaps}; wall clock from the first request: "
@@ -63,13 +106,19 @@ def _idle(r: dict) -> Claim:
     )
 
 
-def _stop(r: dict) -> Claim:
+@SERVING(
+    "served-stop",
+    SECTION,
+    "A turn ends when the engine generates <|im_end|>: the server stops there and says so (finish_reason), and "
+    "the request is over.",
+    answers=("第 3 步生成 <|im_end|> 之后请求就正常结束了",),
+)
+def _stop(served):
+    r = served
+    if r is None:
+        return None
     s = r["stop"]
-    return Claim(
-        "served-stop",
-        SECTION,
-        "A turn ends when the engine generates <|im_end|>: the server stops there and says so (finish_reason), and "
-        "the request is over.",
+    return (
         f"{_source(r)}: stop ids sent {s['stop_ids_sent']}; the last turn's finish_reason {s['finish_reason']!r}, "
         f"server {s['server_completion_tokens']} tokens / kit {s['kit_ids']} ids, the turn as the kit holds it ends "
         f"with {s['turn_ends_with']} (<|im_end|> = {IM_END_ID}), stop token in the returned text: "
@@ -85,14 +134,20 @@ def _stop(r: dict) -> Claim:
     )
 
 
-def _parallel(r: dict) -> Claim:
+@SERVING(
+    "served-parallel",
+    SECTION,
+    "Several <tool_call> blocks in one answer are plain text from the engine: the host parses them, runs them "
+    "concurrently and returns the results together in one user turn.",
+    supports=("宿主解析出多个调用后并行执行，再把多条结果合并回灌",),
+)
+def _parallel(served):
+    r = served
+    if r is None:
+        return None
     p = r["parallel"]
     spans = p["call_spans"]
-    return Claim(
-        "served-parallel",
-        SECTION,
-        "Several <tool_call> blocks in one answer are plain text from the engine: the host parses them, runs them "
-        "concurrently and returns the results together in one user turn.",
+    return (
         f"{_source(r)}: the model wrote {len(p['model_calls'])} call(s) {[c['name'] for c in p['model_calls']]}; "
         f"the host ran {len(spans)} call(s) at "
         f"{[(s['args'], round(s['start'] - spans[0]['start'], 2), round(s['end'] - spans[0]['start'], 2)) for s in spans]}"
@@ -112,12 +167,18 @@ def _parallel(r: dict) -> Claim:
     )
 
 
-def _stream(r: dict) -> Claim:
+@SERVING(
+    "served-stream",
+    SECTION,
+    "Streaming changes when the tokens arrive, not which tokens: none of the mechanisms above changes.",
+    answers=("流式…不改变上面任何一条机制",),
+)
+def _stream(served):
+    r = served
+    if r is None:
+        return None
     s = r["stream"]
-    return Claim(
-        "served-stream",
-        SECTION,
-        "Streaming changes when the tokens arrive, not which tokens: none of the mechanisms above changes.",
+    return (
         f"{_source(r)}: the same prompt, greedy, {s['max_new_tokens']} new tokens: streaming off "
         f"{s['off']['completion_tokens']} tokens in {s['off']['wall_s']} s, on {s['on']['completion_tokens']} tokens, "
         f"first after {s['on']['first_token_s']} s, last after {s['on']['wall_s']} s; same text: {s['same_text']} "
@@ -135,16 +196,22 @@ def _stream(r: dict) -> Claim:
     )
 
 
-def _prefix(r: dict) -> Claim:
+@SERVING(
+    "served-prefix",
+    SECTION,
+    "Each turn is a new request whose prompt starts with the previous one (what a prefix cache reuses); "
+    "compressing history changes the prefix and the cache stops matching there.",
+    supports=("第 6 步是一个新请求，只是前缀更长", "压缩会改变前缀，从而使缓存失效"),
+)
+def _prefix(served_prefix):
+    r = served_prefix
+    if r is None:
+        return None
     p = r["prefix"]
     turns = p["turns"]
     block = (r.get("kv_cache") or {}).get("block_size") or 1  # vLLM caches whole blocks
     later = [t for t in turns if t["turn"] > 1]
-    return Claim(
-        "served-prefix",
-        SECTION,
-        "Each turn is a new request whose prompt starts with the previous one (what a prefix cache reuses); "
-        "compressing history changes the prefix and the cache stops matching there.",
+    return (
         f"{_source(r)}: per turn (prompt tokens, shared with the previous request, server-reported cached): "
         f"{[(t['prompt'], t['shared_with_previous'], t['server_cached']) for t in turns]}; after compressing "
         f"history the prompt shares {p['compressed_shared']} of {p['compressed_prompt']} tokens with the last one "
@@ -172,9 +239,19 @@ def _prefix(r: dict) -> Claim:
     )
 
 
-def _prefill(v: dict, t: dict | None) -> Claim:
+@SERVING(
+    "served-prefill-cached",
+    "§14.5.3 on a server",
+    "With a prefix cache each round prefills only its new tokens; without one every round prefills its whole prefix "
+    "again — the difference decides whether a long agent loop is affordable.",
+    answers=("前缀缓存…是能不能跑的分界",),
+)
+def _prefill(vllm_run, transformers_run):
     """§14.5.3's judgement that the prefix cache decides whether an agent loop can run at all, measured on vLLM: the
     same R rounds prefilled with the cache and without (every prompt's first token changed), in seconds."""
+    v, t = vllm_run, transformers_run
+    if not (v or {}).get("workload"):
+        return None
     w = v["workload"]
     hits = w["cached_hits"]
     rows = w["cached"]["rows"]
@@ -187,11 +264,7 @@ def _prefill(v: dict, t: dict | None) -> Claim:
         if t and t.get("workload")
         else ""
     )
-    return Claim(
-        "served-prefill-cached",
-        "§14.5.3 on a server",
-        "With a prefix cache each round prefills only its new tokens; without one every round prefills its whole "
-        "prefix again — the difference decides whether a long agent loop is affordable.",
+    return (
         f"{_source(v)}: (T, Δ, R) = ({w['T']}, {w['delta']}, {w['R']}), R requests with max_tokens=1: uncached "
         f"{w['uncached']['seconds']} s, cached {w['cached']['seconds']} s ({w['ratio_seconds']}x; the token count's "
         f"closed form {w['ratio_closed']}x); cache hits per round {hits} (block {block}){beside}",
@@ -215,15 +288,4 @@ def serving_claims() -> list[Claim]:
     """The claims from the saved server runs: the five from ``serving.json`` (``transformers serve``), the prefix
     claim from vLLM's run (``serving_vllm.json``) where there is one (its cache reports hits), and the prefill
     workload measured on vLLM; none when neither file is present."""
-    runs = {}
-    for kind, name in (("transformers", "serving.json"), ("vllm", "serving_vllm.json")):
-        path = results_file(name, required=False)
-        if path is not None:
-            runs[kind] = json.loads(path.read_text(encoding="utf-8"))
-    if not runs:
-        return []
-    r = runs.get("transformers") or runs["vllm"]
-    out = [_idle(r), _stop(r), _parallel(r), _stream(r), _prefix(runs.get("vllm") or r)]
-    if runs.get("vllm", {}).get("workload"):
-        out.append(_prefill(runs["vllm"], runs.get("transformers")))
-    return out
+    return SERVING.run()

@@ -14,6 +14,10 @@ What it does
 - :mod:`toolkit.eval.levers`: general levers for parallel calls in the constrained mode (a hint, a gate);
   :mod:`toolkit.eval.prompt_grammar`: BFCL's prompt style under a grammar (another lever).
 - :mod:`toolkit.eval.descriptions` / :mod:`toolkit.eval.lint`: description variants and ``lint-tools``.
+- :mod:`toolkit.eval.sections` / :mod:`toolkit.eval.rescore`: what ``benchmarks/bfcl.py`` saves per section, and
+  its saved outputs re-scored without a model.
+- :mod:`toolkit.eval.questions`: the host loop's question sets (data) and their one strict judge;
+  :mod:`toolkit.eval.agent_runs`: summaries of saved agent-pattern and RAG runs.
 
 What it leaves out
 - BFCL's live, multi-turn, agentic and non-Python categories (their data ships with the package; the scorer

@@ -19,6 +19,7 @@ import math
 from functools import cache
 
 from toolkit.eval import bfcl
+from toolkit.eval.choices import MAX_NEW
 from toolkit.qwen import IM_END
 
 MARGIN = 8
@@ -59,3 +60,11 @@ def longest_answer(category: str, tokenizer) -> tuple[int, str | None]:
 def budget(category: str, tokenizer) -> int:
     n, _ = longest_answer(category, tokenizer)
     return TEXT_BUDGET if n == 0 else 16 * math.ceil((n + MARGIN) / 16)
+
+
+def budgets(categories, tokenizer, kind: str = "measured") -> dict[str, int]:
+    """New tokens per category: ``measured`` (enough for its longest answer, :func:`budget`) or ``fixed`` (the saved
+    base-model runs' ``toolkit.eval.choices.MAX_NEW``)."""
+    if kind == "fixed":
+        return {c: MAX_NEW[c] for c in categories}
+    return {c: budget(c, tokenizer) for c in categories}

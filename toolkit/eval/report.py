@@ -191,6 +191,15 @@ def accuracy_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def accuracy_report(rows: list[dict], speed: dict) -> str:
+    """The accuracy run's printout: the accuracy, failure-taxonomy and cost tables, and this run's speed."""
+    fresh = ", ".join(
+        f"{m} {s['fresh_cases']} cases in {s['seconds']} s = {s['cases_per_s']} cases/s" for m, s in speed.items()
+    )
+    tables = (accuracy_table(rows), taxonomy_table(rows), cost_table(rows))
+    return "\n\n".join(tables) + f"\n\nthis run (fresh generations only): {fresh}"
+
+
 def taxonomy_table(rows: list[dict]) -> str:
     kinds = [k for k in KINDS if k != "ok" and any(r["kinds"].get(k) for r in rows)]
     lines = [

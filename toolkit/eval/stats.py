@@ -8,6 +8,8 @@ What it does
 - ``pass_k_table(counts, ks)``: per k, the mean of pass^k over tasks, and p̄^k from the pooled success rate.
   The two differ because E[p^k] ≥ (E[p])^k (Jensen): tasks are not equally hard, and a task the model always
   gets right (or always wrong) keeps its rate at every k.
+- ``gate_curve(masses)``: per category, the share of cases whose first-step mass reaches each threshold of the
+  first-token gate's dial.
 
 What it leaves out
 - Intervals for pass^k (a bootstrap over tasks would give them).
@@ -16,6 +18,8 @@ What it leaves out
 from __future__ import annotations
 
 import math
+
+from toolkit.eval.choices import GATE_THRESHOLDS
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -62,3 +66,12 @@ def pass_k_table(counts: list[tuple[int, int]], ks=range(1, 9)) -> list[dict]:
 def chain_bound(step_rates: list[float]) -> float:
     """The product of per-step success rates: what a k-step chain would reach if steps failed independently."""
     return math.prod(step_rates)
+
+
+def gate_curve(masses: dict[str, dict[str, float]], thresholds=GATE_THRESHOLDS) -> dict:
+    """``masses[category][case id]`` → per category the share of cases whose mass reaches each threshold."""
+    ts = sorted(set(thresholds))
+    return {
+        "thresholds": ts,
+        "share": {c: [sum(m >= t for m in ms.values()) / len(ms) for t in ts] for c, ms in masses.items() if ms},
+    }

@@ -10,6 +10,8 @@ What it does
   passages the role may read (the permission filter still runs first: the reranker never sees a passage the asker
   may not read), its top ``depth`` rescored by the reranker, the best ``k`` returned (ties keep BM25's order).
   ``Hit.score`` is then the reranker's score; ``last`` keeps the candidates of the last search with both scores.
+- ``rerank_recall(reranked, questions)``: retrieval alone, no answer decoded: recall@k of BM25 vs BM25 reranked, per
+  question and mean, with what reranking cost (``benchmarks/patterns.py --what rag`` saves it for the ledger).
 
 What it leaves out
 - Cross-encoders: none installs here offline (no PyPI package in this machine's lists ships cross-encoder weights,
@@ -22,6 +24,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from toolkit.rag.questions import recall_at_k
 from toolkit.rag.retrieve import Hit, Retriever
 from toolkit.render import render
 
@@ -104,3 +107,39 @@ class Reranked:
         order = sorted(scored, key=lambda sh: (-sh[0], sh[1].rank))
         self.last = [dict(id=h.passage.id, bm25_rank=h.rank, bm25=h.score, rerank=s) for s, h in order]
         return [Hit(h.passage, s, r + 1) for r, (s, h) in enumerate(order[:k])]
+
+
+def rerank_recall(reranked: Reranked, questions, ks=(1, 2, 3)) -> dict:
+    """Retrieval alone, no answer decoded: recall@k of BM25 vs BM25 top ``depth`` reranked, per question and mean
+    (over the questions whose gold passages the asker may read), with what reranking cost."""
+    c = reranked.reranker.cost
+    before = (c.requests, c.tokens, c.seconds)
+    rows = []
+    for q in questions:
+        bm25 = [h.passage.id for h in reranked.retriever.search(q.text, q.role, max(ks))]
+        rr = [h.passage.id for h in reranked.search(q.text, q.role, max(ks))]
+        rows.append(
+            dict(
+                question=q.id,
+                bm25={k: recall_at_k(bm25[:k], q) for k in ks},
+                rerank={k: recall_at_k(rr[:k], q) for k in ks},
+                candidates=reranked.last,
+            )
+        )
+
+    def mean(key, k):
+        return sum(r[key][k] for r in rows if r[key][k] is not None) / sum(r[key][k] is not None for r in rows)
+
+    return dict(
+        reranker=reranked.reranker.description,
+        depth=reranked.depth,
+        ks=list(ks),
+        n=len(rows),
+        n_scored=sum(r["bm25"][ks[0]] is not None for r in rows),
+        recall_bm25={k: mean("bm25", k) for k in ks},
+        recall_rerank={k: mean("rerank", k) for k in ks},
+        requests=c.requests - before[0],
+        tokens=c.tokens - before[1],
+        seconds=round(c.seconds - before[2], 1),
+        rows=rows,
+    )

@@ -23,7 +23,8 @@ What it does
 
 What it leaves out
 - Any BFCL text (``tests/test_sft_data.py`` checks questions and function names of every BFCL category) and the
-  questions of ``benchmarks/loop_questions.py`` (checked the same way); conversations longer than two steps.
+  loop questions (``toolkit.eval.questions``, asked by ``benchmarks/loop_questions.py``; checked the same way);
+  conversations longer than two steps.
 """
 
 from __future__ import annotations

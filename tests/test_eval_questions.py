@@ -1,0 +1,99 @@
+"""toolkit.eval.questions: the loop question sets as data, and a judge that wants the stated value or conclusion,
+not a substring of the answer."""
+
+import json
+import re
+
+import pytest
+
+from toolkit.eval.questions import Question, by_id, judge, numbers, questions, stated_result, steps_from_saved
+from toolkit.paths import results_file
+
+
+def weather(*cities):
+    from toolkit.tools import TOOLS
+
+    return [
+        dict(name="get_weather", arguments={"city": c}, status="ok", result=TOOLS["get_weather"].fn(c)) for c in cities
+    ]
+
+
+def test_the_sets_are_data_with_one_reader():
+    main, fresh = questions("main"), questions("fresh")
+    assert len(main) == 23 and len(fresh) == 12 and questions() == main + fresh
+    ids = [q.id for q in questions()]
+    assert len(ids) == len(set(ids)) and all(q.set in ("main", "fresh") and q.question and q.note for q in questions())
+    for q in questions():  # every record is judged (nothing raises), and an empty answer meets none
+        assert not judge(q, "", [])
+    with pytest.raises(ValueError, match="unknown question set"):
+        questions("held-out")
+
+
+def test_numbers_are_whole_numbers():
+    assert numbers("8% of 1,250 = 1,000") == [8, 1250, 1000]
+    assert numbers("1234 * 5678 = 7,006,652.") == [1234, 5678, 7006652]
+    assert numbers("Qwen2.5 says 137.5, 上海现在28°C，15%等于4.2。") == [137.5, 28, 15, 4.2]
+    assert numbers("London 14, 24 and 3-5") == [14, 24, 3, 5]
+
+
+def test_a_number_must_be_the_stated_result_not_a_substring():
+    q = Question("pct", "main", "math", "What is 8% of 1,250?", "100", {"number": [100, 100]})
+    assert not judge(q, "8% of 1,250 = 1,000")  # contains "100" as text; states 1,000
+    assert not judge(q, "It is 1000.") and judge(q, "8% of 1,250 = 100.")
+    percent = by_id("percent_zh")
+    calc = [dict(name="calculator", arguments={"expression": "250*0.15"}, status="ok", result={"result": 37.5})]
+    assert judge(percent, "250的15%是37.5。", calc) and not judge(percent, "250的15%是137.5。", calc)
+    assert not judge(percent, "250的15%是37.5。", [])  # the record needs the calculator's result too
+    s = by_id("f_sum_en")  # 14 + 24 = 38, but the answer's conclusion is 52
+    steps = weather("London", "Sydney")
+    assert not judge(s, "Today in London 14°C and Sydney 24°C is 38°C, so they add up to 52.", steps)
+    assert judge(s, "London is 14°C and Sydney 24°C: together 38°C.", steps)
+    assert (
+        stated_result(by_id("tokyo_f_en"), "Tokyo is 69.8°F and clear right now (55% humidity).", weather("Tokyo"))
+        == 69.8
+    )
+
+
+def test_a_comparison_must_name_the_right_city():
+    colder, steps = by_id("colder_en"), weather("Berlin", "New York")
+    assert not judge(colder, "Berlin is 12°C and New York 16°C, so Sydney is colder.", steps)
+    assert not judge(colder, "Berlin is 12°C and New York is 16°C, so New York is colder.", steps)
+    assert not judge(colder, "Berlin is 12°C and New York is 16°C: 12 is warmer by 4.", steps)
+    assert judge(colder, "Berlin is 12°C and New York is 16°C, so Berlin is colder by 4 degrees.", steps)
+    assert judge(colder, "The colder one is Berlin; New York is warmer.", steps)
+    assert not judge(colder, "Berlin is colder.", weather("Berlin"))  # New York was never looked up
+    hotter, zh = by_id("f_hotter_zh"), weather("深圳", "上海")
+    assert judge(hotter, "深圳30°C，上海28°C，深圳更热。", zh) and judge(hotter, "深圳比上海热。", zh)
+    assert not judge(hotter, "上海比深圳热。", zh) and not judge(hotter, "上海更热。", zh)
+
+
+def test_words_prose_and_no_tools():
+    rain, steps = by_id("guangzhou_zh"), weather("广州")
+    assert judge(rain, "广州现在31°C，thunderstorms，湿度88%。", steps)
+    assert not judge(rain, "广州有雷阵雨，但你不需要带伞。", steps)
+    spanish = by_id("f_spanish_en")
+    assert judge(spanish, 'In Spanish, "good evening" is "buenas tardes".', [])
+    assert not judge(spanish, '{"name": "good evening", "arguments": {"message": "¡Buenas tardes!"}}', [])
+    assert not judge(spanish, "buenas tardes", weather("London"))  # a tool ran where none was needed
+    v = judge(by_id("intro_zh"), "I am a helpful assistant.", [])
+    assert not v and "Chinese prose without JSON: False" in v.reason
+
+
+def test_saved_calls_are_replayed_on_the_demo_tools():
+    steps = steps_from_saved(
+        ['get_weather({"city": "纽约"})->ok', 'write_note({"title": "t", "text": "x"})->ok', "junk"]
+    )
+    assert [s["name"] for s in steps] == ["get_weather", "write_note"]
+    assert steps[0]["result"]["city"] == "New York" and steps[1]["result"] is None  # a side effect is not run again
+
+
+def test_the_saved_runs_rescored_strictly_never_gain():
+    """The strict judge only takes away: every saved run it meets, the lenient checks had met too."""
+    for name in ("loop_questions_lora.json", "loop_questions_base-free_fresh.json"):
+        doc = json.loads(results_file(name).read_text(encoding="utf-8"))
+        for r in doc["rows"]:
+            v = judge(by_id(r["id"]), r["answer"], steps_from_saved(r["calls"]))
+            assert r["met"] or not v.met, (name, r["id"], v.reason)
+    row = next(r for r in doc["rows"] if r["id"] == "f_spanish_en")
+    assert row["met"] and not judge(by_id(row["id"]), row["answer"], steps_from_saved(row["calls"]))
+    assert re.search(r"Buenas", row["answer"])
