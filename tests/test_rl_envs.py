@@ -2,22 +2,15 @@
 
 import json
 import re
-import sys
-from pathlib import Path
 
+from toolkit.eval.questions import questions
 from toolkit.rl import envs
 
-ROOT = Path(__file__).resolve().parents[1]
 norm = lambda s: re.sub(r"\W+", " ", s.lower()).strip()  # noqa: E731
 
 
 def _loop_questions():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import loop_questions
-    finally:
-        sys.path.pop(0)
-    return [q["q"] for q in loop_questions.QUESTIONS + loop_questions.FRESH]
+    return [q.question for q in questions()]
 
 
 def _all_tasks():

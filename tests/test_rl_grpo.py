@@ -73,3 +73,27 @@ def test_the_ledger_evidence_is_computed(qwen25_tok):
     assert credit["environment_tokens"] > 0 and credit["model_tokens"] > 0
     assert credit["max_grad_on_environment_tokens"] == 0.0 < credit["min_grad_on_model_tokens"]
     assert ev["trained_run"] is None  # no real-model run yet: nothing may claim one
+
+
+def test_the_trainers_log_probs_are_the_full_sequences_at_the_model_tokens():
+    """grpo.trained_logps (shared prompt once, head at trained positions) == sequence_logps on each whole row, read
+    at the SFT mask; and the loss on them reaches the model's weights."""
+    from toolkit.models import load
+    from toolkit.sft.labels import label
+    from toolkit.tools import schemas
+
+    loaded = load("stand-in", quiet=True, dtype=torch.float32)
+    tools = schemas(["get_weather"])
+    eps = [_episode(), _episode(), _episode()]
+    eps[1][-1]["content"] = "Paris has 18 degrees right now, a mild day."
+    eps[2][3:] = [{"role": "assistant", "content": "18."}]
+    rows = [label(e, tools, "qwen3", tokenizer=loaded.tokenizer) for e in eps]
+    got, mask = grpo.trained_logps(loaded.model, rows, temperature=0.7)
+    assert mask.sum(1).tolist() == [sum(r.trained) for r in rows]
+    for j, r in enumerate(rows):
+        full = grpo.sequence_logps(loaded.model, torch.tensor([r.ids]), temperature=0.7)[0]
+        want = full[torch.tensor(r.trained[1:])]
+        torch.testing.assert_close(got[j, : len(want)], want, rtol=1e-4, atol=1e-4)
+    value, _ = grpo.loss(got, got.detach(), torch.tensor([1.0, -0.5, -0.5]), mask)
+    value.backward()
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in loaded.model.parameters())

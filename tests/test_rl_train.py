@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 import torch
 
 from toolkit.models import load
@@ -43,3 +44,50 @@ def test_two_steps_save_an_adapter_that_loads_back_and_a_run_resumes(tmp_path):
         fresh, [prompt], reward, steps=3, group=4, lr=1e-2, max_new=3, temperature=40.0, out=tmp_path, log=lines.append
     )
     assert "resuming at step 2" in lines and [s["step"] for s in more["steps"]] == [1, 2, 3]
+
+
+def _call(name, **args):
+    return f"<tool_call>{json.dumps({'name': name, 'arguments': args})}</tool_call>"
+
+
+def test_episodes_train_on_the_models_own_tokens_and_resume(tmp_path):
+    """train_tasks on a multi-turn task with a scripted group: two members look the cities up and answer right,
+    two guess. The rewards differ, so the adapter moves; the trained tokens are exactly the SFT-labelled ones of
+    the rendered episodes (tool results excluded); a second run resumes."""
+    from toolkit.rl import envs
+    from toolkit.sft.labels import label
+
+    task = next(t for t in envs.multi_tasks(0, 20) if t.family == "warmer")
+    warm, cold, temp = task.truth["warm"], task.truth["cold"], task.truth["temp"]
+
+    def scripted(batch):
+        out = []
+        for j, (msgs, _) in enumerate(batch):
+            if msgs[-1]["role"] == "tool":  # the look-ups came back
+                out.append(f"{warm} is warmer, at {temp} degrees.")
+            elif j % 2 == 1:
+                out.append(f"{cold} is warmer.")  # a guess: no look-up, wrong
+            else:
+                out.append(_call("get_weather", city=warm) + "\n" + _call("get_weather", city=cold))
+        return out
+
+    loaded = load("stand-in", quiet=True, dtype=torch.float32)
+    lines = []
+    res = T.train_tasks(
+        loaded, [task], steps=1, group=4, lr=1e-2, out=tmp_path, save_every=1, log=lines.append, policy=scripted
+    )
+    row = res["steps"][0]
+    assert row["rewards"] == [1.0, 0.0, 1.0, 0.0] and row["met"] == 2 and row["calls"] == [2, 0, 2, 0]
+    eps = envs.rollout_group(scripted, [task] * 4)
+    labelled = [label(e.messages, task.tools, "qwen3", tokenizer=loaded.tokenizer) for e in eps]
+    assert row["trained_tokens"] == sum(sum(r.trained) for r in labelled)
+    tool_tokens = sum(1 for e in eps for m in e.messages if m["role"] == "tool")
+    assert tool_tokens == 4 and "mean reward +0.500" in lines[-1]
+    assert (tmp_path / "adapter" / "adapter_config.json").exists()
+    again = load("stand-in", quiet=True, dtype=torch.float32)
+    more = T.train_tasks(
+        again, [task], steps=2, group=4, lr=1e-2, out=tmp_path, save_every=1, log=lines.append, policy=scripted
+    )
+    assert "resuming at step 1" in lines and [s["step"] for s in more["steps"]] == [1, 2]
+    with pytest.raises(ValueError, match="group"):
+        T.train_tasks(again, [task], group=1, policy=scripted)

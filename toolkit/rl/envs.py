@@ -131,27 +131,49 @@ def met(task: Task, answer: str, results: list[CallResult]) -> bool:
 
 
 Policy = Callable[[list[dict], list[dict]], str]
+BatchPolicy = Callable[[list[tuple[list[dict], list[dict]]]], list[str]]
+
+
+def _finish(task: Task, msgs: list[dict], results: list[CallResult], text: str) -> Episode:
+    if task.family in ("call", "decline"):
+        r = call_reward(text, task.tools, task.want) if task.family == "call" else decline_reward(text)
+        return Episode(task, msgs + [{"role": "assistant", "content": text}], [], text, r, r > 0)
+    answer = "" if parse_tool_calls(text)[1] else text.strip()
+    msgs = msgs + [{"role": "assistant", "content": text}]
+    ok = bool(answer) and met(task, answer, results)
+    return Episode(task, msgs, results, answer, outcome_reward(ok, results, task.truth["needed"]), ok)
+
+
+def rollout_group(policy: BatchPolicy, tasks: list[Task], max_turns: int = 4) -> list[Episode]:
+    """Episodes for ``tasks`` (a group: usually one task repeated) in lockstep: each turn, one batched call of the
+    policy for every episode still running; the host runs each episode's calls for real and feeds the results
+    back, until the episode answers in text (or ``max_turns`` rounds of calls)."""
+    msgs = [[dict(m) for m in t.messages] for t in tasks]
+    results: list[list[CallResult]] = [[] for _ in tasks]
+    done: dict[int, Episode] = {}
+    texts = policy([(m, t.tools) for m, t in zip(msgs, tasks)])
+    live = list(range(len(tasks)))
+    for turn in range(max_turns + 1):
+        ask = []
+        for i, text in zip(live, texts):
+            task = tasks[i]
+            content, calls = parse_tool_calls(text)
+            if task.family in ("call", "decline") or not calls or turn == max_turns:
+                done[i] = _finish(task, msgs[i], results[i], text)
+                continue
+            batch = execute(calls, {k: TOOLS[k] for k in MULTI_TOOLS}, parallel=False)
+            results[i] += batch
+            msgs[i].append(assistant_calls([{"name": c.name or "", "arguments": c.arguments or {}} for c in calls]))
+            msgs[i][-1]["content"] = content.strip()
+            msgs[i] += [r.message() for r in batch]
+            ask.append(i)
+        if not ask:
+            break
+        live = ask
+        texts = policy([(msgs[i], tasks[i].tools) for i in live])
+    return [done[i] for i in range(len(tasks))]
 
 
 def rollout(policy: Policy, task: Task, max_turns: int = 4) -> Episode:
     """One episode: the policy writes, the host runs its calls for real, until it answers in text."""
-    msgs, results = [dict(m) for m in task.messages], []
-    text = policy(msgs, task.tools)
-    if task.family in ("call", "decline"):
-        msgs.append({"role": "assistant", "content": text})
-        r = call_reward(text, task.tools, task.want) if task.family == "call" else decline_reward(text)
-        return Episode(task, msgs, [], text, r, r > 0)
-    for _ in range(max_turns):
-        content, calls = parse_tool_calls(text)
-        if not calls:
-            break
-        batch = execute(calls, {k: TOOLS[k] for k in MULTI_TOOLS}, parallel=False)
-        results += batch
-        msgs.append(assistant_calls([{"name": c.name or "", "arguments": c.arguments or {}} for c in calls]))
-        msgs[-1]["content"] = content.strip()
-        msgs += [r.message() for r in batch]
-        text = policy(msgs, task.tools)
-    answer = "" if parse_tool_calls(text)[1] else text.strip()
-    msgs.append({"role": "assistant", "content": text})
-    ok = bool(answer) and met(task, answer, results)
-    return Episode(task, msgs, results, answer, outcome_reward(ok, results, task.truth["needed"]), ok)
+    return rollout_group(lambda batch: [policy(m, t) for m, t in batch], [task], max_turns)[0]

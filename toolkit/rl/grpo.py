@@ -12,6 +12,9 @@ What it does
   the k3 KL estimate to a reference; averaged over all trained tokens of the batch (``dapo``), or per sequence then
   over sequences (``grpo``). Returns the loss and the mean KL.
 - ``sequence_logps(model, ids)``: each token's log-probability under ``model`` (the logits one position earlier).
+- ``trained_logps(model, rows, temperature)``: the same for the model's own tokens of rendered trajectories only
+  (SFT's labelled rows), through SFT's forward pass (the group's shared prompt runs once, the output head only at
+  trained positions): ``(logps, mask)`` padded to ``(rows, longest)``, the tokens in order.
 
 What it leaves out
 - Sampling and the training loop: see the trainer; importance sampling across engines; entropy masking.
@@ -21,7 +24,8 @@ from __future__ import annotations
 
 import torch
 
-from toolkit.sft.labels import label
+from toolkit.sft.labels import IGNORE_INDEX, label
+from toolkit.sft.lora import group_pieces
 
 
 def advantages(rewards: list[float], group: int) -> list[float]:
@@ -43,6 +47,23 @@ def sequence_logps(model, ids: torch.Tensor, temperature: float = 1.0) -> torch.
     """log p(token_t | tokens_<t) for t >= 1, shape (batch, len - 1), at the sampling temperature (as TRL)."""
     logits = model(input_ids=ids).logits[:, :-1].float() / temperature
     return torch.log_softmax(logits, -1).gather(-1, ids[:, 1:, None]).squeeze(-1)
+
+
+def trained_logps(model, rows, temperature: float = 1.0):
+    """(logps, mask): per row, the log-probabilities of its trained tokens in order, padded with mask False."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    pieces, _ = group_pieces(model, rows)
+    per_row: dict[int, torch.Tensor] = {}
+    for idx, hidden, target in pieces:
+        keep = target != IGNORE_INDEX
+        logits = base.lm_head(hidden[keep]).float() / temperature
+        lp = torch.log_softmax(logits, -1).gather(-1, target[keep][:, None]).squeeze(-1)
+        for j, part in zip(idx, lp.split(keep.sum(1).tolist())):
+            per_row[j] = part
+    parts = [per_row[j] for j in range(len(rows))]
+    logps = torch.nn.utils.rnn.pad_sequence(parts, batch_first=True)
+    mask = torch.nn.utils.rnn.pad_sequence([torch.ones(len(p), dtype=torch.bool) for p in parts], batch_first=True)
+    return logps, mask
 
 
 def loss(logps, old_logps, adv, mask, ref_logps=None, beta: float = 0.0, eps: float = 0.2, loss_type: str = "dapo"):

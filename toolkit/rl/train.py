@@ -1,18 +1,25 @@
-"""A small GRPO loop (LoRA with peft): sample a group per prompt, reward it, advantages, the loss of :mod:`grpo`.
+"""A small GRPO trainer (LoRA with peft): sample a group, reward each member, advantages, one clipped-loss step.
 
 What it does
-- ``train(loaded, prompts, reward_fn, steps, group, ...)``: per step, for one prompt (token ids) it samples ``group``
-  completions with the model's own ``generate``, scores each with ``reward_fn(completion_ids) -> float``, turns
-  the rewards into group-relative advantages and takes one optimizer step on :func:`toolkit.rl.grpo.loss` (one
-  iteration per batch, so the old log-probabilities are the current ones detached, as in TRL). Only completion
-  tokens are trained. Prints a progress line (step, mean reward, KL, tokens/s, ETA), writes ``results.json``
-  with the reward curve, and saves the adapter every ``save_every`` steps (resumable: a run restarts from the
-  last saved step of ``out``).
-- ``load_adapter(loaded, folder)``: the saved adapter back on the base model.
+- ``train_tasks(loaded, tasks, steps, group, ...)``: per step one task of :mod:`toolkit.rl.envs`, ``group``
+  episodes rolled out together (:func:`envs.rollout_group` with the batched :class:`toolkit.rl.policy.Sampler`;
+  the tools run for real), one reward per episode, its group-relative advantage spread over every token the model
+  wrote in the episode: the episode is rendered again and labelled as SFT labels it, so tool results, user turns
+  and headers get no gradient (:func:`grpo.trained_logps`).
+- ``train(loaded, prompts, reward_fn, steps, group, ...)``: the same update on bare token ids with a reward on the
+  completion's ids (a toy task: the smoke test, a first look in notebook 12).
+- Both: one update (:func:`update`, the loss of :mod:`grpo` with one iteration per batch, so the old
+  log-probabilities are the current ones detached, as TRL's default); a group whose rewards are all equal teaches
+  nothing and skips the backward pass; LoRA on the upper layers only, placed as the kit's SFT places it
+  (:func:`toolkit.sft.lora.attach`); a progress line (step, mean reward, KL, tokens/s, ETA); ``results.json``
+  with the reward curve and the adapter saved every ``save_every`` steps under ``out``; a rerun with the same
+  settings resumes from the last save (more ``steps`` than before extend a run).
+- ``load_adapter(loaded, folder)``: a saved adapter back on the base model.
 
 What it leaves out
-- Multi-turn episodes with tool results inside the trained sequence (their mask is :func:`grpo.token_mask`; the
-  loop here trains single completions), a reference model (``beta=0``, TRL's default), batching across prompts.
+- A reference model (``beta=0``, TRL's default), several optimizer iterations per batch, batching across tasks.
+- The sampled ids themselves: an episode is trained on its rendering, whose ids can differ from the sampled ones
+  where a tokenizer splits the same text another way (``toolkit.backends.drift`` counts how often).
 """
 
 from __future__ import annotations
@@ -21,37 +28,128 @@ import json
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from peft import LoraConfig, PeftModel, get_peft_model
+from peft import PeftModel
 
+from toolkit.models import template_for
+from toolkit.qwen import STOP_IDS
 from toolkit.rl import grpo
+from toolkit.rl.envs import BatchPolicy, Task, rollout_group
+from toolkit.rl.policy import Sampler
+from toolkit.sft.labels import IGNORE_INDEX, label
+from toolkit.sft.lora import LoraSettings
+from toolkit.sft.lora import attach as attach_sft
 
 
-def attach(model, r: int = 8, targets="all-linear"):
-    return get_peft_model(model, LoraConfig(r=r, lora_alpha=2 * r, target_modules=targets, lora_dropout=0.0))
+@dataclass
+class Row:
+    """A sequence to train on: its ids and SFT-style labels (the id where trained, -100 elsewhere)."""
+
+    ids: list[int]
+    labels: list[int]
 
 
-def _sample(model, prompt: list[int], group: int, max_new: int, temperature: float, eos: int | None):
-    ids = torch.tensor([prompt] * group)
-    with torch.no_grad():
-        out = model.generate(
-            input_ids=ids,
-            attention_mask=torch.ones_like(ids),
-            do_sample=True,
-            temperature=temperature,
-            top_k=0,
-            max_new_tokens=max_new,
-            pad_token_id=eos,
-            eos_token_id=eos,
-        )
-    comp = out[:, len(prompt) :]
-    mask = torch.ones_like(comp, dtype=torch.bool)
-    if eos is not None:  # tokens after the first stop token are padding
-        after = (comp == eos).int().cumsum(1) - (comp == eos).int()
-        mask = after == 0
-    return out, comp, mask
+def attach(model, rank: int = 8, first_layer: int | None = None):
+    """Fresh LoRA adapters on layers ``first_layer``.. (default: the upper half), everything else frozen."""
+    n = model.config.num_hidden_layers
+    first = n // 2 if first_layer is None else first_layer
+    return attach_sft(model, LoraSettings(rank=rank, alpha=2 * rank, first_layer=first, token_rows=()))
+
+
+def update(model, opt, rows, rewards: list[float], group: int, temperature: float) -> dict:
+    """One GRPO step on ``rows`` (consecutive groups of ``group``): returns loss, KL and trained tokens."""
+    adv = grpo.advantages(rewards, group)
+    if not any(abs(a) > 0 for a in adv):
+        return {"loss": 0.0, "kl": 0.0, "trained_tokens": 0, "advantages": adv}
+    model.train()
+    logps, mask = grpo.trained_logps(model, rows, temperature)
+    loss, kl = grpo.loss(logps, logps.detach(), torch.tensor(adv), mask)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return {"loss": float(loss.detach()), "kl": kl, "trained_tokens": int(mask.sum()), "advantages": adv}
+
+
+def _start(loaded, settings: dict, rank: int, first_layer: int | None, out, log):
+    results = {"model": loaded.description, "settings": settings, "steps": []}
+    if not isinstance(loaded.model, PeftModel):
+        loaded.model = attach(loaded.model, rank, first_layer)
+    start = 0
+    if out is not None and (Path(out) / "results.json").exists():
+        saved = json.loads((Path(out) / "results.json").read_text())
+        if saved.get("settings") == settings and saved.get("model") == loaded.description:
+            results = saved
+            load_adapter(loaded, Path(out) / "adapter")
+            start = len(results["steps"])
+            log(f"resuming at step {start}")
+        else:
+            log(f"{out}: saved by another model or other settings; starting over")
+    opt = torch.optim.AdamW([p for p in loaded.model.parameters() if p.requires_grad], lr=settings["lr"])
+    return results, start, opt
+
+
+def _log_step(results, row, start, steps, sampler, t0, log, out, save_every, model):
+    results["steps"].append(row)
+    secs = time.perf_counter() - t0
+    done, step = row["step"] - start, row["step"]
+    log(
+        f"step {step}/{steps}  {row.get('family', 'toy'):8s} mean reward {row['mean_reward']:+.3f}  "
+        f"KL {row['kl']:.4f}  {getattr(sampler, 'tokens', 0) / max(secs, 1e-9):.1f} tok/s  ETA {secs / done * (steps - step):.0f} s"
+    )
+    if out is not None and (step % save_every == 0 or step == steps):
+        save(results, Path(out), model)
+
+
+def train_tasks(
+    loaded,
+    tasks: list[Task],
+    steps: int = 20,
+    group: int = 4,
+    lr: float = 2e-4,
+    max_new: int = 96,
+    temperature: float = 1.0,
+    seed: int = 0,
+    rank: int = 8,
+    first_layer: int | None = None,
+    out: Path | None = None,
+    save_every: int = 5,
+    log: Callable[[str], None] = print,
+    policy: BatchPolicy | None = None,
+) -> dict:
+    """GRPO on episodes (see the module docstring). Returns (and saves under ``out``) the results. ``policy``: a
+    scripted batch policy in place of the model's own sampling (tests)."""
+    if group < 2:
+        raise ValueError(f"group must be at least 2 (advantages are relative to the group), not {group}")
+    if not tasks:
+        raise ValueError("no tasks to train on")
+    settings = {"group": group, "lr": lr, "max_new": max_new, "temperature": temperature}
+    settings |= {"seed": seed, "rank": rank, "first_layer": first_layer}
+    settings |= {"tasks": sorted({t.family for t in tasks}), "n_tasks": len(tasks)}
+    results, start, opt = _start(loaded, settings, rank, first_layer, out, log)
+    rng = random.Random(seed)
+    order = [rng.choice(tasks) for _ in range(steps)]  # fixed by the seed, so a resumed run sees the same tasks
+    sampler = policy or Sampler(loaded, max_new=max_new, temperature=temperature, seed=seed * 1_000_003 + start)
+    template = template_for(loaded)
+    torch.manual_seed(seed + start)
+    t0 = time.perf_counter()
+    for step in range(start, steps):
+        task = order[step]
+        ts = time.perf_counter()
+        episodes = rollout_group(sampler, [task] * group)
+        roll_s = time.perf_counter() - ts
+        rewards = [e.reward for e in episodes]
+        rows = [label(e.messages, task.tools, template, tokenizer=loaded.tokenizer) for e in episodes]
+        up = update(loaded.model, opt, rows, rewards, group, temperature)
+        row = {"step": step + 1, "family": task.family, "mean_reward": sum(rewards) / group, "rewards": rewards}
+        row |= {"met": sum(e.met for e in episodes), "calls": [len(e.results) for e in episodes]}
+        row |= {k: up[k] for k in ("loss", "kl", "trained_tokens")}
+        row |= {"sampled_tokens": getattr(sampler, "tokens", 0), "rollout_s": round(roll_s, 2)}
+        row["seconds"] = round(time.perf_counter() - t0, 2)
+        _log_step(results, row, start, steps, sampler, t0, log, out, save_every, loaded.model)
+    return results
 
 
 def train(
@@ -64,58 +162,37 @@ def train(
     max_new: int = 32,
     temperature: float = 1.0,
     seed: int = 0,
+    rank: int = 8,
+    first_layer: int | None = None,
     out: Path | None = None,
     save_every: int = 5,
     log: Callable[[str], None] = print,
 ) -> dict:
-    """Run GRPO for ``steps`` steps; returns (and saves under ``out``) the results with the reward curve."""
-    torch.manual_seed(seed)
+    """GRPO on token ids with ``reward_fn(completion_ids) -> float`` (stop token left out)."""
+    if group < 2:
+        raise ValueError(f"group must be at least 2 (advantages are relative to the group), not {group}")
+    settings = {"group": group, "lr": lr, "max_new": max_new, "temperature": temperature}
+    settings |= {"seed": seed, "rank": rank, "first_layer": first_layer, "prompts": len(prompts)}
+    results, start, opt = _start(loaded, settings, rank, first_layer, out, log)
     rng = random.Random(seed)
-    model = loaded.model if isinstance(loaded.model, PeftModel) else attach(loaded.model)
-    loaded.model = model
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
-    results = {"steps": [], "seed": seed, "group": group, "lr": lr, "max_new": max_new, "model": loaded.name}
-    start = 0
-    if out is not None and (Path(out) / "results.json").exists():
-        results = json.loads((Path(out) / "results.json").read_text())
-        start = len(results["steps"])
-        load_adapter(loaded, Path(out) / "adapter")
-        model = loaded.model
-        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
-        rng = random.Random(seed + start)
-        torch.manual_seed(seed + start)
-        log(f"resuming at step {start}")
-    eos = getattr(loaded.tokenizer, "eos_token_id", None)
+    order = [rng.randrange(len(prompts)) for _ in range(steps)]
+    sampler = Sampler(loaded, max_new=max_new, temperature=temperature, seed=seed * 1_000_003 + start)
+    torch.manual_seed(seed + start)
     t0 = time.perf_counter()
     for step in range(start, steps):
-        prompt = rng.choice(prompts)
-        model.eval()
-        full, comp, mask = _sample(model, prompt, group, max_new, temperature, eos)
-        rewards = [reward_fn([t for t, m in zip(c.tolist(), k.tolist()) if m]) for c, k in zip(comp, mask)]
-        adv = torch.tensor(grpo.advantages(rewards, group), dtype=torch.float32)
-        model.train()
-        logps = grpo.sequence_logps(model, full, temperature)[:, len(prompt) - 1 :]
-        value, kl = grpo.loss(logps, logps.detach(), adv, mask)
-        opt.zero_grad()
-        value.backward()
-        opt.step()
-        n_tok = int(mask.sum())
-        secs = time.perf_counter() - t0
-        done = step + 1 - start
-        row = {"step": step + 1, "mean_reward": sum(rewards) / len(rewards), "kl": kl, "loss": float(value)}
-        row |= {"tokens": n_tok, "seconds": round(secs, 2)}
-        results["steps"].append(row)
-        eta = secs / done * (steps - step - 1)
-        log(
-            f"step {step + 1}/{steps}  mean reward {row['mean_reward']:.3f}  KL {kl:.4f}  "
-            f"{sum(r['tokens'] for r in results['steps'][start:]) / secs:.1f} tok/s  ETA {eta:.0f} s"
-        )
-        if out is not None and ((step + 1) % save_every == 0 or step + 1 == steps):
-            save(model, Path(out), results)
+        prompt = list(prompts[order[step]])
+        gens = sampler.sample([prompt] * group)
+        rewards = [float(reward_fn([i for i in g.new_ids if i not in STOP_IDS])) for g in gens]
+        rows = [Row(prompt + g.new_ids, [IGNORE_INDEX] * len(prompt) + list(g.new_ids)) for g in gens]
+        up = update(loaded.model, opt, rows, rewards, group, temperature)
+        row = {"step": step + 1, "mean_reward": sum(rewards) / group, "rewards": rewards}
+        row |= {k: up[k] for k in ("loss", "kl", "trained_tokens")} | {"sampled_tokens": sampler.tokens}
+        row["seconds"] = round(time.perf_counter() - t0, 2)
+        _log_step(results, row, start, steps, sampler, t0, log, out, save_every, loaded.model)
     return results
 
 
-def save(model, out: Path, results: dict) -> None:
+def save(results: dict, out: Path, model) -> None:
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out / "adapter")
     (out / "results.json").write_text(json.dumps(results, indent=1))
@@ -123,8 +200,6 @@ def save(model, out: Path, results: dict) -> None:
 
 def load_adapter(loaded, folder: Path):
     """Put the adapter saved in ``folder`` on ``loaded``'s base model (trainable, to continue a run)."""
-    base = loaded.model.get_base_model() if isinstance(loaded.model, PeftModel) else loaded.model
-    if isinstance(loaded.model, PeftModel):
-        base = loaded.model.unload()
+    base = loaded.model.unload() if isinstance(loaded.model, PeftModel) else loaded.model
     loaded.model = PeftModel.from_pretrained(base, folder, is_trainable=True)
     return loaded

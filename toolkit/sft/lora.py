@@ -118,21 +118,18 @@ def _padded(rows: list[Labelled], start: int, dev):
     return ids, labels, attn
 
 
-def group_loss(model, rows: list[Labelled], share_prefix: bool = True, head_at_trained_only: bool = True):
-    """Mean next-token cross-entropy over the trained tokens of ``rows``; also returns (tokens run, trained).
-
-    With ``share_prefix`` the rows' common prefix (system prompt + tool list) runs once; the rest runs in chunks
-    of similar length (little padding), each on a copy of the prefix's keys/values. Gradients flow through the
-    prefix from every chunk, so the numbers are those of running every row in full."""
+def group_pieces(model, rows: list[Labelled], share_prefix: bool = True):
+    """The forward pass behind :func:`group_loss`: ``(pieces, ran)`` with pieces ``(row indices, hidden, labels)``,
+    where ``hidden[j, t]`` predicts ``labels[j, t]`` of row ``indices[j]`` (the reinforcement-learning loss reads
+    the same pieces for per-token log-probabilities)."""
     import torch  # lazy: heavy
-    import torch.nn.functional as F  # lazy: heavy
     from transformers import DynamicCache  # lazy: heavy
 
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     body, head = base.model, base.lm_head
     dev = head.weight.device
     n = common_prefix(rows) if share_prefix and len(rows) > 1 else 0
-    pieces = []  # (hidden states whose next token is labelled, those labels)
+    pieces = []
     if n >= 2:
         pre = body(input_ids=torch.tensor([rows[0].ids[:n]], device=dev), use_cache=True)
         kv = [(layer.keys, layer.values) for layer in pre.cache.layers]
@@ -146,15 +143,29 @@ def group_loss(model, rows: list[Labelled], share_prefix: bool = True, head_at_t
             full_attn = torch.cat([torch.ones((len(sub), n), dtype=torch.long, device=dev), attn], 1)
             rest = body(input_ids=ids, attention_mask=full_attn, cache=cache, use_cache=True).last_hidden_state
             hidden = torch.cat([last.expand(len(sub), -1, -1), rest[:, :-1]], 1)  # position n-1 predicts token n
-            pieces.append((hidden, labels))
+            pieces.append((chunk, hidden, labels))
         ran = n + sum(len(r.ids) - n for r in rows)
     else:
         ids, labels, attn = _padded(rows, 0, dev)
         hidden = body(input_ids=ids, attention_mask=attn).last_hidden_state
-        pieces.append((hidden[:, :-1], labels[:, 1:]))
+        pieces.append((list(range(len(rows))), hidden[:, :-1], labels[:, 1:]))
         ran = sum(len(r.ids) for r in rows)
+    return pieces, ran
+
+
+def group_loss(model, rows: list[Labelled], share_prefix: bool = True, head_at_trained_only: bool = True):
+    """Mean next-token cross-entropy over the trained tokens of ``rows``; also returns (tokens run, trained).
+
+    With ``share_prefix`` the rows' common prefix (system prompt + tool list) runs once; the rest runs in chunks
+    of similar length (little padding), each on a copy of the prefix's keys/values. Gradients flow through the
+    prefix from every chunk, so the numbers are those of running every row in full."""
+    import torch.nn.functional as F  # lazy: heavy
+
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    head = base.lm_head
+    pieces, ran = group_pieces(model, rows, share_prefix)
     total, count = 0.0, 0
-    for hidden, target in pieces:
+    for _, hidden, target in pieces:
         keep = target != IGNORE_INDEX
         logits = head(hidden[keep]) if head_at_trained_only else head(hidden)[keep]
         total = total + F.cross_entropy(logits.float(), target[keep], reduction="sum")

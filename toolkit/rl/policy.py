@@ -1,0 +1,60 @@
+"""The policy a rollout samples from: the loaded model (adapters included) writing several turns at once.
+
+What it does
+- :class:`Sampler` ``(loaded, max_new, temperature, template)``: called with a batch of ``(messages, tools)`` it
+  renders each with the chat template (generation prompt on), samples each continuation with the kit's one
+  decode loop (:meth:`toolkit.backends.hf.HFBackend.generate_batch`: the rows' shared prefix — system prompt and
+  tool list — prefilled once, then one forward per step for all rows) and returns the texts up to the stop token.
+  Every call draws from a fresh seed (``seed``, ``seed + 1``, ...), so a group's rows differ and a run repeats.
+  ``tokens`` counts the new tokens sampled so far (the trainer's tokens/s); ``sample(prompts)`` is the same on
+  token ids, returning the generations.
+
+What it leaves out
+- A serving engine (vLLM) as the sampler: the trainer's weights change every step, and this CPU has no fast way to
+  hand them to a server process (``benchmarks/rl.py`` reports what the rollouts cost).
+- Grammar masks: the policy is judged on what it writes by itself.
+"""
+
+from __future__ import annotations
+
+from toolkit.backends.hf import HFBackend
+from toolkit.models import template_for
+from toolkit.qwen import STOP_IDS
+from toolkit.render import render
+
+
+class Sampler:
+    def __init__(self, loaded, max_new: int = 96, temperature: float = 1.0, template: str | None = None, seed: int = 0):
+        if temperature <= 0:
+            raise ValueError(f"temperature must be > 0 for sampling, not {temperature}")
+        self.loaded, self.max_new, self.temperature = loaded, max_new, temperature
+        self.template = template or template_for(loaded)
+        self.seed, self.tokens, self.calls = seed, 0, 0
+
+    def _model(self):
+        m = self.loaded.model  # a peft model decodes through its base with the adapters in place
+        return m.get_base_model() if hasattr(m, "get_base_model") else m
+
+    def sample(self, prompts: list[list[int]]):
+        """One :class:`toolkit.backends.base.Generation` per prompt (token ids), sampled together."""
+        model = self._model()
+        was_training = model.training
+        model.eval()
+        try:
+            gens = HFBackend(model, reuse=False).generate_batch(
+                prompts,
+                max_new_tokens=self.max_new,
+                stop_ids=STOP_IDS,
+                temperature=self.temperature,
+                seed=self.seed + self.calls,
+            )
+        finally:
+            model.train(was_training)
+        self.calls += 1
+        self.tokens += sum(len(g.new_ids) for g in gens)
+        return gens
+
+    def __call__(self, batch: list[tuple[list[dict], list[dict]]]) -> list[str]:
+        tok = self.loaded.tokenizer
+        gens = self.sample([render(m, t, self.template, tokenizer=tok).ids for m, t in batch])
+        return [tok.decode([i for i in g.new_ids if i not in STOP_IDS], skip_special_tokens=False) for g in gens]
