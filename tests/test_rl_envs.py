@@ -3,6 +3,8 @@
 import json
 import re
 
+import pytest
+
 from toolkit.eval.questions import questions
 from toolkit.rl import envs
 
@@ -94,3 +96,11 @@ def test_a_calc_task_is_met_by_the_calculator_result_only():
     seq = iter([_call("calculator", expression=f"{x}*{y}-{z}"), f"The result is {t.truth['value']:g}."])
     assert envs.rollout(lambda m, s: next(seq), t).reward == 1.0
     assert envs.rollout(lambda m, s: f"The result is {t.truth['value']:g}.", t).reward == 0.0  # no tool: not met
+
+
+def test_tasks_by_family_name():
+    assert {t.family for t in envs.tasks("multi", 0, 12)} == {"warmer", "calc"}
+    assert {t.family for t in envs.tasks("all", 0, 12)} == {"call", "decline", "warmer", "calc"}
+
+    with pytest.raises(ValueError, match="unknown task family"):
+        envs.tasks("nosuch")

@@ -25,6 +25,7 @@ COMMANDS = {
         "toolkit.commands.train",
         "fine-tune the stand-in with and without the SFT loss mask; compare what each learned",
     ),
+    "rl": ("toolkit.commands.rl", "learn from a verifiable reward (GRPO) on the kit's tool environments"),
 }
 
 

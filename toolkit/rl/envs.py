@@ -8,6 +8,7 @@ What it does
 - :func:`multi_tasks`: multi-turn tasks on the kit's own tools — which of two cities is warmer (two look-ups), and
   an arithmetic result (one calculator call). Their truth comes from the real tools; the phrasings are this
   module's own and the city pairs avoid those of the loop questions (:data:`LOOP_PAIRS`; a test checks both).
+- :func:`tasks(family, seed, n)`: one family's tasks by name (``call``, ``decline``, ``multi``, ``all``).
 - :func:`rollout(policy, task)`: runs ``policy(messages, tools) -> text`` turn by turn; every ``<tool_call>`` is
   parsed by the kit's parser and executed by the host loop's executor (:func:`toolkit.loop.execute.execute`), its
   result appended as a ``role="tool"`` message; returns an :class:`Episode` with the reward of
@@ -116,6 +117,23 @@ def multi_tasks(seed: int = 0, n: int = 8) -> list[Task]:
             q = rng.choice(CALC_Q).format(x=x, y=y, z=z)
             tasks.append(Task("calc", [{"role": "user", "content": q}], tools, truth={"value": value, "needed": 1}))
     return tasks
+
+
+FAMILIES = ("call", "decline", "multi", "all")
+
+
+def tasks(family: str, seed: int = 0, n: int = 8) -> list[Task]:
+    """The tasks of one family (``multi``: warmer-of-two and calculator; ``all``: every family) under ``seed``."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown task family {family!r}; known: {', '.join(FAMILIES)}")
+    out = []
+    if family in ("call", "all"):
+        out += call_tasks(seed, n)
+    if family in ("decline", "all"):
+        out += decline_tasks(seed, n)
+    if family in ("multi", "all"):
+        out += multi_tasks(seed, n)
+    return out
 
 
 def met(task: Task, answer: str, results: list[CallResult]) -> bool:

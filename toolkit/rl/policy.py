@@ -5,7 +5,7 @@ What it does
   renders each with the chat template (generation prompt on), samples each continuation with the kit's one
   decode loop (:meth:`toolkit.backends.hf.HFBackend.generate_batch`: the rows' shared prefix — system prompt and
   tool list — prefilled once, then one forward per step for all rows) and returns the texts up to the stop token.
-  Every call draws from a fresh seed (``seed``, ``seed + 1``, ...), so a group's rows differ and a run repeats.
+  ``temperature=0`` decodes greedily (an evaluation). Every call draws from a fresh seed (``seed``, ``seed + 1``, ...), so a group's rows differ and a run repeats.
   ``tokens`` counts the new tokens sampled so far (the trainer's tokens/s); ``sample(prompts)`` is the same on
   token ids, returning the generations.
 
@@ -25,8 +25,8 @@ from toolkit.render import render
 
 class Sampler:
     def __init__(self, loaded, max_new: int = 96, temperature: float = 1.0, template: str | None = None, seed: int = 0):
-        if temperature <= 0:
-            raise ValueError(f"temperature must be > 0 for sampling, not {temperature}")
+        if not temperature >= 0:
+            raise ValueError(f"temperature must be >= 0 (0: greedy), not {temperature}")
         self.loaded, self.max_new, self.temperature = loaded, max_new, temperature
         self.template = template or template_for(loaded)
         self.seed, self.tokens, self.calls = seed, 0, 0

@@ -125,6 +125,8 @@ def train_tasks(
         raise ValueError(f"group must be at least 2 (advantages are relative to the group), not {group}")
     if not tasks:
         raise ValueError("no tasks to train on")
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0: GRPO learns from the spread of sampled episodes, not {temperature}")
     settings = {"group": group, "lr": lr, "max_new": max_new, "temperature": temperature}
     settings |= {"seed": seed, "rank": rank, "first_layer": first_layer}
     settings |= {"tasks": sorted({t.family for t in tasks}), "n_tasks": len(tasks)}

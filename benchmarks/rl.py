@@ -1,0 +1,154 @@
+"""§14.5.7, learning from reward, measured: a GRPO run on the real offline model, and the policy before and after.
+
+Two sections, both resumable, both saved under ``benchmarks/results/rl/`` with date, machine, model and commit:
+
+  nice python benchmarks/rl.py train --start lora --family multi --steps 30 --group 4
+      GRPO (``toolkit.rl.train.train_tasks``) from the shipped SFT adapter (``--start lora``) or the base model
+      (``--start base``) on one task family; the adapter goes to the cache, the reward curve to
+      ``train_<start>_<family>.json``. A killed run continues from its last save.
+  nice python benchmarks/rl.py eval --start lora --family multi [--rl] --n 24
+      Greedy episodes on held-out tasks (seeds the training never draws) before and, with ``--rl``, after the
+      run: mean reward, tasks met, calls per task, failed and unneeded calls; ``eval_<start>_<family>.json``.
+
+Leaves out: BFCL and the loop questions before/after (``benchmarks/bfcl.py --model DIR``-style runs of the RL
+adapter are not wired yet), a vLLM sampler (the weights change every step; see ``toolkit.rl.policy``), any timed
+assert. The stand-in is refused: a random-weight model earns no reward to learn from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from toolkit import cliargs  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results" / "rl"
+STARTS = {"lora": "qwen2.5-coder-0.5b+lora", "base": "qwen2.5-coder-0.5b"}
+EVAL_SEED = 1_000  # held out: training draws its tasks with seed 0.. of toolkit.rl.envs (SEED_BASE + seed)
+
+
+def _adapter_dir(start: str, family: str) -> Path:
+    from toolkit.paths import cache_dir
+
+    return cache_dir() / "rl" / f"bench-{start}-{family}"
+
+
+def _load(start: str, threads: int):
+    import torch
+
+    from toolkit.models import load
+
+    torch.set_num_threads(threads)
+    loaded = load(STARTS[start], dtype="float32", quiet=True)
+    if not loaded.semantic:
+        raise SystemExit("the real offline model is not installed: this benchmark needs it (make real-model)")
+    return loaded
+
+
+def train(a) -> int:
+    from toolkit.eval.report import meta
+    from toolkit.rl.envs import tasks as tasks_for
+    from toolkit.rl.train import train_tasks
+
+    loaded = _load(a.start, a.threads)
+    tasks = tasks_for(a.family, 0, a.tasks)
+    out = _adapter_dir(a.start, a.family)
+    print(f"model: {loaded.description}\n{a.family}: {len(tasks)} tasks, adapter -> {out}", flush=True)
+    res = train_tasks(loaded, tasks, steps=a.steps, group=a.group, lr=a.lr, max_new=a.max_new, seed=a.seed, out=out)
+    doc = meta(loaded.description, ROOT, section="train", start=a.start, family=a.family, adapter=str(out)) | res
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"train_{a.start}_{a.family}.json"
+    path.write_text(json.dumps(doc, indent=1, ensure_ascii=False))
+    curve = [s["mean_reward"] for s in res["steps"]]
+    k = max(1, len(curve) // 4)
+    print(f"mean reward {sum(curve[:k]) / k:+.3f} (first {k}) -> {sum(curve[-k:]) / k:+.3f} (last {k}); -> {path}")
+    return 0
+
+
+def evaluate(loaded, tasks, max_new: int) -> dict:
+    """Greedy episodes, one per task, in batches of tasks sharing nothing but the policy."""
+    from toolkit.rl.envs import rollout_group
+    from toolkit.rl.policy import Sampler
+
+    sampler = Sampler(loaded, max_new=max_new, temperature=0.0)
+    rows, t0 = [], time.perf_counter()
+    for i in range(0, len(tasks), 4):
+        for e in rollout_group(sampler, tasks[i : i + 4]):
+            failed = sum(not r.ok for r in e.results)
+            rows.append(
+                {
+                    "family": e.task.family,
+                    "question": e.task.question,
+                    "reward": e.reward,
+                    "met": e.met,
+                    "calls": len(e.results),
+                    "failed_calls": failed,
+                    "unneeded_calls": max(0, len(e.results) - e.task.truth.get("needed", len(e.task.want))),
+                    "answer": e.answer[:300],
+                }
+            )
+    n = len(rows)
+    summary = {
+        "n": n,
+        "mean_reward": round(sum(r["reward"] for r in rows) / n, 4),
+        "met": sum(r["met"] for r in rows),
+        "calls_per_task": round(sum(r["calls"] for r in rows) / n, 3),
+        "failed_calls": sum(r["failed_calls"] for r in rows),
+        "unneeded_calls": sum(r["unneeded_calls"] for r in rows),
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+    return {"summary": summary, "rows": rows}
+
+
+def eval_(a) -> int:
+    from toolkit.eval.report import load_results, meta
+    from toolkit.rl.envs import tasks as tasks_for
+    from toolkit.rl.train import load_adapter
+
+    loaded = _load(a.start, a.threads)
+    tasks = tasks_for(a.family, EVAL_SEED, a.n)[: a.n]
+    path = OUT / f"eval_{a.start}_{a.family}.json"
+    doc = load_results(path) or meta(loaded.description, ROOT, section="eval", start=a.start, family=a.family)
+    which = "after" if a.rl else "before"
+    if a.rl:
+        folder = _adapter_dir(a.start, a.family) / "adapter"
+        if not (folder / "adapter_config.json").exists():
+            print(f"no RL adapter at {folder}: run `benchmarks/rl.py train --start {a.start} --family {a.family}`")
+            return 2
+        load_adapter(loaded, folder)
+        loaded.model.eval()
+    print(f"model: {loaded.description} ({which} RL)\n{len(tasks)} held-out {a.family} tasks", flush=True)
+    doc[which] = evaluate(loaded, tasks, a.max_new) | {"commit": meta("", ROOT)["commit"]}
+    OUT.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1, ensure_ascii=False))
+    for k in ("before", "after"):
+        if k in doc:
+            print(f"{k:6s} " + "  ".join(f"{n} {v}" for n, v in doc[k]["summary"].items()))
+    print(f"-> {path}")
+    return 0
+
+
+def main(argv=None) -> int:
+    p = cliargs.Parser(description=__doc__.split("\n")[0])
+    p.add_argument("section", choices=["train", "eval"])
+    p.add_argument("--start", choices=list(STARTS), default="lora")
+    p.add_argument("--family", choices=["call", "decline", "multi", "all"], default="multi")
+    p.add_argument("--steps", type=cliargs.count(1, 10_000), default=30)
+    p.add_argument("--group", type=cliargs.count(2, 64), default=4)
+    p.add_argument("--tasks", type=cliargs.count(1, 10_000), default=16)
+    p.add_argument("--lr", type=cliargs.number(0.0, 1.0, lo_open=True), default=2e-4)
+    p.add_argument("--max-new", type=cliargs.count(1, 1024), default=96)
+    p.add_argument("--seed", type=cliargs.count(0, 2**31 - 1), default=0)
+    p.add_argument("--n", type=cliargs.count(1, 1_000), default=24, help="eval: held-out tasks")
+    p.add_argument("--rl", action="store_true", help="eval: with the RL adapter (else the starting model)")
+    p.add_argument("--threads", type=cliargs.count(1, 1024), default=2)
+    a = p.parse_args(argv)
+    return train(a) if a.section == "train" else eval_(a)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
