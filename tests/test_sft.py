@@ -250,6 +250,18 @@ def test_mask_view_is_a_thin_view_over_plain_data():
     assert view.data.title == "no tool" and 'data-trained="0"' not in view.html.value
 
 
+def test_the_mask_view_lays_an_rl_advantage_over_the_trained_tokens_only():
+    from toolkit.widgets.mask import MaskData, mask_html
+
+    ex = label(MULTI, TOOLS, "qwen3")
+    up, down = (mask_html(MaskData.from_labelled(ex, "x", advantage=a)) for a in (1.5, -1.5))
+    n = sum(ex.trained)
+    assert up.count("advantage=+1.500") == n and down.count("advantage=-1.500") == n
+    green, red = "background:#4ca264", "background:#d7413e"  # |a| = 1.5 of 2: three quarters pale to deep
+    assert up.count(green) == n and down.count(red) == n and red not in up
+    assert "every trained token carries the advantage +1.500" in up
+
+
 def test_shared_prefix_gives_the_same_loss_and_gradients():
     import torch
 

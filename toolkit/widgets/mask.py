@@ -1,7 +1,8 @@
 """Mask view: every token of a training trajectory, coloured by whether the loss trains on it.
 
 ``MaskData.from_labelled(ex)`` is the plain data (one row per token: id, text, segment, label, trained);
-``mask_html(data)`` draws it as HTML (trained tokens solid green, masked ones pale grey, a bottom border
+``mask_html(data)`` draws it as HTML (trained tokens solid green — or, with an RL ``advantage``, green for a positive
+and red for a negative one, deeper the larger it is — masked ones pale grey, a bottom border
 in the token's segment colour, hover shows index, id, segment and label); ``MaskView(examples)`` is an
 ipywidgets box with a trajectory picker and a with/without-mask toggle. Tests read ``MaskView.data`` and
 ``mask_html`` output without a browser.
@@ -29,15 +30,18 @@ class MaskData:
     template: str
     masked: bool  # False: the no-mask baseline (every token is a target)
     rows: list[dict] = field(default_factory=list)
+    advantage: float | None = None  # reinforcement learning: the one advantage every trained token carries
 
     @classmethod
-    def from_labelled(cls, ex: Labelled, title: str = "", masked: bool = True) -> MaskData:
+    def from_labelled(
+        cls, ex: Labelled, title: str = "", masked: bool = True, advantage: float | None = None
+    ) -> MaskData:
         labels = ex.labels if masked else ex.unmasked_labels()
         rows = [
             dict(index=t.index, id=t.id, text=t.text, segment=t.segment, label=lab, trained=lab != IGNORE_INDEX)
             for t, lab in zip(ex.rendering.tokens, labels)
         ]
-        return cls(title, ex.template, masked, rows)
+        return cls(title, ex.template, masked, rows, advantage)
 
     def summary(self) -> dict:
         """Token totals and, per segment, how many are trained / masked."""
@@ -49,11 +53,23 @@ class MaskData:
         return dict(tokens=len(self.rows), trained=n_trained, masked=len(self.rows) - n_trained, segments=seg)
 
 
-def _chip(r: dict) -> str:
+def _advantage_colour(a: float) -> str:
+    """Green for a positive advantage, red for a negative one, paler the nearer it is to 0 (full at |a| >= 2)."""
+    k = min(1.0, abs(a) / 2)
+    hi, lo = ((35, 139, 69), (199, 233, 192)) if a >= 0 else ((203, 24, 29), (252, 187, 161))
+    return "#" + "".join(f"{round(lo[i] + (hi[i] - lo[i]) * k):02x}" for i in range(3))
+
+
+def _chip(r: dict, advantage: float | None = None) -> str:
     shown = html.escape(r["text"]).replace("\n", "\u21b5<br>")
-    tip = html.escape(f"#{r['index']} id={r['id']} {r['text']!r} segment={r['segment']} label={r['label']}", quote=True)
+    tip = f"#{r['index']} id={r['id']} {r['text']!r} segment={r['segment']} label={r['label']}"
+    if advantage is not None and r["trained"]:
+        tip += f" advantage={advantage:+.3f}"
+    tip = html.escape(tip, quote=True)
     seg = COLOURS.get(r["segment"], "#999")
-    if r["trained"]:
+    if r["trained"] and advantage is not None:
+        style = f"background:{_advantage_colour(advantage)};color:{'#fff' if abs(advantage) > 1 else '#222'};"
+    elif r["trained"]:
         style = f"background:{TRAINED};color:#fff;"
     else:
         style = f"background:{MASKED};color:#777;"
@@ -85,7 +101,9 @@ def mask_html(data: MaskData) -> str:
         f"{'with the mask' if data.masked else 'WITHOUT the mask: every token is a target'}] "
         f"{s['tokens']} tokens: {s['trained']} trained, {s['masked']} masked"
     )
-    body = "".join(_chip(r) for r in data.rows)
+    if data.advantage is not None:
+        head += f"; every trained token carries the advantage {data.advantage:+.3f}"
+    body = "".join(_chip(r, data.advantage) for r in data.rows)
     return (
         f'<div style="font-family:monospace;font-size:12px">{head}</div>{legend_html()}'
         f'<div style="font-family:monospace;font-size:12px;line-height:1.9;white-space:normal">{body}</div>'

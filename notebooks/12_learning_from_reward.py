@@ -1,0 +1,231 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: -all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 12 · Learning from reward: rollouts, one reward per trajectory, credit over the model's own tokens
+#
+# §14.5.7 names two ways a model learns to call tools. Notebook 11 showed the first, imitation: supervised
+# fine-tuning on conversations the kit wrote, with the tool results masked out of the loss. The second is
+# reinforcement learning in an environment whose outcome a program can check: the model tries, the host runs its
+# calls for real, and a rule says whether the task got done. Nobody tells the model *which* of its tokens were
+# good; one number arrives at the end of the whole trajectory, and the hard part the chapter names — credit
+# assignment — is deciding what that number says about each token.
+#
+# The kit's version (`toolkit.rl`) is GRPO, the method of DeepSeekMath and of TRL's `GRPOTrainer`: sample a
+# *group* of trajectories for the same task, score each, and use each one's reward relative to its group's as
+# the signal for every token it wrote. Its loss equals TRL's on a fixed batch (`tests/test_rl_trl.py`).
+
+# %%
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import json
+
+import pandas as pd
+import plotly.graph_objects as go
+import torch
+from IPython.display import HTML, Markdown, display
+
+from toolkit.models import FULL_MODEL_BYTES, REAL_LORA, load
+from toolkit.paths import saved_json
+from toolkit.rl import envs, grpo
+from toolkit.rl.policy import Sampler
+from toolkit.sft.labels import label
+from toolkit.small import memory_available
+from toolkit.widgets.mask import MaskData, mask_html
+
+torch.set_num_threads(2)
+torch.manual_seed(0)
+loaded = load("auto")
+print("model:", loaded.description)
+REAL = loaded.semantic
+
+# %% [markdown]
+# ## 1 · An environment and one rollout
+#
+# A task from `toolkit.rl.envs`: which of two cities is warmer, on the kit's own weather tool. The truth comes
+# from the tool itself; the city pairs never repeat the loop questions' (a test checks). The policy is the model,
+# sampling at temperature 1; every `<tool_call>` it writes is parsed by the kit's parser and run by the host
+# loop's executor, its result appended as a `role="tool"` message, until the model answers in text.
+
+# %%
+task = next(t for t in envs.multi_tasks(seed=3, n=12) if t.family == "warmer")
+sampler = Sampler(loaded, max_new=96, temperature=1.0, seed=0)
+print("task:", task.question)
+print("truth:", task.truth)
+episode = envs.rollout_group(sampler, [task])[0]
+for m in episode.messages:
+    print(f"[{m['role']}]", m.get("content") or json.dumps(m.get("tool_calls"), ensure_ascii=False))
+print(f"\nreward {episode.reward:+.2f}   met: {episode.met}   calls run: {len(episode.results)}")
+
+# %% [markdown]
+# The reward is a rule (`toolkit.rl.reward.outcome_reward`): 1 when the host's strict check says the answer names
+# the warmer city with its looked-up temperature and both cities were actually looked up; minus a cost for each
+# failed, repeated or unneeded call. Gaming it earns nothing — listing many numbers, calling every tool, an empty
+# answer, or a call written as prose all score 0 or less (`tests/test_rl_reward.py`, `tests/test_rl_envs.py`).
+
+# %% [markdown]
+# ## 2 · A group, and each member's advantage
+#
+# GRPO samples several trajectories of the same task and compares them with each other: a member's advantage is
+# its reward minus the group's mean, divided by the group's spread. A group whose members all scored the same
+# teaches nothing — its advantages are all zero.
+
+# %%
+GROUP = 4
+group = envs.rollout_group(sampler, [task] * GROUP)
+adv = grpo.advantages([e.reward for e in group], GROUP)
+table = pd.DataFrame(
+    [
+        {
+            "member": i,
+            "calls": ", ".join(f"{r.name}({r.arguments.get('city', '')})" for r in e.results) or "—",
+            "answer": e.answer[:90],
+            "reward": e.reward,
+            "advantage": round(a, 3),
+        }
+        for i, (e, a) in enumerate(zip(group, adv))
+    ]
+)
+display(table)
+spread = any(abs(a) > 0 for a in adv)
+display(
+    Markdown(
+        f"Rewards {[e.reward for e in group]}: "
+        + (
+            "they differ, so this group would move the model."
+            if spread
+            else "all equal, so this group teaches nothing (every advantage is 0)."
+        )
+    )
+)
+
+# %% [markdown]
+# ## 3 · The advantage laid over the tokens
+#
+# Each trajectory is rendered again with the chat template and labelled exactly as the SFT loss labels it
+# (`toolkit.sft.labels`): the tokens the model wrote carry the trajectory's advantage; the system prompt, the
+# tool list, the user's question and every tool result are masked — the environment spoke them, and they get no
+# gradient. Green: a positive advantage pushed up; red: a negative one pushed down; grey: masked.
+
+# %%
+order = sorted(range(GROUP), key=lambda i: adv[i])
+shown = [order[-1], order[0]] if spread else [order[0]]
+for i in shown:
+    lab = label(group[i].messages, task.tools, sampler.template, tokenizer=loaded.tokenizer)
+    data = MaskData.from_labelled(lab, f"member {i}: reward {group[i].reward:+.2f}", advantage=adv[i])
+    display(HTML(mask_html(data)))
+s = data.summary()
+env_tokens = sum(v["masked"] for k, v in s["segments"].items() if k == "tool_response")
+display(
+    Markdown(
+        f"In the last trajectory shown, {s['trained']} of {s['tokens']} tokens are the model's own and share its "
+        f"one advantage; {s['masked']} are masked, {env_tokens} of them the tools' results."
+    )
+)
+
+# %% [markdown]
+# ## 4 · The saved run: the reward over the steps
+#
+# `python benchmarks/rl.py train --start lora --family multi` ran GRPO from the shipped SFT adapter on this
+# machine's CPU. Each point is one step's mean reward over its group (one task per step, so the curve is noisy);
+# the line is the running mean.
+
+# %%
+run = saved_json("rl/train_lora_multi.json")
+if run is None:
+    print("no saved run in this checkout: `python benchmarks/rl.py train --start lora --family multi` makes one")
+if run:
+    steps = pd.DataFrame(run["steps"])
+    steps["running mean"] = steps["mean_reward"].expanding().mean()
+    fig = go.Figure(
+        [
+            go.Scatter(x=steps["step"], y=steps["mean_reward"], mode="markers", name="step's mean reward"),
+            go.Scatter(x=steps["step"], y=steps["running mean"], mode="lines", name="running mean"),
+        ],
+        layout=dict(title=f"GRPO on {run['family']} tasks", xaxis_title="step", yaxis_title="reward", height=340),
+    )
+    fig.show()
+    k = max(1, len(steps) // 4)
+    display(
+        Markdown(
+            f"{run['model']}; {len(steps)} steps of {run['settings']['group']} rollouts in "
+            f"{steps['seconds'].iloc[-1] / 60:.0f} min ({run['machine']}). Mean reward "
+            f"{steps['mean_reward'].head(k).mean():+.3f} over the first {k} steps, "
+            f"{steps['mean_reward'].tail(k).mean():+.3f} over the last {k}; "
+            f"{int((steps['trained_tokens'] == 0).sum())} of {len(steps)} groups had no spread and taught nothing."
+        )
+    )
+
+# %% [markdown]
+# ## 5 · Before and after, on tasks the run never saw
+#
+# Greedy episodes on held-out tasks (other seeds), with the starting model and with the RL adapter
+# (`python benchmarks/rl.py eval`).
+
+# %%
+ev = saved_json("rl/eval_lora_multi.json")
+if ev is None:
+    print("no saved evaluation in this checkout: `python benchmarks/rl.py eval --start lora --family multi [--rl]`")
+if ev:
+    display(pd.DataFrame({k: ev[k]["summary"] for k in ("before", "after") if k in ev}).T)
+
+# %% [markdown]
+# ## 6 · A live mini-run
+#
+# A few GRPO steps on one task family, here and now, with a fresh adapter on the float model. Each line is one
+# step: its task family, its group's mean reward, the KL estimate and the sampling speed. A handful of steps
+# cannot teach much; what to watch is the mechanism — groups with a spread move the model, groups without one do
+# not.
+
+# %%
+TRAINABLE = loaded.name == REAL_LORA  # training needs float weights: the int8 build has none to move
+if not TRAINABLE:
+    print(
+        f"the live mini-run trains the float model (~{FULL_MODEL_BYTES['float32'] / 2**30:.1f} GB); this kernel has "
+        f"{loaded.name} and {memory_available() / 2**30:.1f} GB available, so it is not run here: "
+        "the saved run above is the measured one"
+    )
+else:
+    from toolkit.rl.train import train_tasks
+
+    mini = train_tasks(
+        loaded,
+        envs.tasks("decline", seed=5, n=6),
+        steps=int(os.environ.get("TOOLKIT_RL_MINI_STEPS", "4")),
+        group=4,
+        lr=5e-4,
+        max_new=48,
+    )
+    df = pd.DataFrame(mini["steps"])[["step", "family", "rewards", "mean_reward", "kl", "trained_tokens", "seconds"]]
+    display(df)
+    display(
+        Markdown(
+            f"{len(df)} steps in {df['seconds'].iloc[-1]:.0f} s; mean reward by step: "
+            + ", ".join(f"{r:+.2f}" for r in df["mean_reward"])
+            + f"; {int((df['trained_tokens'] > 0).sum())} of {len(df)} groups had a spread and moved the model."
+        )
+    )
+
+# %% [markdown]
+# ## What this does not show
+#
+# The reward here checks outcomes the host can verify — a call's name and arguments, a declined request, an
+# answer that states what the tools returned. It cannot check what no rule states (a good explanation, a polite
+# refusal), and a policy that finds a gap in the rule is rewarded for it: the tests above exist because of that.
+# The run is small — tens of steps on a 0.5B model on two CPU cores, where published runs use thousands of
+# prompts and GPUs — and the held-out tasks are the same kinds as the training ones.
