@@ -72,7 +72,7 @@ def test_the_ledger_evidence_is_computed(qwen25_tok):
     assert env["decline"]["text"] == 1.0 and env["decline"]["empty"] == 0.0
     assert credit["environment_tokens"] > 0 and credit["model_tokens"] > 0
     assert credit["max_grad_on_environment_tokens"] == 0.0 < credit["min_grad_on_model_tokens"]
-    assert ev["trained_run"] is None  # no real-model run yet: nothing may claim one
+    assert credit["min_grad_on_model_tokens"] == credit["max_grad_on_model_tokens"]  # one advantage, spread evenly
 
 
 def test_the_trainers_log_probs_are_the_full_sequences_at_the_model_tokens():

@@ -17,7 +17,7 @@ shared ones). The inventory (``toolkit/data/claims_inventory.tsv``) lists the ch
 answer each comes from the registry, and ``coverage`` says what is mapped, not checkable here, or missing.
 
 What it leaves out
-- Claims that are advice or history rather than checkable facts (RL, who proposed MCP beyond the date of the
+- Claims that are advice or history rather than checkable facts (who proposed MCP beyond the date of the
   first revision; the agent patterns and RAG are checked on saved real-model runs: ``claims_patterns``), and the real Qwen tokenizer_config itself: flags are read from the
   kit's offline tokenizer, whose added-token table was transcribed from Qwen's files (tests/test_models.py).
 - The MCP specification text: protocol facts are what the installed SDK encodes, which may lag or lead the spec.
@@ -41,6 +41,7 @@ from toolkit.book.claims_patterns import PATTERNS, SIMPLE
 from toolkit.book.claims_rag import RAG
 from toolkit.book.claims_reading import READING
 from toolkit.book.claims_render import TOKENS
+from toolkit.book.claims_rl import RL
 from toolkit.book.claims_serving import SERVING
 from toolkit.book.claims_tool_use import REQUEST_BODY, TOOL_USE
 from toolkit.book.claims_weights import WEIGHTS
@@ -70,6 +71,7 @@ GROUPS = (
     RAG,
     *FAILURES,
     LEARNED,
+    RL,
     READING,
 )
 

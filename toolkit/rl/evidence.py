@@ -5,10 +5,10 @@ What it does
   tasks each has, and the rewards a right and a gaming answer earn on one task of each family, computed by
   running them; (2) credit assignment over a trajectory — on a two-turn trajectory with a tool result, how many
   tokens are the model's own, how many the environment wrote, and the largest gradient any environment token
-  gets from the GRPO loss (0.0 when the mask holds); (3) ``trained_run``: None until a real run's results exist.
+  gets from the GRPO loss (0.0 when the mask holds), and the smallest and largest any model token gets.
 
 What it leaves out
-- Verdict wording (the ledger's job) and any claim about accuracy after RL: no real-model run has been made yet.
+- Verdict wording and the saved real-model run (the ledger reads ``benchmarks/results/rl/`` itself).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _call(name: str, **args) -> str:
 
 
 def _environment() -> dict:
-    tasks = envs.call_tasks(0, 8) + envs.decline_tasks(0, 8) + envs.multi_tasks(0, 8)
+    tasks = envs.call_tasks(0, 8) + envs.decline_tasks(0, 8) + envs.multi_tasks(0, 20)
     fams = sorted({t.family for t in tasks})
     rows = {f: {"tasks": sum(t.family == f for t in tasks)} for f in fams}
     call = next(t for t in tasks if t.family == "call")
@@ -66,9 +66,10 @@ def _credit(tokenizer) -> dict:
         "environment_tokens": len(ids) - 1 - int(m.sum()),
         "max_grad_on_environment_tokens": float(g[~m[0]].abs().max()),
         "min_grad_on_model_tokens": float(g[m[0]].abs().min()),
+        "max_grad_on_model_tokens": float(g[m[0]].abs().max()),
     }
 
 
 def evidence(tokenizer) -> dict:
     """§14.5.7's RL statements as plain data (see the module docstring)."""
-    return {"environment": _environment(), "credit_assignment": _credit(tokenizer), "trained_run": None}
+    return {"environment": _environment(), "credit_assignment": _credit(tokenizer)}

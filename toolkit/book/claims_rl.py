@@ -1,0 +1,123 @@
+"""Claims about learning from reward (§14.5.7), checked on the kit's environments, its GRPO loss and its saved run.
+
+What it does
+- ``rl-verifiable-env``: "let the model try things in a verifiable environment and reward it by whether the task
+  got done" — the rewards a right answer and gaming answers earn on each task family, computed by running them
+  (:func:`toolkit.rl.evidence.evidence`), and, where ``benchmarks/rl.py train`` has saved a real-model run, its
+  reward curve (first quarter against last quarter) and the held-out evaluation before and after.
+- ``rl-credit-assignment``: "the hard part is trajectory-level credit assignment" — with one reward per
+  trajectory, GRPO gives every token the model wrote the same advantage and the environment's tokens none; the
+  loss cannot say which step was the wrong one (computed on a two-turn trajectory with a tool result).
+
+What it leaves out
+- §14.6's algorithms beyond GRPO (process rewards, per-step critics): the kit does not implement them.
+"""
+
+from __future__ import annotations
+
+from toolkit.book.ledger import BOOK, Claim, make_verdict
+from toolkit.book.registry import Group, loader
+from toolkit.paths import saved_json
+from toolkit.rl.evidence import evidence
+from toolkit.tokenizer import qwen_tokenizer
+
+RL = Group("rl")
+TRAIN, EVAL = "rl/train_lora_multi.json", "rl/eval_lora_multi.json"
+
+
+@loader
+def rl_evidence() -> dict:
+    return evidence(qwen_tokenizer("qwen2.5"))
+
+
+@loader
+def rl_run() -> dict | None:
+    return saved_json(TRAIN)
+
+
+@loader
+def rl_eval() -> dict | None:
+    return saved_json(EVAL)
+
+
+def _quarters(run: dict) -> tuple[float, float, int]:
+    curve = [s["mean_reward"] for s in run["steps"]]
+    k = max(1, len(curve) // 4)
+    return sum(curve[:k]) / k, sum(curve[-k:]) / k, k
+
+
+@RL(
+    "rl-verifiable-env",
+    f"{BOOK}.7",
+    "A model can learn by trial and error in a verifiable environment, rewarded by whether the task got done.",
+    answers=("让模型在可验证环境里自己试错",),
+)
+def verifiable_env(rl_evidence, rl_run, rl_eval):
+    env = rl_evidence["environment"]
+    gamed = [env["call"]["in_prose"], env["decline"]["empty"]]
+    families = ", ".join(f"{f}: {v['tasks']} tasks" for f, v in env.items())
+    text = (
+        f"the kit's environments ({families}): a right call "
+        f"earns {env['call']['right']:.0f}, the same call inside prose {env['call']['in_prose']:.0f}; a decline in "
+        f"text {env['decline']['text']:.0f}, an empty answer {env['decline']['empty']:.0f}"
+    )
+    if rl_run is None:
+        return (
+            text + "; no real-model run saved yet (benchmarks/rl.py train)",
+            *make_verdict(False, "the reward is verifiable, but no saved run shows a model learning from it"),
+        )
+    first, last, k = _quarters(rl_run)
+    text += (
+        f"; {rl_run['model']}, {rl_run['date'][:10]}, commit {rl_run['commit']}: {len(rl_run['steps'])} GRPO steps "
+        f"on {rl_run['family']} tasks, mean reward {first:+.3f} (first {k}) -> {last:+.3f} (last {k})"
+    )
+    held = None
+    if rl_eval and "before" in rl_eval and "after" in rl_eval:
+        b, a = rl_eval["before"]["summary"], rl_eval["after"]["summary"]
+        held = (b["met"], a["met"], a["n"])
+        text += f"; held out, greedy: met {b['met']}/{b['n']} before, {a['met']}/{a['n']} after"
+    rose = last > first and (held is None or held[1] >= held[0])
+    return (
+        text,
+        *make_verdict(
+            rose and all(g <= 0 for g in gamed),
+            "the saved run's reward did not rise (or the held-out tasks got worse), or gaming earned a reward",
+            [
+                (len(rl_run["steps"]) < 200, f"a small run ({len(rl_run['steps'])} steps on a 0.5B model, CPU)"),
+                (held is None, "no held-out evaluation saved: the rise is on the training tasks"),
+            ],
+        ),
+    )
+
+
+@RL(
+    "rl-credit-assignment",
+    f"{BOOK}.7",
+    "The hard part is trajectory-level credit assignment: one outcome for a whole trajectory must be spread over "
+    "its steps.",
+    answers=("轨迹级的信用分配",),
+)
+def credit_assignment(rl_evidence):
+    c = rl_evidence["credit_assignment"]
+    return (
+        f"GRPO on a two-turn trajectory with a tool result ({c['tokens']} tokens): one reward, one advantage; "
+        f"each of the model's {c['model_tokens']} tokens gets a gradient between "
+        f"{c['min_grad_on_model_tokens']:.2e} and {c['max_grad_on_model_tokens']:.2e}, the environment's {c['environment_tokens']} tokens "
+        f"{c['max_grad_on_environment_tokens']:.1f}: the loss spreads the outcome evenly and cannot single out the "
+        "step that went wrong",
+        *make_verdict(
+            c["max_grad_on_environment_tokens"] == 0.0 < c["min_grad_on_model_tokens"] and c["model_tokens"] > 0,
+            "an environment token got a gradient, or a model token none",
+            [
+                (
+                    c["max_grad_on_model_tokens"] == c["min_grad_on_model_tokens"],
+                    "every token the model wrote got the same weight: the mechanism that makes it hard is shown; "
+                    "how hard it is (which step a long failed trajectory should blame) is a judgement",
+                )
+            ],
+        ),
+    )
+
+
+def rl_claims() -> list[Claim]:
+    return RL.run()
