@@ -75,7 +75,8 @@ def _cached(a, loaded, backend, cases, levers, desc, extra: dict | None = None, 
     progress bar."""
     from toolkit.eval.run import Cache, run_cases
 
-    cache = Cache(a.cache, loaded.name, levers, version=VERSION, **(extra or {}))
+    # the precision is part of the key: generations of a float32, bf16 or int8 build of one model differ
+    cache = Cache(a.cache, loaded.name, levers, version=VERSION, precision=loaded.dtype, **(extra or {}))
     bar = _progress(len(cases) * run.get("samples", 1), desc)
     out, tok = [], loaded.tokenizer
     for r in run_cases(cases, backend, levers, tokenizer=tok, cache=cache, cached_only=a.cached_only, **run):
@@ -159,7 +160,9 @@ def cmd_chains(a) -> int:
 
     loaded, backend = _load(a.model)
     marks = C.LANDMARKS[a.first : a.first + a.landmarks]
-    cache = sections.ItemCache(a.cache, loaded.name, CHAINS_VERSION, max_new_tokens=96, temperature=0.0, seed=0)
+    cache = sections.ItemCache(
+        a.cache, loaded.name, CHAINS_VERSION, max_new_tokens=96, temperature=0.0, seed=0, precision=loaded.dtype
+    )
     plan = len(marks) * sum(6 + (len(a.ks) if C.LEVERS[v][1] == "chain" else 1 + len(a.pair_ks)) for v in a.levers)
     bar = _progress(plan, "chains")
     records, t0 = [], time.perf_counter()
