@@ -151,6 +151,7 @@ def _mistral(family: str, p: dict) -> FamilyRendering:
     from mistral_common.protocol.instruct.messages import AssistantMessage, ToolMessage, UserMessage
     from mistral_common.protocol.instruct.request import ChatCompletionRequest, InstructRequest
     from mistral_common.protocol.instruct.tool_calls import Function, FunctionCall, Tool, ToolCall
+    from mistral_common.tokens.tokenizers.base import SpecialTokenPolicy
     from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
 
     make = {
@@ -178,14 +179,15 @@ def _mistral(family: str, p: dict) -> FamilyRendering:
     without = tok.encode_chat_completion(ChatCompletionRequest(messages=first)).tokens
     spm = tok.instruct_tokenizer.tokenizer
     v7 = family == "mistral-v7"
+    text = spm.decode(full.tokens, special_token_policy=SpecialTokenPolicy.KEEP)
     return FamilyRendering(
         family,
         _version("mistral-common") + f" ({type(spm).__name__} {spm.version.value})",
-        full.text,
+        text,
         list(full.tokens),
         [spm.id_to_piece(i) for i in full.tokens],
         [bool(spm.is_special(i)) for i in full.tokens],
-        _span(full.text, r"\[TOOL_CALLS\].*?</s>"),
+        _span(text, r"\[TOOL_CALLS\].*?</s>"),
         "</s>",
         "[AVAILABLE_TOOLS] JSON list just before the last user message's [INST]",
         "[TOOL_RESULTS] "
