@@ -2,14 +2,12 @@
 validated request encoder, its own reader of a call, its tokenizer's round trip), and the facts the table states
 checked on the rendered text. No template or tokenizer file is copied here."""
 
-import hashlib
 import json
 
 import pytest
 
 from toolkit.conversations import round_trip
 from toolkit.families import FAMILIES, MISTRAL_CALL_ID, FamilyRendering, render_all, render_family, rows
-from toolkit.o200k import FILE, O200K_SHA256, o200k_dir, tiktoken_text
 
 REASON = "pinned in requirements.txt / requirements-nodeps.txt; `make setup` installs it"
 RT = round_trip("weather")
@@ -146,20 +144,3 @@ def test_harmony_facts(fam):
     assert "namespace functions {" in developer and "type get_weather = " in developer
     assert "<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>" in r.text
     assert r.call.endswith("<|call|>") and "<|channel|>commentary" in r.call
-
-
-# ---------------------------------------------------------------- the offline o200k vocabulary
-def test_o200k_rebuilt_with_harmonys_checksum():
-    pytest.importorskip("quicktok", reason=REASON)
-    path = o200k_dir() / FILE
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == O200K_SHA256
-
-
-def test_tiktoken_text_format_and_truncation():
-    import struct
-
-    raw = struct.pack("<I", 2) + struct.pack("<H", 1) + b"a" + struct.pack("<I", 0)
-    raw += struct.pack("<H", 2) + b"\xff\x00" + struct.pack("<I", 1)
-    assert tiktoken_text(raw) == b"YQ== 0\n/wA= 1\n"
-    with pytest.raises(ValueError, match="bytes left"):
-        tiktoken_text(raw + b"x")

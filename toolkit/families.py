@@ -148,11 +148,11 @@ def _qwen(family: str, p: dict) -> FamilyRendering:
 # ================================================================ Mistral: mistral-common
 def _mistral(family: str, p: dict) -> FamilyRendering:
     _need("mistral_common")
-    from mistral_common.protocol.instruct.messages import AssistantMessage, ToolMessage, UserMessage
-    from mistral_common.protocol.instruct.request import ChatCompletionRequest, InstructRequest
-    from mistral_common.protocol.instruct.tool_calls import Function, FunctionCall, Tool, ToolCall
-    from mistral_common.tokens.tokenizers.base import SpecialTokenPolicy
-    from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
+    from mistral_common.protocol.instruct.messages import AssistantMessage, ToolMessage, UserMessage  # optional package
+    from mistral_common.protocol.instruct.request import ChatCompletionRequest, InstructRequest  # optional package
+    from mistral_common.protocol.instruct.tool_calls import Function, FunctionCall, Tool, ToolCall  # optional package
+    from mistral_common.tokens.tokenizers.base import SpecialTokenPolicy  # optional package
+    from mistral_common.tokens.tokenizers.mistral import MistralTokenizer  # optional package
 
     make = {
         "mistral-v3": lambda: MistralTokenizer.v3(),
@@ -201,7 +201,7 @@ def _mistral(family: str, p: dict) -> FamilyRendering:
 # ================================================================ Llama 3.1 / 3.2: llama-models
 def _llama(family: str, p: dict) -> FamilyRendering:
     _need("llama_models")
-    from llama_models.llama3.api.chat_format import ChatFormat
+    from llama_models.llama3.api.chat_format import ChatFormat  # optional package
     from llama_models.llama3.api.datatypes import (
         RawMessage,
         StopReason,
@@ -209,10 +209,10 @@ def _llama(family: str, p: dict) -> FamilyRendering:
         ToolDefinition,
         ToolParamDefinition,
         ToolPromptFormat,
-    )
-    from llama_models.llama3.api.interface import LLama31Interface
-    from llama_models.llama3.api.tokenizer import Tokenizer
-    from llama_models.llama3.prompt_templates import PythonListCustomToolGenerator
+    )  # optional package
+    from llama_models.llama3.api.interface import LLama31Interface  # optional package
+    from llama_models.llama3.api.tokenizer import Tokenizer  # optional package
+    from llama_models.llama3.prompt_templates import PythonListCustomToolGenerator  # optional package
 
     defs = []
     for t in p["tools"]:
@@ -299,7 +299,7 @@ def _harmony(family: str, p: dict) -> FamilyRendering:
         SystemContent,
         ToolDescription,
         load_harmony_encoding,
-    )
+    )  # optional package
 
     enc = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
     system = Message.from_role_and_content(Role.SYSTEM, SystemContent.new().with_conversation_start_date("2026-01-01"))
