@@ -17,7 +17,7 @@ What it does (book §14.5.2 step 4, for the families of ``toolkit.families``)
 - ``wrote_call(text, family)``: whether the text opens that family's call at all (the family's "tag rate").
 
 What it leaves out
-- Rendering (``toolkit.families``), streaming (``toolkit.streamparse`` reads Qwen's blocks), and the built-in tools
+- Rendering (``toolkit.families``), streaming (``toolkit.familystream``, with ``toolkit.streamparse`` for Qwen), and the built-in tools
   of Llama (``brave_search.call(...)``) and harmony (``browser``, ``python``): read as calls by name, never run.
 """
 
@@ -103,10 +103,10 @@ _V11 = re.compile(r"\s*([A-Za-z0-9_.\-]+)(?:\[CALL_ID\]([A-Za-z0-9]+))?\[ARGS\](
 
 
 def _mistral(text: str) -> tuple[str, list[ToolCall]]:
+    text, _ = _cut(text, ("</s>",))  # the turn ends at </s>: nothing after it is read
     if "[TOOL_CALLS]" not in text:
-        return _cut(text, ("</s>",))[0].strip(), []
-    head, _, rest = text.partition("[TOOL_CALLS]")
-    body, _ = _cut(rest, ("</s>",))
+        return text.strip(), []
+    head, _, body = text.partition("[TOOL_CALLS]")
     calls: list[ToolCall] = []
     pieces = body.split("[TOOL_CALLS]")
     if "[ARGS]" not in pieces[0]:  # v3/v7: one JSON list (SentencePiece text may show spaces as ▁)
@@ -207,7 +207,9 @@ _MESSAGE = re.compile(
 )
 
 
-def _harmony(text: str) -> tuple[str, list[ToolCall]]:
+def harmony_messages(text: str) -> tuple[str, list[ToolCall]]:
+    """Harmony messages read one by one: the ``final`` channel's text joined unstripped, and the calls (the
+    streaming reader applies it to each finished message)."""
     content, calls = [], []
     for m in _MESSAGE.finditer(text):
         head, body, end = m.group("head"), m.group("body"), m.group("end")
@@ -227,7 +229,12 @@ def _harmony(text: str) -> tuple[str, list[ToolCall]]:
             calls[-1] = _object_call(call.index, body, {"name": name, "arguments": value})
         elif not channel or channel.group(1) == "final":
             content.append(body)
-    return "".join(content).strip(), calls
+    return "".join(content), calls
+
+
+def _harmony(text: str) -> tuple[str, list[ToolCall]]:
+    content, calls = harmony_messages(text)
+    return content.strip(), calls
 
 
 READERS = {"mistral": _mistral, "llama3.1": _llama31, "llama3.2": _llama32, "gpt-oss": _harmony}
