@@ -36,6 +36,8 @@ def test_every_family_renders_the_same_conversation(fam):
         assert r.call.endswith(r.stop) and r.call in r.text, name
         assert len(r.ids) == len(r.pieces) == len(r.special) and any(r.special), name
         assert r.tool_cost > 0, name
+        toks = r.call_tokens()  # the call's own tokens: they spell the call exactly and end at the stop token
+        assert "".join(t["token"] for t in toks) == r.call and toks[-1]["token"] == r.stop and toks[-1]["special"]
     table = rows(fam)
     assert [row["family"] for row in table] == list(FAMILIES)
 

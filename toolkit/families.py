@@ -87,6 +87,20 @@ class FamilyRendering:
         ]
         return rows[:limit] if limit else rows
 
+    def call_tokens(self) -> list[dict]:
+        """The call's own tokens, its stop token last: the stop token that closes the call in the text, and the
+        pieces before it back to where the call starts (empty without a vocabulary)."""
+        if self.ids is None or not self.call:
+            return []
+        end = self.text.index(self.call) + len(self.call)
+        k = self.text[:end].count(self.stop)  # the call's stop is the k-th stop token of the rendering
+        j = [i for i, p in enumerate(self.pieces) if p == self.stop][k - 1]
+        i, size = j, 0
+        while i > 0 and size < len(self.call):
+            size += len(self.pieces[i])
+            i -= 1
+        return self.token_table()[i + 1 : j + 1]
+
     def to_json(self) -> dict:
         return asdict(self)
 
