@@ -32,6 +32,7 @@ import importlib
 import json
 import re
 from dataclasses import asdict, dataclass
+from importlib.metadata import version
 
 from toolkit.conversations import round_trip
 from toolkit.o200k import use_offline_o200k
@@ -77,6 +78,7 @@ class FamilyRendering:
             call=self.call,
             stop=self.stop,
             result_returns=self.result_where,
+            note=self.note,
         )
 
     def token_table(self, limit: int | None = None) -> list[dict]:
@@ -109,12 +111,10 @@ def _need(module: str):
     try:
         return importlib.import_module(module)
     except ImportError as e:
-        raise FamilyUnavailable(f"{module} is not installed: pip install {PINS[module]} ({e})") from e
+        raise FamilyUnavailable(f"{module} is not installed ({PINS[module]}; `make setup` installs it): {e}") from e
 
 
 def _version(dist: str) -> str:
-    from importlib.metadata import version
-
     return f"{dist} {version(dist)}"
 
 
@@ -162,8 +162,9 @@ def _qwen(family: str, p: dict) -> FamilyRendering:
 # ================================================================ Mistral: mistral-common
 def _mistral(family: str, p: dict) -> FamilyRendering:
     _need("mistral_common")
-    from mistral_common.protocol.instruct.messages import AssistantMessage, ToolMessage, UserMessage  # optional package
-    from mistral_common.protocol.instruct.request import ChatCompletionRequest, InstructRequest  # optional package
+    from mistral_common.protocol.instruct import messages as mm  # optional package
+    from mistral_common.protocol.instruct.normalize import get_normalizer  # optional package
+    from mistral_common.protocol.instruct.request import ChatCompletionRequest  # optional package
     from mistral_common.protocol.instruct.tool_calls import Function, FunctionCall, Tool, ToolCall  # optional package
     from mistral_common.tokens.tokenizers.base import SpecialTokenPolicy  # optional package
     from mistral_common.tokens.tokenizers.mistral import MistralTokenizer  # optional package
@@ -180,15 +181,20 @@ def _mistral(family: str, p: dict) -> FamilyRendering:
         function=FunctionCall(name=p["name"], arguments=json.dumps(p["arguments"], ensure_ascii=False)),
     )
     messages = [
-        UserMessage(content=p["question"]),
-        AssistantMessage(content=None, tool_calls=[call]),
-        ToolMessage(content=p["result"], tool_call_id=MISTRAL_CALL_ID, name=p["name"]),
-        AssistantMessage(content=p["answer"]),
+        mm.UserMessage(content=p["question"]),
+        mm.AssistantMessage(content=None, tool_calls=[call]),
+        mm.ToolMessage(content=p["result"], tool_call_id=MISTRAL_CALL_ID, name=p["name"]),
+        mm.AssistantMessage(content=p["answer"]),
     ]
+    if p["system"]:
+        messages.insert(0, mm.SystemMessage(content=p["system"]))
+    # the package's own normaliser for this tokenizer version places the system prompt (v3: folded into the last
+    # user message; v7: its own [SYSTEM_PROMPT]); encode_instruct then takes the whole conversation, answer included
+    normalizer = get_normalizer(tok.instruct_tokenizer.tokenizer.version)
     full = tok.instruct_tokenizer.encode_instruct(
-        InstructRequest(messages=messages, available_tools=tools, system_prompt=p["system"])
+        normalizer.from_chat_completion_request(ChatCompletionRequest(messages=messages, tools=tools))
     )
-    first = [UserMessage(content=p["question"])]
+    first = [mm.UserMessage(content=p["question"])]
     with_tools = tok.encode_chat_completion(ChatCompletionRequest(messages=first, tools=tools)).tokens
     without = tok.encode_chat_completion(ChatCompletionRequest(messages=first)).tokens
     spm = tok.instruct_tokenizer.tokenizer
@@ -208,7 +214,9 @@ def _mistral(family: str, p: dict) -> FamilyRendering:
         + ("call id, [TOOL_CONTENT], the content" if v7 else "JSON {content, call_id}")
         + " [/TOOL_RESULTS]",
         len(with_tools) - len(without),
-        "call ids must be 9 letters or digits; the system prompt is folded into the last user message",
+        "call ids must be 9 letters or digits; SentencePiece text shows spaces as ▁"
+        if "Sentence" in type(spm).__name__
+        else "call ids must be 9 letters or digits",
     )
 
 
@@ -251,13 +259,14 @@ def _llama(family: str, p: dict) -> FamilyRendering:
     user = [RawMessage(role="user", content=p["question"])]
     if family == "llama3.1":
         style = ToolPromptFormat.json
-        head = LLama31Interface(style).system_messages(builtin_tools=[], custom_tools=defs)
-        bare = LLama31Interface(style).system_messages(builtin_tools=[], custom_tools=[])
+        head = LLama31Interface(style).system_messages(builtin_tools=[], custom_tools=defs, instruction=p["system"])
+        bare = LLama31Interface(style).system_messages(builtin_tools=[], custom_tools=[], instruction=p["system"])
         where = "a user message before the question (JSON definitions); 'Environment: ipython' in the system message"
     else:
         style = ToolPromptFormat.python_list
-        head = [RawMessage(role="system", content=PythonListCustomToolGenerator().gen(defs).render())]
-        bare = []
+        lead = p["system"] + "\n\n" if p["system"] else ""  # the example's own system text, then the package's
+        head = [RawMessage(role="system", content=lead + PythonListCustomToolGenerator().gen(defs).render())]
+        bare = [RawMessage(role="system", content=p["system"])] if p["system"] else []
         where = "system message (a JSON list of functions and the [f(a=1)] instruction)"
     call = RawMessage(
         role="assistant",
@@ -302,7 +311,10 @@ def _llama(family: str, p: dict) -> FamilyRendering:
 # ================================================================ gpt-oss: openai-harmony
 def _harmony(family: str, p: dict) -> FamilyRendering:
     _need("openai_harmony")
-    where_from = use_offline_o200k()
+    try:
+        where_from = use_offline_o200k()
+    except (ImportError, OSError, ValueError) as e:  # harmony renders nothing without its vocabulary
+        raise FamilyUnavailable(f"openai-harmony needs the o200k vocabulary, none offline: {e}") from e
     from openai_harmony import (
         Author,
         Conversation,
