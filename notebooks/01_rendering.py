@@ -239,3 +239,57 @@ display(
 cost_view = ToolCountCost(tools=realistic_tools(100), template="qwen3", n=10)
 display(cost_view.widget)
 print(cost_view.summary())
+
+# %% [markdown]
+# ## One conversation, several families
+# The same tools, question, call, result and answer, rendered by each model family's **own official package**:
+# Qwen through the kit's templates, Mistral through `mistral-common` (its tokenizer files ship in the wheel),
+# Llama (`llama3.1`, `llama3.2`) through `llama-models`, gpt-oss through `openai-harmony` (its o200k vocabulary rebuilt offline,
+# `toolkit.o200k`). No family adds model structure: each only decides where the tools go as text, how the call is
+# spelled, which token ends it, and how the result comes back. A family whose package is missing says so in one line.
+
+# %%
+from toolkit.families import render_all
+from toolkit.families import rows as family_rows
+
+families = render_all("weather")
+table = pd.DataFrame(family_rows(families)).set_index("family")
+display(table[["package", "tokens", "special_tokens", "tool_set_tokens", "stop"]])
+display(table[["tools_go", "result_returns"]])
+
+# %% [markdown]
+# The call each family's model writes for the same question, up to and with the token that ends its turn
+# (the host runs the tool when it sees that token), and the tokens it is made of (★ marks a special token):
+
+# %%
+for name, r in families.items():
+    if isinstance(r, str):
+        print(r)
+        continue
+    toks = r.call_tokens()
+    pieces = " ".join(("★" if t["special"] else "") + repr(t["token"]) for t in toks)
+    print(f"{name:18} {r.call!r}\n{'':18} {len(toks)} tokens: {pieces}\n")
+
+# %% [markdown]
+# ## Reading each family's call back, also while it streams
+# The kit's one parser has a reader per family (`toolkit.readers`): Mistral's `[TOOL_CALLS]`, `llama3.1`'s JSON after
+# `<|python_tag|>`, `llama3.2`'s pythonic list (read with `ast`, never run), harmony's `to=functions.NAME` message.
+# The streaming reader (`toolkit.familystream`) gives the same calls for any chunking; here each call arrives one
+# character at a time, and the name is known before the call is done.
+
+# %%
+from toolkit.familystream import family_stream_events
+from toolkit.readers import read_calls
+from toolkit.streamparse import CallDone, CallName
+
+read_rows = []
+for name, r in families.items():
+    if isinstance(r, str):
+        continue
+    text, calls = read_calls(r.call, name)
+    events = list(family_stream_events(list(r.call), name))
+    kinds = [type(e).__name__ for e in events if isinstance(e, CallName | CallDone)]
+    read_rows.append(
+        dict(family=name, name=calls[0].name, arguments=calls[0].arguments, ok=calls[0].ok, streamed=" → ".join(kinds))
+    )
+display(pd.DataFrame(read_rows).set_index("family"))

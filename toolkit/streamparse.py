@@ -12,7 +12,8 @@ What it does
 - :func:`stream_events` runs a whole list of chunks through one parser (what the loop and notebook 10 use).
 
 What it leaves out
-- Formats other than the hermes/Qwen ``<tool_call>{json}</tool_call>`` one.
+- Formats other than the hermes/Qwen ``<tool_call>{json}</tool_call>`` one (``toolkit.familystream`` reads the
+  other families' calls as they stream, with these same events).
 - Validation against the tool's schema (``toolkit.schema`` does that after ``CallDone``).
 """
 
