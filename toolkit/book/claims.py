@@ -31,6 +31,7 @@ from pathlib import Path
 from toolkit.book.claims_chains import CHAINS, LEVERS
 from toolkit.book.claims_cost import COST, DECAY, TOOL_COST
 from toolkit.book.claims_failures import GROUPS as FAILURES
+from toolkit.book.claims_families import FAMILY_GROUP
 from toolkit.book.claims_flops import FLOPS
 from toolkit.book.claims_grammar import GRAMMAR
 from toolkit.book.claims_kit import KIT
@@ -56,6 +57,7 @@ GROUPS = (
     FLOPS,
     DECAY,
     TOKENS,
+    FAMILY_GROUP,
     WEIGHTS,
     GRAMMAR,
     TOOL_USE,
