@@ -50,6 +50,7 @@ from toolkit.prefix import shared_prefix
 from toolkit.qwen import IM_END_ID, STOP_IDS
 from toolkit.render import render
 from toolkit.settings import LoopConfig
+from toolkit.streamparse import assemble, stream_events
 from toolkit.tools import Tool, get_weather
 from toolkit.widgets.capacity import CapacityView
 
@@ -231,6 +232,26 @@ print(
     f"whole answer after {streams[False]['wall_s']:.2f} s (not streamed) | first token after "
     f"{streams[True]['first_token_s']:.2f} s, last after {streams[True]['wall_s']:.2f} s (streamed)"
 )
+
+# %% [markdown]
+# A host that streams reads the call while it arrives: `toolkit.streamparse` turns the server's chunks into events —
+# text, a call started, its name as soon as the name's string closes, the arguments' text as it comes, the call
+# done. Put back together, the events give exactly what the one-shot parser reads from the whole text.
+
+# %%
+live = TokensBackend(URL, tok, info=info, stream=True).complete(prompt, max_new_tokens=64, stop_ids={IM_END_ID})
+events = list(stream_events(live["chunks"]))
+display(
+    pd.DataFrame([{"#": i, "event": type(e).__name__, "content": repr(e)[:90]} for i, e in enumerate(events)]).head(
+        25
+    )
+)
+content, calls = assemble(events)
+whole = parse_tool_calls(live["text"])
+print(
+    f"{len(live['chunks'])} chunks -> {len(events)} events; calls from the events {[(c.name, c.arguments) for c in calls]}"
+)
+print("events put back together == the one-shot parse of the whole text:", (content, calls) == whole)
 
 # %% [markdown]
 # ## 5 · Prefix-cache hits, and what compressing history costs

@@ -135,12 +135,13 @@ class TokensBackend(ServedBackend):
                             ids = (ids or []) + list(got)
                         echoed = extra_field(c, "prompt_token_ids") or echoed
                     usage = chunk.usage or usage
-                return "".join(pieces), finish, usage, first, ids, echoed
+                return pieces, finish, usage, first, ids, echoed
 
-            text, finish, usage, first, ids_out, echoed = call_server(
+            chunks, finish, usage, first, ids_out, echoed = call_server(
                 self.url, "POST /completions (stream)", run, self.timeout_s
             )
             u = usage_of(type("R", (), {"usage": usage})())
+            text = "".join(chunks)
         else:
             resp = call_server(
                 self.url,
@@ -153,6 +154,7 @@ class TokensBackend(ServedBackend):
             c = resp.choices[0]
             text, finish, first, u = c.text or "", c.finish_reason, None, usage_of(resp)
             ids_out, echoed = extra_field(c, "token_ids"), extra_field(c, "prompt_token_ids")
+            chunks = [text]
         t1 = time.perf_counter()
         return dict(
             url=self.url,
@@ -162,6 +164,7 @@ class TokensBackend(ServedBackend):
             prompt_format=fmt,
             stream=self.stream,
             text=text,
+            chunks=chunks,  # the text as the server sent it: one piece per streamed event (one when not streamed)
             finish_reason=finish,
             usage=u,
             prompt_tokens_kit=len(ids),
