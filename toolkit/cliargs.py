@@ -29,7 +29,9 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from toolkit.models import ADAPTER_SUFFIX, REAL_OFFLINE, SMALL, SMALL_BASE, STAND_IN
+from toolkit.artifact import ArtifactError, verify_adapter
+from toolkit.models import ADAPTER_SUFFIX, REAL_OFFLINE, SMALL, SMALL_BASE, STAND_IN, adapter_folder
+from toolkit.untrusted import UntrustedInputError, expand_path
 
 MAX_SHOWN = 60  # characters of a bad value echoed back in an error
 
@@ -107,6 +109,14 @@ def port(allow_zero: bool = True):
 
 
 # ---------------------------------------------------------------- paths
+def _expanded(text: str) -> Path:
+    """``text`` with ``~`` expanded; ``~nosuchuser`` is a usage error, not ``RuntimeError``'s traceback."""
+    try:
+        return expand_path(text) if text.strip() else Path(text)
+    except UntrustedInputError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _nearest_existing(path: Path) -> Path:
     p = path
     while not p.exists() and p != p.parent:
@@ -131,18 +141,20 @@ def _creatable(path: Path, parents: bool) -> str | None:
 
 
 def existing_file(text: str) -> Path:
-    p = Path(text).expanduser()
+    p = _expanded(text)
     if not text.strip() or not p.exists():
         raise argparse.ArgumentTypeError(f"no such file: {_shown(text)}")
     if p.is_dir():
         raise argparse.ArgumentTypeError(f"{_shown(text)} is a folder; expected a file")
+    if not p.is_file():  # a FIFO would block the read forever, a device never ends
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is a pipe or a device, not a regular file")
     if not os.access(p, os.R_OK):
         raise argparse.ArgumentTypeError(f"{_shown(text)} is not readable")
     return p
 
 
 def existing_dir(text: str) -> Path:
-    p = Path(text).expanduser()
+    p = _expanded(text)
     if not text.strip() or not p.exists():
         raise argparse.ArgumentTypeError(f"no such folder: {_shown(text)}")
     if not p.is_dir():
@@ -152,7 +164,7 @@ def existing_dir(text: str) -> Path:
 
 def out_file(text: str) -> Path:
     """A file the command writes: an existing writable file, or a new one whose folder exists or can be made."""
-    p = Path(text).expanduser()
+    p = _expanded(text)
     if not text.strip():
         raise argparse.ArgumentTypeError("the file name is empty")
     if p.is_dir():
@@ -173,7 +185,7 @@ def out_file(text: str) -> Path:
 
 def out_dir(text: str) -> Path:
     """A folder the command writes into: an existing writable folder, or one that can be created."""
-    p = Path(text).expanduser()
+    p = _expanded(text)
     if not text.strip():
         raise argparse.ArgumentTypeError("the folder name is empty")
     if p.exists():
@@ -210,18 +222,19 @@ def model(text: str) -> str:
     name = text.strip()
     if name == "auto" or name in (STAND_IN, f"{STAND_IN}-qwen2.5", f"{STAND_IN}-qwen3"):
         return name
-    if name in (
-        REAL_OFFLINE,
-        REAL_OFFLINE + ADAPTER_SUFFIX,
-        SMALL,
-        SMALL_BASE,
-    ):  # installed or not: the load says so in one line
+    if name == REAL_OFFLINE + ADAPTER_SUFFIX:  # the adapter (shipped or $TOOLKIT_ADAPTER) checked before any load
+        try:
+            verify_adapter(adapter_folder())
+        except ArtifactError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return name
+    if name in (REAL_OFFLINE, SMALL, SMALL_BASE):  # installed or not: the load says so in one line
         return name
     if name.endswith(ADAPTER_SUFFIX):
         raise argparse.ArgumentTypeError(
             f"the kit's LoRA adapter fits only {REAL_OFFLINE}: use {REAL_OFFLINE + ADAPTER_SUFFIX}, not {_shown(text)}"
         )
-    p = Path(name).expanduser()
+    p = _expanded(name)
     if p.exists() or name.startswith(("/", ".", "~")) or name.endswith(".gguf"):
         if p.is_dir():
             if not (p / "config.json").is_file():

@@ -6,7 +6,7 @@ import json
 import sys
 
 from toolkit import cliargs, models
-from toolkit.grammar.valid import SchemaError, read_schema_file, validate_schema
+from toolkit.grammar.valid import SchemaError, min_tokens, read_schema_file, validate_schema
 
 
 # ---------------------------------------------------------------- command line
@@ -41,6 +41,11 @@ def cli(argv: list[str]) -> int:
     try:  # the file, its JSON and the meta-schema first: no xgrammar (seconds: it loads torch) for a bad file
         schema = read_schema_file(str(a.schema))
         validate_schema(schema)
+        if min_tokens(schema) > a.max_new_tokens:
+            raise SchemaError(
+                f"no value of this schema fits --max-new-tokens {a.max_new_tokens}: it needs at least "
+                f"{min_tokens(schema):,} tokens (minItems, minProperties or minLength)"
+            )
     except SchemaError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from toolkit import cliargs
 from toolkit.errors import describe
+from toolkit.untrusted import UntrustedInputError, read_json_file
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 MCP_TIMEOUT_S = 15.0
@@ -30,17 +31,9 @@ class CannotRead(Exception):
 def read_tools_file(path) -> list:
     """The tools in a JSON file: a list of objects, or an object whose ``tools`` is one (a tools/list result)."""
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise CannotRead(f"{path} is {path.stat().st_size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except OSError as e:
-        raise CannotRead(f"cannot read {path}: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise CannotRead(f"{path} is not UTF-8 text (byte {e.start})") from None
-    except json.JSONDecodeError as e:
-        raise CannotRead(f"{path} is not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
-    except RecursionError:
-        raise CannotRead(f"{path}: JSON nested too deeply") from None
+        data = read_json_file(path, "tools file", MAX_FILE_BYTES)
+    except UntrustedInputError as e:
+        raise CannotRead(str(e)) from None
     tools = data.get("tools") if isinstance(data, dict) and "tools" in data else data
     if not isinstance(tools, list):
         raise CannotRead(
