@@ -137,11 +137,11 @@ def parse_json(
     try:
         value = json.loads(text, parse_int=parse_int, parse_float=parse_float, parse_constant=parse_constant)
     except json.JSONDecodeError as e:
-        raise UntrustedInputError(f"{what} is not JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
+        raise UntrustedInputError(f"{what} is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
     except RecursionError:
         raise UntrustedInputError(f"{what}: JSON nested too deeply (the limit is {max_depth} levels)") from None
     if depth(value) > max_depth:
-        raise UntrustedInputError(f"{what}: JSON nested {depth(value)} levels deep (the limit is {max_depth})")
+        raise UntrustedInputError(f"{what}: JSON nested too deeply ({depth(value)} levels; the limit is {max_depth})")
     return value
 
 
