@@ -372,8 +372,10 @@ def serve_http(
 
     Legacy-era sessions (the 2025 initialize handshake keeps one per client) expire after ``session_idle_s``
     seconds without a request, and at most ``max_sessions`` are open at once; request bodies are limited to the
-    SDK's 4 MiB, as stdio lines are."""
+    SDK's 4 MiB, as stdio lines are; a request not complete within ``deadline.PARTIAL_REQUEST_S`` gets 408."""
     import uvicorn  # lazy: only the transport that runs is loaded (fast start)
+
+    from toolkit.mcp.deadline import DeadlineProtocol  # lazy: it imports uvicorn, as above
 
     _warm_up()
     _report_expiry(session_idle_s)
@@ -396,6 +398,8 @@ def serve_http(
         log_level="warning",
         timeout_graceful_shutdown=2,
         lifespan="on",
+        http=DeadlineProtocol,  # a partial request (headers, then silence; half a body) ends with 408, not never
+        timeout_keep_alive=5,
         h11_max_incomplete_event_size=MAX_MESSAGE_BYTES + (1 << 16),
     )
     uvicorn.Server(config).run(sockets=[sock])
