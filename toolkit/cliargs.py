@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 from toolkit.artifact import ArtifactError, verify_adapter
 from toolkit.models import ADAPTER_SUFFIX, REAL_OFFLINE, SMALL, SMALL_BASE, STAND_IN, adapter_folder
-from toolkit.untrusted import UntrustedInputError, expand_path
+from toolkit.untrusted import UntrustedInputError, expand_path, redact
 
 MAX_SHOWN = 60  # characters of a bad value echoed back in an error
 
@@ -265,13 +265,15 @@ def url(text: str) -> str:
         parts = urlsplit(raw)
         port_ = parts.port
     except ValueError as e:
-        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a URL: {e}") from None
+        raise argparse.ArgumentTypeError(f"{_shown(redact(text))} is not a URL: {e}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a URL; expected e.g. http://127.0.0.1:8000/mcp")
+        raise argparse.ArgumentTypeError(
+            f"{_shown(redact(text))} is not a URL; expected e.g. http://127.0.0.1:8000/mcp"
+        )
     if parts.query or parts.fragment:
-        raise argparse.ArgumentTypeError(f"URL {_shown(text)} must not carry a query or fragment")
+        raise argparse.ArgumentTypeError(f"URL {_shown(redact(text))} must not carry a query or fragment")
     if port_ is not None and not 0 < port_ < 65536:
-        raise argparse.ArgumentTypeError(f"URL {_shown(text)}: port {port_} out of range")
+        raise argparse.ArgumentTypeError(f"URL {_shown(redact(text))}: port {port_} out of range")
     return raw.rstrip("/")
 
 

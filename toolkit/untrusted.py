@@ -12,6 +12,7 @@ What it does
   ``1e999``, which Python reads as ``inf``), nesting deeper than ``max_depth`` (checked without recursion, after a
   parse that catches ``RecursionError``), and text over ``max_bytes``.
 - :func:`read_text_file` and :func:`read_json_file`: the above in order.
+- :func:`redact`: a URL's password (``http://user:secret@host``) and secret query values as ``***`` in any message.
 
 What it leaves out
 - What the parsed value must mean (a schema, a tool list, a manifest): its reader checks that and raises its own
@@ -24,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -36,6 +38,17 @@ MAX_SHOWN = 60
 
 class UntrustedInputError(ValueError):
     """Untrusted text that cannot be used; ``str(e)`` is one line naming the input."""
+
+
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")
+_SECRET_PARAM = re.compile(r"(?i)\b((?:api[_-]?key|access[_-]?token|token|key|password|passwd|secret|sig)=)[^&#\s]+")
+
+
+def redact(text: str) -> str:
+    """``text`` with the secrets a URL can carry replaced by ``***``: the user and password before ``@`` and the
+    values of ``key=``, ``token=``, ``password=`` and the like. Every message that echoes a server URL
+    (``TOOLKIT_BACKEND``, ``--backend``, ``--mcp``) passes through it."""
+    return _SECRET_PARAM.sub(r"\1***", _USERINFO.sub(r"\1***@", str(text)))
 
 
 def _shown(text: str) -> str:
