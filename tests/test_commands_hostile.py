@@ -1,0 +1,133 @@
+"""Hostile inputs through the commands as a user runs them (``tests/fixtures/guarded_run.py``: a model load exits
+99, torch/transformers/xgrammar cannot import): each is refused in one line, exit 1 or 2, no traceback, no model
+load, in well under the time a model takes. And every option a command parses is read somewhere in its file, or
+refused where it does not apply (``train``: an option of the other run)."""
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from toolkit.models import adapter_folder
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNNER = ROOT / "tests" / "fixtures" / "guarded_run.py"
+HUGE = "9" * 5000
+
+
+def _files(tmp: Path) -> dict[str, Path]:
+    out = {}
+    for name, data in {
+        "huge_int.json": '{"type": "object", "properties": {"a": {"type": "integer", "maximum": ' + HUGE + "}}}",
+        "deep.json": '{"type": "array", "items": ' * 450 + "{}" + "}" * 450,
+        "nan.json": '{"type": "number", "maximum": NaN}',
+        "inf.json": '[{"name": "get_weather", "description": "x", "parameters": {"type": "object", "properties": {"a": {"type": "number", "maximum": Infinity}}}}]',
+        "min_items.json": '{"type": "array", "items": {"type": "integer"}, "minItems": 1000000}',
+        "min_length.json": '{"type": "string", "minLength": 100000000}',
+        "tools_huge.json": '[{"name": "f", "description": "Fetches x.", "parameters": {"type": "object", "properties": {"n": {"type": "integer", "maximum": '
+        + HUGE
+        + "}}}}]",
+    }.items():
+        (tmp / name).write_text(data)
+        out[name] = tmp / name
+    os.mkfifo(tmp / "fifo.json")
+    out["fifo"] = tmp / "fifo.json"
+    return out
+
+
+CASES = [  # (argv with @file placeholders, words the one line must hold)
+    (["constrain", "--schema", "@huge_int.json"], "digits"),
+    (["constrain", "--schema", "@deep.json"], "nested too deeply"),
+    (["constrain", "--schema", "@nan.json"], "NaN"),
+    (["constrain", "--schema", "@min_items.json"], "--max-new-tokens"),
+    (["constrain", "--schema", "@min_length.json"], "--max-new-tokens"),
+    (["constrain", "--schema", "@fifo"], "pipe"),
+    (["constrain", "--schema", "~nosuchuser_x9/s.json"], "no such user"),
+    (["lint-tools", "@inf.json"], "Infinity"),
+    (["lint-tools", "@tools_huge.json"], "digits"),
+    (["lint-tools", "@deep.json"], "nested too deeply"),
+    (["lint-tools", "@fifo"], "pipe"),
+    (["render", "--out", "~nosuchuser_x9/out.json"], None),
+    (["train", "--model", "real", "--steps", "5"], "--steps"),
+    (["train", "--model", "real", "--template", "qwen2.5"], "--template"),
+    (["train", "--groups", "5"], "--groups"),
+]
+
+
+@pytest.mark.parametrize("argv, says", CASES, ids=lambda v: " ".join(v) if isinstance(v, list) else str(v))
+def test_hostile_input_is_one_line_before_any_model_loads(tmp_path, argv, says):
+    files = _files(tmp_path)
+    argv = [str(files[a[1:]]) if a.startswith("@") else a for a in argv]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(tmp_path / "hub"), TOOLKIT_BACKEND="")
+    t0 = time.perf_counter()
+    r = subprocess.run(
+        [sys.executable, str(RUNNER), "--block-heavy", "toolkit", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
+    print(f"{time.perf_counter() - t0:.2f} s  {' '.join(argv)[:80]}  ->  {r.stderr.strip()[:160]}")
+    assert "MODEL LOAD" not in r.stderr and "Traceback" not in r.stderr + r.stdout, r.stderr[-1500:]
+    assert r.returncode in (1, 2), (r.returncode, r.stderr[-500:])
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and (says is None or says in lines[0]), lines
+
+
+def test_a_bad_adapter_is_refused_before_the_base_model_loads(tmp_path):
+    """``loop --model qwen2.5-coder-0.5b+lora`` with ``TOOLKIT_ADAPTER`` naming truncated weights: a usage error,
+    with no model load (the runner makes one exit 99)."""
+    bad = tmp_path / "adapter"
+    shutil.copytree(adapter_folder(), bad)
+    w = bad / "adapter_model.safetensors"
+    w.write_bytes(w.read_bytes()[:5000])
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOOLKIT_ADAPTER=str(bad), TOOLKIT_BACKEND="")
+    cmd = [sys.executable, str(RUNNER), "--block-heavy", "toolkit", "loop", "--example", "calculator"]
+    r = subprocess.run([*cmd, "--model", "qwen2.5-coder-0.5b+lora"], capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "MODEL LOAD" not in r.stderr and "truncated" in r.stderr, r.stderr[-800:]
+
+
+def _parsed_dests(tree) -> set[str]:
+    dests = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
+            kw = {k.arg: k.value for k in node.keywords}
+            if isinstance(kw.get("dest"), ast.Constant):
+                dests.add(kw["dest"].value)
+                continue
+            names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            long = [n for n in names if n.startswith("--")]
+            if long or names:
+                dests.add((long or names)[0].lstrip("-").replace("-", "_"))
+    return dests
+
+
+def _read_names(tree) -> set[str]:
+    read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    read |= {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    return read
+
+
+def test_every_parsed_option_is_read():
+    """An option parsed and never read is a silent no-op (``train --model real --steps``): each ``add_argument`` of
+    a command must be read as ``args.<dest>`` (or named as a string, as ``train`` does for its per-run options)."""
+    unread = {}
+    for src in sorted((ROOT / "toolkit" / "commands").glob("*.py")):
+        tree = ast.parse(src.read_text(encoding="utf-8"))
+        missing = _parsed_dests(tree) - _read_names(tree) - {"help"}
+        if missing:
+            unread[src.name] = sorted(missing)
+    assert unread == {}, f"options parsed but never read: {unread}"
+
+
+def test_the_unread_check_can_fail():
+    tree = ast.parse("p.add_argument('--ghost', type=int)\np.add_argument('--seen')\nprint(a.seen)")
+    assert _parsed_dests(tree) - _read_names(tree) == {"ghost"}
+    assert json.loads("1") == 1
