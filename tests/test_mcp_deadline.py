@@ -11,14 +11,13 @@ import time
 import pytest
 import uvicorn
 
-from toolkit.mcp.deadline import DeadlineProtocol
+from toolkit.mcp.deadline import deadline_protocol
 from toolkit.mcp.server import bind
 
 DEADLINE_S = 1.0
 
 
-class Short(DeadlineProtocol):
-    partial_request_s = DEADLINE_S
+Short = deadline_protocol(DEADLINE_S)
 
 
 async def app(scope, receive, send):

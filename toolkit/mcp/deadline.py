@@ -3,7 +3,7 @@ within ``PARTIAL_REQUEST_S`` seconds of its first byte (or of the connection, wh
 with a JSON-RPC ``-32600`` body and is closed.
 
 What it does
-- :class:`DeadlineProtocol` is uvicorn's h11 protocol with one timer: armed when a connection opens and when the
+- :func:`deadline_protocol` returns uvicorn's h11 protocol class with one timer: armed when a connection opens and when the
   first bytes of a request arrive, disarmed once h11 has read the whole request (its state ``DONE``). uvicorn's own
   ``timeout_keep_alive`` runs only between requests, so headers sent and then silence, or half a body, held a
   connection (and a task) open forever: 50 of 50 after 10 s.
@@ -16,9 +16,7 @@ What it leaves out
 
 from __future__ import annotations
 
-import h11
 import mcp_types as types
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from toolkit.mcp.stdio import error_line
 
@@ -36,40 +34,48 @@ def timeout_reply(seconds: float) -> bytes:
     return head.encode() + body
 
 
-class DeadlineProtocol(H11Protocol):
-    """uvicorn's h11 protocol whose partial requests end after ``partial_request_s`` seconds (see the module)."""
+def deadline_protocol(seconds: float = PARTIAL_REQUEST_S):
+    """uvicorn's h11 protocol whose partial requests end after ``seconds`` (see the module), for
+    ``uvicorn.Config(http=...)``."""
+    import h11  # lazy: uvicorn's HTTP parser, loaded only by the transport that runs (the server starts fast)
+    from uvicorn.protocols.http.h11_impl import H11Protocol  # lazy: as above
 
-    partial_request_s = PARTIAL_REQUEST_S
+    class DeadlineProtocol(H11Protocol):
+        """uvicorn's h11 protocol whose partial requests end after ``partial_request_s`` seconds (see the module)."""
 
-    def connection_made(self, transport) -> None:
-        super().connection_made(transport)
-        self._deadline = None
-        self._arm()
+        partial_request_s = seconds
 
-    def _arm(self) -> None:
-        if self._deadline is None:
-            self._deadline = self.loop.call_later(self.partial_request_s, self._expired)
-
-    def _disarm(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
             self._deadline = None
-
-    def data_received(self, data: bytes) -> None:
-        super().data_received(data)
-        if self.conn.their_state in (h11.IDLE, h11.SEND_BODY):  # a head or a body begun, not finished
             self._arm()
-        else:
+
+        def _arm(self) -> None:
+            if self._deadline is None:
+                self._deadline = self.loop.call_later(self.partial_request_s, self._expired)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.conn.their_state in (h11.IDLE, h11.SEND_BODY):  # a head or a body begun, not finished
+                self._arm()
+            else:
+                self._disarm()
+
+        def connection_lost(self, exc) -> None:
             self._disarm()
+            super().connection_lost(exc)
 
-    def connection_lost(self, exc) -> None:
-        self._disarm()
-        super().connection_lost(exc)
+        def _expired(self) -> None:
+            self._deadline = None
+            if self.conn.their_state not in (h11.IDLE, h11.SEND_BODY) or self.transport.is_closing():
+                return
+            if self.cycle is None or not self.cycle.response_started:
+                self.transport.write(timeout_reply(self.partial_request_s))
+            self.transport.close()
 
-    def _expired(self) -> None:
-        self._deadline = None
-        if self.conn.their_state not in (h11.IDLE, h11.SEND_BODY) or self.transport.is_closing():
-            return
-        if self.cycle is None or not self.cycle.response_started:
-            self.transport.write(timeout_reply(self.partial_request_s))
-        self.transport.close()
+    return DeadlineProtocol

@@ -47,6 +47,7 @@ from mcp.shared.exceptions import MCPError
 
 from toolkit import __version__
 from toolkit.errors import ToolError, bounded_message, describe
+from toolkit.mcp.deadline import deadline_protocol
 from toolkit.mcp.demo import DEMO_TOOLS, TEST_TOOLS
 from toolkit.mcp.process import READY_MARK
 from toolkit.mcp.stdio import (
@@ -375,8 +376,6 @@ def serve_http(
     SDK's 4 MiB, as stdio lines are; a request not complete within ``deadline.PARTIAL_REQUEST_S`` gets 408."""
     import uvicorn  # lazy: only the transport that runs is loaded (fast start)
 
-    from toolkit.mcp.deadline import DeadlineProtocol  # lazy: it imports uvicorn, as above
-
     _warm_up()
     _report_expiry(session_idle_s)
     sock = bind(port, tcp_nodelay)
@@ -398,7 +397,7 @@ def serve_http(
         log_level="warning",
         timeout_graceful_shutdown=2,
         lifespan="on",
-        http=DeadlineProtocol,  # a partial request (headers, then silence; half a body) ends with 408, not never
+        http=deadline_protocol(),  # a partial request (headers, then silence; half a body) ends with 408, not never
         timeout_keep_alive=5,
         h11_max_incomplete_event_size=MAX_MESSAGE_BYTES + (1 << 16),
     )
