@@ -81,6 +81,36 @@ def test_hostile_input_is_one_line_before_any_model_loads(tmp_path, argv, says):
     assert len(lines) == 1 and (says is None or says in lines[0]), lines
 
 
+def _toolkit(argv, tmp_path, block=True, **env):
+    """``render`` builds the tokenizer with transformers (no model): ``block=False`` lets it import."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOOLKIT_BACKEND="", **env)
+    cmd = [sys.executable, str(RUNNER), *(["--block-heavy"] if block else []), "toolkit", *argv]
+    return subprocess.run(cmd, capture_output=True, cwd=tmp_path, env=env, timeout=120)
+
+
+def test_undecodable_question_huge_seed_and_a_cache_that_is_a_file(tmp_path):
+    r = _toolkit(["loop", b"caf\xe9?".decode("utf-8", "surrogateescape")], tmp_path)
+    assert r.returncode == 2 and b"not UTF-8" in r.stderr and b"MODEL LOAD" not in r.stderr, r.stderr[-600:]
+    r = _toolkit(
+        ["constrain", "--schema", str(ROOT / "tests/fixtures/cli_schema.json"), "--seed", "1" + "0" * 20], tmp_path
+    )
+    assert r.returncode == 2 and b"--seed" in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr[-600:]
+    (tmp_path / "cache").write_text("x")
+    r = _toolkit(["render", "--example", "weather"], tmp_path, False, TOOLKIT_CACHE=str(tmp_path / "cache"))
+    assert r.returncode == 1 and b"is a file, not a folder" in r.stderr and b"Traceback" not in r.stderr, r.stderr
+
+
+def test_an_ascii_terminal_and_a_full_disk_are_not_tracebacks(tmp_path):
+    r = _toolkit(["render", "--example", "weather", "--json"], tmp_path, False, PYTHONIOENCODING="ascii")
+    assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr[-600:]
+    r.stdout.decode("ascii")  # escaped, not refused
+    with open("/dev/full", "w") as full:
+        env = dict(os.environ, HF_HUB_OFFLINE="1", TOOLKIT_BACKEND="")
+        cmd = [sys.executable, "-m", "toolkit", "render", "--example", "weather"]
+        r = subprocess.run(cmd, stdout=full, stderr=subprocess.PIPE, env=env, cwd=ROOT, timeout=120)
+    assert r.returncode == 1 and r.stderr.strip().splitlines() == [b"python -m toolkit render: No space left on device"]
+
+
 def test_a_bad_adapter_is_refused_before_the_base_model_loads(tmp_path):
     """``loop --model qwen2.5-coder-0.5b+lora`` with ``TOOLKIT_ADAPTER`` naming truncated weights: a usage error,
     with no model load (the runner makes one exit 99)."""

@@ -93,6 +93,14 @@ def number(lo: float | None = None, hi: float | None = None, lo_open: bool = Fal
     return conv
 
 
+SEED_MAX = 2**32 - 1  # numpy's limit; torch.manual_seed(10**20) raised a RuntimeError after the model loaded
+
+
+def seed(text: str) -> int:
+    """A random seed, 0 .. 2**32 - 1."""
+    return count(0, SEED_MAX)(text)
+
+
 def port(allow_zero: bool = True):
     """A TCP port, 1..65535 (0 too when ``allow_zero``: the OS picks a free one)."""
     inner = count(0 if allow_zero else 1, 65535)

@@ -19,7 +19,7 @@ def cli(argv: list[str]) -> int:
     ap.add_argument("--schema", required=True, type=cliargs.existing_file, help="JSON Schema file")
     ap.add_argument("--samples", type=cliargs.count(1, 1000), default=5)
     ap.add_argument("--temperature", type=cliargs.number(0.0, 10.0), default=1.0, help="0 = greedy")
-    ap.add_argument("--seed", type=cliargs.count(0), default=0)
+    ap.add_argument("--seed", type=cliargs.seed, default=0)
     ap.add_argument("--max-new-tokens", type=cliargs.count(1, 4096), default=64)
     ap.add_argument("--prompt", default="Give one example.", help="the user message")
     ap.add_argument(

@@ -48,12 +48,12 @@ def cli(argv: list[str]) -> int:
     ap.add_argument("--template", default=None, choices=["qwen3", "qwen2.5"], help="stand-in: the chat template")
     ap.add_argument("--steps", type=cliargs.count(1, 100_000), default=None, help="stand-in: steps (default 220)")
     ap.add_argument("--lr", type=cliargs.number(0.0, 10.0, lo_open=True), default=None)
-    ap.add_argument("--seed", type=cliargs.count(0), default=0)
+    ap.add_argument("--seed", type=cliargs.seed, default=0)
     ap.add_argument(
         "--groups", type=cliargs.count(1, 100_000), default=None, help="real: optimizer steps (one group each; 50)"
     )
     ap.add_argument("--per-group", type=cliargs.count(1, 64), default=None, help="real: conversations per group (10)")
-    ap.add_argument("--data-seed", type=cliargs.count(0), default=None, help="real: the data's seed (0)")
+    ap.add_argument("--data-seed", type=cliargs.seed, default=None, help="real: the data's seed (0)")
     ap.add_argument("--mix", default=None, choices=list(MIXES), help="real: the data mix (toolkit.sft.data.MIXES)")
     ap.add_argument("--limit-steps", type=cliargs.count(1, 100_000), default=None, help="real: stop after N steps")
     ap.add_argument("--out", type=cliargs.out_dir, default=None, help="real: adapter folder (default: the shipped one)")
