@@ -111,6 +111,12 @@ def test_an_ascii_terminal_and_a_full_disk_are_not_tracebacks(tmp_path):
     assert r.returncode == 1 and r.stderr.strip().splitlines() == [b"python -m toolkit render: No space left on device"]
 
 
+def test_prefix_reuse_refuses_a_prompt_longer_than_the_models_positions(tmp_path):
+    cmd = [sys.executable, str(RUNNER), "--block-heavy", str(ROOT / "benchmarks/prefix_reuse.py"), "--T", "40000"]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 2 and "32,768 positions" in r.stderr and "MODEL LOAD" not in r.stderr, r.stderr[-600:]
+
+
 def test_a_bad_adapter_is_refused_before_the_base_model_loads(tmp_path):
     """``loop --model qwen2.5-coder-0.5b+lora`` with ``TOOLKIT_ADAPTER`` naming truncated weights: a usage error,
     with no model load (the runner makes one exit 99)."""
