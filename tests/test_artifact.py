@@ -62,7 +62,7 @@ def _manifest_binary(d):
         (_random_weights, "sha256"),
         (_truncated, "truncated"),
         (_no_config, "adapter_config.json is missing"),
-        (_manifest_cut, "not JSON"),
+        (_manifest_cut, "not valid JSON"),
         (_manifest_binary, "not UTF-8"),
     ],
 )

@@ -27,7 +27,7 @@ FUZZ = settings(max_examples=150, deadline=None, derandomize=True, suppress_heal
         ("[1e999]", "not finite"),
         ("[" * 450 + "]" * 450, "nested"),
         ("[" * 100_000 + "]" * 100_000, "nested"),
-        ('{"a": 1', "not JSON"),
+        ('{"a": 1', "not valid JSON"),
         (b'{"a": "\xff\xfe"}', "not UTF-8"),
         ("x" * 101, "limit"),
     ],
@@ -138,3 +138,22 @@ def test_fuzz_random_bytes_are_parsed_bounded_or_refused(data):
 )
 def test_fuzz_deep_and_huge_are_refused_in_one_line(levels, opener, leaf):
     _check(opener * levels + leaf)
+
+
+@FUZZ
+@given(st.one_of(values.map(lambda v: json.dumps(v).encode()), st.binary(max_size=300)))
+def test_fuzz_the_schema_and_tools_file_readers(tmp_path_factory, data):
+    """The readers built on this module (constrain's schema file, lint-tools' tools file) refuse in one line of
+    their own error type, or return what they promise."""
+    from toolkit.commands.lint_tools import CannotRead, read_tools_file
+    from toolkit.grammar.valid import SchemaError, read_schema_file
+
+    path = tmp_path_factory.mktemp("fuzz") / "in.json"
+    path.write_bytes(data)
+    for reader, error, kind in ((read_schema_file, SchemaError, dict), (read_tools_file, CannotRead, list)):
+        try:
+            out = reader(path)
+        except error as e:
+            assert "\n" not in str(e) and len(str(e)) < 400
+            continue
+        assert isinstance(out, kind) and depth(out) <= untrusted.MAX_DEPTH
