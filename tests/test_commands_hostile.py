@@ -117,6 +117,11 @@ def test_prefix_reuse_refuses_a_prompt_longer_than_the_models_positions(tmp_path
     assert r.returncode == 2 and "32,768 positions" in r.stderr and "MODEL LOAD" not in r.stderr, r.stderr[-600:]
 
 
+def test_a_password_in_an_mcp_url_is_not_echoed(tmp_path):
+    r = _toolkit(["lint-tools", "--mcp", "http://u:hunter2@127.0.0.1:9/mcp"], tmp_path, block=False)
+    assert r.returncode == 2 and b"hunter2" not in r.stderr and b"***@127.0.0.1:9" in r.stderr, r.stderr
+
+
 def test_a_bad_adapter_is_refused_before_the_base_model_loads(tmp_path):
     """``loop --model qwen2.5-coder-0.5b+lora`` with ``TOOLKIT_ADAPTER`` naming truncated weights: a usage error,
     with no model load (the runner makes one exit 99)."""

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from toolkit import cliargs
 from toolkit.errors import describe
-from toolkit.untrusted import UntrustedInputError, read_json_file
+from toolkit.untrusted import UntrustedInputError, read_json_file, redact
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 MCP_TIMEOUT_S = 15.0
@@ -129,7 +129,7 @@ def cli(argv: list[str]) -> int:
     try:
         tools = read_tools_file(a.file) if a.file else _from_mcp(a.mcp or a.mcp_stdio, stdio=bool(a.mcp_stdio))
     except CannotRead as e:
-        print(f"lint-tools: cannot read tools: {e}", file=sys.stderr)
+        print(f"lint-tools: cannot read tools: {redact(str(e))}", file=sys.stderr)  # a URL's password never echoed
         return 2
     from toolkit.eval.lint import RULES, lint  # lazy: jsonschema (~1-6 s), once the tools are read
 
