@@ -122,6 +122,13 @@ def test_a_password_in_an_mcp_url_is_not_echoed(tmp_path):
     assert r.returncode == 2 and b"hunter2" not in r.stderr and b"***@127.0.0.1:9" in r.stderr, r.stderr
 
 
+def test_a_bad_toolkit_model_is_refused_like_the_option(tmp_path):
+    for pinned, says in (("~nosuchuser_x9/model", b"no such user"), ("/nonexistent/model", b"no such model")):
+        r = _toolkit(["loop", "--example", "calculator"], tmp_path, TOOLKIT_MODEL=pinned)
+        assert r.returncode == 2 and b"TOOLKIT_MODEL" in r.stderr and says in r.stderr, r.stderr[-600:]
+        assert b"MODEL LOAD" not in r.stderr
+
+
 def test_a_bad_adapter_is_refused_before_the_base_model_loads(tmp_path):
     """``loop --model qwen2.5-coder-0.5b+lora`` with ``TOOLKIT_ADAPTER`` naming truncated weights: a usage error,
     with no model load (the runner makes one exit 99)."""

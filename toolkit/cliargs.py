@@ -228,6 +228,13 @@ def model(text: str) -> str:
     kit's adapter) and ``qwen2.5-coder-0.5b+lora-int8`` (its int8 build), a model folder, a ``.gguf`` file or a
     hub id (in the local hub cache when ``HF_HUB_OFFLINE=1``). Returns the text unchanged for ``models.load``."""
     name = text.strip()
+    pinned = os.environ.get("TOOLKIT_MODEL", "auto").strip() or "auto"
+    if name == "auto" and pinned != "auto":  # load("auto") loads $TOOLKIT_MODEL: checked here, as the option is
+        try:
+            model(pinned)
+        except argparse.ArgumentTypeError as e:
+            raise argparse.ArgumentTypeError(f"TOOLKIT_MODEL: {e}") from None
+        return name
     if name == "auto" or name in (STAND_IN, f"{STAND_IN}-qwen2.5", f"{STAND_IN}-qwen3"):
         return name
     if name == REAL_OFFLINE + ADAPTER_SUFFIX:  # the adapter (shipped or $TOOLKIT_ADAPTER) checked before any load
