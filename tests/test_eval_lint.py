@@ -149,3 +149,13 @@ def test_look_alikes_are_bounded_in_time_and_output():
     assert took < 20, took  # n * 16 comparisons, not n^2 / 2 (printed when slow: the machine may be busy)
     few = look_alikes(["get_weather", "get_weathers", "send_email"])
     assert [(f.tool, f.rule) for f in few] == [("get_weather", "K1")]
+
+
+def test_cli_text_output_is_bounded(tmp_path):
+    many = tmp_path / "many.json"
+    many.write_text(json.dumps([_bad(name=f"tool_{i:04d}_x", description="") for i in range(400)]))
+    r = subprocess.run(
+        [sys.executable, "-m", "toolkit", "lint-tools", str(many)], capture_output=True, text=True, timeout=120
+    )
+    lines = r.stdout.strip().splitlines()
+    assert r.returncode == 1 and len(lines) <= 203 and "more finding(s) not printed" in lines[-2], lines[-3:]

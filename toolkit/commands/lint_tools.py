@@ -22,6 +22,7 @@ from toolkit.untrusted import UntrustedInputError, read_json_file, redact
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 MCP_TIMEOUT_S = 15.0
+MAX_PRINTED = 200  # findings printed as text (20,000 tools make tens of thousands); --json has them all
 
 
 class CannotRead(Exception):
@@ -144,7 +145,10 @@ def cli(argv: list[str]) -> int:
             )
         )
     else:
-        for f in findings:
+        shown = sorted(findings, key=lambda f: f.level != "error")[:MAX_PRINTED]  # errors first, then warnings
+        for f in shown:
             print(f"{f.level:<7} {f.rule}  {f.tool}: {f.message}   [{RULES[f.rule]}]")
+        if len(findings) > len(shown):
+            print(f"… {len(findings) - len(shown):,} more finding(s) not printed (--json lists them all)")
         print(f"{len(tools)} tool(s), {errors} error(s), {len(findings) - errors} warning(s)")
     return 1 if errors else 0
