@@ -333,7 +333,7 @@ def parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--model", type=cliargs.model, default="qwen2.5-coder-0.5b")
     common.add_argument("--categories", nargs="+", default=None, help="default: all five (levers: its four)")
-    common.add_argument("--seed", type=cliargs.count(0), default=0)
+    common.add_argument("--seed", type=cliargs.seed, default=0)
     cache = os.path.join(os.path.expanduser("~"), ".cache", "toolcall-kit", "bfcl")
     common.add_argument("--cache", type=cliargs.out_dir, default=cache)
     common.add_argument("--out", type=cliargs.out_dir, default=RESULTS)

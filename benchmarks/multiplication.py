@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     p = cliargs.Parser(description=__doc__.split("\n")[0])
     p.add_argument("--n", type=cliargs.count(1), default=10, help="how many products (default 10)")
     p.add_argument("--digits", type=cliargs.count(1, 100), default=6, help="digits per factor (default 6)")
-    p.add_argument("--seed", type=cliargs.count(0), default=0)
+    p.add_argument("--seed", type=cliargs.seed, default=0)
     p.add_argument("--threads", type=cliargs.count(1, 1024), default=1, help="torch threads (1 on a shared machine)")
     p.add_argument(
         "--out", type=cliargs.out_file, default=os.path.join(ROOT, "benchmarks", "results", "multiplication.json")

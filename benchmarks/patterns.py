@@ -48,7 +48,7 @@ def parser():
     ap = cliargs.Parser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", type=cliargs.model, default="auto")
     ap.add_argument("--n", type=cliargs.count(1), default=3)
-    ap.add_argument("--seed", type=cliargs.count(0), default=0)
+    ap.add_argument("--seed", type=cliargs.seed, default=0)
     ap.add_argument(
         "--patterns", type=cliargs.one_of(NAMES, "pattern"), default=None, help="comma-separated names (default: all)"
     )

@@ -24,6 +24,20 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from toolkit import cliargs  # noqa: E402
+from toolkit.stand_in import POSITIONS  # noqa: E402
+from toolkit.untrusted import UntrustedInputError, expand_path, read_json_file  # noqa: E402
+
+
+def positions(name: str) -> int | None:
+    """The model's positions, read before it loads: a folder's or a config file's ``max_position_embeddings``; the
+    kit's named models (the stand-in, Qwen2.5-Coder-0.5B with or without the adapter) have 32,768; a hub id: None
+    (checked once it has loaded)."""
+    path = expand_path(name)
+    if name.endswith(".json") or path.is_dir():
+        cfg = read_json_file(path / "config.json" if path.is_dir() else path, "model config", 1 << 20)
+        n = cfg.get("max_position_embeddings") if isinstance(cfg, dict) else None
+        return n if isinstance(n, int) and not isinstance(n, bool) else None
+    return None if "/" in name else POSITIONS
 
 
 def token_stream(n: int, tokenizer) -> list[int]:
@@ -97,6 +111,13 @@ def main(argv=None) -> int:
         help="also write the JSON summary and per-turn rows to this file",
     )
     a = p.parse_args(argv)
+    total = a.T + a.delta * a.R
+    try:
+        most = positions(a.model)
+    except UntrustedInputError as e:
+        p.error(str(e))
+    if most is not None and total > most:  # it once ran past the positions without a word
+        p.error(f"--T + --delta x --R = {total:,} tokens, more than the model's {most:,} positions")
 
     import torch
 
@@ -105,7 +126,9 @@ def main(argv=None) -> int:
     from toolkit.models import load
 
     loaded = random_shape(a.model) if a.model.endswith(".json") else load(a.model, quiet=True)
-    total = a.T + a.delta * a.R
+    most = getattr(getattr(loaded.model, "config", None), "max_position_embeddings", None)
+    if isinstance(most, int) and total > most:  # a hub model: its positions are known once it has loaded
+        p.error(f"--T + --delta x --R = {total:,} tokens, more than the model's {most:,} positions")
     stream = token_stream(total, loaded.tokenizer)
 
     def backend(reuse: bool):

@@ -242,9 +242,7 @@ print(
 live = TokensBackend(URL, tok, info=info, stream=True).complete(prompt, max_new_tokens=64, stop_ids={IM_END_ID})
 events = list(stream_events(live["chunks"]))
 display(
-    pd.DataFrame([{"#": i, "event": type(e).__name__, "content": repr(e)[:90]} for i, e in enumerate(events)]).head(
-        25
-    )
+    pd.DataFrame([{"#": i, "event": type(e).__name__, "content": repr(e)[:90]} for i, e in enumerate(events)]).head(25)
 )
 content, calls = assemble(events)
 whole = parse_tool_calls(live["text"])

@@ -297,6 +297,7 @@ FREE_TEXT = {
     "loop": {"--answer-prefix"},  # any text starts the answer
     "constrain": {"--prompt"},  # the user message
     "lint-tools": {"--mcp-stdio"},  # a command line (shlex-checked, then started)
+    "bfcl.py": {"--cached-only"},  # a flag (action="store_true" passed as **cached, which this AST reader cannot see)
 }
 
 

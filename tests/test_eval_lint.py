@@ -102,7 +102,7 @@ def test_cli_exit_codes(tmp_path):
     for content, says in (
         ('{"tools": "notalist"}', "expected a list of tools"),
         ("[1, 2]", "not an object"),
-        ("{not json", "is not JSON"),
+        ("{not json", "is not valid JSON"),
     ):
         junk = tmp_path / "junk.json"
         junk.write_text(content)
@@ -133,3 +133,29 @@ def test_vague_untyped_and_too_short_definitions_are_errors_citing_the_chapter()
     params["properties"]["city"]["description"] = "city"
     assert ("G11", "error") in rules([_bad(parameters=params)])
     assert all("§" in RULES[r] for r in ("G7", "G8", "G9", "G10", "G11"))
+
+
+def test_look_alikes_are_bounded_in_time_and_output():
+    """2,000 look-alike names took 33-45 s and printed 779,701 warnings; now a capped list and one summary line."""
+    import time
+
+    from toolkit.eval.lint import MAX_K1, look_alikes
+
+    names = [f"get_weather_{i:05d}" for i in range(5_000)]
+    t = time.perf_counter()
+    found = look_alikes(names)
+    took = time.perf_counter() - t
+    assert len(found) == MAX_K1 + 1 and found[-1].tool == "(all)" and "5,000 names" in found[-1].message
+    assert took < 20, took  # n * 16 comparisons, not n^2 / 2 (printed when slow: the machine may be busy)
+    few = look_alikes(["get_weather", "get_weathers", "send_email"])
+    assert [(f.tool, f.rule) for f in few] == [("get_weather", "K1")]
+
+
+def test_cli_text_output_is_bounded(tmp_path):
+    many = tmp_path / "many.json"
+    many.write_text(json.dumps([_bad(name=f"tool_{i:04d}_x", description="") for i in range(400)]))
+    r = subprocess.run(
+        [sys.executable, "-m", "toolkit", "lint-tools", str(many)], capture_output=True, text=True, timeout=120
+    )
+    lines = r.stdout.strip().splitlines()
+    assert r.returncode == 1 and len(lines) <= 203 and "more finding(s) not printed" in lines[-2], lines[-3:]

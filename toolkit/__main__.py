@@ -31,6 +31,11 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    for stream in (sys.stdout, sys.stderr):  # an ASCII-only terminal (LANG=C) cannot print "→" or 北京: escape them
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError):  # a replaced stream (a test's capture) keeps its own settings
+            pass
     if argv and argv[0] not in COMMANDS and argv[0] not in ("-h", "--help"):
         shown = argv[0] if len(argv[0]) <= 40 else argv[0][:40] + "…"
         print(
@@ -44,10 +49,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     module = importlib.import_module(COMMANDS[argv[0]][0])
     try:
-        return int(module.cli(argv[1:]) or 0)
+        rc = int(module.cli(argv[1:]) or 0)
+        sys.stdout.flush()  # a full disk fails here, inside the try, not in the interpreter's exit
+        return rc
     except BrokenPipeError:  # output piped into `head` & co.: stop quietly, as other command-line tools do
         sys.stderr.close()
         return 0
+    except OSError as e:  # a full disk, a cache path that is a file, a read-only folder: one line, not a traceback
+        where = f": {e.filename}" if e.filename else ""
+        print(f"python -m toolkit {argv[0]}: {e.strerror or e}{where}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -29,7 +29,9 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from toolkit.models import ADAPTER_SUFFIX, REAL_OFFLINE, SMALL, SMALL_BASE, STAND_IN
+from toolkit.artifact import ArtifactError, verify_adapter
+from toolkit.models import ADAPTER_SUFFIX, REAL_OFFLINE, SMALL, SMALL_BASE, STAND_IN, adapter_folder
+from toolkit.untrusted import UntrustedInputError, expand_path, redact
 
 MAX_SHOWN = 60  # characters of a bad value echoed back in an error
 
@@ -91,6 +93,14 @@ def number(lo: float | None = None, hi: float | None = None, lo_open: bool = Fal
     return conv
 
 
+SEED_MAX = 2**32 - 1  # numpy's limit; torch.manual_seed(10**20) raised a RuntimeError after the model loaded
+
+
+def seed(text: str) -> int:
+    """A random seed, 0 .. 2**32 - 1."""
+    return count(0, SEED_MAX)(text)
+
+
 def port(allow_zero: bool = True):
     """A TCP port, 1..65535 (0 too when ``allow_zero``: the OS picks a free one)."""
     inner = count(0 if allow_zero else 1, 65535)
@@ -107,6 +117,14 @@ def port(allow_zero: bool = True):
 
 
 # ---------------------------------------------------------------- paths
+def _expanded(text: str) -> Path:
+    """``text`` with ``~`` expanded; ``~nosuchuser`` is a usage error, not ``RuntimeError``'s traceback."""
+    try:
+        return expand_path(text) if text.strip() else Path(text)
+    except UntrustedInputError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _nearest_existing(path: Path) -> Path:
     p = path
     while not p.exists() and p != p.parent:
@@ -131,18 +149,20 @@ def _creatable(path: Path, parents: bool) -> str | None:
 
 
 def existing_file(text: str) -> Path:
-    p = Path(text).expanduser()
+    p = _expanded(text)
     if not text.strip() or not p.exists():
         raise argparse.ArgumentTypeError(f"no such file: {_shown(text)}")
     if p.is_dir():
         raise argparse.ArgumentTypeError(f"{_shown(text)} is a folder; expected a file")
+    if not p.is_file():  # a FIFO would block the read forever, a device never ends
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is a pipe or a device, not a regular file")
     if not os.access(p, os.R_OK):
         raise argparse.ArgumentTypeError(f"{_shown(text)} is not readable")
     return p
 
 
 def existing_dir(text: str) -> Path:
-    p = Path(text).expanduser()
+    p = _expanded(text)
     if not text.strip() or not p.exists():
         raise argparse.ArgumentTypeError(f"no such folder: {_shown(text)}")
     if not p.is_dir():
@@ -152,7 +172,7 @@ def existing_dir(text: str) -> Path:
 
 def out_file(text: str) -> Path:
     """A file the command writes: an existing writable file, or a new one whose folder exists or can be made."""
-    p = Path(text).expanduser()
+    p = _expanded(text)
     if not text.strip():
         raise argparse.ArgumentTypeError("the file name is empty")
     if p.is_dir():
@@ -173,7 +193,7 @@ def out_file(text: str) -> Path:
 
 def out_dir(text: str) -> Path:
     """A folder the command writes into: an existing writable folder, or one that can be created."""
-    p = Path(text).expanduser()
+    p = _expanded(text)
     if not text.strip():
         raise argparse.ArgumentTypeError("the folder name is empty")
     if p.exists():
@@ -208,20 +228,28 @@ def model(text: str) -> str:
     kit's adapter) and ``qwen2.5-coder-0.5b+lora-int8`` (its int8 build), a model folder, a ``.gguf`` file or a
     hub id (in the local hub cache when ``HF_HUB_OFFLINE=1``). Returns the text unchanged for ``models.load``."""
     name = text.strip()
+    pinned = os.environ.get("TOOLKIT_MODEL", "auto").strip() or "auto"
+    if name == "auto" and pinned != "auto":  # load("auto") loads $TOOLKIT_MODEL: checked here, as the option is
+        try:
+            model(pinned)
+        except argparse.ArgumentTypeError as e:
+            raise argparse.ArgumentTypeError(f"TOOLKIT_MODEL: {e}") from None
+        return name
     if name == "auto" or name in (STAND_IN, f"{STAND_IN}-qwen2.5", f"{STAND_IN}-qwen3"):
         return name
-    if name in (
-        REAL_OFFLINE,
-        REAL_OFFLINE + ADAPTER_SUFFIX,
-        SMALL,
-        SMALL_BASE,
-    ):  # installed or not: the load says so in one line
+    if name == REAL_OFFLINE + ADAPTER_SUFFIX:  # the adapter (shipped or $TOOLKIT_ADAPTER) checked before any load
+        try:
+            verify_adapter(adapter_folder())
+        except ArtifactError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return name
+    if name in (REAL_OFFLINE, SMALL, SMALL_BASE):  # installed or not: the load says so in one line
         return name
     if name.endswith(ADAPTER_SUFFIX):
         raise argparse.ArgumentTypeError(
             f"the kit's LoRA adapter fits only {REAL_OFFLINE}: use {REAL_OFFLINE + ADAPTER_SUFFIX}, not {_shown(text)}"
         )
-    p = Path(name).expanduser()
+    p = _expanded(name)
     if p.exists() or name.startswith(("/", ".", "~")) or name.endswith(".gguf"):
         if p.is_dir():
             if not (p / "config.json").is_file():
@@ -252,13 +280,15 @@ def url(text: str) -> str:
         parts = urlsplit(raw)
         port_ = parts.port
     except ValueError as e:
-        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a URL: {e}") from None
+        raise argparse.ArgumentTypeError(f"{_shown(redact(text))} is not a URL: {e}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a URL; expected e.g. http://127.0.0.1:8000/mcp")
+        raise argparse.ArgumentTypeError(
+            f"{_shown(redact(text))} is not a URL; expected e.g. http://127.0.0.1:8000/mcp"
+        )
     if parts.query or parts.fragment:
-        raise argparse.ArgumentTypeError(f"URL {_shown(text)} must not carry a query or fragment")
+        raise argparse.ArgumentTypeError(f"URL {_shown(redact(text))} must not carry a query or fragment")
     if port_ is not None and not 0 < port_ < 65536:
-        raise argparse.ArgumentTypeError(f"URL {_shown(text)}: port {port_} out of range")
+        raise argparse.ArgumentTypeError(f"URL {_shown(redact(text))}: port {port_} out of range")
     return raw.rstrip("/")
 
 

@@ -25,7 +25,6 @@ What it leaves out
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import sys
 from dataclasses import dataclass, field
@@ -33,10 +32,11 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from toolkit import fetch, small
+from toolkit import artifact, fetch, small
 from toolkit.paths import hub_reachable
 from toolkit.stand_in import stand_in, stand_in_config  # noqa: F401 (importable from here, as before)
 from toolkit.tokenizer import qwen_tokenizer
+from toolkit.untrusted import UntrustedInputError, read_json_file
 
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
 
@@ -86,7 +86,12 @@ def adapter_folder(name: str = ADAPTER_NAME) -> Path:
 def adapter_manifest(folder: Path | None = None) -> dict | None:
     """The adapter's ``manifest.json`` (base model sha256, data seed and hash, settings, commit, loss), or None."""
     f = (folder or adapter_folder()) / "manifest.json"
-    return json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
+    if not f.exists():
+        return None
+    man = read_json_file(f, "adapter manifest", 1 << 20)  # a truncated or binary manifest: one line, not a traceback
+    if not isinstance(man, dict):
+        raise UntrustedInputError(f"adapter manifest {f} holds {type(man).__name__}, not an object")
+    return man
 
 
 def _say(msg: str) -> None:
@@ -172,6 +177,7 @@ def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet
         say(f"loaded {out.description}")
         return out
     if name.endswith(ADAPTER_SUFFIX):
+        artifact.verify_adapter(adapter_folder())  # a bad adapter is refused before the base model loads
         out = load(name[: -len(ADAPTER_SUFFIX)], device, dtype, quiet=True)
         apply_adapter(out)
         say(f"loaded {out.description}")
@@ -350,9 +356,9 @@ def apply_adapter(loaded: Loaded, folder: Path | None = None) -> Loaded:
     """Apply a LoRA adapter (default: the kit's shipped one) to ``loaded`` in place and merge it into the weights
     (decoding then costs what the base model costs). Refuses an adapter made for other base weights."""
     folder = folder or adapter_folder()
-    man = adapter_manifest(folder)
-    if man is None:
+    if adapter_manifest(folder) is None:
         raise FileNotFoundError(f"no LoRA adapter at {folder} (make one with `python -m toolkit train --model real`)")
+    man = artifact.verify_adapter(folder)  # files, sizes, sha256, config and header against the manifest
     if loaded.kind != "real-offline":
         raise ValueError(f"the adapter was trained on {man['base']['name']}; {loaded.name} is a different model")
     from peft import PeftModel  # lazy: heavy, only when an adapter is applied

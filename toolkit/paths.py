@@ -27,6 +27,7 @@ What it leaves out
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import json
 import os
@@ -41,6 +42,8 @@ from pathlib import Path
 def cache_dir() -> Path:
     """Where built tokenizers and converted models live (outside the repo)."""
     root = Path(os.environ.get("TOOLKIT_CACHE", Path.home() / ".cache" / "toolcall-kit"))
+    if root.exists() and not root.is_dir():  # one line from the command (toolkit.__main__), not mkdir's traceback
+        raise NotADirectoryError(errno.ENOTDIR, "the kit's cache ($TOOLKIT_CACHE) is a file, not a folder", str(root))
     root.mkdir(parents=True, exist_ok=True)
     return root
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from toolkit.qwen import ENDOFTEXT_ID, IM_END_ID, VOCAB_WIDTH
 
+POSITIONS = 32_768  # the stand-in's max_position_embeddings, as Qwen2.5-Coder-0.5B's (its config.json)
+
 
 def stand_in_config(flavor: str = "qwen3", **overrides):
     """A tiny Qwen-shaped config with the real vocab width (151,936)."""
@@ -26,7 +28,7 @@ def stand_in_config(flavor: str = "qwen3", **overrides):
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        max_position_embeddings=32_768,
+        max_position_embeddings=POSITIONS,
         tie_word_embeddings=True,
         bos_token_id=ENDOFTEXT_ID,
         eos_token_id=IM_END_ID,

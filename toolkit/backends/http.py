@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from toolkit.backends.base import Generation
 from toolkit.qwen import ENDOFTEXT_ID, IM_END_ID, VOCAB_WIDTH
+from toolkit.untrusted import redact
 
 ENV = "TOOLKIT_BACKEND"
 MODES = ("tokens", "chat")
@@ -39,7 +40,7 @@ class ServerError(Exception):
     malformed_response | no_structured_output | bad_url."""
 
     def __init__(self, kind: str, message: str):
-        super().__init__(message)
+        super().__init__(redact(message))  # a password in TOOLKIT_BACKEND's URL is never echoed
         self.kind = kind
 
     def to_json(self) -> dict:
@@ -56,18 +57,18 @@ def check_url(url: str) -> str:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as e:
-        raise ValueError(f"server URL {url!r} is not a URL: {e}") from None
+        raise ValueError(f"server URL {redact(url)!r} is not a URL: {e}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"server URL {url!r} must look like http://HOST:PORT/v1")
+        raise ValueError(f"server URL {redact(url)!r} must look like http://HOST:PORT/v1")
     if parts.query or parts.fragment:
-        raise ValueError(f"server URL {url!r} must not carry a query or fragment")
+        raise ValueError(f"server URL {redact(url)!r} must not carry a query or fragment")
     if not parts.path.endswith("/v1"):
         raise ValueError(
-            f"server URL {url!r} must end in /v1 (the OpenAI-compatible API's base), "
-            f"e.g. {parts.scheme}://{parts.netloc}/v1"
+            f"server URL {redact(url)!r} must end in /v1 (the OpenAI-compatible API's base), "
+            f"e.g. {redact(parts.scheme + '://' + parts.netloc)}/v1"
         )
     if port is not None and not 0 < port < 65536:
-        raise ValueError(f"server URL {url!r}: port {port} out of range")
+        raise ValueError(f"server URL {redact(url)!r}: port {port} out of range")
     return url
 
 
@@ -87,7 +88,7 @@ class ServerInfo:
 
     @property
     def description(self) -> str:
-        return f"{self.model} served by {self.kind} at {self.url}"
+        return f"{self.model} served by {self.kind} at {redact(self.url)}"
 
 
 def _client(url: str, timeout_s: float):

@@ -35,6 +35,7 @@ from toolkit.backends.http import (
 from toolkit.backends.http_tokens import TokensBackend
 from toolkit.parse import parse_tool_calls
 from toolkit.qwen import IM_END_ID
+from toolkit.untrusted import redact
 
 
 def wire_messages(messages: list[dict]) -> list[dict]:
@@ -105,6 +106,10 @@ class ChatBackend(ServedBackend):
         if not getattr(resp, "choices", None) or resp.choices[0].message is None:
             raise ServerError("malformed_response", f"POST /chat/completions at {self.url}: no message in the answer")
         msg = resp.choices[0].message
+        if resp.choices[0].finish_reason is None or not isinstance(msg.content, (str, type(None))):
+            raise ServerError(
+                "malformed_response", f"POST /chat/completions at {redact(self.url)}: a message without finish_reason"
+            )
         calls = []
         for c in msg.tool_calls or []:
             fn = getattr(c, "function", None)
@@ -114,7 +119,7 @@ class ChatBackend(ServedBackend):
             ("\n" if content or i else "") + call_text(c["name"], c["arguments"]) for i, c in enumerate(calls)
         )
         return dict(
-            url=self.url,
+            url=redact(self.url),
             model=self.model,
             mode=self.mode,
             endpoint="/v1/chat/completions",

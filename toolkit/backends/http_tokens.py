@@ -46,6 +46,7 @@ from toolkit.backends.http import (
 )
 from toolkit.prefix import shared_prefix
 from toolkit.qwen import IM_END_ID
+from toolkit.untrusted import redact
 
 STRUCTURED = (
     "auto",
@@ -123,8 +124,10 @@ class TokensBackend(ServedBackend):
 
             def run():
                 pieces, finish, usage, first, ids, echoed = [], None, None, None, None, None
+                seen = 0  # chunks with a choice: none at all is a body that was not a stream, not an empty answer
                 for chunk in self.client.completions.create(prompt=prompt, stream=True, extra_body=extra, **kw):
-                    if chunk.choices:
+                    if getattr(chunk, "choices", None):
+                        seen += 1
                         c = chunk.choices[0]
                         if c.text and first is None:
                             first = time.perf_counter()
@@ -134,7 +137,13 @@ class TokensBackend(ServedBackend):
                         if got is not None:
                             ids = (ids or []) + list(got)
                         echoed = extra_field(c, "prompt_token_ids") or echoed
-                    usage = chunk.usage or usage
+                    usage = getattr(chunk, "usage", None) or usage
+                if not seen or finish is None:
+                    raise ValueError(
+                        "the stream ended without a finish_reason"
+                        if seen
+                        else "no choices in the stream (a body that was not streamed?)"
+                    )
                 return pieces, finish, usage, first, ids, echoed
 
             chunks, finish, usage, first, ids_out, echoed = call_server(
@@ -152,12 +161,25 @@ class TokensBackend(ServedBackend):
             if not getattr(resp, "choices", None):
                 raise ServerError("malformed_response", f"POST /completions at {self.url}: no choices in the answer")
             c = resp.choices[0]
+            if not isinstance(getattr(c, "text", None), (str, type(None))) or c.finish_reason is None:
+                raise ServerError(
+                    "malformed_response",
+                    f"POST /completions at {redact(self.url)}: a choice without text or finish_reason",
+                )
             text, finish, first, u = c.text or "", c.finish_reason, None, usage_of(resp)
             ids_out, echoed = extra_field(c, "token_ids"), extra_field(c, "prompt_token_ids")
             chunks = [text]
         t1 = time.perf_counter()
+        for what, got in (("token_ids", ids_out), ("prompt_token_ids", echoed)):
+            if got is not None and not (
+                isinstance(got, list) and all(type(i) is int and 0 <= i < self.vocab_width for i in got)
+            ):
+                raise ServerError(
+                    "malformed_response",
+                    f"POST /completions at {redact(self.url)}: {what} are not token ids of this vocabulary",
+                )
         return dict(
-            url=self.url,
+            url=redact(self.url),
             model=self.model,
             mode=self.mode,
             endpoint="/v1/completions",

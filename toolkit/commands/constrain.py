@@ -6,7 +6,7 @@ import json
 import sys
 
 from toolkit import cliargs, models
-from toolkit.grammar.valid import SchemaError, read_schema_file, validate_schema
+from toolkit.grammar.valid import SchemaError, min_tokens, read_schema_file, validate_schema
 
 
 # ---------------------------------------------------------------- command line
@@ -19,7 +19,7 @@ def cli(argv: list[str]) -> int:
     ap.add_argument("--schema", required=True, type=cliargs.existing_file, help="JSON Schema file")
     ap.add_argument("--samples", type=cliargs.count(1, 1000), default=5)
     ap.add_argument("--temperature", type=cliargs.number(0.0, 10.0), default=1.0, help="0 = greedy")
-    ap.add_argument("--seed", type=cliargs.count(0), default=0)
+    ap.add_argument("--seed", type=cliargs.seed, default=0)
     ap.add_argument("--max-new-tokens", type=cliargs.count(1, 4096), default=64)
     ap.add_argument("--prompt", default="Give one example.", help="the user message")
     ap.add_argument(
@@ -41,6 +41,11 @@ def cli(argv: list[str]) -> int:
     try:  # the file, its JSON and the meta-schema first: no xgrammar (seconds: it loads torch) for a bad file
         schema = read_schema_file(str(a.schema))
         validate_schema(schema)
+        if min_tokens(schema) > a.max_new_tokens:
+            raise SchemaError(
+                f"no value of this schema fits --max-new-tokens {a.max_new_tokens}: it needs at least "
+                f"{min_tokens(schema):,} tokens (minItems, minProperties or minLength)"
+            )
     except SchemaError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -18,9 +18,11 @@ from urllib.parse import urlsplit
 
 from toolkit import cliargs
 from toolkit.errors import describe
+from toolkit.untrusted import UntrustedInputError, read_json_file, redact
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 MCP_TIMEOUT_S = 15.0
+MAX_PRINTED = 200  # findings printed as text (20,000 tools make tens of thousands); --json has them all
 
 
 class CannotRead(Exception):
@@ -30,17 +32,9 @@ class CannotRead(Exception):
 def read_tools_file(path) -> list:
     """The tools in a JSON file: a list of objects, or an object whose ``tools`` is one (a tools/list result)."""
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise CannotRead(f"{path} is {path.stat().st_size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except OSError as e:
-        raise CannotRead(f"cannot read {path}: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise CannotRead(f"{path} is not UTF-8 text (byte {e.start})") from None
-    except json.JSONDecodeError as e:
-        raise CannotRead(f"{path} is not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
-    except RecursionError:
-        raise CannotRead(f"{path}: JSON nested too deeply") from None
+        data = read_json_file(path, "tools file", MAX_FILE_BYTES)
+    except UntrustedInputError as e:
+        raise CannotRead(str(e)) from None
     tools = data.get("tools") if isinstance(data, dict) and "tools" in data else data
     if not isinstance(tools, list):
         raise CannotRead(
@@ -136,7 +130,7 @@ def cli(argv: list[str]) -> int:
     try:
         tools = read_tools_file(a.file) if a.file else _from_mcp(a.mcp or a.mcp_stdio, stdio=bool(a.mcp_stdio))
     except CannotRead as e:
-        print(f"lint-tools: cannot read tools: {e}", file=sys.stderr)
+        print(f"lint-tools: cannot read tools: {redact(str(e))}", file=sys.stderr)  # a URL's password never echoed
         return 2
     from toolkit.eval.lint import RULES, lint  # lazy: jsonschema (~1-6 s), once the tools are read
 
@@ -151,7 +145,10 @@ def cli(argv: list[str]) -> int:
             )
         )
     else:
-        for f in findings:
+        shown = sorted(findings, key=lambda f: f.level != "error")[:MAX_PRINTED]  # errors first, then warnings
+        for f in shown:
             print(f"{f.level:<7} {f.rule}  {f.tool}: {f.message}   [{RULES[f.rule]}]")
+        if len(findings) > len(shown):
+            print(f"… {len(findings) - len(shown):,} more finding(s) not printed (--json lists them all)")
         print(f"{len(tools)} tool(s), {errors} error(s), {len(findings) - errors} warning(s)")
     return 1 if errors else 0

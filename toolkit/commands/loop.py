@@ -11,6 +11,7 @@ from toolkit.schema import openai_schema
 from toolkit.settings import MODEL_MAX_NEW_TOKENS, STAND_IN_SETTINGS, LoopConfig
 from toolkit.tokenizer import qwen_tokenizer
 from toolkit.tools import TOOLS
+from toolkit.untrusted import UntrustedInputError, decode
 
 TOOL_MODES = ("auto", "required", "none")  # or a mounted tool's name (the loop's check_tool_choice agrees)
 
@@ -78,6 +79,10 @@ def cli(argv: list[str]) -> int:
         p.error("give a question or --example NAME (one of them)")
     if a.question is not None and not a.question.strip():
         p.error("the question is empty")
+    try:  # bytes that are not UTF-8 reach argv as lone surrogates: refused here, not as a traceback in the tokenizer
+        a.question = None if a.question is None else decode(a.question, "the question")
+    except UntrustedInputError as e:
+        p.error(str(e))
     if a.example and a.tools:
         p.error("--tools goes with a question; an example brings its own tools")
     names = a.tools if a.question is not None and a.tools else LOOP_EXAMPLES[a.example]["tools"] if a.example else TOOLS

@@ -6,6 +6,7 @@ import json
 import sys
 
 from toolkit import cliargs
+from toolkit.artifact import ArtifactError, verify_adapter
 from toolkit.fetch import DISPLAY_NAME, IntegrityError, install, is_installed, manifest, target_folder
 from toolkit.small import memory_available
 
@@ -65,12 +66,13 @@ def _install_small(force: bool, if_short: bool, base: bool) -> int:
 
 def _adapter(check: bool) -> int:
     """Print the shipped adapter's manifest; with ``check`` compare its base sha256 with the installed model's."""
-    from toolkit.models import adapter_folder, adapter_manifest  # lazy: keeps the usage errors fast
+    from toolkit.models import adapter_folder  # lazy: keeps the usage errors fast
 
     folder = adapter_folder()
-    man = adapter_manifest(folder)
-    if man is None:
-        print(f"no adapter at {folder}: make one with `python -m toolkit train --model real`", file=sys.stderr)
+    try:  # files, sizes, sha256, config and the weights' header against the manifest, before anything is printed
+        man = verify_adapter(folder)
+    except ArtifactError as e:
+        print(f"models adapter: {e}", file=sys.stderr)
         return 1
     size = sum(p.stat().st_size for p in folder.iterdir())
     out = {"folder": str(folder), "bytes": size, "load_as": "qwen2.5-coder-0.5b+lora", "manifest": man}
@@ -81,6 +83,6 @@ def _adapter(check: bool) -> int:
         from toolkit.sft.lora import base_sha256  # lazy: keeps the usage errors fast
 
         got = base_sha256(target_folder())
-        out["base_matches"] = got == man["base"]["safetensors_sha256"]
+        out["base_matches"] = got == man["base"].get("safetensors_sha256")
     print(json.dumps(out, indent=2, ensure_ascii=False))
     return 0 if out.get("base_matches", True) else 1

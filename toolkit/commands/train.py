@@ -35,25 +35,40 @@ def _real(args) -> int:
     return 0
 
 
+STAND_IN_ONLY = ["--template", "--steps"]
+REAL_ONLY = ["--groups", "--per-group", "--data-seed", "--mix", "--limit-steps", "--out", "--results"]
+DEFAULTS = {"template": "qwen3", "steps": 220, "groups": 50, "per_group": 10, "data_seed": 0, "mix": MIX}
+
+
 def cli(argv: list[str]) -> int:
     """``python -m toolkit train [--template qwen3] [--steps 220] [--lr 8e-3] [--seed 0]``: both runs, one table;
     ``python -m toolkit train --model real [--groups 50]``: the LoRA fine-tune of the real offline model."""
     ap = cliargs.Parser(prog="python -m toolkit train", description=cli.__doc__)
     ap.add_argument("--model", default="stand-in", choices=["stand-in", "real"])
-    ap.add_argument("--template", default="qwen3", choices=["qwen3", "qwen2.5"])
-    ap.add_argument("--steps", type=cliargs.count(1, 100_000), default=220)
+    ap.add_argument("--template", default=None, choices=["qwen3", "qwen2.5"], help="stand-in: the chat template")
+    ap.add_argument("--steps", type=cliargs.count(1, 100_000), default=None, help="stand-in: steps (default 220)")
     ap.add_argument("--lr", type=cliargs.number(0.0, 10.0, lo_open=True), default=None)
-    ap.add_argument("--seed", type=cliargs.count(0), default=0)
+    ap.add_argument("--seed", type=cliargs.seed, default=0)
     ap.add_argument(
-        "--groups", type=cliargs.count(1, 100_000), default=50, help="real: optimizer steps (one group each)"
+        "--groups", type=cliargs.count(1, 100_000), default=None, help="real: optimizer steps (one group each; 50)"
     )
-    ap.add_argument("--per-group", type=cliargs.count(1, 64), default=10, help="real: conversations per group")
-    ap.add_argument("--data-seed", type=cliargs.count(0), default=0)
-    ap.add_argument("--mix", default=MIX, choices=list(MIXES), help="real: the data mix (toolkit.sft.data.MIXES)")
+    ap.add_argument("--per-group", type=cliargs.count(1, 64), default=None, help="real: conversations per group (10)")
+    ap.add_argument("--data-seed", type=cliargs.seed, default=None, help="real: the data's seed (0)")
+    ap.add_argument("--mix", default=None, choices=list(MIXES), help="real: the data mix (toolkit.sft.data.MIXES)")
     ap.add_argument("--limit-steps", type=cliargs.count(1, 100_000), default=None, help="real: stop after N steps")
     ap.add_argument("--out", type=cliargs.out_dir, default=None, help="real: adapter folder (default: the shipped one)")
     ap.add_argument("--results", type=cliargs.out_file, default=None, help="real: results JSON")
     args = ap.parse_args(argv)
+    # an option of the other run is refused, not ignored (``train --model real --steps 5`` once trained 50 groups)
+    own = {"real": REAL_ONLY, "stand-in": STAND_IN_ONLY}[args.model]
+    stray = [
+        o for o in REAL_ONLY + STAND_IN_ONLY if o not in own and getattr(args, o[2:].replace("-", "_")) is not None
+    ]
+    if stray:
+        ap.error(f"{', '.join(stray)} do(es) not apply to --model {args.model} (it takes {', '.join(own)})")
+    for name, default in DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
     if args.model == "real":
         args.lr = args.lr or 4e-4
         return _real(args)

@@ -47,6 +47,7 @@ from mcp.shared.exceptions import MCPError
 
 from toolkit import __version__
 from toolkit.errors import ToolError, bounded_message, describe
+from toolkit.mcp.deadline import deadline_protocol
 from toolkit.mcp.demo import DEMO_TOOLS, TEST_TOOLS
 from toolkit.mcp.process import READY_MARK
 from toolkit.mcp.stdio import (
@@ -372,7 +373,7 @@ def serve_http(
 
     Legacy-era sessions (the 2025 initialize handshake keeps one per client) expire after ``session_idle_s``
     seconds without a request, and at most ``max_sessions`` are open at once; request bodies are limited to the
-    SDK's 4 MiB, as stdio lines are."""
+    SDK's 4 MiB, as stdio lines are; a request not complete within ``deadline.PARTIAL_REQUEST_S`` gets 408."""
     import uvicorn  # lazy: only the transport that runs is loaded (fast start)
 
     _warm_up()
@@ -396,6 +397,8 @@ def serve_http(
         log_level="warning",
         timeout_graceful_shutdown=2,
         lifespan="on",
+        http=deadline_protocol(),  # a partial request (headers, then silence; half a body) ends with 408, not never
+        timeout_keep_alive=5,
         h11_max_incomplete_event_size=MAX_MESSAGE_BYTES + (1 << 16),
     )
     uvicorn.Server(config).run(sockets=[sock])

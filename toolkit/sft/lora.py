@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from toolkit import fetch
+from toolkit.artifact import file_sha256
 from toolkit.paths import provenance
 from toolkit.qwen import TOOL_CALL_END_ID, TOOL_CALL_ID
 from toolkit.sft.data import MIX, data_hash, dataset, groups_of, labelled
@@ -220,7 +221,10 @@ def save_adapter(model, out: Path, manifest: dict) -> Path:
     cfg = json.loads(cfg_path.read_text())
     cfg["base_model_name_or_path"] = "qwen2.5-coder-0.5b"
     cfg_path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
-    manifest = dict(manifest, files={p.name: p.stat().st_size for p in sorted(out.iterdir()) if p.name != MANIFEST})
+    made = [p for p in sorted(out.iterdir()) if p.name != MANIFEST]  # what toolkit.artifact checks before a load
+    manifest = dict(
+        manifest, files={p.name: p.stat().st_size for p in made}, sha256={p.name: file_sha256(p) for p in made}
+    )
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
     return out
 

@@ -1,0 +1,181 @@
+"""Hostile inputs through the commands as a user runs them (``tests/fixtures/guarded_run.py``: a model load exits
+99, torch/transformers/xgrammar cannot import): each is refused in one line, exit 1 or 2, no traceback, no model
+load, in well under the time a model takes. And every option a command parses is read somewhere in its file, or
+refused where it does not apply (``train``: an option of the other run)."""
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from toolkit.models import adapter_folder
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNNER = ROOT / "tests" / "fixtures" / "guarded_run.py"
+HUGE = "9" * 5000
+
+
+def _files(tmp: Path) -> dict[str, Path]:
+    out = {}
+    for name, data in {
+        "huge_int.json": '{"type": "object", "properties": {"a": {"type": "integer", "maximum": ' + HUGE + "}}}",
+        "deep.json": '{"type": "array", "items": ' * 450 + "{}" + "}" * 450,
+        "nan.json": '{"type": "number", "maximum": NaN}',
+        "inf.json": '[{"name": "get_weather", "description": "x", "parameters": {"type": "object", "properties": {"a": {"type": "number", "maximum": Infinity}}}}]',
+        "min_items.json": '{"type": "array", "items": {"type": "integer"}, "minItems": 1000000}',
+        "min_length.json": '{"type": "string", "minLength": 100000000}',
+        "tools_huge.json": '[{"name": "f", "description": "Fetches x.", "parameters": {"type": "object", "properties": {"n": {"type": "integer", "maximum": '
+        + HUGE
+        + "}}}}]",
+    }.items():
+        (tmp / name).write_text(data)
+        out[name] = tmp / name
+    os.mkfifo(tmp / "fifo.json")
+    out["fifo"] = tmp / "fifo.json"
+    return out
+
+
+CASES = [  # (argv with @file placeholders, words the one line must hold)
+    (["constrain", "--schema", "@huge_int.json"], "digits"),
+    (["constrain", "--schema", "@deep.json"], "nested too deeply"),
+    (["constrain", "--schema", "@nan.json"], "NaN"),
+    (["constrain", "--schema", "@min_items.json"], "--max-new-tokens"),
+    (["constrain", "--schema", "@min_length.json"], "--max-new-tokens"),
+    (["constrain", "--schema", "@fifo"], "pipe"),
+    (["constrain", "--schema", "~nosuchuser_x9/s.json"], "no such user"),
+    (["lint-tools", "@inf.json"], "Infinity"),
+    (["lint-tools", "@tools_huge.json"], "digits"),
+    (["lint-tools", "@deep.json"], "nested too deeply"),
+    (["lint-tools", "@fifo"], "pipe"),
+    (["render", "--out", "~nosuchuser_x9/out.json"], None),
+    (["train", "--model", "real", "--steps", "5"], "--steps"),
+    (["train", "--model", "real", "--template", "qwen2.5"], "--template"),
+    (["train", "--groups", "5"], "--groups"),
+]
+
+
+@pytest.mark.parametrize("argv, says", CASES, ids=lambda v: " ".join(v) if isinstance(v, list) else str(v))
+def test_hostile_input_is_one_line_before_any_model_loads(tmp_path, argv, says):
+    files = _files(tmp_path)
+    argv = [str(files[a[1:]]) if a.startswith("@") else a for a in argv]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(tmp_path / "hub"), TOOLKIT_BACKEND="")
+    t0 = time.perf_counter()
+    r = subprocess.run(
+        [sys.executable, str(RUNNER), "--block-heavy", "toolkit", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
+    print(f"{time.perf_counter() - t0:.2f} s  {' '.join(argv)[:80]}  ->  {r.stderr.strip()[:160]}")
+    assert "MODEL LOAD" not in r.stderr and "Traceback" not in r.stderr + r.stdout, r.stderr[-1500:]
+    assert r.returncode in (1, 2), (r.returncode, r.stderr[-500:])
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and (says is None or says in lines[0]), lines
+
+
+def _toolkit(argv, tmp_path, block=True, **env):
+    """``render`` builds the tokenizer with transformers (no model): ``block=False`` lets it import."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOOLKIT_BACKEND="", **env)
+    cmd = [sys.executable, str(RUNNER), *(["--block-heavy"] if block else []), "toolkit", *argv]
+    return subprocess.run(cmd, capture_output=True, cwd=tmp_path, env=env, timeout=120)
+
+
+def test_undecodable_question_huge_seed_and_a_cache_that_is_a_file(tmp_path):
+    r = _toolkit(["loop", b"caf\xe9?".decode("utf-8", "surrogateescape")], tmp_path)
+    assert r.returncode == 2 and b"not UTF-8" in r.stderr and b"MODEL LOAD" not in r.stderr, r.stderr[-600:]
+    r = _toolkit(
+        ["constrain", "--schema", str(ROOT / "tests/fixtures/cli_schema.json"), "--seed", "1" + "0" * 20], tmp_path
+    )
+    assert r.returncode == 2 and b"--seed" in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr[-600:]
+    (tmp_path / "cache").write_text("x")
+    r = _toolkit(["render", "--example", "weather"], tmp_path, False, TOOLKIT_CACHE=str(tmp_path / "cache"))
+    assert r.returncode == 1 and b"is a file, not a folder" in r.stderr and b"Traceback" not in r.stderr, r.stderr
+
+
+def test_an_ascii_terminal_and_a_full_disk_are_not_tracebacks(tmp_path):
+    r = _toolkit(["render", "--example", "weather", "--json"], tmp_path, False, PYTHONIOENCODING="ascii")
+    assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr[-600:]
+    r.stdout.decode("ascii")  # escaped, not refused
+    with open("/dev/full", "w") as full:
+        env = dict(os.environ, HF_HUB_OFFLINE="1", TOOLKIT_BACKEND="")
+        cmd = [sys.executable, "-m", "toolkit", "render", "--example", "weather"]
+        r = subprocess.run(cmd, stdout=full, stderr=subprocess.PIPE, env=env, cwd=ROOT, timeout=120)
+    assert r.returncode == 1 and r.stderr.strip().splitlines() == [b"python -m toolkit render: No space left on device"]
+
+
+def test_prefix_reuse_refuses_a_prompt_longer_than_the_models_positions(tmp_path):
+    cmd = [sys.executable, str(RUNNER), "--block-heavy", str(ROOT / "benchmarks/prefix_reuse.py"), "--T", "40000"]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 2 and "32,768 positions" in r.stderr and "MODEL LOAD" not in r.stderr, r.stderr[-600:]
+
+
+def test_a_password_in_an_mcp_url_is_not_echoed(tmp_path):
+    r = _toolkit(["lint-tools", "--mcp", "http://u:hunter2@127.0.0.1:9/mcp"], tmp_path, block=False)
+    assert r.returncode == 2 and b"hunter2" not in r.stderr and b"***@127.0.0.1:9" in r.stderr, r.stderr
+
+
+def test_a_bad_toolkit_model_is_refused_like_the_option(tmp_path):
+    for pinned, says in (("~nosuchuser_x9/model", b"no such user"), ("/nonexistent/model", b"no such model")):
+        r = _toolkit(["loop", "--example", "calculator"], tmp_path, TOOLKIT_MODEL=pinned)
+        assert r.returncode == 2 and b"TOOLKIT_MODEL" in r.stderr and says in r.stderr, r.stderr[-600:]
+        assert b"MODEL LOAD" not in r.stderr
+
+
+def test_a_bad_adapter_is_refused_before_the_base_model_loads(tmp_path):
+    """``loop --model qwen2.5-coder-0.5b+lora`` with ``TOOLKIT_ADAPTER`` naming truncated weights: a usage error,
+    with no model load (the runner makes one exit 99)."""
+    bad = tmp_path / "adapter"
+    shutil.copytree(adapter_folder(), bad)
+    w = bad / "adapter_model.safetensors"
+    w.write_bytes(w.read_bytes()[:5000])
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOOLKIT_ADAPTER=str(bad), TOOLKIT_BACKEND="")
+    cmd = [sys.executable, str(RUNNER), "--block-heavy", "toolkit", "loop", "--example", "calculator"]
+    r = subprocess.run([*cmd, "--model", "qwen2.5-coder-0.5b+lora"], capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "MODEL LOAD" not in r.stderr and "truncated" in r.stderr, r.stderr[-800:]
+
+
+def _parsed_dests(tree) -> set[str]:
+    dests = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
+            kw = {k.arg: k.value for k in node.keywords}
+            if isinstance(kw.get("dest"), ast.Constant):
+                dests.add(kw["dest"].value)
+                continue
+            names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            long = [n for n in names if n.startswith("--")]
+            if long or names:
+                dests.add((long or names)[0].lstrip("-").replace("-", "_"))
+    return dests
+
+
+def _read_names(tree) -> set[str]:
+    read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    read |= {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    return read
+
+
+def test_every_parsed_option_is_read():
+    """An option parsed and never read is a silent no-op (``train --model real --steps``): each ``add_argument`` of
+    a command must be read as ``args.<dest>`` (or named as a string, as ``train`` does for its per-run options)."""
+    unread = {}
+    for src in sorted((ROOT / "toolkit" / "commands").glob("*.py")):
+        tree = ast.parse(src.read_text(encoding="utf-8"))
+        missing = _parsed_dests(tree) - _read_names(tree) - {"help"}
+        if missing:
+            unread[src.name] = sorted(missing)
+    assert unread == {}, f"options parsed but never read: {unread}"
+
+
+def test_the_unread_check_can_fail():
+    tree = ast.parse("p.add_argument('--ghost', type=int)\np.add_argument('--seen')\nprint(a.seen)")
+    assert _parsed_dests(tree) - _read_names(tree) == {"ghost"}
+    assert json.loads("1") == 1
