@@ -11,9 +11,11 @@ Execution uses nbclient with a per-cell timeout and HF_HUB_OFFLINE=1, in two mod
   no cgroup can be made (not root, no controller) the run fails unless TOOLKIT_BINDER_NO_CGROUP=1 says to measure
   without one (then the limit is only asserted on the sampled peak). With TOOLKIT_REQUIRE_REAL_MODEL=1 (make test)
   a Binder run that got the stand-in fails: the notebooks must pass on the real small-memory model.
-A notebook whose source never picks a model (no ``load(`` call, no TOOLKIT_MODEL) runs the same code in both, so it
-runs once, in "binder" mode, with TOOLKIT_MODEL set to a name that is no model: if such a notebook does reach
-``load("auto")`` after all, its run fails instead of silently checking one mode.
+Every notebook runs in "binder" mode; "machine" mode is added only where the float model does something the int8
+build cannot (``MACHINE_TOO``, each with its reason): the other notebooks run the same code on either model, and
+``make test`` stays under its time budget. A notebook whose source never picks a model (no ``load(`` call, no
+TOOLKIT_MODEL) runs with TOOLKIT_MODEL set to a name that is no model: if it does reach ``load("auto")`` after all,
+its run fails instead of passing unnoticed. Live mini-runs take 2 steps here (``MINI_STEPS``).
 """
 
 import contextlib
@@ -204,14 +206,31 @@ MODES = {
 PICKS_A_MODEL = re.compile(r"\bload\(|\bchoose\(|TOOLKIT_MODEL")
 
 
-def modes_for(path: Path) -> list[str]:
-    """Both modes for a notebook that picks its model through ``load(...)``; only "binder" for one that doesn't."""
+# Notebooks that pick a model run in Binder mode: the real model's int8 build, one CPU, 2 GB. They run again in
+# machine mode (the float model, two threads) only where the float model does something the int8 build cannot; the
+# other notebooks' code is the same on either, and the float model's decoding is tested in the unit tests
+# (tests/test_loop.py, tests/test_models.py, tests/test_fetch.py run it).
+MACHINE_TOO = {
+    "10_serving.ipynb": "a local server holds the float model (Binder mode runs the stand-in there)",
+    "11_where_the_format_comes_from.ipynb": "the float base with the adapter applied in place, and the live LoRA run",
+    "12_learning_from_reward.ipynb": "the live GRPO mini-run trains float weights",
+}
+# The live mini-runs take fewer steps here than a class would (each step is real; the test checks they run).
+MINI_STEPS = {"TOOLKIT_MINI_STEPS": "2", "TOOLKIT_RL_MINI_STEPS": "2"}
+
+
+def picks_a_model(path: Path) -> bool:
     source = (
         path.with_suffix(".py").read_text(encoding="utf-8")
         if path.with_suffix(".py").exists()
         else "\n".join(c.source for c in nbformat.read(path, as_version=4).cells)
     )
-    return ["binder", "machine"] if PICKS_A_MODEL.search(source) else ["binder"]
+    return bool(PICKS_A_MODEL.search(source))
+
+
+def modes_for(path: Path) -> list[str]:
+    """ "binder" for every notebook; "machine" too for one that picks its model and is in :data:`MACHINE_TOO`."""
+    return ["binder", "machine"] if picks_a_model(path) and path.name in MACHINE_TOO else ["binder"]
 
 
 # Binder runs that keep the stand-in, each with its reason (printed with the run): notebook 10 starts a server process
@@ -224,8 +243,8 @@ BINDER_STAND_IN = {
 
 
 # What TOOLKIT_MODEL says in a notebook's single run: not a model, so if the notebook picks one through load("auto")
-# after all (modes_for missed it), the run errors with this name in the message instead of passing in one mode.
-ONE_MODE_MODEL = "no-model:notebook-judged-mode-free-by-tests/test_notebooks.py::modes_for"
+# after all (picks_a_model missed it), the run errors with this name in the message instead of passing in one mode.
+ONE_MODE_MODEL = "no-model:notebook-judged-model-free-by-tests/test_notebooks.py::picks_a_model"
 RUNS = [pytest.param(path, mode, id=f"{path.name}-{mode}") for path in NOTEBOOKS for mode in modes_for(path)]
 
 
@@ -233,8 +252,8 @@ RUNS = [pytest.param(path, mode, id=f"{path.name}-{mode}") for path in NOTEBOOKS
 @pytest.mark.slow
 @pytest.mark.parametrize("path,mode", RUNS)
 def test_notebook_runs_headless(path, mode, record_property):
-    env = dict(MODES[mode])
-    if modes_for(path) == ["binder"]:  # run once: a load("auto") would fail on this name, loudly
+    env = dict(MODES[mode]) | MINI_STEPS
+    if not picks_a_model(path):  # run once: a load("auto") would fail on this name, loudly
         env["TOOLKIT_MODEL"] = ONE_MODE_MODEL
     if mode == "binder" and path.name in BINDER_STAND_IN:
         env["TOOLKIT_MODEL"] = "stand-in"
@@ -258,7 +277,7 @@ def test_notebook_runs_headless(path, mode, record_property):
     assert "Traceback" not in text
     if mode == "binder":
         assert peak <= PEAK_LIMIT_BYTES, f"{path.name} peaked at {peak / 2**20:.0f} MB (> 2 GB Binder budget)"
-        real_expected = modes_for(path) != ["binder"] and path.name not in BINDER_STAND_IN
+        real_expected = picks_a_model(path) and path.name not in BINDER_STAND_IN
         if os.environ.get("TOOLKIT_REQUIRE_REAL_MODEL") == "1" and real_expected:
             assert "RANDOM-WEIGHT STAND-IN" not in text, (
                 f"{path.name} ran the stand-in in Binder mode, not the real model"
