@@ -145,7 +145,15 @@ CASES = [
     *_bench(
         "rl.py",
         ["train"],
-        {"--start": ["x"], "--family": ["x"], "--steps": COUNT, "--group": ["1"], "--lr": REAL, "--max-new": COUNT},
+        {
+            "--start": ["x"],
+            "--family": ["x"],
+            "--steps": COUNT,
+            "--group": ["1"],
+            "--lr": REAL,
+            "--max-new": COUNT,
+            "--tasks": COUNT,
+        },
     ),
     *_bench("rl.py", ["eval"], {"--n": COUNT, "--threads": COUNT, "--seed": NON_NEGATIVE}),
     *_bench("bfcl.py", ["passk"], {"--temperature": REAL, "--samples": ["0"], "--tasks": COUNT, "--mode": ["x"]}),
