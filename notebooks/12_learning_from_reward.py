@@ -40,7 +40,7 @@ import plotly.graph_objects as go
 import torch
 from IPython.display import HTML, Markdown, display
 
-from toolkit.models import FULL_MODEL_BYTES, REAL_LORA, load
+from toolkit.models import FULL_MODEL_BYTES, load
 from toolkit.paths import saved_json
 from toolkit.rl import envs, grpo
 from toolkit.rl.policy import Sampler
@@ -193,7 +193,7 @@ if ev:
 # not.
 
 # %%
-TRAINABLE = loaded.name == REAL_LORA  # training needs float weights: the int8 build has none to move
+TRAINABLE = loaded.kind == "real-offline" and "int8" not in loaded.dtype  # the int8 build has no float weights to move
 if not TRAINABLE:
     print(
         f"the live mini-run trains the float model (~{FULL_MODEL_BYTES['float32'] / 2**30:.1f} GB); this kernel has "

@@ -104,3 +104,16 @@ def test_tasks_by_family_name():
 
     with pytest.raises(ValueError, match="unknown task family"):
         envs.tasks("nosuch")
+
+
+def test_the_warmer_check_reads_the_comparison_not_the_first_city_named():
+    from toolkit.loop.execute import CallResult
+
+    t = next(t for t in envs.multi_tasks(3, 12) if t.family == "warmer")
+    warm, cold, temp = t.truth["warm"], t.truth["cold"], t.truth["temp"]
+    looked = [CallResult(f"c{i}", "get_weather", {"city": c}, "ok", {"city": c}) for i, c in enumerate((cold, warm))]
+    other = {"北京": "Beijing"}.get(warm, warm)
+    assert envs.met(t, f"{cold} is 12°C and {warm} is {temp}°C, so it is warmer in {other}.", looked)
+    assert not envs.met(t, f"{cold} is 12°C and {warm} is {temp}°C, so {cold} is warmer.", looked)
+    assert not envs.met(t, f"{warm} is warmer.", looked)  # its temperature is not stated
+    assert not envs.met(t, f"It is warmer in {warm}, at {temp}°C.", looked[1:])  # only one city looked up

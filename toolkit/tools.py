@@ -135,6 +135,12 @@ _CITY_ALIASES = {
 }
 
 
+def city_aliases(city: str) -> list[str]:
+    """Every name the weather tool accepts for ``city`` (the table's own name first): "北京", "Beijing", "Peking"."""
+    names = [a for a, c in _CITY_ALIASES.items() if c == city and a != city.lower()]
+    return [city] + [a if re.search(r"[^\x00-\x7f]", a) else a.title() for a in names]
+
+
 def get_weather(city: str, unit: str = "celsius") -> dict:
     """Fetches the current weather for a city from the kit's fixed demo table (not live data).
 

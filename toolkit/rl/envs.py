@@ -22,16 +22,18 @@ What it leaves out
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from toolkit.calculator import calculator
+from toolkit.eval.questions import compared
 from toolkit.loop.execute import CallResult, execute
 from toolkit.parse import parse_tool_calls
 from toolkit.rl.reward import call_reward, decline_reward, numbers_ok, outcome_reward
 from toolkit.sft.data import dataset
 from toolkit.sft.kit_turns import assistant_calls
-from toolkit.tools import TOOLS, WEATHER_TABLE, get_weather, schemas
+from toolkit.tools import TOOLS, WEATHER_TABLE, city_aliases, get_weather, schemas
 
 SEED_BASE = 7_000_000  # SFT data uses seeds 0..; RL draws from here on
 CALL_KINDS = ("single", "multiple", "parallel", "parallel_multiple")
@@ -136,16 +138,31 @@ def tasks(family: str, seed: int = 0, n: int = 8) -> list[Task]:
     return out
 
 
+WARMER_WORDS = (["warmer", "hotter", "higher", "更暖和", "更热", "更高"], ["colder", "cooler", "lower", "更冷", "更低"])
+
+
+def _canonical(answer: str, cities: list[str]) -> str:
+    """The answer with every other name of a city (Beijing, Peking) written as the table's name (北京)."""
+    for city in cities:
+        for alias in city_aliases(city)[1:]:
+            answer = re.sub(rf"(?<![A-Za-z]){re.escape(alias)}(?![A-Za-z])", city, answer, flags=re.I)
+    return answer
+
+
 def met(task: Task, answer: str, results: list[CallResult]) -> bool:
-    """The host's strict outcome check for the multi-turn families."""
+    """The host's strict outcome check for the multi-turn families. ``calc``: the stated result is the value and the
+    calculator ran; ``warmer``: both cities looked up, the comparison names the warmer one and never the other way
+    (the loop questions' judge, :func:`toolkit.eval.questions.compared`), and its temperature is stated."""
     t = task.truth
     if task.family == "calc":
         return numbers_ok(answer, t["value"], task.question) and any(r.ok and r.name == "calculator" for r in results)
     looked = {r.result.get("city") for r in results if r.ok and r.name == "get_weather"}
     if not {t["warm"], t["cold"]} <= looked:
         return False
-    first = min((answer.find(c), c) for c in (t["warm"], t["cold"]) if c in answer) if answer else None
-    return bool(first) and first[1] == t["warm"] and numbers_ok(answer, float(t["temp"]), task.question)
+    more, less = WARMER_WORDS
+    spec = {"more": t["warm"], "than": t["cold"], "more_words": more, "less_words": less}
+    said = _canonical(answer, [t["warm"], t["cold"]])
+    return compared(spec, said)[0] and str(t["temp"]) in re.findall(r"-?\d+", said)
 
 
 Policy = Callable[[list[dict], list[dict]], str]
