@@ -89,5 +89,7 @@ def test_episodes_train_on_the_models_own_tokens_and_resume(tmp_path):
         again, [task], steps=2, group=4, lr=1e-2, out=tmp_path, save_every=1, log=lines.append, policy=scripted
     )
     assert "resuming at step 1" in lines and [s["step"] for s in more["steps"]] == [1, 2]
+    # KL to the starting model: 0 before the first update (LoRA starts as the identity), > 0 once it has moved
+    assert more["steps"][0]["kl"] == 0.0 < more["steps"][1]["kl"]
     with pytest.raises(ValueError, match="group"):
         T.train_tasks(again, [task], group=1, policy=scripted)

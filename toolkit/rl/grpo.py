@@ -11,6 +11,8 @@ What it does
   clipped surrogate per token, ``-min(ρ·A, clip(ρ, 1-ε, 1+ε)·A)`` with ``ρ = exp(logp - old_logp)``, plus ``β`` times
   the k3 KL estimate to a reference; averaged over all trained tokens of the batch (``dapo``), or per sequence then
   over sequences (``grpo``). Returns the loss and the mean KL.
+- ``kl(logps, ref_logps, mask)``: the k3 estimate of the KL to a reference, per trained token (what the trainer
+  prints: how far the adapter has moved the model from where it started).
 - ``sequence_logps(model, ids)``: each token's log-probability under ``model`` (the logits one position earlier).
 - ``trained_logps(model, rows, temperature)``: the same for the model's own tokens of rendered trajectories only
   (SFT's labelled rows), through SFT's forward pass (the group's shared prompt runs once, the output head only at
@@ -64,6 +66,13 @@ def trained_logps(model, rows, temperature: float = 1.0):
     logps = torch.nn.utils.rnn.pad_sequence(parts, batch_first=True)
     mask = torch.nn.utils.rnn.pad_sequence([torch.ones(len(p), dtype=torch.bool) for p in parts], batch_first=True)
     return logps, mask
+
+
+def kl(logps, ref_logps, mask) -> float:
+    """The k3 estimate of KL(policy || reference) per trained token, averaged over the batch's trained tokens."""
+    d = (ref_logps - logps).detach()
+    m = mask.to(d.dtype)
+    return float(((torch.exp(d) - d - 1) * m).sum() / m.sum().clamp(min=1))
 
 
 def loss(logps, old_logps, adv, mask, ref_logps=None, beta: float = 0.0, eps: float = 0.2, loss_type: str = "dapo"):

@@ -10,7 +10,8 @@ What it does
   completion's ids (a toy task: the smoke test, a first look in notebook 12).
 - Both: one update (:func:`update`, the loss of :mod:`grpo` with one iteration per batch, so the old
   log-probabilities are the current ones detached, as TRL's default); a group whose rewards are all equal teaches
-  nothing and skips the backward pass; LoRA on the upper layers only, placed as the kit's SFT places it
+  nothing and skips the backward pass; the KL printed is to the model the run started from (the adapters switched
+  off: one extra forward without gradients; the loss itself has ``beta=0``, TRL's default); LoRA on the upper layers only, placed as the kit's SFT places it
   (:func:`toolkit.sft.lora.attach`); a progress line (step, mean reward, KL, tokens/s, ETA); ``results.json``
   with the reward curve and the adapter saved every ``save_every`` steps under ``out``; a rerun with the same
   settings resumes from the last save (more ``steps`` than before extend a run).
@@ -66,10 +67,13 @@ def update(model, opt, rows, rewards: list[float], group: int, temperature: floa
         return {"loss": 0.0, "kl": 0.0, "trained_tokens": 0, "advantages": adv}
     model.train()
     logps, mask = grpo.trained_logps(model, rows, temperature)
-    loss, kl = grpo.loss(logps, logps.detach(), torch.tensor(adv), mask)
+    loss, _ = grpo.loss(logps, logps.detach(), torch.tensor(adv), mask)
+    with torch.no_grad(), model.disable_adapter():  # the reference: the model the run started from
+        ref, _ = grpo.trained_logps(model, rows, temperature)
     opt.zero_grad()
     loss.backward()
     opt.step()
+    kl = grpo.kl(logps, ref, mask)
     return {"loss": float(loss.detach()), "kl": kl, "trained_tokens": int(mask.sum()), "advantages": adv}
 
 
