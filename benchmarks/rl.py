@@ -122,7 +122,8 @@ def eval_(a) -> int:
         load_adapter(loaded, folder)
         loaded.model.eval()
     print(f"model: {loaded.description} ({which} RL)\n{len(tasks)} held-out {a.family} tasks", flush=True)
-    doc[which] = evaluate(loaded, tasks, a.max_new) | {"commit": meta("", ROOT)["commit"]}
+    ran = loaded.description + (f" + RL adapter {_adapter_dir(a.start, a.family) / 'adapter'}" if a.rl else "")
+    doc[which] = evaluate(loaded, tasks, a.max_new) | {"commit": meta("", ROOT)["commit"], "model": ran}
     OUT.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=1, ensure_ascii=False))
     for k in ("before", "after"):

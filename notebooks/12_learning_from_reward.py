@@ -142,8 +142,9 @@ display(
 # ## 4 · The saved run: the reward over the steps
 #
 # `python benchmarks/rl.py train --start lora --family multi` ran GRPO from the shipped SFT adapter on this
-# machine's CPU. Each point is one step's mean reward over its group (one task per step, so the curve is noisy);
-# the line is the running mean.
+# machine's CPU. Each point is one step's mean reward over its group, coloured by the step's task family: one task
+# per step, so the curve mixes an easy family and a hard one — compare a family with itself, not the first steps
+# with the last.
 
 # %%
 run = saved_json("rl/train_lora_multi.json")
@@ -151,22 +152,31 @@ if run is None:
     print("no saved run in this checkout: `python benchmarks/rl.py train --start lora --family multi` makes one")
 if run:
     steps = pd.DataFrame(run["steps"])
-    steps["running mean"] = steps["mean_reward"].expanding().mean()
     fig = go.Figure(
         [
-            go.Scatter(x=steps["step"], y=steps["mean_reward"], mode="markers", name="step's mean reward"),
-            go.Scatter(x=steps["step"], y=steps["running mean"], mode="lines", name="running mean"),
+            go.Scatter(x=g["step"], y=g["mean_reward"], mode="markers+lines", name=fam)
+            for fam, g in steps.groupby("family")
         ],
-        layout=dict(title=f"GRPO on {run['family']} tasks", xaxis_title="step", yaxis_title="reward", height=340),
+        layout=dict(title=f"GRPO on {run['family']} tasks", xaxis_title="step", yaxis_title="mean reward", height=340),
     )
     fig.show()
-    k = max(1, len(steps) // 4)
+    per = []
+    for fam, g in steps.groupby("family"):
+        half = len(g) // 2
+        per.append(
+            {
+                "family": fam,
+                "steps": len(g),
+                "first half": round(g["mean_reward"].head(half).mean(), 3) if half else None,
+                "second half": round(g["mean_reward"].tail(len(g) - half).mean(), 3),
+                "groups with a spread": int((g["trained_tokens"] > 0).sum()),
+            }
+        )
+    display(pd.DataFrame(per))
     display(
         Markdown(
             f"{run['model']}; {len(steps)} steps of {run['settings']['group']} rollouts in "
-            f"{steps['seconds'].iloc[-1] / 60:.0f} min ({run['machine']}). Mean reward "
-            f"{steps['mean_reward'].head(k).mean():+.3f} over the first {k} steps, "
-            f"{steps['mean_reward'].tail(k).mean():+.3f} over the last {k}; "
+            f"{steps['seconds'].iloc[-1] / 60:.0f} min ({run['machine']}, commit {run['commit']}). "
             f"{int((steps['trained_tokens'] == 0).sum())} of {len(steps)} groups had no spread and taught nothing."
         )
     )
@@ -187,8 +197,8 @@ if ev:
 # %% [markdown]
 # ## 6 · A live mini-run
 #
-# A few GRPO steps on one task family, here and now, with a fresh adapter on the float model. Each line is one
-# step: its task family, its group's mean reward, the KL estimate and the sampling speed. A handful of steps
+# A few GRPO steps on the warmer-of-two-cities family, here and now, with a fresh adapter on the float model. Each line is one step: its task family, its group's mean reward, the
+# KL to the model it started from and the sampling speed. A handful of steps
 # cannot teach much; what to watch is the mechanism — groups with a spread move the model, groups without one do
 # not.
 
@@ -205,11 +215,11 @@ else:
 
     mini = train_tasks(
         loaded,
-        envs.tasks("decline", seed=5, n=6),
-        steps=int(os.environ.get("TOOLKIT_RL_MINI_STEPS", "4")),
+        [t for t in envs.multi_tasks(seed=5, n=16) if t.family == "warmer"],
+        steps=int(os.environ.get("TOOLKIT_RL_MINI_STEPS", "3")),
         group=4,
-        lr=5e-4,
-        max_new=48,
+        lr=4e-4,
+        max_new=64,
     )
     df = pd.DataFrame(mini["steps"])[["step", "family", "rewards", "mean_reward", "kl", "trained_tokens", "seconds"]]
     display(df)

@@ -3,8 +3,9 @@
 What it does
 - ``rl-verifiable-env``: "let the model try things in a verifiable environment and reward it by whether the task
   got done" — the rewards a right answer and gaming answers earn on each task family, computed by running them
-  (:func:`toolkit.rl.evidence.evidence`), and, where ``benchmarks/rl.py train`` has saved a real-model run, its
-  reward curve (first quarter against last quarter) and the held-out evaluation before and after.
+  (:func:`toolkit.rl.evidence.evidence`), and, where ``benchmarks/rl.py`` has saved a real-model run, how many of its
+  groups had a spread, and the held-out evaluation before and after (greedy, tasks the run never drew): the
+  verdict rests on that, since the training curve mixes easy and hard task families.
 - ``rl-credit-assignment``: "the hard part is trajectory-level credit assignment" — with one reward per
   trajectory, GRPO gives every token the model wrote the same advantage and the environment's tokens none; the
   loss cannot say which step was the wrong one (computed on a two-turn trajectory with a tool result).
@@ -40,10 +41,13 @@ def rl_eval() -> dict | None:
     return saved_json(EVAL)
 
 
-def _quarters(run: dict) -> tuple[float, float, int]:
-    curve = [s["mean_reward"] for s in run["steps"]]
-    k = max(1, len(curve) // 4)
-    return sum(curve[:k]) / k, sum(curve[-k:]) / k, k
+def _per_family(run: dict) -> dict[str, tuple[int, int]]:
+    """Per task family: (steps, steps whose group had a spread and so moved the model)."""
+    out: dict[str, tuple[int, int]] = {}
+    for s in run["steps"]:
+        n, k = out.get(s["family"], (0, 0))
+        out[s["family"]] = (n + 1, k + (s["trained_tokens"] > 0))
+    return out
 
 
 @RL(
@@ -66,25 +70,31 @@ def verifiable_env(rl_evidence, rl_run, rl_eval):
             text + "; no real-model run saved yet (benchmarks/rl.py train)",
             *make_verdict(False, "the reward is verifiable, but no saved run shows a model learning from it"),
         )
-    first, last, k = _quarters(rl_run)
+    fams = _per_family(rl_run)
     text += (
         f"; {rl_run['model']}, {rl_run['date'][:10]}, commit {rl_run['commit']}: {len(rl_run['steps'])} GRPO steps "
-        f"on {rl_run['family']} tasks, mean reward {first:+.3f} (first {k}) -> {last:+.3f} (last {k})"
+        f"on {rl_run['family']} tasks ("
+        + ", ".join(f"{f}: {n} steps, {s} with a spread" for f, (n, s) in fams.items())
+        + ")"
     )
-    held = None
-    if rl_eval and "before" in rl_eval and "after" in rl_eval:
-        b, a = rl_eval["before"]["summary"], rl_eval["after"]["summary"]
-        held = (b["met"], a["met"], a["n"])
-        text += f"; held out, greedy: met {b['met']}/{b['n']} before, {a['met']}/{a['n']} after"
-    rose = last > first and (held is None or held[1] >= held[0])
+    if not (rl_eval and "before" in rl_eval and "after" in rl_eval):
+        return (
+            text + "; no held-out evaluation before and after saved (benchmarks/rl.py eval)",
+            *make_verdict(False, "no held-out evaluation shows the run changed what the model does"),
+        )
+    b, a = rl_eval["before"]["summary"], rl_eval["after"]["summary"]
+    text += (
+        f"; {a['n']} held-out tasks, greedy: met {b['met']} before, {a['met']} after (mean reward "
+        f"{b['mean_reward']:+.3f} -> {a['mean_reward']:+.3f}; failed calls {b['failed_calls']} -> {a['failed_calls']})"
+    )
     return (
         text,
         *make_verdict(
-            rose and all(g <= 0 for g in gamed),
-            "the saved run's reward did not rise (or the held-out tasks got worse), or gaming earned a reward",
+            a["met"] > b["met"] and all(g <= 0 for g in gamed),
+            "the saved run did not raise the held-out tasks met (or gaming earned a reward)",
             [
                 (len(rl_run["steps"]) < 200, f"a small run ({len(rl_run['steps'])} steps on a 0.5B model, CPU)"),
-                (held is None, "no held-out evaluation saved: the rise is on the training tasks"),
+                (a["n"] < 100, f"{a['n']} held-out tasks: a difference of a few is within sampling noise"),
             ],
         ),
     )
