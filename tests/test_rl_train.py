@@ -93,3 +93,35 @@ def test_episodes_train_on_the_models_own_tokens_and_resume(tmp_path):
     assert more["steps"][0]["kl"] == 0.0 < more["steps"][1]["kl"]
     with pytest.raises(ValueError, match="group"):
         T.train_tasks(again, [task], group=1, policy=scripted)
+
+
+def test_the_expected_reward_rises_on_a_toy_task():
+    """The smoke test of learning itself: one prompt, one token to write, reward 1 for any token but the one the
+    untrained model writes a third of the time (the stand-in's random weights need temperature 6 for that spread).
+    The expected reward (1 minus that token's probability at the sampling temperature, computed exactly from the
+    logits, no sampling noise) must rise within a few GRPO steps; the logged mean rewards are the groups' own."""
+    loaded = load("stand-in", quiet=True, dtype=torch.float32)
+    prompt = loaded.tokenizer("Pick a word.")["input_ids"]
+    ids, temperature = torch.tensor([prompt]), 6.0
+
+    def expected_reward(model, avoid):
+        with torch.no_grad():
+            return 1 - float(torch.softmax(model(input_ids=ids).logits[0, -1].float() / temperature, -1)[avoid])
+
+    with torch.no_grad():
+        avoid = int(loaded.model(input_ids=ids).logits[0, -1].argmax())
+    before = expected_reward(loaded.model, avoid)
+    res = T.train(
+        loaded,
+        [prompt],
+        lambda completion: float(completion[:1] != [avoid]),
+        steps=6,
+        group=8,
+        lr=1e-2,
+        max_new=1,
+        temperature=temperature,
+        log=lambda line: None,
+    )
+    after = expected_reward(loaded.model, avoid)
+    assert 0.5 < before < 0.8 and after > before + 0.2, (before, after)
+    assert all(s["mean_reward"] == sum(s["rewards"]) / 8 for s in res["steps"])
