@@ -45,11 +45,12 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from toolkit.parse import parse_tool_calls
+from toolkit.paths import cache_dir, provenance, results_file
+from toolkit.streamparse import assemble, stream_events
+from toolkit.tokenizer import qwen_tokenizer
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from toolkit.parse import parse_tool_calls  # noqa: E402
-from toolkit.paths import provenance, results_file  # noqa: E402
-from toolkit.streamparse import assemble, stream_events  # noqa: E402
 
 VLLM_PYTHON = Path(os.environ.get("VLLM_PYTHON", "/work/main/.venv-vllm/bin/python"))
 WORKER = ROOT / "benchmarks" / "stream_replay_vllm.py"
@@ -342,9 +343,6 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if a.random < 0 or a.generated < 0:
         p.error("--random and --generated must be >= 0")
-    from toolkit.paths import cache_dir
-    from toolkit.tokenizer import qwen_tokenizer
-
     tokenizer = qwen_tokenizer("qwen2.5")
     tokenizer_dir = str(cache_dir() / "tokenizers" / "qwen2.5")
     vllm = not a.no_vllm and VLLM_PYTHON.exists()

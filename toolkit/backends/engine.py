@@ -60,8 +60,6 @@ class Engine(EngineSteps):
     slightly differently from transformers; ``reuse`` keeps the shared prompt prefix across calls.
     """
 
-    streams = True  # generate(..., on_token=f) calls f with each new id as it is decoded (base.Streams)
-
     def __init__(
         self,
         model,
@@ -346,8 +344,7 @@ class Engine(EngineSteps):
         decode loop (``toolkit.backends.decode``). ``new_ids`` include the stop token when one is hit;
         ``reused + prefilled`` is the prompt length; ``prefill_s``/``decode_s`` are wall-clock seconds (device
         synchronised at both ends). Raises :class:`EngineError` for an empty prompt, ids outside the vocabulary,
-        or a prompt longer than the cache. ``on_token(id)`` sees each new id as the decode loop reads it
-        (``toolkit.backends.base.Streams``)."""
+        or a prompt longer than the cache. ``on_token(id)``: each new id as the decode loop reads it."""
         prompt = self._check_ids(prompt_ids)
         stop_ids = {int(s) for s in (stop_ids or ())}
         self._sync()

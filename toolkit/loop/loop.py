@@ -44,9 +44,8 @@ What it leaves out
   template's ``<tool_call>`` format, as a real host does; the call gate only redirects a turn whose FIRST token
   opens such a call, a fence later in a text answer stays text. The gate costs one extra forward of the last
   prompt token per gated turn (the peek's prefill is cached; its numbers are added to the turn's).
-- Batching several conversations, history compression (§14.5.8). Streaming is a view: with ``on_event`` set, each
-  turn's text goes through ``toolkit.streamparse`` as it is decoded (``toolkit.loop.stream``), but calls run only
-  after their turn ends, from the one-shot parse (the events' calls equal it).
+- Batching, history compression (§14.5.8). Streaming is a view (``on_event``: ``toolkit.loop.stream``); calls run
+  after their turn ends, from the one-shot parse, which the streamed events' calls equal.
 
 The backend protocol and ``Generation`` are in ``toolkit.backends.base``; the options in
 ``toolkit.settings.LoopConfig``.
@@ -62,7 +61,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolkit.backends.base import Generation, Streams, context_length, name_of, vocab_width
+from toolkit.backends.base import Generation, context_length, name_of, vocab_width
 from toolkit.grammar.budget import call_allowance
 from toolkit.grammar.compile import bounded, compile_tool_choice
 from toolkit.grammar.mask import GrammarMask
@@ -310,12 +309,7 @@ class Host:
         g_used = self.grammar_for(plan.kind) if plan.mode != "free" else None
         mask = GrammarMask(g_used) if g_used is not None else None
         thought = self.tokenizer.decode(plan.thought, skip_special_tokens=False) if plan.thought else ""
-        stream = TurnStream(self.tokenizer, turn, cfg.on_event, STOP_IDS) if cfg.on_event is not None else None
-        live = {}
-        if stream is not None:
-            stream.text(thought + plan.forced)
-            if isinstance(self.backend, Streams) and self.backend.streams:
-                live = {"on_token": stream.token}
+        stream, live = TurnStream.open(self.tokenizer, turn, cfg.on_event, self.backend, thought + plan.forced)
         g = self.backend.generate(
             prompt,
             max_new_tokens=plan.budget or self.turn_budget(plan, len(prompt))[0],

@@ -26,19 +26,31 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from toolkit.backends.base import Streams
+from toolkit.qwen import STOP_IDS
 from toolkit.streamparse import StreamParser
 
 
 class TurnStream:
     """Events of one turn, sent to ``on_event(turn, event)`` as the text grows; ``events`` keeps them all."""
 
-    def __init__(self, tokenizer, turn: int, on_event: Callable | None, stop_ids: Iterable[int]):
+    def __init__(self, tokenizer, turn: int, on_event: Callable | None, stop_ids: Iterable[int] = STOP_IDS):
         self.tokenizer, self.turn, self.on_event, self.stop_ids = tokenizer, turn, on_event, set(stop_ids)
         self.parser, self.events, self.sent = StreamParser(), [], []
         self.ids: list[int] = []
         self.prefix = self.read = 0  # ids[prefix:read] is text already sent; ids[read:] is not sent yet
         self.live = False  # whether any id came while the backend decoded
         self.exact = True
+
+    @classmethod
+    def open(cls, tokenizer, turn: int, on_event, backend, first: str = "") -> tuple[TurnStream | None, dict]:
+        """A turn's stream (None without ``on_event``), fed ``first`` (thought, forced prefix), and the keyword
+        arguments that make ``backend.generate`` stream into it (``{}`` for a backend that does not stream)."""
+        if on_event is None:
+            return None, {}
+        stream = cls(tokenizer, turn, on_event)
+        stream.text(first)
+        return stream, {"on_token": stream.token} if isinstance(backend, Streams) and backend.streams else {}
 
     def _emit(self, events) -> None:
         for e in events:
