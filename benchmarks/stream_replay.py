@@ -19,6 +19,8 @@ What it does
   arguments text is read with ``json.loads`` (text that is not JSON is shown as such). Each difference gets the
   causes of :data:`CAUSES` whose tests fit the case (the table counts each case under the first), each stating
   the code in vLLM's parser behind it (read in its installed source); one no cause explains is ``unexplained``.
+- The worker also runs the same parser's one-shot ``extract_tool_calls`` on the whole text: the streams where
+  vLLM's streamed result differs from its own one-shot result are what streaming itself changes in vLLM.
 - Prints a table (cause, cases, streams) and saves ``benchmarks/results/stream_replay.json``: date, machine,
   commit, vLLM version and parser file, counts, the causes, and every differing case with its text, which
   chunkings differ, and both results.
@@ -282,7 +284,7 @@ def compare(cases: dict[str, str], tokenizer, n_random: int, vllm: bool, tokeniz
         got, header = run_vllm(jobs, tokenizer_dir)
     vllm_s = time.perf_counter() - t0 if vllm else None
     rows: dict[str, dict] = {}
-    kit_diffs = 0
+    kit_diffs, own_diffs, own_cases = 0, 0, {}
     for j, (name, kind), k in zip(jobs, meta, kit):
         text = cases[name]
         one = kit_form(*parse_tool_calls(text))
@@ -291,6 +293,12 @@ def compare(cases: dict[str, str], tokenizer, n_random: int, vllm: bool, tokeniz
             rows.setdefault(name, _row(text, one))["kit"].append(kind)
         if vllm:
             v = vllm_form(got[j["id"]])
+            own = vllm_form(got[j["id"]].get("one_shot") or {"content": "", "calls": []})
+            if v != own:  # streaming changed what vLLM's own parser says of the same text
+                own_diffs += 1
+                own_cases.setdefault(name, {"text": text, "vllm_one_shot": own, "chunkings": []})["chunkings"].append(
+                    {"chunking": kind, "streamed": v}
+                )
             if v != one:
                 row = rows.setdefault(name, _row(text, one))
                 row["vllm_chunkings"].append(kind)
@@ -307,6 +315,8 @@ def compare(cases: dict[str, str], tokenizer, n_random: int, vllm: bool, tokeniz
         cases=len(cases),
         kit_differences=kit_diffs,
         vllm_differences=sum(len(r["vllm_chunkings"]) for r in rows.values()),
+        vllm_stream_vs_own_one_shot=own_diffs,
+        vllm_stream_vs_own_one_shot_cases=own_cases,
         kit_s=round(kit_s, 3),
         vllm_s=round(vllm_s, 3) if vllm_s is not None else None,
         worker=header,
@@ -370,6 +380,11 @@ def main(argv=None) -> int:
         f"{result['cases']} cases, {result['streams']} streams (chunkings); kit vs one-shot: "
         f"{result['kit_differences']} differences; vLLM hermes vs one-shot: {result['vllm_differences']} "
         f"differing streams" + ("" if vllm else " (vLLM not run)")
+    )
+    own = result["vllm_stream_vs_own_one_shot"]
+    print(
+        f"vLLM streaming vs vLLM's own one-shot extract_tool_calls on the same text: {own} differing streams in "
+        f"{len(result['vllm_stream_vs_own_one_shot_cases'])} cases"
     )
     print(f"{'cause':34} {'cases':>5} {'streams':>7}  example")
     for r in rows:

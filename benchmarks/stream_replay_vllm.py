@@ -6,7 +6,9 @@ What it does
   tokenizer folder) and feeds the chunks one by one to ``extract_tool_calls_streaming`` with ``previous_text``,
   ``current_text``, ``delta_text`` and their token ids, as vLLM's chat server does per detokenized delta.
 - Writes one JSON line per stream: the concatenated ``content`` deltas, the calls reassembled from the
-  ``DeltaToolCall`` deltas (index -> name, concatenated ``arguments`` text), and the number of deltas.
+  ``DeltaToolCall`` deltas (index -> name, concatenated ``arguments`` text), the number of deltas, and
+  ``one_shot``: the same parser's non-streaming ``extract_tool_calls`` on the whole text (content, calls), so
+  streaming can be compared with vLLM's own one-shot result, not only the kit's.
 - The first line it writes is ``{"ready": ..., "vllm": version, "parser": file}``.
 
 What it leaves out
@@ -52,7 +54,12 @@ def replay(tokenizer, request, chunks):
                 call["name"] = name
             if args is not None:
                 call["arguments"] = (call["arguments"] or "") + args
-    return {"content": "".join(content), "calls": [calls[i] for i in sorted(calls)], "deltas": n}
+    whole = Hermes2ProToolParser(tokenizer).extract_tool_calls(previous, request)
+    one_shot = {
+        "content": whole.content or "",
+        "calls": [{"name": c.function.name, "arguments": c.function.arguments} for c in whole.tool_calls],
+    }
+    return {"content": "".join(content), "calls": [calls[i] for i in sorted(calls)], "deltas": n, "one_shot": one_shot}
 
 
 def main():
