@@ -10,6 +10,7 @@ REPLAY = {
     "date": "2026-12-04T00:00:00+00:00",
     "commit": "abc1234",
     "vllm_differences": 14,
+    "vllm_stream_vs_own_one_shot": 9,
     "table": [{"cause": "stream cut mid-call", "streams": 14}],
     "chunking_dependent": {"cases": 2},
 }
@@ -26,7 +27,8 @@ def test_the_verdict_follows_the_evidence():
     run = lambda s, r: cs.STREAMING.run(stream_chunkings=s, stream_replay=r)[0]  # noqa: E731
     caveat = run(ok, REPLAY)
     assert caveat.verdict == "holds with a caveat" and "2 case(s)" in caveat.why and "14 of 70" in caveat.why
-    clean = run(ok, dict(REPLAY, vllm_differences=0, table=[], chunking_dependent={"cases": 0}))
+    assert "9 of 70" in caveat.why
+    clean = run(ok, dict(REPLAY, vllm_differences=0, vllm_stream_vs_own_one_shot=0, chunking_dependent={"cases": 0}))
     assert clean.verdict == "holds"
     assert run(dict(ok, equal=ok["chunkings"] - 1, bad=["x"]), REPLAY).verdict == "does not hold"
     assert run(dict(ok, chunkings=99, equal=99), REPLAY).verdict == "does not hold"

@@ -11,8 +11,9 @@ What it does
   depends on the chunking.
 - ``streaming-same-mechanism``: holds when the kit's streamed calls and text equal the one-shot parse on every
   chunking (at least 10,000); a caveat names what the vLLM replay found: where vLLM's result changes with the
-  chunking alone (streaming itself changing what the client gets), and how many streams differ from the one-shot
-  parse for other causes of that parser. It supports the statement: its main check, ``served-stream``
+  chunking alone, where its streamed result differs from its own one-shot ``extract_tool_calls`` on the same text
+  (both: streaming itself changing what the client gets), and how many streams differ from the kit's one-shot
+  parse for any cause. It supports the statement: its main check, ``served-stream``
   (``toolkit.book.claims_serving``), shows a served model streams the same tokens; this one, that the same tokens
   are read as the same calls.
 
@@ -104,6 +105,7 @@ def streaming_same_mechanism(stream_chunkings, stream_replay):
     causes = ", ".join(f"{t['cause']} {t['streams']}" for t in r.get("table", []))
     dep = r.get("chunking_dependent", {}).get("cases", 0)
     differ, streams = r.get("vllm_differences", 0), r.get("streams", 0)
+    own = r.get("vllm_stream_vs_own_one_shot")  # streamed vs the same parser's own one-shot result
     evidence = (
         f"kit: {s['equal']} of {s['chunkings']} random chunkings of {s['texts']} generations ({s['real']} real) "
         f"stream to exactly the one-shot parse"
@@ -112,6 +114,11 @@ def streaming_same_mechanism(stream_chunkings, stream_replay):
             f"; vLLM {ran_vllm}'s hermes parser on {r['streams']} streams of {r['cases']} cases "
             f"(saved {r['date'][:10]}, commit {r['commit']}): {r['vllm_differences']} differ from the one-shot parse "
             f"({causes}); {dep} case(s) get a different vLLM result in a different chunking"
+            + (
+                f"; streamed vs vLLM's own one-shot extract_tool_calls: {own} of {streams} streams differ"
+                if own
+                else ""
+            )
             if ran_vllm
             else "; the vLLM replay was not run (no .venv-vllm where it was saved)"
         )
@@ -126,6 +133,12 @@ def streaming_same_mechanism(stream_chunkings, stream_replay):
                     bool(ran_vllm) and dep > 0,
                     f"holds for the kit's loop; a server's streaming parser can change it: vLLM's hermes parser "
                     f"gives {dep} case(s) different calls depending only on where the stream was cut",
+                ),
+                (
+                    bool(ran_vllm) and bool(own),
+                    f"vLLM's hermes parser, streamed, says something else than its own one-shot parse of the same "
+                    f"text on {own} of {streams} streams (a malformed or cut call streamed as a call, arguments "
+                    "before the name streamed into the arguments, a name's JSON escapes kept)",
                 ),
                 (
                     bool(ran_vllm) and differ > 0,
