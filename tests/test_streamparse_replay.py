@@ -83,4 +83,8 @@ def test_vllm_hermes_replay_every_difference_has_a_cause(tok):
     }
     assert "empty arguments" not in rows and "call after text" not in rows  # these stream right
     assert rows["text after a call"]["cause"] == "text after or between calls"
+    own = result["vllm_stream_vs_own_one_shot"]  # streamed vs the same parser's one-shot result of the same text
+    assert 0 <= own <= result["streams"] and own == sum(
+        len(c["chunkings"]) for c in result["vllm_stream_vs_own_one_shot_cases"].values()
+    )
     json.dumps(result)  # the saved table is plain JSON
