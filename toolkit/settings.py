@@ -58,6 +58,8 @@ class LoopConfig:
     ``system_prefix(turn)`` is prepended to the system prompt at render time only (e.g.
     ``toolkit.loop.loop.timestamp_prefix``). ``temperature``/``top_p``/``seed`` go to the backend's one sampler
     (turn ``t`` draws with ``seed + t``). ``thinking`` is Qwen3's ``enable_thinking`` (``toolkit.loop.think``).
+    ``on_event(turn, event)`` sees each turn's ``toolkit.streamparse`` events while the model generates
+    (``toolkit.loop.stream``).
     ``origin`` records who set which value (see :meth:`but`).
     """
 
@@ -80,6 +82,7 @@ class LoopConfig:
     top_p: float = 1.0
     seed: int = 0
     thinking: bool | None = None  # Qwen3's enable_thinking (None: the template's default, which thinks)
+    on_event: Callable | None = None  # on_event(turn, event): the turn's toolkit.streamparse events as it streams
     origin: tuple = field(default=(), compare=False, repr=False)  # ((name, source), ...), latest last
 
     @classmethod

@@ -17,6 +17,9 @@ Optional capabilities, each a ``runtime_checkable`` protocol of its own, so call
   loop (``toolkit.eval.run.generate_batch``; without it prompts run one at a time);
 - :class:`Scores`: ``next_token_logits(prompt_ids)``, the model's logits for the next token (one forward, no mask;
   ``toolkit.eval.run.first_tokens``). A server that returns tokens, not logits, does not have it.
+- :class:`Streams`: ``streams = True`` and ``generate(..., on_token=f)`` calls ``f(id)`` with each new id as soon as
+  it is decoded (``HFBackend``, ``Engine``, ``ScriptedBackend``); the loop reads a call while it streams
+  (``toolkit.loop.stream``). A backend without it is read after its turn, token by token, with the same events.
 
 Every model backend picks tokens with the one sampler (``toolkit.backends.sampling.choose``) inside the one decode
 loop (``toolkit.backends.decode``): the same seed, temperature, top-p and grammar give the same tokens.
@@ -26,7 +29,8 @@ including the stop token if one was hit; ``reused`` prompt tokens came from a ca
 (``reused + prefilled == len(prompt_ids)``); ``stopped_by`` is ``"stop"`` (a stop id), ``"grammar"`` (the mask
 terminated), or ``"length"`` (``max_new_tokens``). ``mask`` is a ``toolkit.grammar.mask.GrammarMask``-like object.
 
-Leaves out: batching several conversations, streaming.
+Leaves out: batching several conversations; streaming from the HTTP backends (their chunks arrive inside one
+``generate``; the loop reads such a turn after it ends).
 """
 
 from __future__ import annotations
@@ -110,6 +114,11 @@ class Batches(Protocol):
         share_prefix: bool = True,
         processors=(),
     ) -> list[Generation]: ...
+
+
+@runtime_checkable
+class Streams(Protocol):
+    streams: bool  # True: generate(..., on_token=f) calls f(id) with each new id as it is decoded
 
 
 @runtime_checkable

@@ -5,6 +5,7 @@ What it does
   ``stopped_by`` in ``"stop" | "grammar" | "length"``. Per token: the grammar mask fills its bitmask, the stepper
   picks a token under it (``launch``), the loop reads it (``token``), the matcher accepts it, and a stop id or the
   grammar's end ends the turn. ``HFBackend``, ``Engine`` and ``toolkit.grammar.inspect.trace`` all decode here.
+  ``on_token`` is called with each token as the loop reads it: what a backend streams (``toolkit.backends.base``).
 - ``decode_rows(stepper, rows=..., ...)`` is the same loop over several sequences at once (one grammar mask per
   row, or none): each step the stepper picks one token per row; a row that stops keeps its tokens and the loop
   runs until every row has stopped. ``decode`` is ``decode_rows`` with one row. ``HFBackend.generate_batch``
@@ -41,10 +42,11 @@ class Stepper(Protocol):
 
 
 class _OneRow:
-    """A one-row stepper seen as a several-row one (lists of one bitmask and one token)."""
+    """A one-row stepper seen as a several-row one (lists of one bitmask and one token); ``on_token`` sees each token
+    as the loop reads it."""
 
-    def __init__(self, stepper):
-        self.stepper = stepper
+    def __init__(self, stepper, on_token=None):
+        self.stepper, self.on_token = stepper, on_token
         self.depth = getattr(stepper, "depth", 1)
         if hasattr(stepper, "allocate"):
             self.allocate = stepper.allocate
@@ -53,13 +55,19 @@ class _OneRow:
         self.stepper.launch(i, None if bitmasks is None else bitmasks[0])
 
     def token(self, i: int) -> list[int]:
-        return [self.stepper.token(i)]
+        tok = self.stepper.token(i)
+        if self.on_token is not None:
+            self.on_token(tok)
+        return [tok]
 
 
-def decode(stepper: Stepper, *, max_new_tokens: int, stop_ids, mask=None) -> tuple[list[int], str]:
-    """Run the loop to a stop id, the grammar's end or ``max_new_tokens``; see the module docstring."""
+def decode(stepper: Stepper, *, max_new_tokens: int, stop_ids, mask=None, on_token=None) -> tuple[list[int], str]:
+    """Run the loop to a stop id, the grammar's end or ``max_new_tokens``; see the module docstring. ``on_token(id)``
+    is called with each new token as soon as the loop has it (streaming: ``toolkit.loop.stream``)."""
     masks = None if mask is None else [mask]
-    return decode_rows(_OneRow(stepper), rows=1, max_new_tokens=max_new_tokens, stop_ids=stop_ids, masks=masks)[0]
+    return decode_rows(
+        _OneRow(stepper, on_token), rows=1, max_new_tokens=max_new_tokens, stop_ids=stop_ids, masks=masks
+    )[0]
 
 
 def decode_rows(stepper, *, rows: int, max_new_tokens: int, stop_ids, masks=None) -> list[tuple[list[int], str]]:

@@ -338,12 +338,13 @@ class Engine(EngineSteps):
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int = 0,
+        on_token=None,
     ) -> Generation:
         """Prefill what the cache lacks of ``prompt_ids``, then decode up to ``max_new_tokens`` through the one
         decode loop (``toolkit.backends.decode``). ``new_ids`` include the stop token when one is hit;
         ``reused + prefilled`` is the prompt length; ``prefill_s``/``decode_s`` are wall-clock seconds (device
         synchronised at both ends). Raises :class:`EngineError` for an empty prompt, ids outside the vocabulary,
-        or a prompt longer than the cache."""
+        or a prompt longer than the cache. ``on_token(id)``: each new id as the decode loop reads it."""
         prompt = self._check_ids(prompt_ids)
         stop_ids = {int(s) for s in (stop_ids or ())}
         self._sync()
@@ -362,7 +363,7 @@ class Engine(EngineSteps):
         P = len(prompt)
         limit = max(0, min(int(max_new_tokens), self.max_len - P + 1))
         run = _Run(self, P, limit, temperature, top_p, seed, mask)
-        new, stopped = decode(run, max_new_tokens=limit, stop_ids=stop_ids, mask=mask)
+        new, stopped = decode(run, max_new_tokens=limit, stop_ids=stop_ids, mask=mask, on_token=on_token)
         self._sync()
         t2 = time.perf_counter()
         self._ids = prompt + new[: min(run.bodies, len(new))]  # tokens whose keys/values the body steps wrote

@@ -28,6 +28,8 @@ from toolkit.backends.sampling import allowed_from_bitmask
 class EngineSteps:
     """Mixin of :class:`toolkit.backends.engine.Engine`: reads the attributes its ``__init__`` sets."""
 
+    streams = True  # Engine.generate(..., on_token=f) calls f with each new id as it is decoded (base.Streams)
+
     # ---------------------------------------------------------------- prefill (eager, host-known positions)
     @torch.no_grad()
     def _prefill(self, ids: list[int], start: int) -> None:

@@ -67,7 +67,11 @@ class HFBackend:
         self._ids.extend(ids)
         return out.logits[0, -1].float()
 
-    def generate(self, prompt_ids, *, max_new_tokens, stop_ids, mask=None, temperature=0.0, top_p=1.0, seed=0):
+    streams = True  # generate(..., on_token=f) calls f with each new id as it is decoded (base.Streams)
+
+    def generate(
+        self, prompt_ids, *, max_new_tokens, stop_ids, mask=None, temperature=0.0, top_p=1.0, seed=0, on_token=None
+    ):
         prompt_ids = list(prompt_ids)
         keep = shared_prefix(self._ids, prompt_ids) if (self.reuse and self._cache is not None) else 0
         keep = min(keep, len(prompt_ids) - 1)  # at least one token must run to produce the next logits
@@ -82,7 +86,9 @@ class HFBackend:
             stepper = _Stepper(self, self._forward(prompt_ids[keep:]), temperature, top_p, generator(seed))
             self._sync()
             t1 = time.perf_counter()
-            new, stopped_by = decode(stepper, max_new_tokens=max_new_tokens, stop_ids=stop_ids, mask=mask)
+            new, stopped_by = decode(
+                stepper, max_new_tokens=max_new_tokens, stop_ids=stop_ids, mask=mask, on_token=on_token
+            )
             self._sync()
             t2 = time.perf_counter()
         return Generation(new, keep, len(prompt_ids) - keep, t1 - t0, t2 - t1, stopped_by)

@@ -2,7 +2,9 @@
 
 What it does
 - :class:`ScriptedBackend` replays fixed assistant texts (one per turn; a callable entry sees the prompt ids),
-  tokenized with a real tokenizer, and reports reuse as a perfect prefix cache would.
+  tokenized with a real tokenizer, and reports reuse as a perfect prefix cache would. An entry given as a tuple of
+  texts is tokenized piece by piece (a model that spells ``<tool_call>`` in ordinary tokens: the tag then
+  streams split across tokens). It streams: ``generate(..., on_token=f)`` calls ``f`` with each id in turn.
 
 What it leaves out
 - Any model: nothing is computed, which its name says in every trace.
@@ -29,6 +31,7 @@ class ScriptedBackend:
     def __init__(self, tokenizer, script, name: str = "scripted fake model (no weights)", delay_s: float = 0.0):
         self.tokenizer, self.script, self.name, self.delay_s = tokenizer, list(script), name, delay_s
         self.vocab_width = VOCAB_WIDTH
+        self.streams = True  # toolkit.backends.base.Streams
         self.prompts: list[list[int]] = []
         self._seen: list[int] = []
         self._continued = 0  # generate calls that went on with an entry instead of starting one
@@ -52,9 +55,13 @@ class ScriptedBackend:
         if n >= len(self.script):
             raise IndexError(f"scripted backend has only {len(self.script)} turn(s); turn {n + 1} was asked")
         entry = self.script[n]
-        return self.tokenizer.encode(entry(list(prompt_ids)) if callable(entry) else entry, add_special_tokens=False)
+        entry = entry(list(prompt_ids)) if callable(entry) else entry
+        pieces = entry if isinstance(entry, tuple) else (entry,)
+        return [i for piece in pieces for i in self.tokenizer.encode(piece, add_special_tokens=False)]
 
-    def generate(self, prompt_ids, *, max_new_tokens, stop_ids, mask=None, temperature=0.0, top_p=1.0, seed=0):
+    def generate(
+        self, prompt_ids, *, max_new_tokens, stop_ids, mask=None, temperature=0.0, top_p=1.0, seed=0, on_token=None
+    ):
         if self._rest is not None:  # the same entry goes on (the loop decoded a thought first, then the rest)
             ids, self._rest = self._pending(prompt_ids), None
             self._continued += 1
@@ -72,4 +79,6 @@ class ScriptedBackend:
         reused = min(shared_prefix(self._seen, prompt_ids), len(prompt_ids) - 1)
         self._seen = list(prompt_ids) + ids[:-1]
         time.sleep(self.delay_s)
+        for i in ids if on_token is not None else ():
+            on_token(i)
         return Generation(ids, reused, len(prompt_ids) - reused, 0.0, self.delay_s, stopped_by)

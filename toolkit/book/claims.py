@@ -44,6 +44,7 @@ from toolkit.book.claims_reading import READING
 from toolkit.book.claims_render import TOKENS
 from toolkit.book.claims_rl import RL
 from toolkit.book.claims_serving import SERVING
+from toolkit.book.claims_streaming import STREAMING
 from toolkit.book.claims_tool_use import REQUEST_BODY, TOOL_USE
 from toolkit.book.claims_weights import WEIGHTS
 from toolkit.book.ledger import VERDICTS, Claim
@@ -68,6 +69,7 @@ GROUPS = (
     CHAINS,
     LEVERS,
     SERVING,
+    STREAMING,
     PATTERNS,
     SIMPLE,
     RAG,

@@ -44,7 +44,8 @@ What it leaves out
   template's ``<tool_call>`` format, as a real host does; the call gate only redirects a turn whose FIRST token
   opens such a call, a fence later in a text answer stays text. The gate costs one extra forward of the last
   prompt token per gated turn (the peek's prefill is cached; its numbers are added to the turn's).
-- Streaming, batching several conversations, history compression (§14.5.8).
+- Batching, history compression (§14.5.8). Streaming is a view (``on_event``: ``toolkit.loop.stream``); calls run
+  after their turn ends, from the one-shot parse, which the streamed events' calls equal.
 
 The backend protocol and ``Generation`` are in ``toolkit.backends.base``; the options in
 ``toolkit.settings.LoopConfig``.
@@ -67,6 +68,7 @@ from toolkit.grammar.mask import GrammarMask
 from toolkit.loop.execute import CallResult, error_result, execute
 from toolkit.loop.gate import CALL_OPENERS, FirstTokenGate
 from toolkit.loop.steps import Answered, Executed, Generated, Parsed, Rendered, Step, Stopped, Trace
+from toolkit.loop.stream import TurnStream
 from toolkit.loop.think import split_think, think_first
 from toolkit.parse import ToolCall, parse_tool_calls
 from toolkit.qwen import IM_END_ID, STOP_IDS
@@ -306,6 +308,8 @@ class Host:
         cfg = self.cfg
         g_used = self.grammar_for(plan.kind) if plan.mode != "free" else None
         mask = GrammarMask(g_used) if g_used is not None else None
+        thought = self.tokenizer.decode(plan.thought, skip_special_tokens=False) if plan.thought else ""
+        stream, live = TurnStream.open(self.tokenizer, turn, cfg.on_event, self.backend, thought + plan.forced)
         g = self.backend.generate(
             prompt,
             max_new_tokens=plan.budget or self.turn_budget(plan, len(prompt))[0],
@@ -314,6 +318,7 @@ class Host:
             temperature=cfg.temperature,
             top_p=cfg.top_p,
             seed=cfg.seed + turn,
+            **live,
         )
         p = plan.peeked
         if p is not None:  # the peek prefilled the prompt; account for it in this turn's numbers
@@ -322,8 +327,9 @@ class Host:
             )
         self.spent += g.prefilled + len(g.new_ids)
         body = g.new_ids[:-1] if g.new_ids and g.new_ids[-1] in STOP_IDS else g.new_ids
-        thought = self.tokenizer.decode(plan.thought, skip_special_tokens=False) if plan.thought else ""
         text = thought + plan.forced + self.tokenizer.decode(body, skip_special_tokens=False)
+        if stream is not None:
+            stream.end(body, text)
         return Generated(turn, text, g, mask is not None)
 
     def parse(self, turn: int, text: str) -> Parsed:
