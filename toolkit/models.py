@@ -201,6 +201,7 @@ def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet
             raise FileNotFoundError(
                 f"{REAL_OFFLINE} is not installed: run `python -m toolkit models install-real` (or `make real-model`)"
             )
+        fetch.verify_installed(folder)  # files, sizes, config, header (sha256 when changed) before a weight is read
         if dev == "cpu":  # refuse in one line before reading 1.2 GB into a machine that cannot hold it
             need = (folder / "model.safetensors").stat().st_size * (
                 2 if "float32" in str(dt) else 1
