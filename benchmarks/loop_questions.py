@@ -16,7 +16,9 @@ after every tool result, 160 new tokens per turn); run it with PYTHONPATH pointi
 commit to measure the old loop itself (the saved file records which commit ran). ``--cap-s`` stops a task after
 that many seconds (checked between steps; the task counts as not met and the row says "capped"). ``--rescore``
 re-scores every saved ``loop_questions_*.json`` under benchmarks/results (no model: the demo tools are re-run on
-the saved calls) and writes ``benchmarks/results/loop_questions_strict.md``.
+the saved calls) and writes ``benchmarks/results/loop_questions_strict.md``. ``--pass lora`` and ``lora-int8``
+check the adapter (``$TOOLKIT_ADAPTER`` or the shipped one) against its manifest first (``toolkit.artifact``): a
+broken one is one line and exit 1 before torch is imported or any model loads.
 
 Leaves out: sampling (greedy only: one run per question is the whole distribution) and any timing assert.
 """
@@ -214,6 +216,16 @@ def main(argv=None) -> int:
     chosen = [q for q in pool if not a.only or q.id in a.only.split(",")]
     if a.only and len(chosen) != len(a.only.split(",")):
         p.error(f"unknown id in --only; known: {[q.id for q in pool]}")
+    if a.which in ("lora", "lora-int8"):  # the adapter (the int8 build is checked against its weights) before any load
+        from toolkit.artifact import ArtifactError, verify_adapter
+        from toolkit.models import adapter_folder  # light: torch loads inside load()
+        from toolkit.untrusted import UntrustedInputError
+
+        try:
+            verify_adapter(adapter_folder())
+        except (ArtifactError, UntrustedInputError) as e:
+            print(f"loop_questions.py: {e}", file=sys.stderr)
+            return 1
     import torch
 
     from toolkit.models import load

@@ -142,6 +142,48 @@ def test_a_bad_adapter_is_refused_before_the_base_model_loads(tmp_path):
     assert r.returncode == 2 and "MODEL LOAD" not in r.stderr and "truncated" in r.stderr, r.stderr[-800:]
 
 
+def _broken_adapters(tmp_path) -> dict[str, Path]:
+    """Copies of the shipped adapter, each broken one way, and a ``TOOLKIT_ADAPTER`` naming no user's home."""
+    out = {}
+    for how in ("no weights", "truncated weights", "no manifest"):
+        bad = tmp_path / how.replace(" ", "_")
+        shutil.copytree(adapter_folder(), bad)
+        w = bad / "adapter_model.safetensors"
+        if how == "no weights":
+            w.unlink()
+        elif how == "truncated weights":
+            w.write_bytes(w.read_bytes()[:5000])
+        else:
+            (bad / "manifest.json").unlink()
+        out[how] = bad
+    out["unknown home"] = Path("~nosuchuser_x9/adapter")
+    return out
+
+
+@pytest.mark.parametrize("which", ["lora", "lora-int8"])
+def test_loop_questions_refuses_a_broken_adapter_before_any_model_loads(tmp_path, which):
+    """``benchmarks/loop_questions.py --pass lora`` found a broken adapter only after the base model had loaded;
+    now one line, exit 1, with torch never imported and no model load (the runner makes either fail loudly)."""
+    script = ROOT / "benchmarks" / "loop_questions.py"
+    for how, bad in _broken_adapters(tmp_path).items():
+        env = dict(os.environ, HF_HUB_OFFLINE="1", TOOLKIT_ADAPTER=str(bad), TOOLKIT_BACKEND="")
+        t0 = time.perf_counter()
+        r = subprocess.run(
+            [sys.executable, str(RUNNER), "--block-heavy", str(script), "--pass", which, "--only", "product_en"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=120,
+        )
+        took = time.perf_counter() - t0
+        print(f"{took:.2f} s  {which} {how}  ->  {r.stderr.strip()[:160]}")
+        assert "MODEL LOAD" not in r.stderr and "HEAVY IMPORT" not in r.stderr, (how, r.stderr[-800:])
+        assert r.returncode == 1 and "Traceback" not in r.stderr, (how, r.returncode, r.stderr[-800:])
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and (str(bad.name) in lines[0] or "nosuchuser" in lines[0]), (how, lines)
+
+
 def _parsed_dests(tree) -> set[str]:
     dests = set()
     for node in ast.walk(tree):

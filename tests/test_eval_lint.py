@@ -159,3 +159,37 @@ def test_cli_text_output_is_bounded(tmp_path):
     )
     lines = r.stdout.strip().splitlines()
     assert r.returncode == 1 and len(lines) <= 203 and "more finding(s) not printed" in lines[-2], lines[-3:]
+
+
+def test_cli_json_output_is_bounded_and_counts_what_it_left_out(tmp_path, monkeypatch, capsys):
+    """--json listed every finding (16 MB of tools: hundreds of thousands); now the first MAX_JSON_FINDINGS (made
+    small here, in-process, to stay quick), errors first, with totals that agree with the text report's, and a
+    megabyte tool name cut to its length."""
+    from toolkit.commands import lint_tools
+
+    monkeypatch.setattr(lint_tools, "MAX_JSON_FINDINGS", 40)
+    monkeypatch.setattr(lint_tools, "MAX_PRINTED", 20)
+    tools = [_bad(name="n" * 1_000_000, description="", parameters={"type": "object", "properties": {}})]
+    tools += [_bad(name=f"tool_{i:04d}_x", description="") for i in range(100)]
+    many = tmp_path / "many.json"
+    many.write_text(json.dumps(tools))
+
+    assert lint_tools.cli([str(many), "--json"]) == 1
+    out = capsys.readouterr().out
+    assert len(out) < 40 * 1000, len(out)
+    report = json.loads(out)
+    listed = report["findings"]
+    assert len(listed) == 40 and report["left_out"] == report["total"] - 40 > 0, report["total"]
+    assert report["total"] == report["errors"] + report["warnings"] == sum(report["by_rule"].values())
+    assert report["total"] == len(lint(tools)) and report["tools"] == len(tools)
+    levels = [f["level"] for f in listed]
+    assert "warning" in [f.level for f in lint(tools)] and levels == sorted(levels, key=lambda v: v != "error")
+    limit = lint_tools.MAX_FIELD_CHARS
+    assert all(len(f["tool"]) <= limit and len(f["message"]) <= limit for f in listed)
+    assert any("1,000,000 characters" in f["tool"] for f in listed)
+
+    assert lint_tools.cli([str(many)]) == 1
+    text = capsys.readouterr().out.strip().splitlines()
+    assert len(text) == 20 + 2 and "not printed" in text[-2], text[-2:]
+    assert text[-1] == f"{len(tools)} tool(s), {report['errors']} error(s), {report['warnings']} warning(s)"
+    assert max(map(len, text)) < 2 * limit + 200

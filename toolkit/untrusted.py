@@ -37,7 +37,14 @@ MAX_SHOWN = 60
 
 
 class UntrustedInputError(ValueError):
-    """Untrusted text that cannot be used; ``str(e)`` is one line naming the input."""
+    """Untrusted text that cannot be used; ``str(e)`` is one line naming the input. ``kind`` names the check that
+    refused it where a caller must tell them apart (the MCP transports: a JSON-RPC id can be read back from text
+    that was JSON but over a bound, never from text that was not JSON): ``"size"``, ``"encoding"``, ``"syntax"``,
+    ``"integer"``, ``"number"``, ``"depth"``; ``""`` for the path and file checks."""
+
+    def __init__(self, message: str, kind: str = ""):
+        super().__init__(message)
+        self.kind = kind
 
 
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")
@@ -98,12 +105,12 @@ def decode(data: bytes | str, what: str = "text") -> str:
         try:
             data.encode("utf-8")
         except UnicodeEncodeError as e:
-            raise UntrustedInputError(f"{what} is not UTF-8 text (character {e.start})") from None
+            raise UntrustedInputError(f"{what} is not UTF-8 text (character {e.start})", "encoding") from None
         return data.removeprefix("\ufeff")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise UntrustedInputError(f"{what} is not UTF-8 text (byte {e.start} of {len(data):,})") from None
+        raise UntrustedInputError(f"{what} is not UTF-8 text (byte {e.start} of {len(data):,})", "encoding") from None
 
 
 def depth(value) -> int:
@@ -128,33 +135,36 @@ def parse_json(
 ):
     """``text`` parsed as JSON with its size, nesting, integers and floats bounded; one line for any problem."""
     if len(text) > max_bytes:
-        raise UntrustedInputError(f"{what} is {len(text):,} bytes; the limit is {max_bytes:,}")
+        raise UntrustedInputError(f"{what} is {len(text):,} bytes; the limit is {max_bytes:,}", "size")
     text = decode(text, what)
 
     def parse_int(s: str) -> int:
         if len(s.lstrip("-")) > max_int_digits:
             raise UntrustedInputError(
-                f"{what}: an integer of {len(s.lstrip('-')):,} digits (the limit is {max_int_digits})"
+                f"{what}: an integer of {len(s.lstrip('-')):,} digits (the limit is {max_int_digits})", "integer"
             )
         return int(s)
 
     def parse_float(s: str) -> float:
         x = float(s) if len(s) <= MAX_NUMBER_CHARS else math.inf
         if not math.isfinite(x):
-            raise UntrustedInputError(f"{what}: the number {_shown(s)} is not finite (or too long)")
+            raise UntrustedInputError(f"{what}: the number {_shown(s)} is not finite (or too long)", "number")
         return x
 
     def parse_constant(name: str):
-        raise UntrustedInputError(f"{what}: {name} is not a JSON value")
+        raise UntrustedInputError(f"{what}: {name} is not a JSON value", "number")
 
+    too_deep = False
     try:
         value = json.loads(text, parse_int=parse_int, parse_float=parse_float, parse_constant=parse_constant)
     except json.JSONDecodeError as e:
-        raise UntrustedInputError(f"{what} is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
-    except RecursionError:
-        raise UntrustedInputError(f"{what}: JSON nested too deeply (the limit is {max_depth} levels)") from None
-    if depth(value) > max_depth:
-        raise UntrustedInputError(f"{what}: JSON nested too deeply ({depth(value)} levels; the limit is {max_depth})")
+        raise UntrustedInputError(
+            f"{what} is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})", "syntax"
+        ) from None
+    except RecursionError:  # deeper than the parser's stack allows: the same message as below, because where
+        too_deep = True  # that is depends on the caller's own stack (a test and a server must answer a line alike)
+    if too_deep or depth(value) > max_depth:
+        raise UntrustedInputError(f"{what}: JSON nested too deeply (the limit is {max_depth} levels)", "depth")
     return value
 
 

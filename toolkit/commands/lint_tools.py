@@ -1,6 +1,11 @@
 """``python -m toolkit lint-tools``: lint tool definitions (``toolkit.eval.lint``) from a JSON file or a running MCP
 server's ``tools/list``; print the findings (or ``--json``); exit 1 when any is an error, 2 when the tools cannot be read.
 
+Both reports are bounded whatever the file holds (16 MB of tools can make hundreds of thousands of findings): the
+text lists the first ``MAX_PRINTED`` findings, ``--json`` the first ``MAX_JSON_FINDINGS`` (errors first, then
+warnings) with the totals of all of them (``total``, ``errors``, ``warnings``, ``by_rule``) and ``left_out``, the
+count not listed; a tool name or message longer than ``MAX_FIELD_CHARS`` is cut, saying how long it was.
+
 ``python -m toolkit lint-tools FILE.json`` or ``--mcp URL`` (Streamable HTTP) or ``--mcp-stdio "command args"``.
 A file that is not a list of tool objects (or ``{"tools": [...]}``), a host name that does not resolve, a server
 that refuses the connection, a command that does not start, and a peer that does not speak MCP are each one plain
@@ -13,16 +18,18 @@ import json
 import shlex
 import shutil
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from urllib.parse import urlsplit
 
 from toolkit import cliargs
-from toolkit.errors import describe
+from toolkit.errors import bounded_message, describe
 from toolkit.untrusted import UntrustedInputError, read_json_file, redact
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 MCP_TIMEOUT_S = 15.0
-MAX_PRINTED = 200  # findings printed as text (20,000 tools make tens of thousands); --json has them all
+MAX_PRINTED = 200  # findings printed as text (20,000 tools make tens of thousands)
+MAX_JSON_FINDINGS = 1000  # findings listed by --json (about 300 kB at most); the totals count all of them
+MAX_FIELD_CHARS = 300  # a tool name or message in either report (a name can be megabytes long)
 
 
 class CannotRead(Exception):
@@ -136,19 +143,38 @@ def cli(argv: list[str]) -> int:
 
     findings = lint(tools)
     errors = sum(f.level == "error" for f in findings)
+    ranked = sorted(findings, key=lambda f: f.level != "error")  # errors first, then warnings (a stable sort)
     if a.json:
-        print(
-            json.dumps(
-                {"findings": [asdict(f) for f in findings], "errors": errors, "rules": RULES},
-                ensure_ascii=False,
-                indent=1,
-            )
-        )
+        listed = [_bounded(f) for f in ranked[:MAX_JSON_FINDINGS]]
+        by_rule = {}
+        for f in findings:
+            by_rule[f.rule] = by_rule.get(f.rule, 0) + 1
+        report = {
+            "findings": [asdict(f) for f in listed],
+            "total": len(findings),
+            "left_out": len(findings) - len(listed),
+            "errors": errors,
+            "warnings": len(findings) - errors,
+            "by_rule": by_rule,
+            "tools": len(tools),
+            "rules": RULES,
+        }
+        print(json.dumps(report, ensure_ascii=False, indent=1))
     else:
-        shown = sorted(findings, key=lambda f: f.level != "error")[:MAX_PRINTED]  # errors first, then warnings
-        for f in shown:
+        shown = ranked[:MAX_PRINTED]
+        for f in map(_bounded, shown):
             print(f"{f.level:<7} {f.rule}  {f.tool}: {f.message}   [{RULES[f.rule]}]")
         if len(findings) > len(shown):
-            print(f"… {len(findings) - len(shown):,} more finding(s) not printed (--json lists them all)")
+            print(
+                f"… {len(findings) - len(shown):,} more finding(s) not printed "
+                f"(--json lists {MAX_JSON_FINDINGS:,} and counts them all)"
+            )
         print(f"{len(tools)} tool(s), {errors} error(s), {len(findings) - errors} warning(s)")
     return 1 if errors else 0
+
+
+def _bounded(f):
+    """The finding with its tool name and message cut to ``MAX_FIELD_CHARS``, saying how long they were."""
+    return replace(
+        f, tool=bounded_message(f.tool, MAX_FIELD_CHARS), message=bounded_message(f.message, MAX_FIELD_CHARS)
+    )

@@ -7,7 +7,7 @@ import sys
 
 from toolkit import cliargs
 from toolkit.artifact import ArtifactError, verify_adapter
-from toolkit.fetch import DISPLAY_NAME, IntegrityError, install, is_installed, manifest, target_folder
+from toolkit.fetch import DISPLAY_NAME, IntegrityError, install, is_installed, manifest, target_folder, verify_installed
 from toolkit.small import memory_available
 
 
@@ -24,7 +24,8 @@ def cli(argv: list[str]) -> int:
     sm.add_argument("--force", action="store_true", help="rebuild even if a checked build is there")
     sm.add_argument("--if-short", action="store_true", help="only where load('auto') would want it (memory short)")
     sm.add_argument("--base", action="store_true", help="also the base without the adapter (notebook 11's before)")
-    sub.add_parser("info", help="say whether the real offline model is installed, and where")
+    inf = sub.add_parser("info", help="say whether the real offline model is installed, where, and intact")
+    inf.add_argument("--full", action="store_true", help="hash every file again (else only files changed since)")
     ad = sub.add_parser("adapter", help="the kit's LoRA tool-call adapter: its manifest, files and size")
     ad.add_argument("--check", action="store_true", help="also check it fits the installed model's weights (sha256)")
     args = p.parse_args(argv)
@@ -40,7 +41,14 @@ def cli(argv: list[str]) -> int:
         return _install_small(args.force, args.if_short, args.base)
     if args.cmd == "adapter":
         return _adapter(args.check)
-    info = {"name": DISPLAY_NAME, "installed": is_installed(), "folder": str(target_folder()), "manifest": manifest()}
+    info = {"name": DISPLAY_NAME, "installed": is_installed(), "folder": str(target_folder())}
+    if info["installed"]:
+        try:  # against the manifest: file list, sizes, config, header; sha256 where changed (all with --full)
+            verify_installed(full=args.full)
+        except ArtifactError as e:
+            print(f"models info: {e}", file=sys.stderr)
+            return 1
+    info["manifest"] = manifest()
     print(json.dumps(info, indent=2, ensure_ascii=False))
     return 0 if info["installed"] else 1
 

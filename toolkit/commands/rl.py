@@ -43,6 +43,12 @@ def cli(argv: list[str]) -> int:
     if args.model.startswith("qwen") and not fetch.is_installed():
         print("the real offline model is not installed: run `make real-model` first", file=sys.stderr)
         return 2
+    if args.model.startswith("qwen"):
+        try:
+            fetch.verify_installed()  # before torch reads a weight: a damaged folder is one line
+        except ValueError as e:
+            print(f"rl: {e}", file=sys.stderr)
+            return 1
     out = Path(args.out) if args.out else cache_dir() / "rl" / f"{args.model}-{args.family}-seed{args.seed}"
     from toolkit.rl.envs import tasks as tasks_of  # lazy: the SFT generator and the scorer
 

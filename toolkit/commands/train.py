@@ -19,6 +19,11 @@ def _real(args) -> int:
     if not fetch.is_installed():
         print("the real offline model is not installed: run `make real-model` first", file=sys.stderr)
         return 2
+    try:
+        fetch.verify_installed()  # before torch reads a weight: a damaged folder is one line
+    except ValueError as e:
+        print(f"train: {e}", file=sys.stderr)
+        return 1
     s = LoraSettings(
         groups=args.groups, per_group=args.per_group, data_seed=args.data_seed, mix=args.mix, seed=args.seed, lr=args.lr
     )

@@ -2,8 +2,10 @@
 
 What it does
 - :func:`stdio_transport` yields the (read, write) stream pair the SDK's ``Server.run`` expects, like
-  ``mcp.server.stdio.stdio_server``, but reads stdin as bytes in bounded chunks and checks each line itself:
-  a line that is not UTF-8 or not JSON gets JSON-RPC ``-32700`` (parse error); well-formed JSON that is not one
+  ``mcp.server.stdio.stdio_server``, but reads stdin as bytes in bounded chunks and checks each line itself
+  through ``toolkit.untrusted`` (the kit's one bounded reader, as for files and HTTP bodies): a line that is not
+  UTF-8, not JSON, or JSON over a bound (an integer of more than 40 digits, ``NaN``/``Infinity``/``1e999``,
+  nesting deeper than 64 levels) gets JSON-RPC ``-32700`` (parse error); well-formed JSON that is not one
   JSON-RPC 2.0 message (a batch array, a bare value, an object without ``"jsonrpc": "2.0"``, a bad id) gets
   ``-32600`` (invalid request). The SDK's own transport hands these to the session as exceptions, which answers
   nothing, so a client waits forever.
@@ -35,6 +37,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from toolkit.errors import bounded_message
+from toolkit.untrusted import UntrustedInputError, parse_json
 
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # the SDK's DEFAULT_MAX_REQUEST_BODY_SIZE for Streamable HTTP
 CHUNK = 1 << 16
@@ -98,29 +101,21 @@ def top_level_id(head: bytes):
     return None
 
 
-def _no_constant(name: str) -> float:
-    raise ValueError(f"{name} is not JSON")
-
-
-def parse_line(line: bytes) -> SessionMessage | bytes | None:
-    """One stdin line -> a message for the session, an error reply (bytes) to write back, or None (blank)."""
+def parse_line(line: bytes, max_bytes: int = MAX_MESSAGE_BYTES) -> SessionMessage | bytes | None:
+    """One stdin line (or HTTP body) -> a message for the session, an error reply (bytes) to write back, or None
+    (blank). The bytes are read by ``toolkit.untrusted.parse_json``, the kit's one bounded reader: not UTF-8, not
+    JSON, an integer over its digit limit, ``NaN``/``Infinity``/``1e999`` or nesting past its depth limit is
+    ``-32700`` (parse error); for the last three the text was JSON, so the id is recovered from its head."""
     if not line.strip():
         return None
     size = f"a {len(line):,}-byte line"
     try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError as e:
-        return error_line(types.PARSE_ERROR, f"Parse error: invalid UTF-8 at byte {e.start} of {size}")
-    try:
-        obj = json.loads(text, parse_constant=_no_constant)
-    except json.JSONDecodeError as e:
-        return error_line(types.PARSE_ERROR, f"Parse error: {e.msg} at column {e.colno} of {size}")
-    except ValueError as e:  # an integer over Python's digit limit, or NaN/Infinity
-        return error_line(types.PARSE_ERROR, f"Parse error: {str(e)[:80]} ({size})", top_level_id(line[:CHUNK]))
-    except RecursionError:
-        return error_line(
-            types.PARSE_ERROR, f"Parse error: JSON nested too deeply in {size}", top_level_id(line[:CHUNK])
-        )
+        obj = parse_json(line, size, max_bytes=max_bytes)
+    except UntrustedInputError as e:
+        rid = None if e.kind in ("encoding", "syntax") else top_level_id(line[:CHUNK])
+        if e.kind == "size":
+            return error_line(types.INVALID_REQUEST, f"Invalid Request: {e}", rid)
+        return error_line(types.PARSE_ERROR, f"Parse error: {e}", rid)
     if isinstance(obj, list):
         return error_line(
             types.INVALID_REQUEST,
@@ -229,7 +224,7 @@ async def stdio_transport(
                         )
                         skipping, head = 0, b""
                         continue
-                    item = parse_line(bytes(buf))
+                    item = parse_line(bytes(buf), max_bytes)
                     buf.clear()
                     if isinstance(item, bytes):
                         await emit(item)
@@ -244,7 +239,7 @@ async def stdio_transport(
                     )
                 )
             elif buf.strip():  # a last line without its newline
-                item = parse_line(bytes(buf))
+                item = parse_line(bytes(buf), max_bytes)
                 if isinstance(item, bytes):
                     await emit(item)
                 elif item is not None:
