@@ -9,6 +9,10 @@ Two sections, both resumable, both saved under ``benchmarks/results/rl/`` with d
   nice python benchmarks/rl.py eval --start lora --family multi [--rl] --n 24
       Greedy episodes on held-out tasks (seeds the training never draws) before and, with ``--rl``, after the
       run: mean reward, tasks met, calls per task, failed and unneeded calls; ``eval_<start>_<family>.json``.
+  nice python benchmarks/rl.py rollouts --family multi --n 2
+      The rollouts' cost with and without the kept prefix (``toolkit.rl.policy.Sampler(keep_prefix=...)``): the
+      same groups (same seeds) run both ways, one after the other; seconds, prompt tokens not prefilled again,
+      and whether the episodes came out the same; ``rollouts_<start>_<family>.json``.
 
 Leaves out: BFCL and the loop questions before/after (``benchmarks/bfcl.py --model DIR``-style runs of the RL
 adapter are not wired yet), a vLLM sampler (the weights change every step; see ``toolkit.rl.policy``), any timed
@@ -133,9 +137,40 @@ def eval_(a) -> int:
     return 0
 
 
+def rollouts(a) -> int:
+    from toolkit.eval.report import meta
+    from toolkit.rl.envs import rollout_group
+    from toolkit.rl.envs import tasks as tasks_for
+    from toolkit.rl.policy import Sampler
+
+    loaded = _load(a.start, a.threads)
+    tasks = tasks_for(a.family, EVAL_SEED, a.n)[: a.n]
+    print(f"model: {loaded.description}\n{len(tasks)} groups of {a.group}, max {a.max_new} new tokens", flush=True)
+    rows, texts = [], {}
+    for keep in (False, True):
+        sampler = Sampler(loaded, max_new=a.max_new, temperature=1.0, seed=a.seed, keep_prefix=keep)
+        t0 = time.perf_counter()
+        eps = [e for t in tasks for e in rollout_group(sampler, [t] * a.group)]
+        secs = time.perf_counter() - t0
+        texts[keep] = [e.messages for e in eps]
+        rows.append({"keep_prefix": keep, "seconds": round(secs, 1), "sampled_tokens": sampler.tokens})
+        rows[-1] |= {"batches": sampler.calls, "prompt_tokens_reused": getattr(sampler, "prefix_reused", 0)}
+        print("  ".join(f"{k} {v}" for k, v in rows[-1].items()), flush=True)
+    same = texts[False] == texts[True]
+    ratio = rows[0]["seconds"] / max(rows[1]["seconds"], 1e-9)
+    print(f"without / with the kept prefix: {ratio:.2f}x; episodes identical: {same}")
+    doc = meta(loaded.description, ROOT, section="rollouts", start=a.start, family=a.family)
+    doc |= {"rows": rows, "ratio": round(ratio, 2), "episodes_identical": same, "load": list(os.getloadavg())}
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"rollouts_{a.start}_{a.family}.json"
+    path.write_text(json.dumps(doc, indent=1))
+    print(f"-> {path}")
+    return 0
+
+
 def main(argv=None) -> int:
     p = cliargs.Parser(description=__doc__.split("\n")[0])
-    p.add_argument("section", choices=["train", "eval"])
+    p.add_argument("section", choices=["train", "eval", "rollouts"])
     p.add_argument("--start", choices=list(STARTS), default="lora")
     p.add_argument("--family", choices=["call", "decline", "multi", "all"], default="multi")
     p.add_argument("--steps", type=cliargs.count(1, 10_000), default=30)
@@ -144,11 +179,11 @@ def main(argv=None) -> int:
     p.add_argument("--lr", type=cliargs.number(0.0, 1.0, lo_open=True), default=2e-4)
     p.add_argument("--max-new", type=cliargs.count(1, 1024), default=96)
     p.add_argument("--seed", type=cliargs.count(0, 2**31 - 1), default=0)
-    p.add_argument("--n", type=cliargs.count(1, 1_000), default=24, help="eval: held-out tasks")
+    p.add_argument("--n", type=cliargs.count(1, 1_000), default=24, help="eval, rollouts: held-out tasks")
     p.add_argument("--rl", action="store_true", help="eval: with the RL adapter (else the starting model)")
     p.add_argument("--threads", type=cliargs.count(1, 1024), default=2)
     a = p.parse_args(argv)
-    return train(a) if a.section == "train" else eval_(a)
+    return {"train": train, "eval": eval_, "rollouts": rollouts}[a.section](a)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ What it does (book §14.5.3, §14.5.8)
   copied to every row; padding sits between that shared part and each row's own tokens (positions come from the
   attention mask), one grammar mask per row. Greedy, it gives the tokens ``generate`` gives each prompt alone
   (tested on the stand-in; in bf16 a near-tie can flip a token, as padded batches compute in another order).
+  ``HFBackend(..., keep_prefix=True)`` keeps that shared part's keys/values for the next batch, which prefills only
+  what it adds (a rollout's next round extends the same prompt); ``forget_batch_prefix()`` when the weights change.
 
 What it leaves out
 - Paged caches; dropping finished rows from a batch; the conversation cache is not used by batches.
@@ -37,9 +39,9 @@ class HFBackend:
     decoding gives the same tokens either way (tested), only the work differs.
     """
 
-    def __init__(self, model, name: str | None = None, reuse: bool = True):
+    def __init__(self, model, name: str | None = None, reuse: bool = True, keep_prefix: bool = False):
         self.model = model
-        self.reuse = reuse
+        self.reuse, self.keep_prefix, self.prefix_reused = reuse, keep_prefix, 0
         self.name = name or type(model).__name__
         self.device = next(model.parameters()).device
         self.vocab_width = vocab_width(model)
@@ -54,6 +56,28 @@ class HFBackend:
     def reset(self) -> None:
         self._cache = None
         self._ids: list[int] = []  # the token ids whose keys/values are in self._cache
+        self.forget_batch_prefix()
+
+    def forget_batch_prefix(self) -> None:
+        """Drop the batches' kept prefix (``keep_prefix``): call it whenever the weights change."""
+        self._kept: tuple[list[int], list] | None = None  # (ids, per-layer (keys, values)) of the last shared prefix
+
+    def _prefill_shared(self, ids: list[int], cache) -> None:
+        """Fill ``cache`` (batch 1) with ``ids``; with ``keep_prefix`` on, start from the longest part of the last
+        batch's shared prefix that ``ids`` begin with, and keep this one for the next batch."""
+        keep = shared_prefix(self._kept[0], ids) if self._kept is not None else 0
+        keep = min(keep, len(ids) - 1) if keep >= _SHARE_MIN else 0
+        for li, (k, v) in enumerate(self._kept[1] if keep else ()):
+            cache.update(k[:, :, :keep].clone(), v[:, :, :keep].clone(), li)
+        self.model(
+            input_ids=torch.tensor([ids[keep:]], device=self.device),
+            use_cache=True,
+            logits_to_keep=1,
+            **{self._cache_kw: cache},
+        )
+        self.prefix_reused += keep
+        if self.keep_prefix:
+            self._kept = (list(ids), [(layer.keys.clone(), layer.values.clone()) for layer in cache.layers])
 
     def _sync(self) -> None:
         if self.device.type == "cuda":
@@ -148,17 +172,12 @@ class _Rows:
     def __init__(self, backend: HFBackend, prompts, common, pad, temperature, top_p, gen, processors):
         self.backend, self.temperature, self.top_p, self.gen = backend, temperature, top_p, gen
         self.processors = list(processors)
-        model, dev, kw = backend.model, backend.device, backend._cache_kw
+        model, dev = backend.model, backend.device
         n = max(map(len, prompts))
         self.cache = DynamicCache(config=model.config)
         start = 0
         if common >= _SHARE_MIN:  # prefill the shared part once, copy its cache to every row
-            model(
-                input_ids=torch.tensor([prompts[0][:common]], device=dev),
-                use_cache=True,
-                logits_to_keep=1,
-                **{kw: self.cache},
-            )
+            backend._prefill_shared(prompts[0][:common], self.cache)
             self.cache.batch_repeat_interleave(len(prompts))
             start = common
         # padding goes right after the shared part (plain left padding when there is none)

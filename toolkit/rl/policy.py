@@ -5,9 +5,12 @@ What it does
   renders each with the chat template (generation prompt on), samples each continuation with the kit's one
   decode loop (:meth:`toolkit.backends.hf.HFBackend.generate_batch`: the rows' shared prefix — system prompt and
   tool list — prefilled once, then one forward per step for all rows) and returns the texts up to the stop token.
-  ``temperature=0`` decodes greedily (an evaluation). Every call draws from a fresh seed (``seed``, ``seed + 1``, ...), so a group's rows differ and a run repeats.
-  ``tokens`` counts the new tokens sampled so far (the trainer's tokens/s); ``sample(prompts)`` is the same on
-  token ids, returning the generations.
+  ``temperature=0`` decodes greedily (an evaluation). Every call draws from a fresh seed (``seed``, ``seed + 1``,
+  ...), so a group's rows differ and a run repeats. ``tokens`` counts the new tokens sampled so far (the trainer's
+  tokens/s); ``sample(prompts)`` is the same on token ids, returning the generations.
+- ``keep_prefix`` (on by default): the prompt a group shares is prefilled once per step, not once per round (the
+  next round's batch extends it), and dropped as soon as any weight changes; ``prefix_reused`` counts the prompt
+  tokens it saved.
 
 What it leaves out
 - A serving engine (vLLM) as the sampler: the trainer's weights change every step, and this CPU has no fast way to
@@ -24,12 +27,32 @@ from toolkit.render import render
 
 
 class Sampler:
-    def __init__(self, loaded, max_new: int = 96, temperature: float = 1.0, template: str | None = None, seed: int = 0):
+    def __init__(
+        self,
+        loaded,
+        max_new: int = 96,
+        temperature: float = 1.0,
+        template: str | None = None,
+        seed: int = 0,
+        keep_prefix: bool = True,
+    ):
         if not temperature >= 0:
             raise ValueError(f"temperature must be >= 0 (0: greedy), not {temperature}")
         self.loaded, self.max_new, self.temperature = loaded, max_new, temperature
         self.template = template or template_for(loaded)
-        self.seed, self.tokens, self.calls = seed, 0, 0
+        self.seed, self.tokens, self.calls, self.keep_prefix = seed, 0, 0, keep_prefix
+
+    def _backend(self, model) -> HFBackend:
+        """One backend for the run, keeping the last batch's shared prefix (the next round of the same episodes
+        extends it) until any weight is replaced or changed in place (an optimizer step, a merge: each bumps the
+        tensor's version counter)."""
+        stamp = tuple((id(p), p._version) for p in model.parameters())
+        if getattr(self, "_hf", None) is None or self._hf.model is not model:
+            self._hf = HFBackend(model, reuse=False, keep_prefix=self.keep_prefix)
+        elif stamp != self._stamp:
+            self._hf.forget_batch_prefix()
+        self._stamp = stamp
+        return self._hf
 
     def _model(self):
         m = self.loaded.model  # a peft model decodes through its base with the adapters in place
@@ -41,7 +64,7 @@ class Sampler:
         was_training = model.training
         model.eval()
         try:
-            gens = HFBackend(model, reuse=False).generate_batch(
+            gens = self._backend(model).generate_batch(
                 prompts,
                 max_new_tokens=self.max_new,
                 stop_ids=STOP_IDS,
@@ -51,6 +74,7 @@ class Sampler:
         finally:
             model.train(was_training)
         self.calls += 1
+        self.prefix_reused = self._hf.prefix_reused
         self.tokens += sum(len(g.new_ids) for g in gens)
         return gens
 

@@ -153,6 +153,7 @@ def train_tasks(
         row |= {"met": sum(e.met for e in episodes), "calls": [len(e.results) for e in episodes]}
         row |= {k: up[k] for k in ("loss", "kl", "trained_tokens")}
         row |= {"sampled_tokens": getattr(sampler, "tokens", 0), "rollout_s": round(roll_s, 2)}
+        row["prefix_reused"] = getattr(sampler, "prefix_reused", 0)
         row["seconds"] = round(time.perf_counter() - t0, 2)
         _log_step(results, row, start, steps, sampler, t0, log, out, save_every, loaded.model)
     return results
