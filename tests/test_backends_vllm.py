@@ -115,6 +115,17 @@ def test_which_engines_a_benchmark_starts(monkeypatch, tmp_path):
     assert engines_to_run("transformers") == (["transformers"], "")
 
 
+def test_both_servers_compute_in_the_dtype_this_cpu_multiplies_fast(monkeypatch):
+    """bf16 only where the CPU has avx512_bf16 or AMX (else ~7x slower than float32): transformers serve as vLLM."""
+    from toolkit.backends import serve
+
+    for fast, want in ((True, "bfloat16"), (False, "float32")):
+        monkeypatch.setattr(vllm_local, "fast_bf16", lambda fast=fast: fast)
+        argv = serve.command("m", 8000)
+        assert argv[argv.index("--dtype") + 1] == want == vllm_local.dtype()
+    assert serve.command("m", 8000, dtype="bfloat16")[-1] == "bfloat16"
+
+
 def test_an_adapter_vllm_cannot_load_is_refused_before_starting():
     from toolkit.models import adapter_folder
 

@@ -60,8 +60,9 @@ def _executable() -> list[str]:
     return [sys.executable, "-m", "transformers.cli.transformers"]
 
 
-def command(model: str, port: int, *, device: str = "cpu", dtype: str = "bfloat16", extra=()) -> list[str]:
-    """The ``transformers serve`` command line the kit runs (bound to 127.0.0.1)."""
+def command(model: str, port: int, *, device: str = "cpu", dtype: str | None = None, extra=()) -> list[str]:
+    """The ``transformers serve`` command line the kit runs (bound to 127.0.0.1). ``dtype`` defaults to what this
+    CPU multiplies fast, as for vLLM (``vllm_local.dtype()``: bf16 only with avx512_bf16 or AMX, else float32)."""
     return [
         *_executable(),
         "serve",
@@ -73,7 +74,7 @@ def command(model: str, port: int, *, device: str = "cpu", dtype: str = "bfloat1
         "--device",
         device,
         "--dtype",
-        dtype,
+        dtype or vllm_local.dtype(),
         *extra,
     ]
 
@@ -176,7 +177,7 @@ class LocalServer:
         else:
             if self.lora or served_name:
                 raise ValueError("lora and served_name are vLLM options (engine='vllm')")
-            self.argv = command(self.model, self.port, device=device, dtype=dtype or "bfloat16", extra=extra)
+            self.argv = command(self.model, self.port, device=device, dtype=dtype, extra=extra)
             env = dict(os.environ, HF_HUB_OFFLINE="1")
             timeout = START_TIMEOUT_S if start_timeout_s is None else start_timeout_s
         if threads:
