@@ -2,8 +2,9 @@
 
 Prints, side by side:
 1. one matmul of the model's widest shape (4,864 x 896) at one thread, M = 1 (decode) and M = 256 (prefill): float32,
-   bf16, torch's dynamic int8 (what the kit ships), torch's int8 weight-only kernel, and torchao / optimum-quanto
-   where installed (they are not in requirements: pip install them to include them; their absence is printed);
+   bf16, torch's dynamic int8 (the kit's first build), torch's int8 weight-only kernel (what it ships now), and
+   torchao / optimum-quanto where installed (not in requirements: pip install them to include them; their absence is
+   printed);
 2. for each model (float32 + adapter, bf16 + adapter, int8 + adapter): peak RSS of loading it and answering one loop
    question, seconds for that, and greedy decode tokens/s at one thread, each in its own process;
 3. BFCL native mode on the seeded 50 cases per category, from the saved runs (benchmarks/bfcl.py accuracy --limit 50
@@ -80,8 +81,8 @@ def matmuls() -> list[dict]:
         cands = {
             "float32": lambda: F.linear(x, w),
             "bf16": lambda: F.linear(xb, wb),
-            "torch dynamic int8 (shipped)": lambda: q(x),
-            "torch int8 weight-only (bf16 x)": lambda: torch.ops.aten._weight_int8pack_mm(xb, wq, sb),
+            "torch dynamic int8 (shipped first)": lambda: q(x),
+            "torch int8 weight-only, bf16 x (shipped)": lambda: torch.ops.aten._weight_int8pack_mm(xb, wq, sb),
         }
         cands.update(_optional(w, x))
         for name, fn in cands.items():
