@@ -4,7 +4,9 @@ What it does
 - ``merged_folder(adapter=None)``: loads the real offline model with the adapter (``toolkit.models.load(
   "qwen2.5-coder-0.5b+lora")``: PEFT merges it), and saves the merged weights (bfloat16, as the base folder holds
   them) with the tokenizer to ``<cache>/models/<adapter>-merged-<weights sha8>``, with ``toolkit-merged.json``
-  naming the base and the adapter's weights sha256. A folder whose manifest matches is reused; another is rebuilt.
+  naming the base, the adapter's weights sha256 and every file's size and sha256 (``toolkit.artifact``). A folder
+  whose manifest matches and whose files still match it (sizes always; sha256 where ``toolkit.artifact``'s stamp
+  does not vouch for a file) is reused; another is rebuilt, with one line saying why.
   ``python -m toolkit`` never needs it; ``LocalServer(engine="vllm", model=merged_folder())`` serves it.
 - Why merged and not vLLM's ``--lora-modules``, measured here with vLLM 0.32 (CPU build): the adapter also
   retrains the embedding and output rows of ``<tool_call>`` and ``</tool_call>`` (PEFT's ``trainable_token_indices``),
@@ -23,6 +25,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from toolkit.artifact import ArtifactError, record_files, verify_files
 from toolkit.models import ADAPTER_SUFFIX, REAL_OFFLINE, adapter_folder, adapter_manifest, apply_adapter, load
 from toolkit.paths import cache_dir
 
@@ -44,10 +47,13 @@ def merged_folder(adapter: str | Path | None = None, out: str | Path | None = No
     mark = target / MANIFEST
     if mark.is_file():
         try:
-            if json.loads(mark.read_text()).get("adapter_weights_sha256") == sha:
+            facts = json.loads(mark.read_text())
+            if facts.get("adapter_weights_sha256") == sha:
+                verify_files(target, facts, f"merged model {target}")
                 return target
-        except ValueError:
-            pass  # a broken manifest: rebuild
+        except (ValueError, ArtifactError, AttributeError) as e:  # broken or stale: rebuild
+            say(f"rebuilding the merged model: {e}" if isinstance(e, ArtifactError) else "rebuilding: bad manifest")
+    mark.unlink(missing_ok=True)  # a build cut short leaves no manifest, so it is never reused
     import torch  # lazy: heavy, only when a folder is built
 
     say(f"merging the LoRA adapter {folder.name} (weights {sha[:8]}) into {REAL_OFFLINE}: {target}")
@@ -65,5 +71,6 @@ def merged_folder(adapter: str | Path | None = None, out: str | Path | None = No
         dtype="bfloat16",
         note="LoRA factors and the retrained <tool_call>/</tool_call> rows merged by PEFT in float32, saved in bf16",
     )
+    facts |= record_files(target, skip=(MANIFEST,))
     mark.write_text(json.dumps(facts, indent=1, ensure_ascii=False))
     return target
