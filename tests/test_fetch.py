@@ -280,6 +280,29 @@ def test_load_refuses_a_damaged_folder_before_reading_a_weight(tmp_path, monkeyp
         models.load(models.REAL_OFFLINE, device="cpu")
 
 
+@pytest.mark.parametrize("command", ["loop", "constrain"])
+def test_a_command_that_loads_a_damaged_folder_says_so_in_one_line_exit_1(tmp_path, monkeypatch, command):
+    import subprocess
+    import sys
+
+    folder = _converted(tmp_path, monkeypatch)
+    (folder / "model.safetensors").write_bytes(_safetensors()[:-5])
+    schema = tmp_path / "s.json"
+    schema.write_text('{"type": "integer"}')
+    args = {"loop": ["hi"], "constrain": ["--schema", str(schema)]}[command]
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": root, "HF_HUB_OFFLINE": "1"}
+    r = subprocess.run(
+        [sys.executable, "-m", "toolkit", command, "--model", "qwen2.5-coder-0.5b", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1 and "truncated or replaced" in lines[0], r.stderr[-1500:]
+
+
 def test_info_without_the_model(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TOOLKIT_CACHE", str(tmp_path))
     assert cli(["info"]) == 1

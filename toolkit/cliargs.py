@@ -48,6 +48,11 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message[:400]}\n")
 
 
+def damaged(parser: argparse.ArgumentParser, e: Exception):
+    """A model folder or adapter that fails its manifest, found at load: one line, exit 1 (not a usage error)."""
+    parser.exit(1, f"{parser.prog}: error: {' '.join(str(e).split())[:400]}\n")
+
+
 def fail(parser: argparse.ArgumentParser, message: str):
     """A usage error found after parsing (two options that exclude each other, a load that failed): one line."""
     parser.error(" ".join(str(message).split())[:400])

@@ -6,6 +6,7 @@ import json
 import sys
 
 from toolkit import cliargs, models
+from toolkit.artifact import ArtifactError
 from toolkit.grammar.valid import SchemaError, min_tokens, read_schema_file, validate_schema
 
 
@@ -65,6 +66,8 @@ def cli(argv: list[str]) -> int:
         print(f"warning: not enforced by the grammar: {w}", file=sys.stderr)
     try:
         loaded = models.load(a.model, quiet=True)
+    except ArtifactError as e:
+        cliargs.damaged(ap, e)
     except (OSError, ConnectionError, ValueError) as e:
         cliargs.fail(ap, f"could not load model {a.model!r}: {str(e).splitlines()[0][:300]}")
     notes = list(loaded.notes) + [f"not enforced by the grammar: {w}" for w in warnings]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from toolkit import cliargs
+from toolkit.artifact import ArtifactError
 from toolkit.backends import http, http_chat
 from toolkit.conversations import LOOP_EXAMPLES
 from toolkit.schema import openai_schema
@@ -118,6 +119,8 @@ def cli(argv: list[str]) -> int:
     torch.manual_seed(0)
     try:
         chosen = choose.choose(a.model, quiet=a.json, reuse=not a.no_reuse)  # no server here: the local model
+    except ArtifactError as e:
+        cliargs.damaged(p, e)
     except (OSError, ConnectionError, ValueError) as e:
         p.error(f"could not load model {a.model!r}: {str(e).splitlines()[0][:300]}")
     loaded, messages = chosen.loaded, example(a.example)["messages"] if a.example else a.question
