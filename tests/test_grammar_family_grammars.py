@@ -6,7 +6,7 @@ import importlib.util
 
 import pytest
 
-from toolkit.grammar.family_grammars import masked_step
+from toolkit.grammar.family_grammars import masked_step, official_call, vocabulary
 
 
 def _has(module):
@@ -22,11 +22,11 @@ needs_spm = pytest.mark.skipif(
 )
 needs_llama = pytest.mark.skipif(not _has("llama_models"), reason="llama-models is not installed (requirements.txt)")
 
-TEKKEN_BAD = {
-    "unknown tool": '[TOOL_CALLS][{"name": "get_wether", "arguments": {"city": "Paris"}}]',
-    "wrong argument type": '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": 7}}]',
-    "unknown argument": '[TOOL_CALLS][{"name": "get_weather", "arguments": {"town": "Paris"}}]',
-    "id not 9 alphanumerics": '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "call_0001"}]',
+TEKKEN_BAD = {  # a wrong call -> the piece the mask refuses
+    '[TOOL_CALLS][{"name": "get_wether", "arguments": {"city": "Paris"}}]': "ether",  # unknown tool
+    '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": 7}}]': "7",  # wrong argument type
+    '[TOOL_CALLS][{"name": "get_weather", "arguments": {"town": "Paris"}}]': "town",  # unknown argument
+    '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "call_0001"}]': "_",  # id not [a-zA-Z0-9]{9}
 }
 
 
@@ -39,9 +39,9 @@ def test_mistral_tekken_official_call_passes_and_wrong_calls_are_refused():
     assert masked_step("mistral-v3-tekken", call='[TOOL_CALLS][{"name": "get_weather", "arguments": {}}]').refused_at
     no_id = masked_step("mistral-v3-tekken", call='[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "X"}}]')
     assert no_id.accepts_official_call, no_id  # the id may be left out
-    for why, bad in TEKKEN_BAD.items():
+    for bad, piece in TEKKEN_BAD.items():
         refused = masked_step("mistral-v3-tekken", call=bad)
-        assert refused.refused_at is not None and refused.refused_at > 1, (why, refused)
+        assert refused.refused_at is not None and refused.refused_piece == piece, refused
 
 
 @needs_spm
@@ -50,9 +50,9 @@ def test_mistral_sentencepiece_official_call_passes_and_wrong_calls_are_refused(
     step = masked_step(family)
     assert step.vocab_size == 32_768 and step.allowed_first == 1 and step.first_examples == ["[TOOL_CALLS]"]
     assert step.call.startswith("[TOOL_CALLS]▁[{") and step.accepts_official_call, step
-    for why, bad in TEKKEN_BAD.items():
+    for bad, piece in TEKKEN_BAD.items():
         refused = masked_step(family, call=bad.replace("[TOOL_CALLS][", "[TOOL_CALLS] ["))
-        assert refused.refused_at is not None and refused.refused_at > 1, (why, refused)
+        assert refused.refused_at is not None and refused.refused_piece.strip() == piece, refused
 
 
 @needs_llama
@@ -61,12 +61,28 @@ def test_llama32_official_pythonic_call_passes_and_wrong_calls_are_refused():
     assert step.vocab_size == 128_256 and step.call == '<|python_tag|>[get_weather(city="北京")]'
     assert "<|python_tag|>" in step.first_examples and step.allowed_first < 10, step  # the tag or a "[..." piece
     assert step.accepts_official_call, step
-    assert masked_step("llama3.2", call='[get_weather(city="Paris", unit="celsius")]').accepts_official_call
-    for why, bad in {
-        "unknown tool": '<|python_tag|>[get_wether(city="Paris")]',
-        "wrong argument type": "<|python_tag|>[get_weather(city=7)]",
-        "value outside the enum": '<|python_tag|>[get_weather(city="Paris", unit="kelvin")]',
-        "unknown argument": '<|python_tag|>[get_weather(town="Paris")]',
+    # the bare, single-quoted list llama-models' llama3_2/text_prompt_format.md shows the model writing
+    bare = masked_step("llama3.2", call="[get_weather(city='San Francisco', unit='celsius')]")
+    assert bare.accepts_official_call, bare
+    for bad, piece in {
+        '<|python_tag|>[get_wether(city="Paris")]': "ether",  # unknown tool
+        "<|python_tag|>[get_weather(city=7)]": "7",  # wrong argument type
+        '<|python_tag|>[get_weather(city="Paris", unit="kelvin")]': "kel",  # outside the enum
+        '<|python_tag|>[get_weather(town="Paris")]': "(t",  # unknown argument
     }.items():
         refused = masked_step("llama3.2", call=bad)
-        assert refused.refused_at is not None and refused.refused_at > 1, (why, refused)
+        assert refused.refused_at is not None and refused.refused_piece == piece, refused
+
+
+@pytest.mark.parametrize(
+    "family",
+    [
+        pytest.param("mistral-v3-tekken", marks=needs_mistral),
+        pytest.param("mistral-v3", marks=needs_spm),
+        pytest.param("mistral-v7", marks=needs_spm),
+        pytest.param("llama3.2", marks=needs_llama),
+    ],
+)
+def test_the_text_encoder_gives_the_packages_own_ids_for_the_official_call(family):
+    call, ids = official_call(family)  # the ids the family's package wrote, stop token left out
+    assert vocabulary(family).encode(call) == ids

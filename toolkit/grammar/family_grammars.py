@@ -9,10 +9,11 @@ What it does
   its letters), then (SentencePiece versions only: the space their ``▁[`` carries) a JSON array of one or more
   ``{"name": NAME, "arguments": {...}, "id": "..."}`` objects, ``arguments`` under that tool's parameters schema,
   ``id`` 9 letters or digits (mistral-common's ``^[a-zA-Z0-9]{9}$``); Llama 3.2: ``<|python_tag|>`` (optional:
-  llama-models writes it before every assistant tool call, Meta's prompt-format page shows the bare list), then an
-  EBNF ``[name(arg=value, ...), ...]`` whose values follow each parameter's type: double-quoted strings with
-  backslash escapes, a string ``enum`` as its quoted values, integers, numbers, ``True``/``False``, ``None`` for a
-  ``null`` type, and a generic Python literal (nested lists / dicts of these) for arrays and objects.
+  llama-models writes it before every assistant tool call; its ``llama3_2/text_prompt_format.md`` shows the model
+  answering with the bare list, single-quoted, then ``<|eot_id|>``), then an EBNF ``[name(arg=value, ...), ...]``
+  whose values follow each parameter's type: strings in double or single quotes with backslash escapes, a string
+  ``enum`` as its quoted values, integers, numbers, ``True``/``False``, ``None`` for a ``null`` type, and a generic
+  Python literal (nested lists / dicts of these) for arrays and objects.
 - :func:`vocabulary`: Mistral's vocabularies offline from the ``mistral-common`` wheel (Tekken's json; v3 / v7's
   SentencePiece ``tokenizer.model``, ``▁`` read as a space and ``<0xNN>`` as that byte; special tokens as their
   text), Llama 3.2's is Llama 3's (``family_tags.vocabulary("llama3.1")``).
@@ -21,9 +22,10 @@ What it does
   out; or on ``call`` (text; Mistral: a leading ``[TOOL_CALLS]`` becomes its id, the rest the tokenizer's pieces).
 
 What it leaves out
-- Llama 3.2: which arguments are required, repeated arguments, ``maxLength`` / ``minimum`` and other bounds, single-
-  quoted strings, and arrays / objects typed beyond "a Python literal". Mistral: ``id`` may be left out (models
-  trained on v3 often write calls without one); plain text before ``[TOOL_CALLS]`` (``tool_choice`` "required").
+- Llama 3.2: which arguments are required, repeated arguments, ``maxLength`` / ``minimum`` and other bounds, string
+  escapes other than a backslash before one of ``\\ " ' n r t 0``, arrays / objects typed beyond "a Python
+  literal", spaces other than one after a comma. Mistral: ``id`` may be left out (models trained on v3 often write
+  calls without one); plain text before ``[TOOL_CALLS]`` (``tool_choice`` "required").
 - Families xgrammar does build (``family_tags``) and the kit's own Qwen grammars (``toolkit.grammar.compile``).
 """
 
@@ -69,7 +71,7 @@ def _mistral_array(specs) -> dict:
     return {"type": "array", "items": items[0] if len(items) == 1 else {"anyOf": items}, "minItems": 1}
 
 
-_STRING = r'"\"" ([^"\\\r\n] | "\\" [\\"nrt0\'])* "\""'
+_STRING = r'"\"" ([^"\\\r\n] | "\\" [\\"nrt0\'])* "\"" | "\'" ([^\'\\\r\n] | "\\" [\\"nrt0\'])* "\'"'
 _PY = r"""
 py_str ::= STRING
 py_int ::= "-"? [0-9]+
@@ -84,7 +86,7 @@ py_dict ::= "{" (py_str ":" " "? py_val ("," " "? py_str ":" " "? py_val)*)? "}"
 def _py_value(schema: dict) -> str:
     """The EBNF for one parameter's value, by its schema's type (see the module docstring)."""
     if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
-        return "(" + " | ".join(json.dumps(json.dumps(v)) for v in schema["enum"]) + ")"
+        return "(" + " | ".join(json.dumps(q + v + q) for v in schema["enum"] for q in "\"'") + ")"
     types = schema.get("type", [])
     types = [types] if isinstance(types, str) else list(types)
     alts = {"string": "py_str", "integer": "py_int", "number": "py_num", "boolean": "py_bool", "null": '"None"'}
