@@ -168,10 +168,10 @@ def vocabulary(family: str) -> Vocabulary:
     n = tok.n_words
     if family == "mistral-v3-tekken":
         tokens = [tok.id_to_byte_piece(i, SpecialTokenPolicy.KEEP) for i in range(n)]
-        source = "mistral-common's Tekken json (tekken_240718)"
+        source = f"mistral-common's Tekken json ({tok.file_path.name})"
     else:
         tokens = [_spm_bytes(tok.id_to_piece(i), bool(tok.is_special(i))) for i in range(n)]
-        source = f"mistral-common's SentencePiece tokenizer.model ({tok.version.value})"
+        source = f"mistral-common's SentencePiece model ({tok.file_path.name})"
     tools_call = tok.get_special_token("[TOOL_CALLS]")
 
     def encode(text: str) -> list[int]:
