@@ -16,11 +16,13 @@ What it does
   allowed, a few of them), then walks the family's official call (``toolkit.families.render_family``'s ``call``,
   the text the model writes, without its stop token), tokenized by the family's own tokenizer, through the mask:
   each id must be allowed and accepted; returns where it is first refused (None: all accepted) and whether the
-  grammar may end there.
+  grammar may end there (the walk itself is :func:`walk`).
 
 What it leaves out
 - Families xgrammar 0.2.9 has no built-in for: Mistral (``[TOOL_CALLS]``: no ``mistral`` key in its registry) and
-  Llama 3.2's pythonic ``[f(a=1)]`` calls (its ``llama`` key is the JSON format): :data:`NOT_BUILT` says so.
+  Llama 3.2's pythonic ``[f(a=1)]`` calls (its ``llama`` key is the JSON format): :data:`NOT_BUILT` says so here;
+  the kit builds their grammars itself, masks and walks them in ``toolkit.grammar.family_grammars`` (which shares
+  :func:`walk`).
 - The kit's own grammars (``toolkit.grammar.compile``): this module only asks xgrammar what it ships.
 """
 
@@ -42,11 +44,12 @@ from toolkit.tokenizer import qwen_tokenizer
 from toolkit.tools import TOOLS
 
 BUILTIN = {"qwen3": "qwen_3", "qwen2.5": "qwen_3", "llama3.1": "llama", "gpt-oss": "harmony"}
-NOT_BUILT = {
-    "mistral-v3": "xgrammar 0.2.9 has no built-in structural tag for Mistral's [TOOL_CALLS] format",
-    "mistral-v3-tekken": "xgrammar 0.2.9 has no built-in structural tag for Mistral's [TOOL_CALLS] format",
-    "mistral-v7": "xgrammar 0.2.9 has no built-in structural tag for Mistral's [TOOL_CALLS] format",
-    "llama3.2": "xgrammar 0.2.9's 'llama' tag is the JSON format; Llama 3.2's pythonic [f(a=1)] calls have none",
+_KIT = "; the kit builds it: toolkit.grammar.family_grammars"
+NOT_BUILT = {  # no xgrammar built-in; the kit's own grammar is in toolkit.grammar.family_grammars
+    "mistral-v3": "xgrammar 0.2.9 has no built-in structural tag for Mistral's [TOOL_CALLS] format" + _KIT,
+    "mistral-v3-tekken": "xgrammar 0.2.9 has no built-in structural tag for Mistral's [TOOL_CALLS] format" + _KIT,
+    "mistral-v7": "xgrammar 0.2.9 has no built-in structural tag for Mistral's [TOOL_CALLS] format" + _KIT,
+    "llama3.2": "xgrammar 0.2.9's 'llama' tag is the JSON format; Llama 3.2's pythonic [f(a=1)] calls have none" + _KIT,
 }
 
 
@@ -74,7 +77,8 @@ class Vocabulary:
     source: str
 
 
-def _raw(family, tokens: list[bytes], stops, encode, source) -> Vocabulary:
+def raw_vocabulary(family, tokens: list[bytes], stops, encode, source) -> Vocabulary:
+    """A :class:`Vocabulary` of raw byte strings, one per id (shared with ``toolkit.grammar.family_grammars``)."""
     info = xgr.TokenizerInfo(tokens, xgr.VocabType.RAW, vocab_size=len(tokens), stop_token_ids=list(stops))
     return Vocabulary(family, info, lambda i: tokens[i].decode("utf-8", "replace"), list(stops), encode, source)
 
@@ -103,7 +107,9 @@ def vocabulary(family: str) -> Vocabulary:
             raise FamilyUnavailable(f"llama-models is not installed: {e}") from e
         tok = Tokenizer.get_instance()
         enc = lambda s: tok.encode(s, bos=False, eos=False, allowed_special="all")  # noqa: E731
-        return _raw(family, _tiktoken_vocab(tok.model), sorted(tok.stop_tokens), enc, "llama-models tokenizer.model")
+        return raw_vocabulary(
+            family, _tiktoken_vocab(tok.model), sorted(tok.stop_tokens), enc, "llama-models tokenizer.model"
+        )
     if family == "gpt-oss":
         try:
             from openai_harmony import HarmonyEncodingName, load_harmony_encoding  # optional package
@@ -123,7 +129,7 @@ def vocabulary(family: str) -> Vocabulary:
             tokens[i] = s.encode()
         enc = lambda s: harmony.encode(s, allowed_special="all")  # noqa: E731
         stops = sorted(harmony.stop_tokens_for_assistant_actions())
-        return _raw(family, tokens, stops, enc, "o200k ranks (toolkit.o200k) + openai-harmony's special ids")
+        return raw_vocabulary(family, tokens, stops, enc, "o200k ranks (toolkit.o200k) + openai-harmony's special ids")
     raise NoBuiltinTag(NOT_BUILT.get(family, f"no vocabulary for family {family!r} here"))
 
 
@@ -178,22 +184,28 @@ def masked_step(family: str, tools=None, examples: int = 5, call: str | None = N
     walked through the mask (see the module docstring)."""
     tag = family_tag(family, tools)
     vocab = vocabulary(family)
+    compiled = xgr.GrammarCompiler(vocab.info).compile_structural_tag(json.loads(tag.model_dump_json()))
+    call = _official_call(family) if call is None else call
+    return walk(compiled, vocab, call, list(vocab.encode(call)), BUILTIN[family], examples)
+
+
+def walk(compiled, vocab: Vocabulary, call: str, ids: list[int], model: str, examples: int = 5) -> MaskedStep:
+    """One masked step of ``compiled`` on ``vocab``, then ``ids`` (the call, stop token left out) walked through the
+    mask: each id must be allowed and accepted; where it is first refused, and whether the grammar may end there
+    (shared with ``toolkit.grammar.family_grammars``)."""
     info = vocab.info
-    compiled = xgr.GrammarCompiler(info).compile_structural_tag(json.loads(tag.model_dump_json()))
     matcher = xgr.GrammarMatcher(compiled)
     bitmask = xgr.allocate_token_bitmask(1, info.vocab_size)
     matcher.fill_next_token_bitmask(bitmask)
     first = _allowed(bitmask, info.vocab_size)
-    call = _official_call(family) if call is None else call
-    ids = list(vocab.encode(call))
     step = MaskedStep(
-        family,
-        BUILTIN[family],
+        vocab.family,
+        model,
         info.vocab_size,
         len(first),
         [vocab.piece(i) for i in first[:examples]],
         call,
-        ids,
+        list(ids),
         vocab_source=vocab.source,
     )
     for k, i in enumerate(ids):
