@@ -35,7 +35,6 @@ What it leaves out
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -47,6 +46,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from toolkit import cliargs
 from toolkit.parse import parse_tool_calls
 from toolkit.paths import cache_dir, provenance, results_file
 from toolkit.streamparse import assemble, stream_events
@@ -345,14 +345,12 @@ def table(result: dict) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--random", type=int, default=5, help="random chunkings per case (default 5)")
-    p.add_argument("--generated", type=int, default=150, help="generated cases (default 150)")
+    p = cliargs.Parser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--random", type=cliargs.count(0, 1_000), default=5, help="random chunkings per case (default 5)")
+    p.add_argument("--generated", type=cliargs.count(0, 100_000), default=150, help="generated cases (default 150)")
     p.add_argument("--no-vllm", action="store_true", help="the kit's side only")
-    p.add_argument("--out", default=str(OUT))
+    p.add_argument("--out", type=cliargs.out_file, default=OUT)
     a = p.parse_args(argv)
-    if a.random < 0 or a.generated < 0:
-        p.error("--random and --generated must be >= 0")
     tokenizer = qwen_tokenizer("qwen2.5")
     tokenizer_dir = str(cache_dir() / "tokenizers" / "qwen2.5")
     vllm = not a.no_vllm and VLLM_PYTHON.exists()

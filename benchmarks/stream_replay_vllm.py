@@ -18,13 +18,27 @@ What it leaves out
 """
 
 import json
+import os
 import sys
 
-import vllm
-from transformers import AutoTokenizer
-from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
-from vllm.tool_parsers import hermes_tool_parser
-from vllm.tool_parsers.hermes_tool_parser import Hermes2ProToolParser
+USAGE = "usage: .venv-vllm/bin/python benchmarks/stream_replay_vllm.py TOKENIZER_FOLDER (benchmarks/stream_replay.py starts it)"
+
+
+def _refuse(why: str) -> None:
+    print(f"stream_replay_vllm.py: error: {why}"[:400], file=sys.stderr)
+    sys.exit(2)  # a usage error, as argparse answers one
+
+
+if __name__ == "__main__" and (len(sys.argv) != 2 or not os.path.isdir(sys.argv[1])):
+    _refuse(USAGE)
+try:
+    import vllm
+    from transformers import AutoTokenizer
+    from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+    from vllm.tool_parsers import hermes_tool_parser
+    from vllm.tool_parsers.hermes_tool_parser import Hermes2ProToolParser
+except ImportError as e:
+    _refuse(f"vLLM's own venv is needed ({e}); {USAGE}")
 
 
 def _field(x, name):
