@@ -47,6 +47,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from toolkit import cliargs
+from toolkit.eval.read import call_texts
 from toolkit.parse import parse_tool_calls
 from toolkit.paths import cache_dir, provenance, results_file
 from toolkit.streamparse import assemble, stream_events
@@ -97,22 +98,10 @@ NAMED = {
 def _real(limit: int = 60) -> dict[str, str]:
     """Real generations with a ``<tool_call>`` block from the saved BFCL runs."""
     found: set[str] = set()
-
-    def walk(x):
-        if isinstance(x, dict):
-            for k, v in x.items():
-                if k == "text" and isinstance(v, str) and "<tool_call>" in v:
-                    found.add(v)
-                else:
-                    walk(v)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v)
-
     for name in ("bfcl_qwen2.5-coder-0.5b.json", "bfcl_qwen2.5-coder-0.5b+lora.json"):
         path = results_file(name, required=False)
         if path is not None:
-            walk(json.loads(path.read_text()))
+            found |= call_texts(json.loads(path.read_text()))
     return {f"real {i + 1}": t for i, t in enumerate(sorted(found)[:limit])}
 
 

@@ -28,6 +28,7 @@ import random
 
 from toolkit.book.ledger import BOOK, make_verdict
 from toolkit.book.registry import Group, NotCheckable, loader
+from toolkit.eval.read import call_texts
 from toolkit.parse import parse_tool_calls
 from toolkit.paths import saved_json
 from toolkit.streamparse import assemble, stream_events
@@ -47,20 +48,8 @@ HARD = (
 
 def _texts() -> list[str]:
     found: set[str] = set()
-
-    def walk(x):
-        if isinstance(x, dict):
-            for k, v in x.items():
-                if k == "text" and isinstance(v, str) and "<tool_call>" in v:
-                    found.add(v)
-                else:
-                    walk(v)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v)
-
     for name in ("bfcl_qwen2.5-coder-0.5b.json", "bfcl_qwen2.5-coder-0.5b+lora.json"):
-        walk(saved_json(name))
+        found |= call_texts(saved_json(name))
     return sorted(found)[:150] + list(HARD)
 
 

@@ -173,3 +173,21 @@ def decode_tagged(text: str, list_calls: bool = False) -> Decoded:
 
 def decode(text: str, mode: str, list_calls: bool = False) -> Decoded:
     return decode_python(text) if mode == "prompt" else decode_tagged(text, list_calls)
+
+
+def call_texts(doc) -> set[str]:
+    """Every generated ``text`` holding a ``<tool_call>`` anywhere in a saved results document (dicts and lists
+    walked; the stream replay and the streaming ledger check read real generations this way)."""
+    found: set[str] = set()
+    stack = [doc]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k == "text" and isinstance(v, str) and "<tool_call>" in v:
+                    found.add(v)
+                else:
+                    stack.append(v)
+        elif isinstance(x, list):
+            stack.extend(x)
+    return found
