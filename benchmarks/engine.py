@@ -1,12 +1,15 @@
-"""Decode speed of one small model, four ways, in one run; the agent workload with and without prefix reuse;
-constrained vs unconstrained decoding. Prints markdown tables (``--out FILE`` also writes them).
+"""Decode speed of one small model, eight ways, in one run; the agent workload with and without prefix reuse;
+constrained vs unconstrained decoding. Prints markdown tables (``--out FILE.md`` also writes them, and FILE.json
+with date, machine, software, model, commit, every row, where a token's time goes and the targets).
 
     python benchmarks/engine.py                 # GPU: Qwen3-0.6B shape, random bf16 weights; CPU: the stand-in
     python benchmarks/engine.py --T 512 --delta 64 --R 6      # agent workload sizes (defaults depend on device)
 
-Rows of the decode table: ``model.generate`` (transformers, dynamic cache), the engine eager (one Python op
-per kernel), the engine with CUDA graphs, and the engine with torch.compile + CUDA graphs. Each gets tokens/s
-and % of the bandwidth floor (copy bandwidth measured in this run / bytes of weights read per token).
+Rows: ``model.generate`` (transformers, dynamic cache), the engine eager (one Python op per kernel), with CUDA
+graphs (sdpa and flash attention), then the fused paths in graphs: torch.compile, compile with one-row matmuls as
+reductions, the kit's Triton kernels (``toolkit.backends.engine_triton``), and those with programmatic dependent
+launch — each with its kernels per token by group. Tokens/s and % of the bandwidth floor (copy bandwidth
+measured in this run / bytes of weights read per token).
 On a GPU the model is built from the Qwen3-0.6B config with random weights: weights cannot be carried to the
 lent machine, and the speed of a dense forward pass does not depend on the values of its weights.
 """
@@ -14,6 +17,9 @@ lent machine, and the speed of a dense forward pass does not depend on the value
 from __future__ import annotations
 
 import datetime as dt
+import importlib.metadata
+import importlib.util
+import json
 import os
 import platform
 import sys
@@ -25,7 +31,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from toolkit import cliargs  # noqa: E402
 
 SHAPE = "qwen3-0.6b-shape"  # random weights in Qwen3-0.6B's shape (toolkit.speed), not a model to load
-SECTIONS = ("decode", "agent", "constrained")
+SECTIONS = ("decode", "variants", "agent", "constrained")
 
 
 def _engine_model(text: str) -> str:
@@ -53,7 +59,9 @@ def parser():
         default=90.0,
         help="stop the agent workload's rounds after this",
     )
-    p.add_argument("--no-compile", dest="compile", action="store_false", help="skip the torch.compile row")
+    p.add_argument(
+        "--no-compile", dest="compile", action="store_false", help="skip the fused rows (torch.compile, Triton)"
+    )
     p.add_argument(
         "--skip", type=cliargs.one_of(SECTIONS, "section", allow_empty=True), default=[], help="sections to skip"
     )
@@ -72,6 +80,8 @@ if __name__ == "__main__":
 import torch  # noqa: E402
 
 from toolkit import speed  # noqa: E402
+from toolkit.backends.engine_steps import shared_prefix  # noqa: E402
+from toolkit.paths import provenance  # noqa: E402
 from toolkit.speed import engine_decode_rate as engine_rate  # noqa: E402
 from toolkit.speed import hf_decode_rate as hf_rate  # noqa: E402
 from toolkit.speed import prompt_ids, sync  # noqa: E402
@@ -84,26 +94,12 @@ def say(line: str = "") -> None:
     LINES.append(line)
 
 
-def build_model(kind: str, dev):
-    if kind == SHAPE:
-        return speed.qwen3_06b_shape(dev, torch.bfloat16 if dev.type == "cuda" else torch.float32)
-    if kind == "stand-in":
-        from toolkit.models import stand_in
-
-        return stand_in(
-            device=str(dev)
-        ), "RANDOM-WEIGHT STAND-IN (toolkit.models.stand_in, 9.8M params): mechanics only"
-    from toolkit.models import load
-
-    loaded = load(kind, device=str(dev), quiet=True)
-    return loaded.model, loaded.description
+def _why(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
 
 
 def same_prefix(a, b) -> int:
-    k = 0
-    while k < min(len(a), len(b)) and a[k] == b[k]:
-        k += 1
-    return k
+    return shared_prefix(list(a), list(b), min(len(a), len(b)))
 
 
 # ---------------------------------------------------------------- sections
@@ -152,40 +148,55 @@ def decode_table(model, dev, args, floor):
                 decode_row(f"engine CUDA graph, {e.mode}", rate, setup, toks[:n_eager], ref, floor)
                 fastest = max(fastest, (rate, e), key=lambda x: x[0])
             except Exception as exc:  # keep the rows above
-                say(
-                    f"| engine CUDA graph {label} | failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]} |"
-                    " | | | |"
-                )
+                say(f"| engine CUDA graph {label} | failed: {_why(exc)[:200]} | | | | |")
     say()
     return rates, fastest, (prompt, ref, n_eager)
 
 
-def compiled_table(model, args, floor, ref_info, fastest):
-    """The engine with torch.compile-fused layer steps inside its CUDA graphs: plain, and with the one-row
-    matmuls written as fused reductions ("gemv"). Returns {row: rate} and the fastest (rate, engine) so far."""
+VARIANTS = (
+    ("compile", dict(compile=True)),
+    ("compile gemv", dict(compile="gemv")),
+    ("triton", dict(body="triton")),
+    ("triton+pdl", dict(body="triton+pdl")),
+)
+
+
+def variants_table(model, args, floor, ref_info, fastest):
+    """The engine's fused decode paths inside CUDA graphs: torch.compile (plain, and with the one-row matmuls as
+    fused reductions), the kit's Triton kernels, and those with programmatic dependent launch. Returns
+    ({row: rate}, fastest (rate, engine), per-variant details for the results file)."""
     from toolkit.backends.engine import Engine
 
     prompt, ref, n_eager = ref_info
-    say("## Decode with torch.compile (same prompt and tokens as above)")
+    say("## Decode: fused paths (same prompt and tokens as above)")
     say()
     for line in DECODE_HEADER:
         say(line)
-    rates = {}
-    for mode in (True, "gemv"):
+    rates, details = {}, {}
+    pos = args.prompt + args.new // 2
+    for label, kw in VARIANTS:
         try:
             t0 = time.perf_counter()
-            e = Engine(model, graphs=True, compile=mode, max_len=args.prompt + args.new + 64)
+            if "body" in kw:  # lazy: triton is GPU-side; imported only where these rows run
+                from toolkit.backends import engine_triton
+
+                kw = dict(body=engine_triton.decoder(pdl=kw["body"].endswith("pdl")))
+            e = Engine(model, graphs=True, max_len=args.prompt + args.new + 64, **kw)
             e.prepare(args.prompt + args.new + 1)
             setup = time.perf_counter() - t0
             rate, toks = engine_rate(e, prompt, args.new)
             rates[f"engine {e.mode}"] = rate
             decode_row(f"engine {e.mode}", rate, setup, toks[:n_eager], ref, floor)
+            details[label] = speed.variant_detail(e, rate, setup, same_prefix(toks[:n_eager], ref), n_eager, floor, pos)
             fastest = max(fastest, (rate, e), key=lambda x: x[0])
         except Exception as exc:
             traceback.print_exc()
-            say(f"| compile={mode!r} | failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]} | | | | |")
+            details[label] = {"failed": _why(exc)}
+            say(f"| {label} | failed: {details[label]['failed'][:200]} | | | | |")
     say()
-    return rates, fastest
+    for line in speed.breakdown_lines(details, pos):
+        say(line)
+    return rates, fastest, details
 
 
 def agent_table(model, dev, args, fast_kw):
@@ -330,15 +341,18 @@ def main(argv=None) -> int:
         if gpu
         else f"CPU {platform.processor() or platform.machine()}, {torch.get_num_threads()} thread(s)"
     )
-    model, what = build_model(args.model, dev)
+    model, what = speed.bench_model(args.model, dev, SHAPE)
     weight_bytes = speed.weight_bytes(model)
     say(f"# toolkit.backends.engine benchmark — {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC")
     say()
     say(f"- machine: {machine}; host {platform.node()}, {os.cpu_count()} CPU cores")
-    say(
-        f"- software: torch {torch.__version__}, transformers {transformers.__version__}, Python "
-        f"{platform.python_version()}"
+    tri = f", triton {importlib.metadata.version('triton')}" if importlib.util.find_spec("triton") else ""
+    software = (
+        f"torch {torch.__version__}, transformers {transformers.__version__}{tri}, Python {platform.python_version()}"
     )
+    commit = os.environ.get("KIT_COMMIT") or provenance()["commit"]
+    say(f"- software: {software}")
+    say(f"- commit: {commit}")
     say(f"- model: {what}")
     bw = speed.copy_bandwidth(dev)
     floor = speed.floor_tokens_per_s(model, bw)
@@ -357,7 +371,7 @@ def main(argv=None) -> int:
             return fn(*a)
         except Exception as exc:
             traceback.print_exc()
-            say(f"## {name}: FAILED ({type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''})")
+            say(f"## {name}: FAILED ({_why(exc)})")
             say()
             return None
         finally:
@@ -367,39 +381,32 @@ def main(argv=None) -> int:
                     f.write("\n".join(LINES) + "\n")
 
     rates, fastest, ref_info = section("decode", decode_table, model, dev, args, floor) or ({}, None, None)
-    agent = section("agent", agent_table, model, dev, args, dict(graphs=gpu))
+    details = {}
     if gpu and args.compile and ref_info is not None:
-        out = section("compiled", compiled_table, model, args, floor, ref_info, fastest)
+        out = section("variants", variants_table, model, args, floor, ref_info, fastest)
         if out:
             rates.update(out[0])
-            fastest = out[1]
+            fastest, details = out[1], out[2]
+    agent = section("agent", agent_table, model, dev, args, dict(graphs=gpu))
     if fastest is None and "constrained" not in skip:
         from toolkit.backends.engine import Engine
 
         fastest = (0.0, Engine(model, graphs=gpu, max_len=args.prompt + args.new + 64))
     ratios = [section("constrained", constrained_table, fastest[1], args)]
     ratios = [r for r in ratios if r is not None]
+    targets = {}
     if gpu:
-        engine_rates = [v for k, v in rates.items() if k.startswith("engine")]
-        best = max(engine_rates) if engine_rates else float("nan")
-        say("## Against the targets (issue 9)")
-        say()
-        say(
-            f"- decode ≥ 1,000 tokens/s: best engine row {best:,.0f} tokens/s ({100 * best / floor:.0f}% of floor) "
-            f"→ {'met' if best >= 1000 else 'NOT met'}"
-        )
-        if agent:
-            say(
-                f"- agent workload wall ratio ≥ 15×: {agent[0]:.1f}× (token ratio {agent[1]:.1f}×, FLOP ratio "
-                f"{agent[2]:.1f}×) → {'met' if agent[0] >= 15 else 'NOT met'}"
-            )
-        if ratios:
-            say(
-                f"- constrained ≥ 95% of unconstrained: {', '.join(f'{100 * r:.1f}%' for r in ratios)} → "
-                f"{'met' if min(ratios) >= 0.95 else 'NOT met'}"
-            )
-        say()
+        targets, lines = speed.engine_targets(rates, floor, agent, ratios)
+        for line in lines:
+            say(line)
     if args.out:
+        now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        record = dict(date=now, machine=machine, host_cores=os.cpu_count(), software=software, model=what)
+        record.update(commit=commit, bandwidth_gb_s=round(bw / 1e9, 1), weights_gb=round(weight_bytes / 1e9, 4))
+        record.update(floor_tokens_per_s=round(floor, 1), rates={k: round(v, 1) for k, v in rates.items()})
+        record.update(variants=details, targets=targets, markdown=LINES)
+        with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
+            json.dump(record, f, indent=1, ensure_ascii=False)
         with open(args.out, "w") as f:
             f.write("\n".join(LINES) + "\n")
     return 0

@@ -4,15 +4,18 @@ and of ``toolkit.backends.engine``, prefill FLOPs with attention, and the last s
 What it does
 - ``qwen3_06b_shape(device, dtype)``: a model built from Qwen3-0.6B's published config with random weights
   (what runs on a lent GPU, where weights cannot be carried); its description says so.
+- ``bench_model``: the model a benchmark names (the shaped one, the stand-in, or a loadable model).
 - ``copy_bandwidth(device)``: bytes read + written per second by a large device-to-device copy (median);
   ``floor_tokens_per_s``: bandwidth / bytes of weights, the most a batch-1 decode step can do.
 - ``hf_decode_rate`` and ``engine_decode_rate``: decode tokens/s (prefill excluded) and the tokens produced.
 - ``prefill_flops``: the arithmetic of prefilling positions ``start..end-1`` (2 × dense parameters per token plus
   attention over every earlier position, via ``toolkit.cost``), for the with/without-reuse FLOP ratio.
+- ``replay_us`` (one body-graph replay timed with CUDA events) and ``kernel_profile`` (one body step's kernels,
+  grouped by ``kernel_group``: matmuls, attention, fused pointwise, the kit's Triton kernels) for ``benchmarks/engine.py``.
 - ``saved_gpu_result()``: the committed H200 numbers (package data ``toolkit/data/engine_h200.json``) with date and machine.
 
 What it leaves out
-- Profiling kernels (``benchmarks/engine_probe.py`` does that on a GPU); batch > 1; KV-cache bytes in the floor.
+- Batch > 1; KV-cache bytes in the floor; per-kernel probes of single ops (``benchmarks/engine_probe.py``).
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ from pathlib import Path
 
 import torch
 
-from toolkit import cost
+from toolkit import cost, models
 from toolkit.paths import data_file
 from toolkit.qwen import ENDOFTEXT_ID, IM_END_ID
+from toolkit.stand_in import stand_in
 
 # Qwen3-0.6B's published config values (facts), written here because the hub cannot be reached.
 QWEN3_06B = dict(
@@ -64,6 +68,17 @@ def qwen3_06b_shape(device="cuda", dtype=torch.bfloat16, seed: int = 0):
         f"RANDOM WEIGHTS built from the Qwen3-0.6B config (hidden 1024, 28 layers, 16/8 heads, head_dim "
         f"128, vocab 151,936, tied) in {str(dtype).removeprefix('torch.')}: speed only, no meaning"
     )
+
+
+def bench_model(kind: str, device, shape: str = "qwen3-0.6b-shape"):
+    """(model, description) for a benchmark: ``shape`` (Qwen3-0.6B's shape, random weights, bf16 on a GPU), the
+    stand-in, or any model ``toolkit.models.load`` takes (its description names model, adapter, precision)."""
+    if kind == shape:
+        return qwen3_06b_shape(device, torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32)
+    if kind == "stand-in":
+        return stand_in(device=str(device)), "RANDOM-WEIGHT STAND-IN (toolkit.stand_in, 9.8M params): mechanics only"
+    loaded = models.load(kind, device=str(device), quiet=True)
+    return loaded.model, loaded.description
 
 
 def weight_bytes(model) -> int:
@@ -153,3 +168,120 @@ def saved_gpu_result(path=RESULTS) -> dict | None:
     ``path``: a file path or an ``importlib.resources`` traversable."""
     p = path if hasattr(path, "is_file") else Path(path)
     return json.loads(p.read_text(encoding="utf-8")) if p.is_file() else None
+
+
+# ---------------------------------------------------------------- a decode step on a GPU
+def replay_us(e, bucket: int, pos: int, reps: int = 50) -> float:
+    """Median µs of one body-graph replay (one token through every layer) at ``pos``, timed with CUDA events."""
+    graph = e._body_graphs[bucket]
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e._pos.fill_(pos)
+        a.record()
+        graph.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3)
+    e.reset()
+    return sorted(times)[reps // 2]
+
+
+def kernel_group(name: str) -> str:
+    n = name.lower()
+    if "gemv" in n:
+        return "one-row matmuls (kit Triton)"
+    if any(k in n for k in ("gemm", "cutlass", "nvjet", "cublas", "sm90_", "gemv2", "splitk")):
+        return "matmuls (cuBLAS)"
+    if any(k in n for k in ("flash", "attend", "combine", "fmha", "attention")):
+        return "attention"
+    if "rope" in n:
+        return "q/k norm + RoPE + cache write (kit Triton)"
+    if n.startswith("triton_"):
+        return "fused pointwise (torch.compile)"
+    return "other (norms, adds, copies, embedding)"
+
+
+def kernel_profile(e, bucket: int, pos: int) -> dict:
+    """Kernels of one eager body step (the graph replays the same ones), grouped: count and µs of kernel time."""
+    from torch.profiler import ProfilerActivity, profile  # lazy: only where kernels are profiled (a GPU)
+
+    e._pos.fill_(pos)
+    with torch.no_grad():
+        e._body(bucket)  # warm
+    torch.cuda.synchronize()
+    e._pos.fill_(pos)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof, torch.no_grad():
+        e._body(bucket)
+        torch.cuda.synchronize()
+    e.reset()
+    groups: dict[str, list] = {}
+    for x in prof.key_averages():
+        if x.device_time_total > 0:
+            g = groups.setdefault(kernel_group(x.key), [0, 0.0])
+            g[0] += x.count
+            g[1] += x.device_time_total
+    return {k: {"kernels": v[0], "us": round(v[1], 1)} for k, v in sorted(groups.items(), key=lambda kv: -kv[1][1])}
+
+
+def breakdown_lines(details: dict, pos: int) -> list[str]:
+    """Markdown table: per decode path, the body replay µs, its kernels and their µs by group."""
+    out = [
+        f"### Where a token's time goes (one body step at position {pos}; kernel µs from torch.profiler)",
+        "",
+        "| path | body graph replay µs | kernels | kernel µs | by group (kernels, µs) |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for label, d in details.items():
+        if "kernels" in d:
+            n = sum(g["kernels"] for g in d["kernels"].values())
+            us = sum(g["us"] for g in d["kernels"].values())
+            groups = "; ".join(f"{k}: {g['kernels']}, {g['us']:,.0f}" for k, g in d["kernels"].items())
+            out.append(f"| {label} | {d['body_replay_us']:,.0f} | {n} | {us:,.0f} | {groups} |")
+    return out + [""]
+
+
+def engine_targets(rates: dict, floor: float, agent, ratios: list) -> tuple[dict, list[str]]:
+    """Issue 42's targets from one run: decode ≥ 1,600 tokens/s and ≥ 50% of the floor; the agent workload's
+    wall ratio ≥ 95% of its FLOP ratio (``agent`` = (wall, token, FLOP) ratios); constrained ≥ 95% of
+    unconstrained. Returns (a dict for the results file, markdown lines)."""
+    engine_rates = [v for k, v in rates.items() if k.startswith("engine")]
+    best = max(engine_rates) if engine_rates else float("nan")
+    met = best >= max(1600, floor / 2)
+    targets = {"decode": {"best": round(best, 1), "pct_of_floor": round(100 * best / floor, 1), "met": met}}
+    lines = ["## Against the targets (issue 42)", ""]
+    lines.append(
+        f"- decode ≥ 1,600 tokens/s and ≥ 50% of the floor ({floor / 2:,.0f}): best engine row {best:,.0f} "
+        f"tokens/s ({100 * best / floor:.0f}% of floor) → {'met' if met else 'NOT met'}"
+    )
+    if agent:
+        share = agent[0] / agent[2]
+        targets["agent"] = dict(wall_ratio=round(agent[0], 2), token_ratio=round(agent[1], 2))
+        targets["agent"].update(flop_ratio=round(agent[2], 2), share=round(share, 3), met=share >= 0.95)
+        lines.append(
+            f"- agent workload wall ratio ≥ 95% of its FLOP ratio: {agent[0]:.1f}× of {agent[2]:.1f}× = "
+            f"{100 * share:.0f}% (token ratio {agent[1]:.1f}×) → {'met' if share >= 0.95 else 'NOT met'}"
+        )
+    if ratios:
+        targets["constrained"] = {"ratios": [round(r, 4) for r in ratios], "met": min(ratios) >= 0.95}
+        lines.append(
+            f"- constrained ≥ 95% of unconstrained: {', '.join(f'{100 * r:.1f}%' for r in ratios)} → "
+            f"{'met' if min(ratios) >= 0.95 else 'NOT met'}"
+        )
+    return targets, lines + [""]
+
+
+def variant_detail(e, rate: float, setup: float, same: int, of: int, floor: float, pos: int) -> dict:
+    """One decode path's row for the results file: rate, % of floor, tokens equal to the eager path's (``same``
+    of ``of``), one body replay's µs and its kernels by group at ``pos``."""
+    bucket = e._bucket(pos + 1)
+    return dict(
+        mode=e.mode,
+        tokens_per_s=round(rate, 1),
+        pct_of_floor=round(100 * rate / floor, 1),
+        setup_s=round(setup, 1),
+        same_tokens_as_eager=same,
+        of=of,
+        body_replay_us=round(replay_us(e, bucket, pos), 1),
+        kernels=kernel_profile(e, bucket, pos),
+    )

@@ -47,7 +47,7 @@ from toolkit.backends import sampling
 from toolkit.backends.base import Generation
 from toolkit.backends.decode import decode
 from toolkit.backends.engine_math import EngineError, check_supported, layers_of, post, post_fast, pre, pre_fast
-from toolkit.backends.engine_steps import EngineSteps
+from toolkit.backends.engine_steps import EngineSteps, shared_prefix
 
 
 # ---------------------------------------------------------------- the engine
@@ -74,9 +74,12 @@ class Engine(EngineSteps):
         reuse: bool = True,
         min_bucket: int | None = None,
         lookahead: int = 4,
+        body=None,
         name: str | None = None,
     ):
         check_supported(model)
+        if body is not None and not callable(body):
+            raise EngineError(f"body must be a factory engine -> decode body, not {type(body).__name__}")
         p = next(model.parameters())
         self.device, self.dtype = p.device, p.dtype
         cuda = self.device.type == "cuda"
@@ -174,6 +177,12 @@ class Engine(EngineSteps):
         self._pool = torch.cuda.graph_pool_handle() if self.graphs else None
         self._ids: list[int] = []  # token ids whose keys/values are in self.kv[..., :len]
         self.captures_s = 0.0
+        self._custom = None
+        if body is not None:  # e.g. toolkit.backends.engine_triton.decoder(): its kernels replace _body's
+            try:
+                self._custom = body(self)
+            except ValueError as exc:
+                raise EngineError(str(exc)) from None
 
     @classmethod
     def from_loaded(cls, loaded, **kw) -> Engine:
@@ -195,7 +204,9 @@ class Engine(EngineSteps):
             else "eager"
         )
         parts.append(f"{self.attention} attention")
-        if self.fast:
+        if self._custom is not None:
+            parts.append(self._custom.label)
+        elif self.fast:
             parts.append("fast kernels")
         elif self.fuse:
             parts.append("fused qkv/gate-up")
@@ -305,29 +316,6 @@ class Engine(EngineSteps):
         return self.captures_s - before
 
     # ---------------------------------------------------------------- the backend protocol
-    def _check_ids(self, ids) -> list[int]:
-        try:
-            out = [int(t) for t in ids]
-        except (TypeError, ValueError) as exc:
-            raise EngineError(f"prompt ids must be integers: {exc}") from None
-        if not out:
-            raise EngineError("empty prompt: the engine needs at least one token")
-        bad = [t for t in out if not 0 <= t < self.vocab_width]
-        if bad:
-            raise EngineError(f"token id {bad[0]} outside the model's vocabulary [0, {self.vocab_width})")
-        if len(out) > self.max_len:
-            raise EngineError(f"prompt of {len(out)} tokens does not fit the cache of {self.max_len} positions")
-        return out
-
-    def _mask_bits(self, mask) -> torch.Tensor:
-        shape = tuple(mask.allocate().shape)
-        buf = self._host_bits.get(shape[-1])
-        if buf is None:
-            buf = self._host_bits[shape[-1]] = torch.zeros(
-                shape, dtype=torch.int32, pin_memory=self.device.type == "cuda"
-            )
-        return buf
-
     def generate(
         self,
         prompt_ids,
@@ -349,11 +337,7 @@ class Engine(EngineSteps):
         stop_ids = {int(s) for s in (stop_ids or ())}
         self._sync()
         t0 = time.perf_counter()
-        keep = 0
-        if self.reuse:
-            n = min(len(self._ids), len(prompt) - 1)  # recompute at least the last token: its logits are needed
-            while keep < n and self._ids[keep] == prompt[keep]:
-                keep += 1
+        keep = shared_prefix(self._ids, prompt, len(prompt) - 1) if self.reuse else 0  # >= 1 token recomputed
         self._ids = prompt[:keep]  # roll back to the shared prefix before writing past it
         self._prefill(prompt[keep:], keep)
         self._ids = list(prompt)

@@ -1,0 +1,175 @@
+"""toolkit.backends.engine_triton: each kernel against torch, and the engine's Triton decode body against the torch
+body and ``model.generate``. On the CPU they run under Triton's interpreter (fp32; set before triton is imported);
+on a CUDA machine (a lent GPU) compiled, with CUDA graphs and programmatic dependent launch too."""
+
+import os
+
+import pytest
+import torch
+
+CUDA = torch.cuda.is_available()
+if not CUDA:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+pytest.importorskip("triton", reason="triton is GPU-side and optional: `pip install triton` to check its kernels here")
+
+import torch.nn.functional as F  # noqa: E402
+
+from toolkit.backends import engine_triton as et  # noqa: E402
+from toolkit.backends.engine import Engine  # noqa: E402
+from toolkit.backends.engine_math import EngineError  # noqa: E402
+
+torch.set_num_threads(1)
+DEV = "cuda" if CUDA else "cpu"
+VOCAB = 4096
+
+
+def _lm(flavor="qwen3", seed=0, dtype=torch.float32, **cfg):
+    from transformers import AutoModelForCausalLM
+
+    from toolkit.stand_in import stand_in_config
+
+    torch.manual_seed(seed)
+    cfg = dict(tie_word_embeddings=False, vocab_size=VOCAB, pad_token_id=0, bos_token_id=1, eos_token_id=2) | cfg
+    # a small vocabulary: the interpreter is slow
+    model = AutoModelForCausalLM.from_config(stand_in_config(flavor, **cfg), dtype=dtype)
+    with torch.no_grad():
+        model.get_input_embeddings().weight.normal_(0.0, 1.0)
+        for name, p in model.named_parameters():
+            if name.endswith("bias"):
+                p.normal_(0.0, 0.5)
+    return model.to(DEV).eval()
+
+
+def _prompt(n, seed=1, vocab=4000):
+    return torch.randint(0, vocab, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
+
+
+def _generate(model, prompt, n):
+    ids = torch.tensor([prompt], device=DEV)
+    with torch.no_grad():
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=n,
+            min_new_tokens=n,
+            do_sample=False,
+            eos_token_id=None,
+            pad_token_id=0,
+        )
+    return out[0, len(prompt) :].tolist()
+
+
+# ---------------------------------------------------------------- one kernel at a time
+@pytest.mark.parametrize("N, K", [(37, 300), (96, 64), (5, 1100)])
+@pytest.mark.parametrize("kind", ["plain", "norm+bias", "swiglu+norm", "residual"])
+def test_gemv_matches_torch(N, K, kind):
+    g = torch.Generator().manual_seed(N * K)
+    x = torch.randn(K, generator=g).to(DEV)
+    w = torch.randn(2 * N if kind.startswith("swiglu") else N, K, generator=g).to(DEV)
+    ln, b, res = torch.randn(K, generator=g).to(DEV), torch.randn(N, generator=g).to(DEV), torch.randn(N).to(DEV)
+    out = torch.full((N,), float("nan"), device=DEV)
+    xn = F.rms_norm(x, (K,), ln, 1e-6)
+    if kind == "plain":
+        et.gemv(x, w, out)
+        ref = w @ x
+    elif kind == "norm+bias":
+        et.gemv(x, w, out, ln=ln, bias=b, eps=1e-6)
+        ref = w @ xn + b
+    elif kind == "swiglu+norm":
+        et.gemv(x, w, out, ln=ln, swiglu=True, eps=1e-6)
+        gate, up = (w @ xn).chunk(2)
+        ref = F.silu(gate) * up
+    else:
+        ref = res + w @ x
+        out.copy_(res)
+        et.gemv(x, w, out, res=out)  # in place, as the residual stream is updated
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("rep, n_keys, sms", [(2, 1, 8), (2, 77, 64), (7, 200, 64), (1, 256, 200)])
+def test_split_attention_matches_sdpa(rep, n_keys, sms):
+    """Keys past the position are skipped, empty splits weigh nothing, padded query heads (rep 7) write nothing."""
+    kv, d, L, bucket = 2, 16, 512, 256
+    g = torch.Generator().manual_seed(rep * n_keys)
+    cache = torch.randn(2, kv, L, d, generator=g).to(DEV)
+    q = torch.randn(kv * rep * d, generator=g).to(DEV)
+    pos = torch.tensor([n_keys - 1], device=DEV)
+    split, nsplit, _ = et.attend_plan(bucket, kv, rep, d, sms)
+    part = torch.zeros(kv * rep * nsplit * (d + 2), device=DEV)
+    out = torch.full((kv * rep * d,), float("nan"), device=DEV)
+    et.attend(q, cache, pos, part, out, bucket=bucket, kv_heads=kv, rep=rep, head_dim=d, scale=d**-0.5, sms=sms)
+    keys = cache[0, :, :n_keys].repeat_interleave(rep, 0)
+    vals = cache[1, :, :n_keys].repeat_interleave(rep, 0)
+    ref = F.scaled_dot_product_attention(q.view(kv * rep, 1, d), keys, vals, scale=d**-0.5).reshape(-1)
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+    assert nsplit > 1 or sms == 8
+
+
+# ---------------------------------------------------------------- the whole decode body
+@pytest.mark.parametrize(
+    "flavor, cfg",
+    [("qwen3", {}), ("qwen2.5", {}), ("qwen2.5", dict(num_attention_heads=7, num_key_value_heads=1, hidden_size=112))],
+)
+def test_triton_body_greedy_equals_generate(flavor, cfg):
+    """Qwen3 (q/k norms), Qwen2.5 (q/k/v biases), 7 query heads on one KV head (padded group): the same logits as
+    the torch body at one step, the same greedy tokens as model.generate, and prefix reuse on the next call."""
+    model = _lm(flavor, **cfg)
+    prompt = _prompt(30)
+    ref = _generate(model, prompt, 12)
+    tri = Engine(model, fast=True, graphs=False, body=et.decoder(), min_bucket=32)
+    assert "Triton kernels (17 a token)" in tri.describe()
+    g = tri.generate(prompt, max_new_tokens=12, stop_ids=set())
+    assert g.new_ids == ref
+    p2 = prompt + g.new_ids + _prompt(5, seed=2)
+    r = tri.generate(p2, max_new_tokens=6, stop_ids=set())
+    assert r.reused == len(prompt) + 11 and r.new_ids == _generate(model, p2, 6)
+    # one step's logits and cache writes against the torch fast body
+    torch_e = Engine(model, fast=True, graphs=False, min_bucket=32)
+    for e in (tri, torch_e):
+        e.reset()
+        e.generate(prompt, max_new_tokens=1, stop_ids=set())
+    a, b = tri.step(len(prompt), 77), torch_e.step(len(prompt), 77)
+    torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(tri.kv[:, :, :, : len(prompt) + 1], torch_e.kv[:, :, :, : len(prompt) + 1])
+
+
+def test_triton_refusals():
+    model = _lm("qwen3")
+    with pytest.raises(EngineError, match="fast"):
+        Engine(model, fast=False, graphs=False, body=et.decoder())
+    with pytest.raises(EngineError, match="factory"):
+        Engine(model, body="triton")
+    if not CUDA:
+        os.environ.pop("TRITON_INTERPRET")
+        try:
+            with pytest.raises(EngineError, match="CUDA device"):
+                Engine(model, graphs=False, fast=True, body=et.decoder())
+        finally:
+            os.environ["TRITON_INTERPRET"] = "1"
+
+
+# ---------------------------------------------------------------- on a GPU (a lent machine)
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("pdl", [False, True])
+def test_cuda_triton_graph(pdl):
+    """fp32: the Triton body in CUDA graphs gives model.generate's greedy tokens (prompt crossing a bucket) and
+    the eager Triton body's; bf16: pdl changes nothing, and one step's logits match the torch body's."""
+    from toolkit import speed
+
+    model = _lm("qwen3")
+    prompt = _prompt(240, seed=3)
+    ref = _generate(model, prompt, 40)
+    graph = Engine(model, graphs=True, min_bucket=256, body=et.decoder(pdl))
+    eager = Engine(model, graphs=False, min_bucket=256, body=et.decoder(pdl))
+    assert graph.generate(prompt, max_new_tokens=40, stop_ids=set()).new_ids == ref
+    assert eager.generate(prompt, max_new_tokens=40, stop_ids=set()).new_ids == ref
+    big, _ = speed.qwen3_06b_shape("cuda", torch.bfloat16)
+    p = _prompt(300, seed=4, vocab=151643)
+    plain = Engine(big, max_len=1024, body=et.decoder()).generate(p, max_new_tokens=32, stop_ids=set()).new_ids
+    tri = Engine(big, max_len=1024, body=et.decoder(pdl))
+    assert tri.generate(p, max_new_tokens=32, stop_ids=set()).new_ids == plain
+    base = Engine(big, max_len=1024, graphs=False)
+    for e in (tri, base):
+        e.reset()
+        e.generate(p, max_new_tokens=1, stop_ids=set())
+    torch.testing.assert_close(tri.step(len(p), 5), base.step(len(p), 5), rtol=0.05, atol=0.15)
