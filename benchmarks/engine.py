@@ -157,6 +157,7 @@ VARIANTS = (
     ("compile", dict(compile=True)),
     ("compile gemv", dict(compile="gemv")),
     ("triton", dict(body="triton")),
+    ("triton+pdl untuned", dict(body="triton+pdl untuned")),
     ("triton+pdl", dict(body="triton+pdl")),
 )
 
@@ -180,7 +181,7 @@ def variants_table(model, args, floor, ref_info, fastest):
             if "body" in kw:  # lazy: triton is GPU-side; imported only where these rows run
                 from toolkit.backends import engine_triton
 
-                kw = dict(body=engine_triton.decoder(pdl=kw["body"].endswith("pdl")))
+                kw = dict(body=engine_triton.decoder(pdl="pdl" in kw["body"], tune="untuned" not in kw["body"]))
             e = Engine(model, graphs=True, max_len=args.prompt + args.new + 64, **kw)
             e.prepare(args.prompt + args.new + 1)
             setup = time.perf_counter() - t0

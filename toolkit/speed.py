@@ -284,4 +284,6 @@ def variant_detail(e, rate: float, setup: float, same: int, of: int, floor: floa
         of=of,
         body_replay_us=round(replay_us(e, bucket, pos), 1),
         kernels=kernel_profile(e, bucket, pos),
+        blocks=getattr(e._custom, "blocks", None),
+        tuned_us=getattr(e._custom, "tuned_us", None),
     )

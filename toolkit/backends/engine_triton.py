@@ -35,6 +35,8 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
+from toolkit.backends import engine_tune
+
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 
 
@@ -234,7 +236,7 @@ def _combine_kernel(part_ptr, o_ptr, D: tl.constexpr, NSPLIT: tl.constexpr, NSPL
 
 
 # ---------------------------------------------------------------- launch helpers
-def _pow2(n: int) -> int:
+def pow2(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()
 
 
@@ -242,9 +244,9 @@ def gemv_blocks(N: int, K: int, sms: int) -> tuple[int, int, int]:
     """(BLOCK_N, BLOCK_K, num_warps) for an N×K one-row matmul: rows per block chosen so the grid has at least
     about two blocks per multiprocessor (a weight this small is read at full speed only by many blocks at once),
     and a K tile of up to 512 elements (1 KB of bf16 per row: coalesced loads)."""
-    block_k = min(512, _pow2(K))
+    block_k = min(512, pow2(K))
     if INTERPRET:  # the interpreter runs blocks one after another: few, large ones
-        return min(_pow2(N), max(1, 65536 // block_k)), block_k, 4
+        return min(pow2(N), max(1, 65536 // block_k)), block_k, 4
     block_n = 64
     while block_n > 1 and triton.cdiv(N, block_n) < 2 * sms:
         block_n //= 2
@@ -308,8 +310,8 @@ def attend_plan(bucket: int, kv_heads: int, rep: int, head_dim: int, sms: int = 
     """(SPLIT keys per block, NSPLIT, BLOCK keys per step) for a cache bucket: enough splits that kv_heads ×
     NSPLIT blocks cover the GPU, a step small enough that REP_P × BLOCK × head_dim fp32 products stay in
     registers."""
-    block = max(16, min(64, 16384 // (_pow2(rep) * head_dim)))
-    split = max(block, _pow2(triton.cdiv(bucket * kv_heads, sms)))
+    block = max(16, min(64, 16384 // (pow2(rep) * head_dim)))
+    split = max(block, pow2(triton.cdiv(bucket * kv_heads, sms)))
     split = -(-split // block) * block
     return split, triton.cdiv(bucket, split), block
 
@@ -329,7 +331,7 @@ def attend(q, cache, pos, part, out, *, bucket, kv_heads, rep, head_dim, scale, 
         float(scale),
         KV=kv_heads,
         REP=rep,
-        REP_P=_pow2(rep),
+        REP_P=pow2(rep),
         D=head_dim,
         SPLIT=split,
         NSPLIT=nsplit,
@@ -338,21 +340,21 @@ def attend(q, cache, pos, part, out, *, bucket, kv_heads, rep, head_dim, scale, 
         **extra,
     )
     _combine_kernel[(kv_heads * rep,)](
-        part, out, D=head_dim, NSPLIT=nsplit, NSPLIT_P=_pow2(nsplit), PDL=pdl and not INTERPRET, **extra
+        part, out, D=head_dim, NSPLIT=nsplit, NSPLIT_P=pow2(nsplit), PDL=pdl and not INTERPRET, **extra
     )
 
 
 # ---------------------------------------------------------------- the decode body
-def decoder(pdl: bool = False):
+def decoder(pdl: bool = False, tune: bool = True):
     """The factory ``Engine(model, body=decoder())`` takes: the Triton decode body, with programmatic dependent
-    launch if ``pdl``."""
-    return lambda engine: Decoder(engine, pdl)
+    launch if ``pdl``, its matmul block shapes timed on the GPU if ``tune`` (``engine_tune``)."""
+    return lambda engine: Decoder(engine, pdl, tune)
 
 
 class Decoder:
     """The Triton decode body over an :class:`toolkit.backends.engine.Engine`'s weights, cache and buffers."""
 
-    def __init__(self, engine, pdl: bool = False):
+    def __init__(self, engine, pdl: bool = False, tune: bool = True):
         e = self.engine = engine
         if e.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
             raise ValueError("the Triton decode body needs a CUDA device (or TRITON_INTERPRET=1 on the CPU, for tests)")
@@ -364,7 +366,6 @@ class Decoder:
             raise ValueError(f"the Triton kernels need a power-of-two head_dim, not {e.head_dim}")
         self.pdl = bool(pdl)
         self._shape = dict(kv_heads=e.kv_heads, rep=e.heads // e.kv_heads, head_dim=e.head_dim)
-        self.label = f"Triton kernels{' + PDL' if pdl else ''} ({self.kernels_per_token()} a token)"
         dev, dt = e.device, e.dtype
         hidden = e.embed.shape[1]
         inter = e.layers[0].wg.shape[0] // 2
@@ -377,17 +378,23 @@ class Decoder:
         self.act = torch.zeros(inter, device=dev, dtype=dt)
         most = max(attend_plan(b, e.kv_heads, self.rep, e.head_dim, self.sms)[1] for b in e.buckets)
         self.part = torch.zeros(e.heads * most * (e.head_dim + 2), device=dev, dtype=torch.float32)
+        self.blocks: dict = {}  # role -> (BLOCK_N, BLOCK_K, warps); empty: gemv_blocks' rule
+        self.tuned_us: dict = {}
+        if tune and dev.type == "cuda":
+            self.blocks, self.tuned_us = engine_tune.tune(self, gemv)
+        tuned = ", matmul blocks timed here" if self.blocks else ""
+        self.label = f"Triton kernels{' + PDL' if pdl else ''} ({self.kernels_per_token()} a token{tuned})"
 
     def kernels_per_token(self) -> int:
         return 1 + 7 * len(self.engine.layers) + 1 + 1  # embed, layers, head, position  # embed, layers, head, position
 
     def body(self, bucket: int) -> None:
         """Embed ``engine._tok`` at ``engine._pos``, every layer, logits into ``engine._logits``, position += 1."""
-        e, pdl, sms = self.engine, self.pdl, self.sms
+        e, pdl, sms, b = self.engine, self.pdl, self.sms, self.blocks
         torch.index_select(e.embed, 0, e._tok, out=self.h)
         h = self.h.view(-1)
         for i, w in enumerate(e.layers):
-            gemv(h, w.wq, self.qkv, ln=w.ln1, bias=w.bq, eps=e.eps, pdl=pdl, sms=sms)
+            gemv(h, w.wq, self.qkv, ln=w.ln1, bias=w.bq, eps=e.eps, pdl=pdl, sms=sms, blocks=b.get("qkv"))
             qk_rope_cache(
                 self.qkv,
                 w.qkn,
@@ -404,8 +411,8 @@ class Decoder:
             )
             kw = dict(bucket=bucket, scale=e.scaling, pdl=pdl, sms=sms)
             attend(self.q, e.kv[i], e._pos, self.part, self.att, **self._shape, **kw)
-            gemv(self.att, w.wo, h, bias=w.bo, res=h, pdl=pdl, sms=sms)
-            gemv(h, w.wg, self.act, ln=w.ln2, swiglu=True, eps=e.eps, pdl=pdl, sms=sms)
-            gemv(self.act, w.wd, h, res=h, pdl=pdl, sms=sms)
-        gemv(h, e.lm_head, e._logits, ln=e.norm, eps=e.eps, pdl=pdl, sms=sms)
+            gemv(self.att, w.wo, h, bias=w.bo, res=h, pdl=pdl, sms=sms, blocks=b.get("o"))
+            gemv(h, w.wg, self.act, ln=w.ln2, swiglu=True, eps=e.eps, pdl=pdl, sms=sms, blocks=b.get("gate_up"))
+            gemv(self.act, w.wd, h, res=h, pdl=pdl, sms=sms, blocks=b.get("down"))
+        gemv(h, e.lm_head, e._logits, ln=e.norm, eps=e.eps, pdl=pdl, sms=sms, blocks=b.get("head"))
         e._pos.add_(1)
