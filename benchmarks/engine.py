@@ -153,12 +153,13 @@ def decode_table(model, dev, args, floor):
     return rates, fastest, (prompt, ref, n_eager)
 
 
-VARIANTS = (
+VARIANTS = (  # (label, Engine keywords); "triton ..." rows: the kit's Triton body (options named in the label)
     ("compile", dict(compile=True)),
     ("compile gemv", dict(compile="gemv")),
-    ("triton", dict(body="triton")),
-    ("triton+pdl untuned", dict(body="triton+pdl untuned")),
-    ("triton+pdl", dict(body="triton+pdl")),
+    ("triton+pdl untuned 3-kernel attention", dict(body="pdl untuned unfused")),
+    ("triton+pdl 3-kernel attention", dict(body="pdl unfused")),
+    ("triton", dict(body="")),
+    ("triton+pdl", dict(body="pdl")),
 )
 
 
@@ -181,7 +182,8 @@ def variants_table(model, args, floor, ref_info, fastest):
             if "body" in kw:  # lazy: triton is GPU-side; imported only where these rows run
                 from toolkit.backends import engine_triton
 
-                kw = dict(body=engine_triton.decoder(pdl="pdl" in kw["body"], tune="untuned" not in kw["body"]))
+                o = kw["body"]
+                kw = dict(body=engine_triton.decoder(pdl="pdl" in o, tune="untuned" not in o, fused="unfused" not in o))
             e = Engine(model, graphs=True, max_len=args.prompt + args.new + 64, **kw)
             e.prepare(args.prompt + args.new + 1)
             setup = time.perf_counter() - t0

@@ -111,26 +111,32 @@ def test_split_attention_matches_sdpa(rep, n_keys, sms):
     [("qwen3", {}), ("qwen2.5", {}), ("qwen2.5", dict(num_attention_heads=7, num_key_value_heads=1, hidden_size=112))],
 )
 def test_triton_body_greedy_equals_generate(flavor, cfg):
-    """Qwen3 (q/k norms), Qwen2.5 (q/k/v biases), 7 query heads on one KV head (padded group): the same logits as
-    the torch body at one step, the same greedy tokens as model.generate, and prefix reuse on the next call."""
+    """Qwen3 (q/k norms), Qwen2.5 (q/k/v biases), 7 query heads on one KV head (padded group); attention over
+    several key splits (one of them empty): the same greedy tokens as model.generate with prefix reuse on the next
+    call, and one step's logits and cache writes equal to the torch body's, fused attention and three-kernel alike."""
     model = _lm(flavor, **cfg)
-    prompt = _prompt(30)
+    prompt = _prompt(150)
     ref = _generate(model, prompt, 12)
-    tri = Engine(model, fast=True, graphs=False, body=et.decoder(), min_bucket=32)
-    assert "Triton kernels (17 a token)" in tri.describe()
+    kw = dict(fast=True, graphs=False, min_bucket=64)
+    tri = Engine(model, body=et.decoder(sms=64), **kw)  # 4 splits of 64 keys in the 256-position bucket
+    assert "Triton kernels (13 a token" in tri.describe()
+    assert et.attend_plan(256, model.config.num_key_value_heads, 2, 16, 64)[1] == 4
     g = tri.generate(prompt, max_new_tokens=12, stop_ids=set())
     assert g.new_ids == ref
     p2 = prompt + g.new_ids + _prompt(5, seed=2)
     r = tri.generate(p2, max_new_tokens=6, stop_ids=set())
     assert r.reused == len(prompt) + 11 and r.new_ids == _generate(model, p2, 6)
-    # one step's logits and cache writes against the torch fast body
-    torch_e = Engine(model, fast=True, graphs=False, min_bucket=32)
-    for e in (tri, torch_e):
+    three = Engine(model, body=et.decoder(fused=False, sms=64), **kw)
+    torch_e = Engine(model, **kw)
+    n = len(prompt)
+    for e in (tri, three, torch_e):
         e.reset()
         e.generate(prompt, max_new_tokens=1, stop_ids=set())
-    a, b = tri.step(len(prompt), 77), torch_e.step(len(prompt), 77)
-    torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
-    torch.testing.assert_close(tri.kv[:, :, :, : len(prompt) + 1], torch_e.kv[:, :, :, : len(prompt) + 1])
+    want = torch_e.step(n, 77)
+    for e in (tri, three):
+        torch.testing.assert_close(e.step(n, 77), want, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(e.kv[:, :, :, : n + 1], torch_e.kv[:, :, :, : n + 1])
+    assert int(tri._custom.count.abs().sum()) == 0  # the split counters are left at zero for the next layer
 
 
 def test_triton_refusals():
@@ -150,8 +156,8 @@ def test_triton_refusals():
 
 # ---------------------------------------------------------------- on a GPU (a lent machine)
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
-@pytest.mark.parametrize("pdl", [False, True])
-def test_cuda_triton_graph(pdl):
+@pytest.mark.parametrize("pdl, fused", [(False, True), (True, True), (True, False)])
+def test_cuda_triton_graph(pdl, fused):
     """fp32: the Triton body in CUDA graphs gives model.generate's greedy tokens (prompt crossing a bucket) and
     the eager Triton body's; bf16: pdl changes nothing, and one step's logits match the torch body's."""
     from toolkit import speed
@@ -159,14 +165,14 @@ def test_cuda_triton_graph(pdl):
     model = _lm("qwen3")
     prompt = _prompt(240, seed=3)
     ref = _generate(model, prompt, 40)
-    graph = Engine(model, graphs=True, min_bucket=256, body=et.decoder(pdl))
-    eager = Engine(model, graphs=False, min_bucket=256, body=et.decoder(pdl))
+    graph = Engine(model, graphs=True, min_bucket=256, body=et.decoder(pdl, fused=fused))
+    eager = Engine(model, graphs=False, min_bucket=256, body=et.decoder(pdl, fused=fused))
     assert graph.generate(prompt, max_new_tokens=40, stop_ids=set()).new_ids == ref
     assert eager.generate(prompt, max_new_tokens=40, stop_ids=set()).new_ids == ref
     big, _ = speed.qwen3_06b_shape("cuda", torch.bfloat16)
     p = _prompt(300, seed=4, vocab=151643)
     plain = Engine(big, max_len=1024, body=et.decoder()).generate(p, max_new_tokens=32, stop_ids=set()).new_ids
-    tri = Engine(big, max_len=1024, body=et.decoder(pdl))
+    tri = Engine(big, max_len=1024, body=et.decoder(pdl, fused=fused))
     assert tri.generate(p, max_new_tokens=32, stop_ids=set()).new_ids == plain
     base = Engine(big, max_len=1024, graphs=False)
     for e in (tri, base):

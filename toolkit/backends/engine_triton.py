@@ -1,5 +1,5 @@
-"""Batch-1 decode in Triton for ``toolkit.backends.engine`` (``kernels="triton"``): seven kernels a layer where
-the torch path launches about fourteen, each reading its weights once with enough blocks to fill the GPU.
+"""Batch-1 decode in Triton for ``toolkit.backends.engine`` (``Engine(model, body=decoder())``): five kernels a
+layer where the torch path launches about fourteen, each reading its weights once with enough blocks to fill the GPU.
 
 What it does
 - ``gemv``: y = W·x for one token (fp32 accumulation), rows split over many blocks (a one-row matmul is
@@ -11,9 +11,8 @@ What it does
   index_copy).
 - ``attend``: one query token over the cache, split over key blocks per KV head (the grouped query heads of a KV
   head share its loads), then a combine kernel: split-KV decoding, as FlashAttention's decode path does.
-- ``Decoder`` (``Engine(model, body=decoder())``): the buffers and the per-layer sequence (embed, 7 kernels ×
-  layers, norm + LM head, position += 1) that ``Engine._body`` runs and captures in its CUDA graphs like the torch
-  path.
+- ``Decoder`` (``Engine(model, body=decoder())``): buffers and the per-layer sequence (embed; per layer q/k/v,
+  attention (one kernel, ``engine_attend``, or three), o, gate/up, down; LM head; position += 1), in CUDA graphs.
 - ``pdl=True`` (Hopper): each kernel loads its first weight tile, then waits for the kernel before it
   (``gdc_wait``) and lets the next one launch (programmatic dependent launch), so launches overlap.
 - Rounding at the torch fast path's points (matmul inputs and outputs in the model's dtype): in fp32 the greedy
@@ -36,6 +35,7 @@ import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from toolkit.backends import engine_tune
+from toolkit.backends.engine_attend import attend_fused
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 
@@ -345,16 +345,17 @@ def attend(q, cache, pos, part, out, *, bucket, kv_heads, rep, head_dim, scale, 
 
 
 # ---------------------------------------------------------------- the decode body
-def decoder(pdl: bool = False, tune: bool = True):
+def decoder(pdl: bool = False, tune: bool = True, fused: bool = True, sms: int | None = None):
     """The factory ``Engine(model, body=decoder())`` takes: the Triton decode body, with programmatic dependent
-    launch if ``pdl``, its matmul block shapes timed on the GPU if ``tune`` (``engine_tune``)."""
-    return lambda engine: Decoder(engine, pdl, tune)
+    launch if ``pdl``, its matmul block shapes timed on the GPU if ``tune`` (``engine_tune``), attention as one
+    kernel if ``fused`` (``engine_attend``) else three (RoPE + cache write, split attention, combine)."""
+    return lambda engine: Decoder(engine, pdl, tune, fused, sms)
 
 
 class Decoder:
     """The Triton decode body over an :class:`toolkit.backends.engine.Engine`'s weights, cache and buffers."""
 
-    def __init__(self, engine, pdl: bool = False, tune: bool = True):
+    def __init__(self, engine, pdl: bool = False, tune: bool = True, fused: bool = True, sms: int | None = None):
         e = self.engine = engine
         if e.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
             raise ValueError("the Triton decode body needs a CUDA device (or TRITON_INTERPRET=1 on the CPU, for tests)")
@@ -364,20 +365,21 @@ class Decoder:
             raise ValueError("the Triton kernels use the fast path's tables (fast=True)")
         if e.head_dim & (e.head_dim - 1):
             raise ValueError(f"the Triton kernels need a power-of-two head_dim, not {e.head_dim}")
-        self.pdl = bool(pdl)
+        self.pdl, self.fused = bool(pdl), bool(fused)
         self._shape = dict(kv_heads=e.kv_heads, rep=e.heads // e.kv_heads, head_dim=e.head_dim)
         dev, dt = e.device, e.dtype
         hidden = e.embed.shape[1]
         inter = e.layers[0].wg.shape[0] // 2
         self.rep = e.heads // e.kv_heads
-        self.sms = torch.cuda.get_device_properties(dev).multi_processor_count if dev.type == "cuda" else 8
-        self.h = torch.zeros(1, hidden, device=dev, dtype=dt)
+        self.sms = sms or (torch.cuda.get_device_properties(dev).multi_processor_count if dev.type == "cuda" else 8)
+        self.h = torch.zeros(1, hidden, device=dev, dtype=dt)  # the residual stream
         self.qkv = torch.zeros((e.heads + 2 * e.kv_heads) * e.head_dim, device=dev, dtype=dt)
         self.q = torch.zeros(e.heads * e.head_dim, device=dev, dtype=dt)
         self.att = torch.zeros(e.heads * e.head_dim, device=dev, dtype=dt)
         self.act = torch.zeros(inter, device=dev, dtype=dt)
         most = max(attend_plan(b, e.kv_heads, self.rep, e.head_dim, self.sms)[1] for b in e.buckets)
         self.part = torch.zeros(e.heads * most * (e.head_dim + 2), device=dev, dtype=torch.float32)
+        self.count = torch.zeros(e.kv_heads, device=dev, dtype=torch.int32)  # fused attention's split counters
         self.blocks: dict = {}  # role -> (BLOCK_N, BLOCK_K, warps); empty: gemv_blocks' rule
         self.tuned_us: dict = {}
         if tune and dev.type == "cuda":
@@ -386,7 +388,9 @@ class Decoder:
         self.label = f"Triton kernels{' + PDL' if pdl else ''} ({self.kernels_per_token()} a token{tuned})"
 
     def kernels_per_token(self) -> int:
-        return 1 + 7 * len(self.engine.layers) + 1 + 1  # embed, layers, head, position  # embed, layers, head, position
+        return (
+            1 + (5 if self.fused else 7) * len(self.engine.layers) + 1 + 1
+        )  # embed, layers, head, position  # embed, layers, head, position
 
     def body(self, bucket: int) -> None:
         """Embed ``engine._tok`` at ``engine._pos``, every layer, logits into ``engine._logits``, position += 1."""
@@ -395,22 +399,20 @@ class Decoder:
         h = self.h.view(-1)
         for i, w in enumerate(e.layers):
             gemv(h, w.wq, self.qkv, ln=w.ln1, bias=w.bq, eps=e.eps, pdl=pdl, sms=sms, blocks=b.get("qkv"))
-            qk_rope_cache(
-                self.qkv,
-                w.qkn,
-                e._cos,
-                e._sin,
-                e._pos,
-                self.q,
-                e.kv[i],
-                heads=e.heads,
-                kv_heads=e.kv_heads,
-                head_dim=e.head_dim,
-                eps=e.eps,
-                pdl=pdl,
-            )
-            kw = dict(bucket=bucket, scale=e.scaling, pdl=pdl, sms=sms)
-            attend(self.q, e.kv[i], e._pos, self.part, self.att, **self._shape, **kw)
+            if self.fused:
+                plan = attend_plan(bucket, e.kv_heads, self.rep, e.head_dim, sms)
+                attend_fused(
+                    self.qkv, w.qkn, e._cos, e._sin, e._pos, e.kv[i], self.part, self.count, self.att,
+                    heads=e.heads, kv_heads=e.kv_heads, head_dim=e.head_dim, eps=e.eps, scale=e.scaling, plan=plan,
+                    pdl=pdl, interpret=INTERPRET,
+                )  # fmt: skip
+            else:
+                qk_rope_cache(
+                    self.qkv, w.qkn, e._cos, e._sin, e._pos, self.q, e.kv[i], heads=e.heads, kv_heads=e.kv_heads,
+                    head_dim=e.head_dim, eps=e.eps, pdl=pdl,
+                )  # fmt: skip
+                kw = dict(bucket=bucket, scale=e.scaling, pdl=pdl, sms=sms)
+                attend(self.q, e.kv[i], e._pos, self.part, self.att, **self._shape, **kw)
             gemv(self.att, w.wo, h, bias=w.bo, res=h, pdl=pdl, sms=sms, blocks=b.get("o"))
             gemv(h, w.wg, self.act, ln=w.ln2, swiglu=True, eps=e.eps, pdl=pdl, sms=sms, blocks=b.get("gate_up"))
             gemv(self.act, w.wd, h, res=h, pdl=pdl, sms=sms, blocks=b.get("down"))
