@@ -66,8 +66,9 @@ display(
 
 # %% [markdown]
 # ## 1 · The last GPU measurement saved with the kit
-# `benchmarks/engine.py` (one run: `model.generate`, the engine eager, with CUDA graphs, with torch.compile) and
-# `benchmarks/engine_probe.py` (what each kernel costs) ran on a lent H200. The model there had **random
+# `benchmarks/engine.py` ran on a lent H200 as one prepared script (`benchmarks/engine_h200.sh`): `model.generate`,
+# the engine eager, with CUDA graphs, then the fused paths — torch.compile, and the kit's own Triton kernels
+# (`toolkit/backends/engine_triton.py`) — each with the kernels one token runs. The model there had **random
 # weights** in Qwen3-0.6B's shape: weights cannot be carried to that machine, and a dense forward pass takes the
 # same time whatever its weights are. The tokens it produced mean nothing; the timings are real.
 
@@ -81,7 +82,7 @@ display(
     )
 )
 floor = saved["floor_tokens_per_s"]
-table = pd.DataFrame(saved["decode"])
+table = pd.DataFrame(saved["decode"]).sort_values("tokens_per_s").reset_index(drop=True)
 table["ms/token"] = (1000 / table["tokens_per_s"]).round(2)
 table["% of floor"] = (100 * table["tokens_per_s"] / floor).round(1)
 table
@@ -101,9 +102,8 @@ fig = go.Figure(
     layout=dict(
         title=f"Batch-1 decode, Qwen3-0.6B shape, bf16, H200<br>(saved {saved['date']})",
         xaxis=dict(title="tokens/s (log scale)", type="log", range=[1, 3.7]),
-        yaxis=dict(autorange="reversed"),
-        height=420,
-        margin=dict(l=330),
+        height=460,
+        margin=dict(l=420),
         shapes=[
             dict(type="line", x0=floor, x1=floor, yref="paper", y0=0, y1=1, line=dict(color="#E45756", dash="dash"))
         ],
@@ -118,16 +118,23 @@ fig
 
 # %%
 rate = {r["path"]: r["tokens_per_s"] for r in saved["decode"]}
+bd = saved["breakdowns"]
 gen, eager = rate["model.generate (transformers, dynamic cache)"], rate["engine, eager (one launch per op)"]
 graph = rate["engine, CUDA graph, sdpa+mask attention"]
 flash, flash_c = (
     rate["engine, CUDA graph, flash attention (default)"],
     rate["engine, CUDA graph + torch.compile, flash"],
 )
+gemv_c = rate["engine, CUDA graph + torch.compile, matmuls as fused reductions"]
+tri_default = rate["kit Triton kernels + PDL, default blocks, 3-kernel attention"]
+tri_timed = rate["kit Triton kernels + PDL, timed blocks, 3-kernel attention"]
+tri_nopdl = rate["kit Triton kernels, timed blocks, 1-kernel attention"]
+tri_fused = rate["kit Triton kernels + PDL, timed blocks, 1-kernel attention"]
 att = saved["attention_us_per_layer_1k_keys"]
 layers = cfg_layers = 28  # Qwen3-0.6B; checked against the model config in section 2
-sdpa_share = att["sdpa + mask (memory-efficient)"] * layers / (1e6 / graph)
-kernels = saved["step_breakdown_us"]["what"].split("run 2: ")[1].rstrip(")")
+compiled = bd["engine, CUDA graph + torch.compile, flash"]
+triton3 = bd["kit Triton kernels + PDL, timed blocks, 3-kernel attention"]
+best = max(rate.values())
 display(
     Markdown(f"""
 - **`model.generate`, {gen:.0f} tokens/s.** Each token runs hundreds of PyTorch operations from Python, each a
@@ -136,23 +143,35 @@ display(
 - **The engine, eager, {eager:.0f} tokens/s ({1e3 / eager:.1f} ms per token).** A static KV cache allocated once,
   fused q/k/v and gate/up weights and no generation machinery cut the host work, but every operation still
   pays its launch (section 3 counts the operations of one step and their average cost on this machine).
-- **CUDA graph, {graph:.0f} tokens/s.** The one-token step is recorded once and replayed with a single launch,
-  so the host cost disappears. What remains is the sum of the kernels' own times and the small gaps between
-  them. Now the slowest kernel shows: masked attention through PyTorch's memory-efficient kernel took
-  {att["sdpa + mask (memory-efficient)"]:.0f} µs per layer for 1,024 keys (it cannot split a single query's
-  work over the keys), {sdpa_share:.0%} of the step.
-- **Flash attention, {flash:.0f} tokens/s; with torch.compile, {flash_c:.0f}.** FlashAttention's
-  variable-length call reads the filled length from the device (no mask) and splits the keys over many blocks:
-  {att["flash varlen (device length)"]:.0f} µs per layer. torch.compile fuses the norms, RoPE and residual adds
-  into fewer kernels ({kernels} per token in the saved run).
+- **CUDA graph, {graph:.0f} tokens/s with masked attention; {flash:.0f} with FlashAttention.** The one-token step
+  is recorded once and replayed with a single launch, so the host cost disappears; what remains is the kernels'
+  own times and the gaps between them. Masked attention through PyTorch's memory-efficient kernel cannot split a
+  single query's work over the keys ({att.get("sdpa + mask (memory-efficient)", float("nan")):.0f} µs per layer
+  for 1,024 keys in the per-op probe, {saved["attention_probe"]}); FlashAttention's variable-length call reads the filled
+  length from the device and splits the keys ({att.get("flash varlen (device length)", float("nan")):.0f} µs).
+- **torch.compile, {flash_c:.0f} tokens/s; with the one-row matmuls written as reductions, {gemv_c:.0f}.**
+  Compiling fuses the norms, RoPE and residual adds; still {compiled["kernels"]} kernels a token, and cuBLAS's
+  matmul kernels take {compiled["groups"]["matmuls (cuBLAS)"]:,.0f} µs of its {compiled["replay_us"]:,.0f}.
+- **The kit's Triton kernels, {tri_default:,.0f} tokens/s with default block shapes, {tri_timed:,.0f} with block
+  shapes timed on the GPU.** One kernel per matmul with the norm, bias, SwiGLU or residual fused into it:
+  {triton3["kernels"]} kernels a token instead of {compiled["kernels"]}. Programmatic dependent launch lets
+  each kernel start loading its weights while the previous one finishes ({tri_nopdl:,.0f} tokens/s without it, with
+  one-kernel attention). Attention in one kernel instead of three (RoPE, cache write, split attention and the
+  combine): {tri_fused:,.0f} tokens/s, no faster — its blocks wait on each other before the last one combines.
 
-Even the best row is at {max(rate.values()) / floor:.0%} of the floor. The next cell splits that step into where
-its time goes.""")
+The best row, {best:,.0f} tokens/s, is {best / floor:.0%} of the floor ({best / max(flash_c, 1):.1f}× the
+torch.compile path). The next cell splits that step into where its time goes.""")
 )
 
 # %%
-br = {k: v for k, v in saved["step_breakdown_us"].items() if k != "what"}
-display(Markdown(f"Where the time goes: {saved['step_breakdown_us']['what']}"))
+display(Markdown("Where one token's time goes, per path (kernel µs by group from the profiler; replay timed alone)"))
+pd.DataFrame(
+    [{"path": name, "kernels a token": b["kernels"], "graph replay µs": round(b["replay_us"])}
+     | {g: round(v) for g, v in b["groups"].items()} for name, b in bd.items()]
+).fillna(0)  # fmt: skip
+
+# %%
+br = {k: v for k, v in triton3["groups"].items() if v > 0}
 go.Figure(
     data=[
         go.Bar(
@@ -160,12 +179,13 @@ go.Figure(
             y=list(br.keys()),
             orientation="h",
             marker_color="#72B7B2",
-            text=[f"{v} µs" for v in br.values()],
+            text=[f"{v:,.0f} µs" for v in br.values()],
             textposition="outside",
         )
     ],
     layout=dict(
-        title=f"{sum(br.values()):,} µs per token; the bandwidth floor is {1e6 / floor:.0f} µs",
+        title=f"kit Triton kernels + PDL: {triton3['replay_us']:,.0f} µs per token; the bandwidth floor is "
+        f"{1e6 / floor:.0f} µs",
         xaxis=dict(title="µs"),
         yaxis=dict(autorange="reversed"),
         height=330,
@@ -174,17 +194,18 @@ go.Figure(
 )
 
 # %%
-mm_us = saved["step_breakdown_us"]["one-row matmuls (4 per layer) + LM head"]
+mm_us = triton3["groups"]["one-row matmuls (kit Triton)"]
 mm_floor_us = wb / bw_saved * 1e6  # every weight read once at the measured copy speed (the LM head is tied)
+att_us = triton3["groups"]["attention"] + triton3["groups"].get("q/k norm + RoPE + cache write (kit Triton)", 0)
 display(
     Markdown(
-        f"The biggest block is the four one-row matrix products per layer plus the output layer: {mm_us:,} µs. "
-        f"Reading all {saved['weight_GB']:.2f} GB of weights once at the measured {saved['copy_bandwidth_GBps']:,} GB/s "
-        f"takes {mm_floor_us:.0f} µs, so they ran at {mm_floor_us / mm_us:.0%} of memory speed: the library picks "
-        "general matrix-multiply kernels whose tiles suit many rows, and for one row some shapes get few thread "
-        "blocks. A fused one-row reduction per matmul, and fewer, larger kernels overall, are what the remaining "
-        f'{floor / max(rate.values()):.1f}× to the floor needs; the engine\'s `compile="gemv"` writes the matmuls '
-        "that way for the compiler (checked on the CPU, not yet timed on a GPU)."
+        f"The matrix products are now {mm_us:,.0f} µs: reading all {saved['weight_GB']:.2f} GB of weights once at the "
+        f"measured {saved['copy_bandwidth_GBps']:,} GB/s takes {mm_floor_us:.0f} µs, so they run at "
+        f"{mm_floor_us / mm_us:.0%} of memory speed ({4 * layers + 1} kernels, each paying a fixed "
+        f"start and drain of a few µs). Attention, {att_us:,.0f} µs over {layers} layers, reads almost nothing at "
+        "this context length: it is latency, not bandwidth. The rest of the way to the floor "
+        f"({floor / best:.1f}×) needs far fewer kernels than one per operation — a persistent kernel that runs a "
+        "whole layer, or the whole token, keeping the GPU's blocks busy from one matmul to the next."
     )
 )
 
@@ -350,5 +371,6 @@ display(
 #   the gain at long contexts because attention grows with the square of the context.
 # - A grammar mask costs almost nothing here (the cell above prints the saved H200 fraction): the host fills the
 #   next mask while the GPU computes the next step, and the mask is applied inside the sampling graph.
-# - What the engine is, and what it leaves out, is in `toolkit/engine.py`'s docstring; the full measurements
-#   with their dates are in `benchmarks/results/engine_h200.md` (the numbers this notebook reads: `toolkit/data/engine_h200.json`).
+# - What the engine is, and what it leaves out, is in `toolkit/backends/engine.py`'s docstring; the full measurements
+#   with their dates are in `benchmarks/results/engine_h200.md` (the numbers this notebook reads: `toolkit/data/engine_h200.json`,
+#   a verbatim copy of the benchmark's `benchmarks/results/engine_h200.json`).

@@ -159,7 +159,8 @@ def test_triton_refusals():
 @pytest.mark.parametrize("pdl, fused", [(False, True), (True, True), (True, False)])
 def test_cuda_triton_graph(pdl, fused):
     """fp32: the Triton body in CUDA graphs gives model.generate's greedy tokens (prompt crossing a bucket) and
-    the eager Triton body's; bf16: pdl changes nothing, and one step's logits match the torch body's."""
+    the eager Triton body's; bf16: pdl and fused attention change no token, one step's logits match the torch
+    body's."""
     from toolkit import speed
 
     model = _lm("qwen3")
@@ -171,8 +172,10 @@ def test_cuda_triton_graph(pdl, fused):
     assert eager.generate(prompt, max_new_tokens=40, stop_ids=set()).new_ids == ref
     big, _ = speed.qwen3_06b_shape("cuda", torch.bfloat16)
     p = _prompt(300, seed=4, vocab=151643)
-    plain = Engine(big, max_len=1024, body=et.decoder()).generate(p, max_new_tokens=32, stop_ids=set()).new_ids
-    tri = Engine(big, max_len=1024, body=et.decoder(pdl, fused=fused))
+    # bf16 tokens depend on each matmul's summation order: fixed block shapes on both sides (tuning may pick others)
+    untuned = Engine(big, max_len=1024, body=et.decoder(tune=False))
+    plain = untuned.generate(p, max_new_tokens=32, stop_ids=set()).new_ids
+    tri = Engine(big, max_len=1024, body=et.decoder(pdl, tune=False, fused=fused))
     assert tri.generate(p, max_new_tokens=32, stop_ids=set()).new_ids == plain
     base = Engine(big, max_len=1024, graphs=False)
     for e in (tri, base):

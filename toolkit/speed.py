@@ -12,7 +12,9 @@ What it does
   attention over every earlier position, via ``toolkit.cost``), for the with/without-reuse FLOP ratio.
 - ``replay_us`` (one body-graph replay timed with CUDA events) and ``kernel_profile`` (one body step's kernels,
   grouped by ``kernel_group``: matmuls, attention, fused pointwise, the kit's Triton kernels) for ``benchmarks/engine.py``.
-- ``saved_gpu_result()``: the committed H200 numbers (package data ``toolkit/data/engine_h200.json``) with date and machine.
+- ``saved_gpu_result()``: the last H200 run of ``benchmarks/engine.py`` (package data ``toolkit/data/engine_h200.json``,
+  the benchmark's own results file copied verbatim), read by ``gpu_view`` into what notebook 07 and the ledger use:
+  rates by path, each path's kernels by group, the agent table, the constrained fractions.
 
 What it leaves out
 - Batch > 1; KV-cache bytes in the floor; per-kernel probes of single ops (``benchmarks/engine_probe.py``).
@@ -21,6 +23,7 @@ What it leaves out
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import time
 from pathlib import Path
@@ -50,6 +53,7 @@ QWEN3_06B = dict(
     eos_token_id=IM_END_ID,
 )
 RESULTS = data_file("engine_h200.json")  # package data: found from a wheel as from a checkout
+PROBE = data_file("engine_h200_probe.json")  # the per-op probe of 2026-11-29 (attention variants)
 
 
 def sync(device) -> None:
@@ -163,11 +167,76 @@ def prefill_flops(config, start: int, end: int, dense_params: int | None = None)
     )
 
 
-def saved_gpu_result(path=RESULTS) -> dict | None:
-    """The last GPU measurements committed with the kit (date, machine, tables), or None if there are none.
-    ``path``: a file path or an ``importlib.resources`` traversable."""
+def saved_gpu_result(path=RESULTS, probe=PROBE) -> dict | None:
+    """The last GPU run committed with the kit, or None if there is none: ``benchmarks/engine.py``'s results file
+    (a copy is package data) read into the fields notebook 07 and the ledger use (``gpu_view``). ``path``/``probe``:
+    file paths or ``importlib.resources`` traversables."""
     p = path if hasattr(path, "is_file") else Path(path)
-    return json.loads(p.read_text(encoding="utf-8")) if p.is_file() else None
+    if not p.is_file():
+        return None
+    raw = json.loads(p.read_text(encoding="utf-8"))
+    q = probe if hasattr(probe, "is_file") else Path(probe)
+    return gpu_view(raw, json.loads(q.read_text(encoding="utf-8")) if q.is_file() else None)
+
+
+PATHS = {  # the benchmark's row names -> the names notebook 07 shows
+    "model.generate": "model.generate (transformers, dynamic cache)",
+    "engine eager": "engine, eager (one launch per op)",
+    "engine CUDA graph sdpa attention": "engine, CUDA graph, sdpa+mask attention",
+    "engine CUDA graph": "engine, CUDA graph, flash attention (default)",
+    "compile": "engine, CUDA graph + torch.compile, flash",
+    "compile gemv": "engine, CUDA graph + torch.compile, matmuls as fused reductions",
+    "triton+pdl untuned 3-kernel attention": "kit Triton kernels + PDL, default blocks, 3-kernel attention",
+    "triton+pdl 3-kernel attention": "kit Triton kernels + PDL, timed blocks, 3-kernel attention",
+    "triton": "kit Triton kernels, timed blocks, 1-kernel attention",
+    "triton+pdl": "kit Triton kernels + PDL, timed blocks, 1-kernel attention",
+}
+
+
+def _agent(lines: list[str]) -> dict | None:
+    """The agent workload's sizes and table, read from the run's markdown."""
+    head = next((x for x in lines if x.startswith("## Agent workload: T=")), None)
+    rows = {x.split("|")[1].strip()[:12]: x.split("|")[2:5] for x in lines if x.startswith("| with")}
+    if head is None or not {"with reuse (", "without reus"} <= set(rows):
+        return None
+    nums = re.findall(r"T=([\d,]+) prefix tokens, \+Δ=([\d,]+) per round, R=(\d+)", head)[0]
+    T, delta, R = (int(n.replace(",", "")) for n in nums)
+    (tr, fr, wr), (tn, fn, wn) = ([c.strip() for c in rows[k]] for k in ("with reuse (", "without reus"))
+    out = dict(T=T, delta=delta, R=R, tokens_reuse=int(tr.replace(",", "")), tokens_no_reuse=int(tn.replace(",", "")))
+    out.update(flops_reuse=float(fr), flops_no_reuse=float(fn), wall_reuse_s=float(wr), wall_no_reuse_s=float(wn))
+    return out
+
+
+def gpu_view(raw: dict, probe: dict | None = None) -> dict:
+    """The fields notebook 07 reads, computed from one ``benchmarks/engine.py`` results file: rates by path, the
+    kernel breakdown of the fastest path and of torch.compile's, the agent table, the constrained fractions;
+    ``probe``: the earlier per-op probe (attention variants), which this run did not repeat."""
+    rates = {PATHS.get(k, k): v for k, v in raw["rates"].items() if not k.startswith("engine cuda")}
+    variants = {k: v for k, v in raw.get("variants", {}).items() if "tokens_per_s" in v}
+    rates.update({PATHS.get(k, k): v["tokens_per_s"] for k, v in variants.items()})
+    best = max(variants, key=lambda k: variants[k]["tokens_per_s"]) if variants else None
+    breakdowns = {}
+    for label, v in variants.items():
+        groups = {g: d["us"] for g, d in v["kernels"].items()}
+        n, us = sum(d["kernels"] for d in v["kernels"].values()), sum(groups.values())
+        gaps = {"graph replay − kernel time (gaps; < 0 where PDL overlaps kernels)": round(v["body_replay_us"] - us)}
+        breakdowns[PATHS.get(label, label)] = dict(kernels=n, replay_us=v["body_replay_us"], groups=groups | gaps)
+    lines = raw.get("markdown", [])
+    heads = [x.split("(", 1)[1].split(";")[0] for x in lines if x.startswith("## Constrained vs unconstrained (")]
+    ratios = raw.get("targets", {}).get("constrained", {}).get("ratios", [])
+    return dict(
+        date=raw["date"][:10], machine=raw["machine"], software=raw["software"], model=raw["model"],
+        commit=raw.get("commit"),
+        provenance=f"written by benchmarks/engine.py on the lent machine at commit {raw.get('commit')} "
+        "(benchmarks/results/engine_h200.json; copied verbatim into toolkit/data/)",
+        copy_bandwidth_GBps=round(raw["bandwidth_gb_s"]), weight_GB=raw["weights_gb"],
+        floor_tokens_per_s=round(raw["floor_tokens_per_s"]),
+        decode=[{"path": k, "tokens_per_s": v} for k, v in rates.items()],
+        best_path=PATHS.get(best, best), breakdowns=breakdowns, agent=_agent(lines),
+        constrained_fraction=dict(zip(heads, ratios)), targets=raw.get("targets", {}),
+        attention_us_per_layer_1k_keys=(probe or {}).get("attention_us_per_layer_1k_keys", {}),
+        attention_probe=f"benchmarks/engine_probe.py, {(probe or {}).get('date', 'not saved')}",
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------- a decode step on a GPU
