@@ -186,7 +186,7 @@ go.Figure(
     layout=dict(
         title=f"kit Triton kernels + PDL: {triton3['replay_us']:,.0f} µs per token; the bandwidth floor is "
         f"{1e6 / floor:.0f} µs",
-        xaxis=dict(title="µs"),
+        xaxis=dict(title="µs", range=[0, 1.2 * max(br.values())]),
         yaxis=dict(autorange="reversed"),
         height=330,
         margin=dict(l=330),
