@@ -8,13 +8,32 @@ import pytest
 import torch
 
 CUDA = torch.cuda.is_available()
-if not CUDA:
-    os.environ.setdefault("TRITON_INTERPRET", "1")
+_BEFORE = os.environ.get("TRITON_INTERPRET")
+if not CUDA:  # read when the kernels are defined (at import): set only while this module imports them
+    os.environ["TRITON_INTERPRET"] = "1"
 pytest.importorskip("triton", reason="triton is GPU-side and optional: `pip install triton` to check its kernels here")
 
 import torch.nn.functional as F  # noqa: E402
 
 from toolkit.backends import engine_triton as et  # noqa: E402
+
+if _BEFORE is None:  # other tests in this process (and the servers they start) never see it ...
+    os.environ.pop("TRITON_INTERPRET", None)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _interpreted():
+    """... while this module's tests launch the kernels (Triton reads it again at launch)."""
+    if CUDA or _BEFORE is not None:
+        yield
+        return
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop("TRITON_INTERPRET", None)
+
+
 from toolkit.backends.engine import Engine  # noqa: E402
 from toolkit.backends.engine_math import EngineError  # noqa: E402
 
@@ -146,12 +165,12 @@ def test_triton_refusals():
     with pytest.raises(EngineError, match="factory"):
         Engine(model, body="triton")
     if not CUDA:
-        os.environ.pop("TRITON_INTERPRET")
+        interpreted, et.INTERPRET = et.INTERPRET, False  # as on a CPU-only install: no interpreter asked for
         try:
             with pytest.raises(EngineError, match="CUDA device"):
                 Engine(model, graphs=False, fast=True, body=et.decoder())
         finally:
-            os.environ["TRITON_INTERPRET"] = "1"
+            et.INTERPRET = interpreted
 
 
 # ---------------------------------------------------------------- on a GPU (a lent machine)

@@ -357,7 +357,7 @@ class Decoder:
 
     def __init__(self, engine, pdl: bool = False, tune: bool = True, fused: bool = True, sms: int | None = None):
         e = self.engine = engine
-        if e.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
+        if e.device.type != "cuda" and not INTERPRET:
             raise ValueError("the Triton decode body needs a CUDA device (or TRITON_INTERPRET=1 on the CPU, for tests)")
         if e.device.type != "cuda" and e.graphs:
             raise ValueError("Triton's interpreter cannot be captured in a CUDA graph: graphs=False")
