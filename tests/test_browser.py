@@ -91,6 +91,7 @@ class Expect:
     extra_controls: tuple = ()  # CSS selectors of clickable elements of custom (anywidget) views
     scope: str = "cell"  # where a response may appear: "cell" (the cell's outputs) or "notebook"
     figure_wait: float = 90  # seconds for drawn figures to agree with the kernel's after run all
+    render_wait: float = 90  # seconds for every widget view to render after run all (a broken one never does)
     min_figures: int = 0  # plotly figures that must be drawn (static + widget views), a floor under the
     # count the check computes from the cell outputs and the kernel's live views
 
@@ -486,6 +487,12 @@ _JS = r"""
     const drawn = boxes.some(r => r.width > 0 && r.height > 0);
     return { ok: drawn, why: drawn ? '' : 'the view is empty (its render threw or drew nothing)' };
   };
+  tk.emptyOutput = node => {
+    // An Output widget with nothing in it yet (a later button click fills it): it drew all it has.
+    const view = node.querySelector('.jp-OutputArea-output') || node;
+    return !!view.querySelector('.widget-output') && !view.querySelector('.jp-OutputArea-child') &&
+           !(view.textContent || '').trim();
+  };
   tk.controls = (node, chips) => {
     const inPlot = e => !!e.closest('.js-plotly-plot');
     const q = sel => Array.from(node.querySelectorAll(sel)).filter(e => !inPlot(e));
@@ -852,9 +859,17 @@ def _where(e: Exception) -> str:
 
 
 def wait_rendered(checker: Checker, selectors: list[str], timeout: float = 90) -> None:
+    """Wait until every widget view has rendered, or ``timeout``. An empty Output widget (filled by a later button
+    click, as in notebook 05) counts once the kernel is idle: waiting for it only ran out the timeout. Whether each
+    view rendered is judged later, when ``check_widget`` reaches it."""
+    state = (
+        "s => { const t = window.__tk, n = document.querySelector(s); "
+        "return t.rendered(n).ok ? 1 : t.emptyOutput(n) ? 2 : 0; }"
+    )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if all(checker.js("s => window.__tk.rendered(document.querySelector(s)).ok", s) for s in selectors):
+        states = [checker.js(state, s) for s in selectors]
+        if all(states) and (2 not in states or checker.kernel_idle()):
             return
         time.sleep(0.5)
 
@@ -893,7 +908,7 @@ def check_lab_notebook(context, server: Server, relpath: str, shots: Path, expec
         if not run["ok"] and not report.errors:
             report.errors.append(f"run all cells failed: {run['value']}")
         widget_sels = [f'[data-tk="{c["index"]}:{j}"]' for c in cells for j in c["widgets"]]
-        wait_rendered(checker, widget_sels)
+        wait_rendered(checker, widget_sels, timeout=expect.render_wait)
         # Every figure the notebook made must be on the page: the plotly outputs of its cells (static figures)
         # plus every figure a widget view holds in the kernel. Fewer plots fails: a figure that never appeared
         # would otherwise pass every check below, which only look at the plots that are there.
@@ -1128,10 +1143,11 @@ def _record(workdir, report: Report, failures: list[str]) -> None:
 # ---------------------------------------------------------------------------------------------------- tests
 def test_check_catches_broken_widgets(workdir, lab, context):
     """The same check on a fixture with two working and two broken widgets (an observer that never fires, a view
-    whose render throws): it must flag exactly the broken ones."""
-    report = check_lab_notebook(
-        context, lab, "_fixture_broken_widget.ipynb", workdir[0] / "shots", Expect(action_timeout=15, figure_wait=20)
-    )
+    whose render throws): it must flag exactly the broken ones. Its waits are the ones the broken widgets run out
+    (no condition can say "never"), so they are short: the working views are checked only after ``wait_plots`` has
+    waited for their three figures, which needs them rendered, and they answer a slider move within a second."""
+    fixture = Expect(action_timeout=15, figure_wait=20, render_wait=20)
+    report = check_lab_notebook(context, lab, "_fixture_broken_widget.ipynb", workdir[0] / "shots", fixture)
     _record(workdir, report, [])
     failures = report.failures()
     working, observer, view, late = report.widgets  # in cell order, as in the fixture
