@@ -16,9 +16,12 @@ build cannot (``MACHINE_TOO``, each with its reason): the other notebooks run th
 ``make test`` stays under its time budget. A notebook whose source never picks a model (no ``load(`` call, no
 TOOLKIT_MODEL) runs with TOOLKIT_MODEL set to a name that is no model: if it does reach ``load("auto")`` after all,
 its run fails instead of passing unnoticed. Live mini-runs take 2 steps here (``MINI_STEPS``).
+Where a unit test would repeat a notebook's whole computation, a check runs in the notebook's kernel after its last
+cell instead (``AFTER_RUN``): notebook 06's prediction that the unmasked fine-tune invents tool results.
 """
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -159,12 +162,15 @@ def binder_limits() -> BinderLimits | None:
         pytest.fail(f"cannot make the Binder cgroup (2 GB, one CPU): {e}; run as root, or TOOLKIT_BINDER_NO_CGROUP=1")
 
 
-def execute_notebook(path: Path, timeout: int = CELL_TIMEOUT, env: dict | None = None, limits=None):
+def execute_notebook(path: Path, timeout: int = CELL_TIMEOUT, env: dict | None = None, limits=None, after=None):
     """Run a notebook in a fresh kernel; return (executed notebook, seconds, peak kernel RSS bytes). With ``limits``
-    (a :class:`BinderLimits`) the kernel is moved into that cgroup as soon as it starts."""
+    (a :class:`BinderLimits`) the kernel is moved into that cgroup as soon as it starts; ``after`` (code) runs as one
+    more cell at the end, in the same kernel."""
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
+    if after:
+        nb.cells.append(nbformat.v4.new_code_cell(after))
     env_before = dict(os.environ)
     os.environ.update(
         {
@@ -245,6 +251,24 @@ BINDER_STAND_IN = {
 }
 
 
+def masking_prediction(rates: dict) -> None:
+    """Notebook 06: the chapter's prediction (§14.5.7), measured with the notebook's settings (``experiment()``'s
+    defaults): trained without the mask, the model writes tool results itself; with the mask, far less often."""
+    assert rates["unmasked"] > 0.5, rates
+    assert rates["masked"] < rates["unmasked"] - 0.4, rates
+
+
+# Checks on what a notebook computed, in its own kernel after its last cell, where a unit test would repeat the
+# notebook's whole computation (notebook 06's two fine-tunes, ~100 s): (code printing one CHECK line of JSON, check).
+CHECK = "__TK_CHECK__"
+AFTER_RUN = {
+    "06_training_mask.ipynb": (
+        f"import json\nprint({CHECK!r} + json.dumps({{k: res[k]['measurement'].rate('greedy') for k in res.runs}}))",
+        masking_prediction,
+    )
+}
+
+
 # What TOOLKIT_MODEL says in a notebook's single run: not a model, so if the notebook picks one through load("auto")
 # after all (picks_a_model missed it), the run errors with this name in the message instead of passing in one mode.
 ONE_MODE_MODEL = "no-model:notebook-judged-model-free-by-tests/test_notebooks.py::picks_a_model"
@@ -263,7 +287,8 @@ def test_notebook_runs_headless(path, mode, record_property):
         print(f"{path.name} [binder]: the stand-in, because {BINDER_STAND_IN[path.name]}")
     limits = binder_limits() if mode == "binder" else None
     try:
-        nb, seconds, peak = execute_notebook(path, env=env, limits=limits)
+        after, check = AFTER_RUN.get(path.name, (None, None))
+        nb, seconds, peak = execute_notebook(path, env=env, limits=limits, after=after)
         cgroup_peak = limits.peak() if limits else 0
     finally:
         if limits:
@@ -278,6 +303,12 @@ def test_notebook_runs_headless(path, mode, record_property):
     assert not errors, f"{path.name}: {errors[0]['ename']}: {errors[0]['evalue']}"
     text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "Traceback" not in text
+    if check:
+        lines = [line for line in text.splitlines() if line.startswith(CHECK)]
+        assert lines, f"{path.name}: the check cell printed no {CHECK} line"
+        values = json.loads(lines[-1][len(CHECK) :])
+        print(f"{path.name} [{mode}]: checked after its last cell: {values}")
+        check(values)
     if mode == "binder":
         assert peak <= PEAK_LIMIT_BYTES, f"{path.name} peaked at {peak / 2**20:.0f} MB (> 2 GB Binder budget)"
         real_expected = picks_a_model(path) and path.name not in BINDER_STAND_IN
