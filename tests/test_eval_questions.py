@@ -89,6 +89,7 @@ def test_the_heldout_set_judges_declines_chains_and_all_of_several():
     pct = by_id("h_pct_compare_en")  # both the value and the conclusion
     assert judge(pct, "15% of 480 is 72, which is more than 70. Yes.", [])
     assert not judge(pct, "Yes, it is more than 70.", []) and not judge(pct, "15% of 480 is 72, less than 70.", [])
+    assert not judge(pct, "15% of 480 is 72, which is not greater than 70.", [])  # the RL adapter's answer
     power = by_id("h_power_compare_zh")
     assert judge(power, "3的5次方是243，比250小，所以250更大。", [])
     assert not judge(power, "3的5次方是243，243比250大。", [])
