@@ -4,6 +4,7 @@ tool-description variants — resumable, batched, with a progress bar.
 Run (each output is cached under ~/.cache/toolcall-kit/bfcl, so a killed run resumes where it stopped):
   python benchmarks/bfcl.py accuracy --model qwen2.5-coder-0.5b                 # all 5 categories × 3 modes
   python benchmarks/bfcl.py accuracy --limit 20 --modes constrained             # a seeded 20 per category
+  python benchmarks/bfcl.py accuracy --model qwen2.5-coder-0.5b+lora+rl --modes native   # + RL adapter (issue 38)
   python benchmarks/bfcl.py passk --tasks 100 --samples 8 --temperature 0.7     # pass^k on a seeded subset
   python benchmarks/bfcl.py chains | descriptions                               # the kit's own tasks
   python benchmarks/bfcl.py levers --limit 25                                   # parallel-call levers, a subset

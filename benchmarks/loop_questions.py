@@ -2,7 +2,8 @@
 
 The questions and their checks are data in the kit (``toolkit/data/loop_questions.json``, read by
 ``toolkit.eval.questions``): "main" (23: math, units, weather, comparisons needing two calls, tool-then-math,
-questions that need no tool; Chinese and English) and "fresh" (12, written later, held out from the v3 data mix).
+questions that need no tool; Chinese and English), "fresh" (12, written later, held out from the v3 data mix) and
+"heldout" (16, written before any run of the RL adapter: declines, chains, compute-then-compare, a calculator error).
 Each check was written BEFORE any run and looks only at the tool results and the final answer; the judge is strict
 (the answer must state the right value or conclusion, not contain it). The script runs one configuration per call
 and saves a JSON file with date, machine, model, the toolkit commit it imported, the settings and one row per
@@ -18,7 +19,9 @@ that many seconds (checked between steps; the task counts as not met and the row
 re-scores every saved ``loop_questions_*.json`` under benchmarks/results (no model: the demo tools are re-run on
 the saved calls) and writes ``benchmarks/results/loop_questions_strict.md``. ``--pass lora`` and ``lora-int8``
 check the adapter (``$TOOLKIT_ADAPTER`` or the shipped one) against its manifest first (``toolkit.artifact``): a
-broken one is one line and exit 1 before torch is imported or any model loads.
+broken one is one line and exit 1 before torch is imported or any model loads. ``--pass lora-rl`` loads that model
+with an RL adapter merged on top (``$TOOLKIT_RL_ADAPTER`` or ``benchmarks/rl.py train``'s run from ``+lora`` on the
+multi-turn family; ``toolkit.models.apply_rl_adapter``), checked the same way first; the saved model names both.
 
 Leaves out: sampling (greedy only: one run per question is the whole distribution) and any timing assert.
 """
@@ -69,8 +72,10 @@ PASSES = {
     "after": ("qwen2.5-coder-0.5b", "the loop's current defaults"),
     "lora": ("qwen2.5-coder-0.5b+lora", "the kit's LoRA adapter, no crutches"),
     "lora-int8": ("qwen2.5-coder-0.5b+lora-int8", "the adapter model in int8 (toolkit.small), no crutches"),
+    "lora-rl": ("qwen2.5-coder-0.5b+lora+rl", "the adapter model + an RL adapter on top (issue 38), no crutches"),
     "base-free": ("qwen2.5-coder-0.5b", "the base model, no crutches (like for like with 'lora')"),
 }
+FREE = ("lora", "lora-int8", "lora-rl", "base-free")  # the passes without crutches
 
 
 class Capped(Exception):
@@ -109,7 +114,7 @@ def run_one(qd: dict, loaded, which: str, cap_s: float | None):
     else:
         trace = None
         seen = []
-        kw = NO_CRUTCHES if which in ("lora", "lora-int8", "base-free") else {}
+        kw = NO_CRUTCHES if which in FREE else {}
         try:
             trace = ask(qd.question, loaded, tools=list(TOOLS), on_step=lambda s: (seen.append(s), guard(s)), **kw)
         except Capped:
@@ -196,7 +201,7 @@ def main(argv=None) -> int:
         dest="qset",
         choices=list(SETS),
         default="main",
-        help="main (23 questions) or fresh (12, written later)",
+        help="main (23 questions), fresh (12, written later) or heldout (16, written before the RL adapter ran)",
     )
     p.add_argument("--only", default="", help="comma-separated question ids (default: all)")
     p.add_argument(
@@ -216,13 +221,15 @@ def main(argv=None) -> int:
     chosen = [q for q in pool if not a.only or q.id in a.only.split(",")]
     if a.only and len(chosen) != len(a.only.split(",")):
         p.error(f"unknown id in --only; known: {[q.id for q in pool]}")
-    if a.which in ("lora", "lora-int8"):  # the adapter (the int8 build is checked against its weights) before any load
-        from toolkit.artifact import ArtifactError, verify_adapter
-        from toolkit.models import adapter_folder  # light: torch loads inside load()
+    if a.which in ("lora", "lora-int8", "lora-rl"):  # the adapters (int8: checked against its weights) before any load
+        from toolkit.artifact import ArtifactError, verify_adapter, verify_rl_adapter
+        from toolkit.models import adapter_folder, rl_adapter_folder  # light: torch loads inside load()
         from toolkit.untrusted import UntrustedInputError
 
         try:
             verify_adapter(adapter_folder())
+            if a.which == "lora-rl":
+                verify_rl_adapter(rl_adapter_folder())
         except (ArtifactError, UntrustedInputError) as e:
             print(f"loop_questions.py: {e}", file=sys.stderr)
             return 1
@@ -240,11 +247,7 @@ def main(argv=None) -> int:
         return 2
     loaded = load(PASSES[a.which][0], quiet=True)
     settings = (
-        BEFORE
-        if a.which == "before"
-        else NO_CRUTCHES
-        if a.which in ("lora", "lora-int8", "base-free")
-        else LoopConfig.for_model(loaded).values()
+        BEFORE if a.which == "before" else NO_CRUTCHES if a.which in FREE else LoopConfig.for_model(loaded).values()
     )
     print(f"model: {loaded.description}\ncommit: {_commit()}\npass: {a.which} settings: {settings}")
     name = f"loop_questions_{a.which}{'' if a.qset == 'main' else '_' + a.qset}.json"

@@ -14,8 +14,9 @@ Two sections, both resumable, both saved under ``benchmarks/results/rl/`` with d
       same groups (same seeds) run both ways, one after the other; seconds, prompt tokens not prefilled again,
       and whether the episodes came out the same; ``rollouts_<start>_<family>.json``.
 
-Leaves out: BFCL and the loop questions before/after (``benchmarks/bfcl.py --model DIR``-style runs of the RL
-adapter are not wired yet), a vLLM sampler (the weights change every step; see ``toolkit.rl.policy``), any timed
+Leaves out: BFCL and the loop questions before/after (the ``lora`` run's adapter is model
+``qwen2.5-coder-0.5b+lora+rl`` there: ``benchmarks/loop_questions.py --pass lora-rl``, ``benchmarks/bfcl.py --model``;
+``results/rl/README.md``), a vLLM sampler (the weights change every step; see ``toolkit.rl.policy``), any timed
 assert. The stand-in is refused: a random-weight model earns no reward to learn from.
 """
 

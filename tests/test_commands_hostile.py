@@ -221,3 +221,60 @@ def test_the_unread_check_can_fail():
     tree = ast.parse("p.add_argument('--ghost', type=int)\np.add_argument('--seen')\nprint(a.seen)")
     assert _parsed_dests(tree) - _read_names(tree) == {"ghost"}
     assert json.loads("1") == 1
+
+
+def _rl_adapters(tmp_path) -> dict[str, Path]:
+    """RL adapter folders broken one way each (``benchmarks/rl.py train`` writes peft's files, no manifest)."""
+    out = {"no folder": tmp_path / "missing", "unknown home": Path("~nosuchuser_x9/adapter")}
+    for how in ("no weights", "truncated weights", "not lora", "binary config"):
+        bad = tmp_path / how.replace(" ", "_")
+        bad.mkdir()
+        cfg = {"peft_type": "PREFIX_TUNING" if how == "not lora" else "LORA", "r": 8}
+        (bad / "adapter_config.json").write_bytes(b"\xff\xfe" if how == "binary config" else json.dumps(cfg).encode())
+        if how != "no weights":
+            (bad / "adapter_model.safetensors").write_bytes(
+                _safetensors()[: 20 if how == "truncated weights" else None]
+            )
+        out[how] = bad
+    return out
+
+
+def _safetensors() -> bytes:
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}).encode()
+    return len(header).to_bytes(8, "little") + header + bytes(8)
+
+
+def test_loop_questions_and_bfcl_refuse_a_broken_rl_adapter_before_any_model_loads(tmp_path):
+    """``--pass lora-rl`` / ``--model qwen2.5-coder-0.5b+lora+rl`` with ``TOOLKIT_RL_ADAPTER`` naming a missing or
+    damaged folder: one line (exit 1 for the loop questions, a usage error for BFCL), torch never imported."""
+    runs = {
+        "loop_questions.py": (["--pass", "lora-rl", "--set", "heldout", "--only", "h_mean_en"], 1),
+        "bfcl.py": (["accuracy", "--model", "qwen2.5-coder-0.5b+lora+rl", "--limit", "1", "--no-save"], 2),
+    }
+    for how, bad in _rl_adapters(tmp_path).items():
+        env = dict(os.environ, HF_HUB_OFFLINE="1", TOOLKIT_RL_ADAPTER=str(bad), TOOLKIT_BACKEND="")
+        env.pop("TOOLKIT_ADAPTER", None)
+        for script, (argv, rc) in runs.items():
+            cmd = [sys.executable, str(RUNNER), "--block-heavy", str(ROOT / "benchmarks" / script), *argv]
+            r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+            assert "MODEL LOAD" not in r.stderr and "HEAVY IMPORT" not in r.stderr, (script, how, r.stderr[-800:])
+            assert r.returncode == rc and "Traceback" not in r.stderr, (script, how, r.returncode, r.stderr[-800:])
+            last = r.stderr.strip().splitlines()[-1]
+            assert "RL adapter" in last or "nosuchuser" in last, (script, how, r.stderr[-800:])
+
+
+def test_an_rl_adapter_from_another_start_is_refused_before_peft(tmp_path):
+    """The run's ``results.json`` names the model it started from; applying it to another model is one line."""
+    from toolkit.artifact import ArtifactError, verify_rl_adapter
+    from toolkit.models import Loaded, apply_rl_adapter
+
+    good = tmp_path / "run" / "adapter"
+    good.mkdir(parents=True)
+    (good / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 8}))
+    (good / "adapter_model.safetensors").write_bytes(_safetensors())
+    (good.parent / "results.json").write_text(json.dumps({"model": "Base + LoRA adapter x (weights 07ad3f3e) [cpu]"}))
+    info = verify_rl_adapter(good)
+    assert info["rank"] == 8 and info["started_from"].startswith("Base + LoRA") and len(info["weights_sha256"]) == 64
+    other = Loaded(None, None, "Base + LoRA adapter x (weights deadbeef)", "real-offline", "cpu", "float32")
+    with pytest.raises(ArtifactError, match="was trained from Base \\+ LoRA adapter x \\(weights 07ad3f3e\\), not"):
+        apply_rl_adapter(other, good)

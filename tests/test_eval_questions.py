@@ -19,10 +19,12 @@ def weather(*cities):
 
 
 def test_the_sets_are_data_with_one_reader():
-    main, fresh = questions("main"), questions("fresh")
-    assert len(main) == 23 and len(fresh) == 12 and questions() == main + fresh
+    main, fresh, heldout = questions("main"), questions("fresh"), questions("heldout")
+    assert len(main) == 23 and len(fresh) == 12 and len(heldout) == 16 and questions() == main + fresh + heldout
     ids = [q.id for q in questions()]
-    assert len(ids) == len(set(ids)) and all(q.set in ("main", "fresh") and q.question and q.note for q in questions())
+    assert len(ids) == len(set(ids)) and all(
+        q.set in ("main", "fresh", "heldout") and q.question and q.note for q in questions()
+    )
     for q in questions():  # every record is judged (nothing raises), and an empty answer meets none
         assert not judge(q, "", [])
     with pytest.raises(ValueError, match="unknown question set"):
@@ -77,6 +79,27 @@ def test_words_prose_and_no_tools():
     assert not judge(spanish, "buenas tardes", weather("London"))  # a tool ran where none was needed
     v = judge(by_id("intro_zh"), "I am a helpful assistant.", [])
     assert not v and "Chinese prose without JSON: False" in v.reason
+
+
+def test_the_heldout_set_judges_declines_chains_and_all_of_several():
+    kinds = {q.kind for q in questions("heldout")}
+    assert {"decline", "two-step chain", "units", "compute then compare", "calculator error"} <= kinds
+    asked = {q.question for q in questions("main") + questions("fresh")}
+    assert not asked & {q.question for q in questions("heldout")}
+    pct = by_id("h_pct_compare_en")  # both the value and the conclusion
+    assert judge(pct, "15% of 480 is 72, which is more than 70. Yes.", [])
+    assert not judge(pct, "Yes, it is more than 70.", []) and not judge(pct, "15% of 480 is 72, less than 70.", [])
+    assert not judge(pct, "15% of 480 is 72, which is not greater than 70.", [])  # the RL adapter's answer
+    power = by_id("h_power_compare_zh")
+    assert judge(power, "3的5次方是243，比250小，所以250更大。", [])
+    assert not judge(power, "3的5次方是243，243比250大。", [])
+    stock = by_id("h_stock_en")
+    assert judge(stock, "I can't look up live share prices: none of my tools has market data.", [])
+    assert not judge(stock, "I can't look that up.", weather("New York"))  # a junk call
+    gap = by_id("h_gap_en")
+    assert judge(gap, "Hangzhou is 27°C and Chengdu 22°C, so Hangzhou is 5 degrees warmer.", weather("杭州", "成都"))
+    assert not judge(by_id("h_divzero_en"), "45 / 0 = 0", [])
+    assert judge(by_id("h_divzero_en"), "You cannot divide by zero: 45 / 0 is undefined.", [])
 
 
 def test_saved_calls_are_replayed_on_the_demo_tools():

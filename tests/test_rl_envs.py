@@ -28,6 +28,24 @@ def test_no_task_reuses_a_loop_question_or_its_city_pair():
     assert pairs and not [p for p in pairs if p in envs.LOOP_PAIRS]
 
 
+def test_the_heldout_loop_questions_share_no_phrasing_or_city_pair_with_the_rl_tasks():
+    """The held-out set (written before the RL adapter ran): no question is a task, none starts like a task's
+    template, and the one two-city question uses a pair the generator never draws (``envs.LOOP_PAIRS``)."""
+    from toolkit.tools import get_weather
+
+    held = questions("heldout")
+    assert len(held) == 16 and {q.set for q in held} == {"heldout"}
+    tasks = envs.multi_tasks(0, 400) + envs.call_tasks(0, 30) + envs.decline_tasks(0, 30)
+    assert not {norm(q.question) for q in held} & {norm(t.question) for t in tasks}
+    stems = {norm(t.split("{")[0]) for t in envs.WARMER_Q + envs.CALC_Q}
+    assert not [q.id for q in held if any(norm(q.question).startswith(s) for s in stems)]
+    drawn = {frozenset((t.truth["warm"], t.truth["cold"])) for t in tasks if t.family == "warmer"}
+    for q in held:
+        cities = {get_weather(n["city"])["city"] for n in q.tools if n["name"] == "get_weather"}
+        if len(cities) == 2:
+            assert cities in envs.LOOP_PAIRS and frozenset(cities) not in drawn, q.id
+
+
 def test_no_task_is_a_bfcl_question():
     from toolkit.eval import bfcl
 

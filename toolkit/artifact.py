@@ -9,6 +9,8 @@ What it does
   the weights are a safetensors file whose header parses and whose tensors lie inside the file. Any mismatch is
   one :class:`ArtifactError` line naming the folder and the file. It imports only the standard library, so
   ``models adapter``, ``cliargs.model`` and ``models.load`` refuse a bad adapter before the base model loads.
+- :func:`verify_rl_adapter`: the same for an RL adapter folder, which has no manifest (peft's config and weights,
+  the run's ``results.json`` one folder up naming the model it started from).
 - :func:`record_files` and :func:`verify_files`: the same check for a large folder (the converted real model, 1.2 GB)
   at a bounded cost. ``record_files`` lists every file's size and sha256 for a manifest; ``verify_files`` checks
   on every call that each listed file is there with its size (a ``stat`` each), and hashes a file only when the
@@ -123,6 +125,36 @@ def verify_adapter(folder: Path) -> dict:
     if why:
         raise ArtifactError(f"{where}: {WEIGHTS} is {why}")
     return man
+
+
+def verify_rl_adapter(folder: Path) -> dict:
+    """An RL adapter folder (``benchmarks/rl.py train`` writes peft's files and no manifest; its run's
+    ``results.json`` sits one folder up): a LoRA ``adapter_config.json`` and a safetensors file whose header parses
+    and whose tensors lie inside it. Returns its rank, the weights' sha256 and the model its run started from (as
+    the run recorded it), else one :class:`ArtifactError` line."""
+    where = f"RL adapter {folder}"
+    if not folder.is_dir():
+        raise ArtifactError(f"{where}: no such folder (train one: python benchmarks/rl.py train)")
+    for name in (CONFIG, WEIGHTS):
+        if not (folder / name).is_file():
+            raise ArtifactError(f"{where}: {name} is missing")
+    try:
+        cfg = read_json_file(folder / CONFIG, "RL adapter config", 1 << 20)
+    except UntrustedInputError as e:
+        raise ArtifactError(str(e)) from None
+    if not isinstance(cfg, dict) or cfg.get("peft_type") != "LORA" or not isinstance(cfg.get("r"), int):
+        raise ArtifactError(f"{where}: {CONFIG} is not a LoRA adapter's config")
+    why = safetensors_problem(folder / WEIGHTS, (folder / WEIGHTS).stat().st_size)
+    if why:
+        raise ArtifactError(f"{where}: {WEIGHTS} is {why}")
+    run, start = folder.parent / "results.json", None
+    if run.is_file():
+        try:
+            doc = read_json_file(run, "RL run results", 64 << 20)
+        except UntrustedInputError as e:
+            raise ArtifactError(str(e)) from None
+        start = doc.get("model") if isinstance(doc, dict) else None
+    return dict(folder=str(folder), rank=cfg["r"], weights_sha256=file_sha256(folder / WEIGHTS), started_from=start)
 
 
 def _fingerprint(path: Path, sha256: str) -> list:

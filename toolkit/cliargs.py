@@ -29,8 +29,17 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from toolkit.artifact import ArtifactError, verify_adapter
-from toolkit.models import ADAPTER_SUFFIX, REAL_OFFLINE, SMALL, SMALL_BASE, STAND_IN, adapter_folder
+from toolkit.artifact import ArtifactError, verify_adapter, verify_rl_adapter
+from toolkit.models import (
+    ADAPTER_SUFFIX,
+    REAL_OFFLINE,
+    RL_SUFFIX,
+    SMALL,
+    SMALL_BASE,
+    STAND_IN,
+    adapter_folder,
+    rl_adapter_folder,
+)
 from toolkit.untrusted import UntrustedInputError, expand_path, redact
 
 MAX_SHOWN = 60  # characters of a bad value echoed back in an error
@@ -230,8 +239,9 @@ def _hub_cache() -> Path:
 
 def model(text: str) -> str:
     """``auto``, ``stand-in[-qwen2.5]``, ``qwen2.5-coder-0.5b``, ``qwen2.5-coder-0.5b+lora`` (installed, with the
-    kit's adapter) and ``qwen2.5-coder-0.5b+lora-int8`` (its int8 build), a model folder, a ``.gguf`` file or a
-    hub id (in the local hub cache when ``HF_HUB_OFFLINE=1``). Returns the text unchanged for ``models.load``."""
+    kit's adapter; ``+lora+rl``: and an RL adapter on top, both checked) and ``qwen2.5-coder-0.5b+lora-int8`` (its
+    int8 build), a model folder, a ``.gguf`` file or a hub id (in the local hub cache when ``HF_HUB_OFFLINE=1``).
+    Returns the text unchanged for ``models.load``."""
     name = text.strip()
     pinned = os.environ.get("TOOLKIT_MODEL", "auto").strip() or "auto"
     if name == "auto" and pinned != "auto":  # load("auto") loads $TOOLKIT_MODEL: checked here, as the option is
@@ -242,10 +252,12 @@ def model(text: str) -> str:
         return name
     if name == "auto" or name in (STAND_IN, f"{STAND_IN}-qwen2.5", f"{STAND_IN}-qwen3"):
         return name
-    if name == REAL_OFFLINE + ADAPTER_SUFFIX:  # the adapter (shipped or $TOOLKIT_ADAPTER) checked before any load
+    if name in (REAL_OFFLINE + ADAPTER_SUFFIX, REAL_OFFLINE + ADAPTER_SUFFIX + RL_SUFFIX):  # checked before any load
         try:
-            verify_adapter(adapter_folder())
-        except ArtifactError as e:
+            verify_adapter(adapter_folder())  # shipped or $TOOLKIT_ADAPTER
+            if name.endswith(RL_SUFFIX):
+                verify_rl_adapter(rl_adapter_folder())  # $TOOLKIT_RL_ADAPTER or benchmarks/rl.py's run
+        except (ArtifactError, UntrustedInputError) as e:
             raise argparse.ArgumentTypeError(str(e)) from None
         return name
     if name in (REAL_OFFLINE, SMALL, SMALL_BASE):  # installed or not: the load says so in one line

@@ -1,7 +1,8 @@
 """The host loop's free-form questions as data, and their one strict judge.
 
 What it does
-- ``questions(set=None)``: the question records of ``toolkit/data/loop_questions.json`` (sets "main" and "fresh"),
+- ``questions(set=None)``: the question records of ``toolkit/data/loop_questions.json`` (sets "main", "fresh" and
+  "heldout", the last written before the RL adapter of issue 38 ran),
   each a :class:`Question` (id, set, kind, question, note, the tool results it needs, the answer it needs).
 - ``judge(question, answer, steps) -> Verdict``: met or not, with the reason. ``steps`` are the calls the loop ran
   (dicts or objects with ``name``, ``arguments``, ``status``, ``result``: ``steps_of(trace)`` reads them from a
@@ -31,7 +32,7 @@ from toolkit.paths import data_file
 from toolkit.tools import TOOLS
 
 DATA = data_file("loop_questions.json")
-SETS = ("main", "fresh")
+SETS = ("main", "fresh", "heldout")
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class Verdict:
 
 
 def questions(set: str | None = None, path=DATA) -> list[Question]:
-    """The question records, in file order; ``set``: "main" or "fresh" (default: both)."""
+    """The question records, in file order; ``set``: "main", "fresh" or "heldout" (default: all)."""
     if set is not None and set not in SETS:
         raise ValueError(f"unknown question set {set!r}; known: {', '.join(SETS)}")
     doc = json.loads(path.read_text(encoding="utf-8"))
@@ -122,7 +123,8 @@ def stated_result(q: Question, answer: str, steps) -> float | None:
 
 
 def _range(q: Question):
-    spec = q.answer.get("number") or next((a["number"] for a in q.answer.get("any", []) if "number" in a), None)
+    parts = q.answer.get("any", []) + q.answer.get("all", [])
+    spec = q.answer.get("number") or next((a["number"] for a in parts if "number" in a), None)
     return (spec[0], spec[1]) if spec else (None, None)
 
 
@@ -178,8 +180,10 @@ def _prose(answer: str, kind: str = "any") -> bool:
 
 
 def _answer_part(q: Question, spec: dict, answer: str, steps) -> tuple[bool, str]:
-    if "any" in spec:
-        got = [_answer_part(q, s, answer, steps) for s in spec["any"]]
+    if "any" in spec or "all" in spec:
+        got = [_answer_part(q, s, answer, steps) for s in spec.get("any") or spec["all"]]
+        if "all" in spec:
+            return all(ok for ok, _ in got), " and ".join(why for _, why in got)
         return any(ok for ok, _ in got), " or ".join(why for _, why in got)
     if "number" in spec:
         lo, hi = spec["number"]
