@@ -3,39 +3,50 @@ body and ``model.generate``. On the CPU they run under Triton's interpreter (fp3
 on a CUDA machine (a lent GPU) compiled, with CUDA graphs and programmatic dependent launch too."""
 
 import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 CUDA = torch.cuda.is_available()
-_BEFORE = os.environ.get("TRITON_INTERPRET")
-if not CUDA:  # read when the kernels are defined (at import): set only while this module imports them
-    os.environ["TRITON_INTERPRET"] = "1"
+# On the CPU the kernels run under Triton's interpreter, which must be switched on before triton's first import in
+# the process; in a test worker another module may have imported triton already (torch.compile does). So there the
+# tests run in a child process of their own (``test_kernels_under_the_interpreter``) with TRITON_INTERPRET=1 from
+# the start, and the worker's copies of them are skipped as run there.
+CHILD = os.environ.get("TOOLKIT_TRITON_CHILD") == "1"
+PARENT = not CUDA and not CHILD
 pytest.importorskip("triton", reason="triton is GPU-side and optional: `pip install triton` to check its kernels here")
 
 import torch.nn.functional as F  # noqa: E402
 
 from toolkit.backends import engine_triton as et  # noqa: E402
-
-if _BEFORE is None:  # other tests in this process (and the servers they start) never see it ...
-    os.environ.pop("TRITON_INTERPRET", None)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _interpreted():
-    """... while this module's tests launch the kernels (Triton reads it again at launch)."""
-    if CUDA or _BEFORE is not None:
-        yield
-        return
-    os.environ["TRITON_INTERPRET"] = "1"
-    try:
-        yield
-    finally:
-        os.environ.pop("TRITON_INTERPRET", None)
-
-
 from toolkit.backends.engine import Engine  # noqa: E402
 from toolkit.backends.engine_math import EngineError  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _in_the_child(request):
+    if PARENT and request.node.name != "test_kernels_under_the_interpreter":
+        pytest.skip("run by test_kernels_under_the_interpreter in a process with TRITON_INTERPRET=1")
+    yield
+
+
+def test_kernels_under_the_interpreter():
+    """This module's CPU tests, in a fresh process where Triton's interpreter is on before triton is imported."""
+    if not PARENT:
+        pytest.skip("this process runs the kernels itself")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k != "TOOLKIT_PHASE_LOG"}
+    env.update(TRITON_INTERPRET="1", TOOLKIT_TRITON_CHILD="1", HF_HUB_OFFLINE="1")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", __file__]
+    res = subprocess.run(cmd, env=env, cwd=Path(__file__).parents[1], capture_output=True, text=True, timeout=900)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-6000:]
+    passed = re.search(r"(\d+) passed", out)
+    assert passed and int(passed.group(1)) >= 20 and " failed" not in out, out[-3000:]
+
 
 torch.set_num_threads(1)
 DEV = "cuda" if CUDA else "cpu"
