@@ -42,6 +42,57 @@ def _rope_rows(qkv_ptr, qkn_ptr, cos_ptr, sin_ptr, pos, rows, rmask, eps, D: tl.
 
 
 @triton.jit
+def _kv_load(ptr, mask, CG: tl.constexpr):
+    if CG:  # from L2: another block (or this one, before a barrier) may have just written it
+        return tl.load(ptr, mask=mask, other=0.0, cache_modifier=".cg").to(tl.float32)
+    return tl.load(ptr, mask=mask, other=0.0).to(tl.float32)
+
+
+@triton.jit
+def write_partial(base, acc, m, lsum, rmask, D: tl.constexpr, REP_P: tl.constexpr):
+    """Store one split's partial per head ([REP_P, 1] pointers ``base``): output, running max, running sum."""
+    one = tl.zeros([REP_P, 1], dtype=tl.int32)
+    tl.store(base + tl.arange(0, D)[None, :], acc, mask=rmask[:, None])
+    tl.store(base + D + one, m[:, None], mask=rmask[:, None])
+    tl.store(base + D + 1 + one, lsum[:, None], mask=rmask[:, None])
+
+
+@triton.jit
+def split_attend(
+    q,
+    kbase,
+    vbase,
+    start,
+    n,
+    scale,
+    D: tl.constexpr,
+    SPLIT: tl.constexpr,
+    BLOCK: tl.constexpr,
+    REP_P: tl.constexpr,
+    CG: tl.constexpr,
+):
+    """Online softmax of the grouped queries ``q`` [REP_P, D] over keys start..start+SPLIT-1 (those < n) ->
+    (unnormalised output, max, sum). The split's first key must be valid, so the max is finite after block one."""
+    d = tl.arange(0, D)
+    m = tl.full([REP_P], float("-inf"), dtype=tl.float32)
+    lsum = tl.zeros([REP_P], dtype=tl.float32)
+    acc = tl.zeros([REP_P, D], dtype=tl.float32)
+    for k0 in range(0, SPLIT, BLOCK):
+        ks = start + k0 + tl.arange(0, BLOCK)
+        km = ks < n
+        kt = _kv_load(kbase + ks[:, None] * D + d[None, :], km[:, None], CG)
+        sc = tl.where(km[None, :], tl.sum(q[:, None, :] * kt[None, :, :], axis=2) * scale, float("-inf"))
+        m_new = tl.maximum(m, tl.max(sc, axis=1))
+        p = tl.exp(sc - m_new[:, None])
+        alpha = tl.exp(m - m_new)
+        vt = _kv_load(vbase + ks[:, None] * D + d[None, :], km[:, None], CG)
+        lsum = lsum * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None] + tl.sum(p[:, :, None] * vt[None, :, :], axis=1)
+        m = m_new
+    return acc, m, lsum
+
+
+@triton.jit
 def _attend_fused_kernel(
     qkv_ptr,
     qkn_ptr,
@@ -74,7 +125,6 @@ def _attend_fused_kernel(
     rmask = r < REP
     heads = kvh * REP + r
     base = part_ptr + (heads[:, None] * NSPLIT + sp) * (D + 2)  # [REP_P, 1]: this split's partial per head
-    one = tl.zeros([REP_P, 1], dtype=tl.int32)
     if PDL:
         gdc_wait()
         gdc_launch_dependents()
@@ -84,9 +134,8 @@ def _attend_fused_kernel(
     kbase = cache_ptr + kvh * L * D
     vbase = cache_ptr + (KV + kvh) * L * D
     if start >= n:  # no key here: an empty partial (weight 0 in the combine)
-        tl.store(base + d[None, :], tl.zeros([REP_P, D], dtype=tl.float32), mask=rmask[:, None])
-        tl.store(base + D + one, tl.full([REP_P, 1], float("-inf"), tl.float32), mask=rmask[:, None])
-        tl.store(base + D + 1 + one, tl.zeros([REP_P, 1], dtype=tl.float32), mask=rmask[:, None])
+        empty = tl.zeros([REP_P], dtype=tl.float32)
+        write_partial(base, tl.zeros([REP_P, D], dtype=tl.float32), empty - float("inf"), empty, rmask, D, REP_P)
     else:
         if pos < start + SPLIT:  # this split holds the new token: write its k and v first
             kv_row = tl.full([1], HEADS, tl.int32) + kvh
@@ -96,25 +145,8 @@ def _attend_fused_kernel(
             tl.store(vbase + pos * D + d, v)
             tl.debug_barrier()
         q = _rope_rows(qkv_ptr, qkn_ptr, cos_ptr, sin_ptr, pos, heads, rmask, eps, D, QKNORM).to(tl.float32)
-        m = tl.full([REP_P], float("-inf"), dtype=tl.float32)
-        lsum = tl.zeros([REP_P], dtype=tl.float32)
-        acc = tl.zeros([REP_P, D], dtype=tl.float32)
-        for k0 in range(0, SPLIT, BLOCK):  # the split's first key is valid, so m is finite after block one
-            ks = start + k0 + tl.arange(0, BLOCK)
-            km = ks < n
-            kt = tl.load(kbase + ks[:, None] * D + d[None, :], mask=km[:, None], other=0.0, cache_modifier=".cg")
-            sc = tl.sum(q[:, None, :] * kt.to(tl.float32)[None, :, :], axis=2) * scale
-            sc = tl.where(km[None, :], sc, float("-inf"))
-            m_new = tl.maximum(m, tl.max(sc, axis=1))
-            p = tl.exp(sc - m_new[:, None])
-            alpha = tl.exp(m - m_new)
-            vt = tl.load(vbase + ks[:, None] * D + d[None, :], mask=km[:, None], other=0.0, cache_modifier=".cg")
-            lsum = lsum * alpha + tl.sum(p, axis=1)
-            acc = acc * alpha[:, None] + tl.sum(p[:, :, None] * vt.to(tl.float32)[None, :, :], axis=1)
-            m = m_new
-        tl.store(base + d[None, :], acc, mask=rmask[:, None])
-        tl.store(base + D + one, m[:, None], mask=rmask[:, None])
-        tl.store(base + D + 1 + one, lsum[:, None], mask=rmask[:, None])
+        acc, m, lsum = split_attend(q, kbase, vbase, start, n, scale, D, SPLIT, BLOCK, REP_P, True)
+        write_partial(base, acc, m, lsum, rmask, D, REP_P)
     tl.debug_barrier()  # every thread's partial is written before the block counts itself done
     done = tl.atomic_add(count_ptr + kvh, 1)  # acq_rel: the last block sees every other block's partial
     if done == NSPLIT - 1:

@@ -35,7 +35,7 @@ import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from toolkit.backends import engine_tune
-from toolkit.backends.engine_attend import attend_fused
+from toolkit.backends.engine_attend import attend_fused, split_attend, write_partial
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 
@@ -187,33 +187,14 @@ def _attend_kernel(
     n = tl.load(pos_ptr) + 1  # keys 0..pos
     start = sp * SPLIT
     if start >= n:  # nothing to read: an empty partial (weight 0 in the combine)
-        tl.store(base + d[None, :], tl.zeros([REP_P, D], dtype=tl.float32), mask=rmask[:, None])
-        one = tl.zeros([REP_P, 1], dtype=tl.int32)
-        tl.store(base + D + one, tl.full([REP_P, 1], float("-inf"), tl.float32), mask=rmask[:, None])
-        tl.store(base + D + 1 + one, tl.zeros([REP_P, 1], dtype=tl.float32), mask=rmask[:, None])
+        empty = tl.zeros([REP_P], dtype=tl.float32)
+        write_partial(base, tl.zeros([REP_P, D], dtype=tl.float32), empty - float("inf"), empty, rmask, D, REP_P)
     else:
         q = tl.load(q_ptr + heads[:, None] * D + d[None, :], mask=rmask[:, None], other=0.0).to(tl.float32)
-        m = tl.full([REP_P], float("-inf"), dtype=tl.float32)
-        lsum = tl.zeros([REP_P], dtype=tl.float32)
-        acc = tl.zeros([REP_P, D], dtype=tl.float32)
         kbase = cache_ptr + kvh * L * D
         vbase = cache_ptr + (KV + kvh) * L * D
-        for k0 in range(0, SPLIT, BLOCK):  # the split's first key is valid, so m is finite after block one
-            ks = start + k0 + tl.arange(0, BLOCK)
-            km = ks < n
-            kt = tl.load(kbase + ks[:, None] * D + d[None, :], mask=km[:, None], other=0.0).to(tl.float32)
-            sc = tl.sum(q[:, None, :] * kt[None, :, :], axis=2) * scale
-            sc = tl.where(km[None, :], sc, float("-inf"))
-            m_new = tl.maximum(m, tl.max(sc, axis=1))
-            p = tl.exp(sc - m_new[:, None])
-            alpha = tl.exp(m - m_new)
-            vt = tl.load(vbase + ks[:, None] * D + d[None, :], mask=km[:, None], other=0.0).to(tl.float32)
-            lsum = lsum * alpha + tl.sum(p, axis=1)
-            acc = acc * alpha[:, None] + tl.sum(p[:, :, None] * vt[None, :, :], axis=1)
-            m = m_new
-        tl.store(base + d[None, :], acc, mask=rmask[:, None])
-        tl.store(base + D + tl.zeros([REP_P, 1], dtype=tl.int32), m[:, None], mask=rmask[:, None])
-        tl.store(base + D + 1 + tl.zeros([REP_P, 1], dtype=tl.int32), lsum[:, None], mask=rmask[:, None])
+        acc, m, lsum = split_attend(q, kbase, vbase, start, n, scale, D, SPLIT, BLOCK, REP_P, False)
+        write_partial(base, acc, m, lsum, rmask, D, REP_P)
 
 
 @triton.jit
