@@ -19,29 +19,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 def graph_time_us(fn, calls=28, reps=50):
     """Median µs per call of ``fn`` captured ``calls`` times in one CUDA graph (launch gaps included)."""
-    import torch  # lazy: the command line is checked first (a usage error never waits for torch)
+    from toolkit.backends.engine_tune import graph_us  # lazy: imports torch (the command line is checked first)
 
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(calls):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / calls)
-    return sorted(times)[len(times) // 2]
+    return graph_us(lambda: [fn() for _ in range(calls)], reps=reps, warmups=3) / calls
 
 
 def attention_variants(kv=8, rep=2, d=128, dt="bfloat16"):

@@ -28,12 +28,14 @@ def candidates(K: int) -> list[tuple[int, int, int]]:
     return out
 
 
-def graph_us(fn, reps: int = 5) -> float:
-    """Median µs of ``fn`` captured once in a CUDA graph and replayed ``reps`` times."""
+def graph_us(fn, reps: int = 5, warmups: int = 1) -> float:
+    """Median µs of ``fn`` captured once in a CUDA graph and replayed ``reps`` times (after ``warmups`` eager calls
+    on a side stream, where compilation and autotuning happen)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
-        fn()  # compiles the variant outside the capture
+        for _ in range(warmups):  # compiles the variant outside the capture
+            fn()
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
