@@ -38,7 +38,7 @@ from IPython.display import display
 
 from toolkit.backends import http, vllm_local
 from toolkit.backends.http_tokens import TokensBackend
-from toolkit.backends.serve import LocalServer, default_engine, folder_for
+from toolkit.backends.serve import LocalServer, default_engine, folder_for, model_to_serve
 from toolkit.calculator import calculator
 from toolkit.loop.examples import example
 from toolkit.loop.execute import execute
@@ -57,9 +57,13 @@ from toolkit.widgets.capacity import CapacityView
 torch.manual_seed(0)
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 MODEL = os.environ.get("TOOLKIT_MODEL", "auto")  # auto: the real offline model if installed, else the stand-in
+URL = http.from_env()  # a classroom server, if TOOLKIT_BACKEND names one
+if URL is None:  # a server started here must hold the model itself: where memory is short that is the stand-in
+    MODEL, why = model_to_serve(MODEL)
+    if why:
+        print("model:", why)
 loaded = load(MODEL, quiet=True)
 tok, TEMPLATE = loaded.tokenizer, template_for(loaded)
-URL = http.from_env()  # a classroom server, if TOOLKIT_BACKEND names one
 server = None
 if URL is None:  # start one here, bound to 127.0.0.1 and stopped by PID in the last cell
     server = LocalServer(folder_for(loaded), engine=default_engine(loaded), threads=2)

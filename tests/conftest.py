@@ -154,13 +154,15 @@ _FILES: dict[str, list] = {}  # test file -> [test time, CPU]: what a slow run s
 _TESTS: dict[str, list] = {}  # test id -> [test time, CPU], for the slowest single tests (a notebook run is one)
 
 
-_NOTEBOOKS: list[dict] = []  # each notebook run's seconds and peak memory (record_property in test_notebooks.py)
+_NOTEBOOKS: list[dict] = []  # each notebook run's seconds and peak memory (record_property in test_notebooks.py and
+# test_browser.py; ``run`` names the run where the test id does not)
 
 
 def pytest_runtest_logreport(report):
     props = dict(report.user_properties or ())
     if report.when == "call" and "peak_rss_mb" in props:
-        _NOTEBOOKS.append({"kind": "notebook", "test": report.nodeid.split("[", 1)[-1].rstrip("]"), **props})
+        name = props.pop("run", None) or report.nodeid.split("[", 1)[-1].rstrip("]")
+        _NOTEBOOKS.append({"kind": "notebook", "test": name, **props})
     for f in (
         _FILES.setdefault(report.nodeid.split("::", 1)[0], [0.0, 0.0]),
         _TESTS.setdefault(report.nodeid, [0.0, 0.0]),

@@ -24,10 +24,18 @@ check on ``tests/fixtures/broken_widget.ipynb`` and require that it reports the 
 view (and passes the working widget beside them).
 
 Servers run from a temporary copy of notebooks/ (nothing is written into the repo), bind 127.0.0.1 with a random
-token, and are stopped by PID (their process group, then any kernel still alive) even when a test fails. By
-default they run with Binder's defaults (started through binder/start, no real model in the kit's cache, so the
-notebooks use the random-weight stand-in and the whole test stays near 15 minutes on two cores);
-TOOLKIT_BROWSER_MODEL=machine lets them use this machine's model instead.
+token, and are stopped by PID (their process group, then any kernel still alive) even when a test fails. Which
+model and which limits (TOOLKIT_BROWSER_MODEL):
+- "binder" (default): Binder as binder/postBuild leaves it — the real model and its int8 build in the kit's cache —
+  with the servers (JupyterLab, Voila) and every kernel they start inside a cgroup of 2 GB and one CPU (the Binder
+  pod; ``BinderLimits`` from tests/test_notebooks.py), one thread, started through binder/start. ``load("auto")``
+  picks the int8 build there. Each notebook's seconds, the peak RSS of the server and its kernels, and the cgroup's
+  own peak are recorded for the phase summary; a notebook fails if the kernel was killed for memory, if that RSS
+  peak passes 2 GB, or, with TOOLKIT_REQUIRE_REAL_MODEL=1 (make test), if it ran the stand-in where it should run
+  the real model (notebook 10 says why its local server holds the stand-in there). These are the notebooks'
+  Binder runs: tests/test_notebooks.py runs them headless only where this test cannot.
+- "stand-in": Binder without a model (the kit's cache hidden): the random-weight stand-in, no cgroup; quicker.
+- "machine": this machine's model and both threads, no cgroup.
 Screenshots go to a temporary folder whose path is printed; it is deleted after a passing run unless
 TOOLKIT_KEEP_SCREENSHOTS=1. Uses Debian's /usr/bin/chromium (`make system`); never downloads a browser.
 
@@ -54,15 +62,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from test_notebooks import (
+    AFTER_RUN,
+    BINDER_STAND_IN,
+    CHECK,
+    MINI_STEPS,
+    PEAK_LIMIT_BYTES,
+    _PeakRSS,
+    binder_limits,
+    picks_a_model,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 FIXTURE = ROOT / "tests" / "fixtures" / "broken_widget.ipynb"
 OVERRIDES = ROOT / "binder" / "overrides.json"  # the same settings Binder installs (no news popup)
-# Which model the notebooks get: "binder" (default) = Binder's defaults, the random-weight stand-in (the real model
-# is hidden from the servers); "machine" = whatever this machine has (the real model after `make real-model`).
-# Headless execution of every notebook with the machine's model is tests/test_notebooks.py's job.
+# Which model and limits the notebooks get (see the docstring): "binder", "stand-in" or "machine".
+MODEL_MODES = ("binder", "stand-in", "machine")
 MODEL_MODE = os.environ.get("TOOLKIT_BROWSER_MODEL", "binder")
+if MODEL_MODE not in MODEL_MODES:
+    raise pytest.UsageError(f"TOOLKIT_BROWSER_MODEL={MODEL_MODE!r}: use one of {', '.join(MODEL_MODES)}")
+KERNEL_GONE_S = 60  # seconds for a notebook's kernel to exit after its shutdown, before the next notebook starts
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -173,11 +193,18 @@ def _free_port() -> int:
 class Server:
     """A Jupyter server (lab or voila) in its own process group; ``stop()`` ends it and its kernels by PID."""
 
-    def __init__(self, argv: list[str], url: str, token: str, cwd: Path, log: Path, env: dict):
+    def __init__(self, argv: list[str], url: str, token: str, cwd: Path, log: Path, env: dict, limits=None):
         self.url, self.token, self.log = url, token, log
         self._log = open(log, "w")
+        # With ``limits`` (a BinderLimits) the server joins the cgroup before it runs, so its kernels start inside.
         self.proc = subprocess.Popen(
-            argv, cwd=cwd, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            argv,
+            cwd=cwd,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            preexec_fn=(lambda: limits.add(os.getpid())) if limits is not None else None,
         )
         self.pids: set[int] = set()
 
@@ -204,6 +231,15 @@ class Server:
         except psutil.Error:
             pass
 
+    def kernels(self) -> list[int]:
+        """PIDs of the server's kernels still running (any process below the server)."""
+        import psutil
+
+        try:
+            return [p.pid for p in psutil.Process(self.proc.pid).children(recursive=True) if p.status() != "zombie"]
+        except psutil.Error:
+            return []
+
     def stop(self) -> None:
         import psutil
 
@@ -229,20 +265,22 @@ class Server:
 
 
 def _server_env(home: Path) -> dict:
+    threads = "1" if MODEL_MODE == "binder" else "2"  # a Binder pod has about one CPU
     env = dict(
         os.environ,
         HF_HUB_OFFLINE="1",
         TOKENIZERS_PARALLELISM="false",
-        OMP_NUM_THREADS="2",
-        MKL_NUM_THREADS="2",
+        OMP_NUM_THREADS=threads,
+        MKL_NUM_THREADS=threads,
+        **MINI_STEPS,
         JUPYTER_CONFIG_DIR=str(home / "config"),
         JUPYTER_RUNTIME_DIR=str(home / "runtime"),
         JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
         JUPYTER_ALLOW_INSECURE_WRITES="1",
     )
     env.pop("JUPYTER_TOKEN", None)
-    if MODEL_MODE == "binder":
-        # Binder's defaults: no real model in the kit's cache (only the built tokenizers, to save time).
+    if MODEL_MODE == "stand-in":
+        # Binder without a model: nothing in the kit's cache (only the built tokenizers, to save time).
         from toolkit.paths import cache_dir
 
         cache = home / "toolkit-cache"
@@ -254,8 +292,8 @@ def _server_env(home: Path) -> dict:
 
 
 def _launcher() -> list[str]:
-    # In Binder mode the servers start through binder/start, as on mybinder.org.
-    return [str(ROOT / "binder" / "start")] if MODEL_MODE == "binder" else []
+    # In the Binder modes the servers start through binder/start, as on mybinder.org.
+    return [str(ROOT / "binder" / "start")] if MODEL_MODE != "machine" else []
 
 
 def _started(server: Server, path: str) -> Server:
@@ -267,7 +305,7 @@ def _started(server: Server, path: str) -> Server:
     return server
 
 
-def start_lab(workdir: Path) -> Server:
+def start_lab(workdir: Path, limits=None) -> Server:
     """JupyterLab on a free 127.0.0.1 port with a random token, serving ``workdir/notebooks``."""
     settings = workdir / "lab-settings"
     settings.mkdir(exist_ok=True)
@@ -291,12 +329,12 @@ def start_lab(workdir: Path) -> Server:
     if hasattr(os, "getuid") and os.getuid() == 0:
         argv.append("--allow-root")
     return _started(
-        Server(argv, f"http://127.0.0.1:{port}", token, workdir, workdir / "lab.log", _server_env(workdir)),
+        Server(argv, f"http://127.0.0.1:{port}", token, workdir, workdir / "lab.log", _server_env(workdir), limits),
         "/api/status",
     )
 
 
-def start_voila(workdir: Path) -> Server:
+def start_voila(workdir: Path, limits=None) -> Server:
     """Voila the way `make app` runs it (plus a token, since a test server should not be open): from a folder
     holding the repository's ``voila.json``, which Voila reads from its working directory, as `make app` and
     Binder do from the repository root."""
@@ -314,7 +352,8 @@ def start_voila(workdir: Path) -> Server:
         "--show_tracebacks=True",
     ]
     return _started(
-        Server(argv, f"http://127.0.0.1:{port}", token, workdir, workdir / "voila.log", _server_env(workdir)), "/"
+        Server(argv, f"http://127.0.0.1:{port}", token, workdir, workdir / "voila.log", _server_env(workdir), limits),
+        "/",
     )
 
 
@@ -362,6 +401,8 @@ class Report:
     drawn_s: float | None = None  # from the last cell finished until every figure had traces
     plots: int | None = None  # plotly figures on the page when the check looked
     shots: Path | None = None
+    printed: str = ""  # what the cells printed (stream outputs), for the checks on which model ran
+    after: str = ""  # what the ``after`` code printed in the kernel
 
     def failures(self, expect: Expect | None = None) -> list[str]:
         out = list(self.errors)
@@ -874,8 +915,11 @@ def wait_rendered(checker: Checker, selectors: list[str], timeout: float = 90) -
         time.sleep(0.5)
 
 
-def check_lab_notebook(context, server: Server, relpath: str, shots: Path, expect: Expect) -> Report:
-    """Open ``relpath`` in JupyterLab, run all cells, check outputs and move each widget's controls."""
+def check_lab_notebook(
+    context, server: Server, relpath: str, shots: Path, expect: Expect, after: str | None = None
+) -> Report:
+    """Open ``relpath`` in JupyterLab, run all cells, check outputs and move each widget's controls. ``after``: code
+    run in the notebook's kernel once all cells ran (its printed text goes to ``report.after``)."""
     report, t0 = Report(relpath, shots=shots), time.monotonic()
     page = context.new_page()
     checker = Checker(page, relpath, shots, lab=True, action_timeout=expect.action_timeout)
@@ -905,6 +949,9 @@ def check_lab_notebook(context, server: Server, relpath: str, shots: Path, expec
                     report.errors.append(f"cell {c['index']}: Traceback on {o['name']}")
             if c["source"].strip() and c["count"] is None:
                 report.errors.append(f"cell {c['index']}: not executed")
+        report.printed = "\n".join(o["text"] or "" for c in cells for o in c["outputs"] if o["type"] == "stream")
+        if after and not report.errors:
+            report.after = checker.js("([p, c]) => window.__tk.execute(p, c)", [relpath, after])
         if not run["ok"] and not report.errors:
             report.errors.append(f"run all cells failed: {run['value']}")
         widget_sels = [f'[data-tk="{c["index"]}:{j}"]' for c in cells for j in c["widgets"]]
@@ -1100,8 +1147,19 @@ def workdir():
 
 
 @pytest.fixture(scope="module")
-def lab(workdir):
-    server = start_lab(workdir[0])
+def cgroup():
+    """The Binder pod's limits (2 GB, one CPU) for the servers and every kernel they start, in "binder" mode."""
+    limits = binder_limits() if MODEL_MODE == "binder" else None
+    try:
+        yield limits
+    finally:
+        if limits is not None:
+            limits.close()
+
+
+@pytest.fixture(scope="module")
+def lab(workdir, cgroup):
+    server = start_lab(workdir[0], cgroup)
     try:
         yield server
     finally:
@@ -1169,18 +1227,69 @@ def test_check_catches_broken_widgets(workdir, lab, context):
         assert any(f.startswith(e) for f in failures), (e, failures)
 
 
+def binder_failures(path: Path, report: Report, cgroup, oom_before: int, peak: int) -> list[str]:
+    """What a Binder run adds to the checks: not killed for memory, within 2 GB, and the model it should run."""
+    out = []
+    if cgroup is not None and cgroup.oom_kills() > oom_before:
+        out.append("a process was killed for memory in the 2 GB cgroup (the kernel died)")
+    if peak > PEAK_LIMIT_BYTES:
+        out.append(f"the server and its kernel peaked at {peak / 2**20:.0f} MB RSS (> 2 GB Binder budget)")
+    if os.environ.get("TOOLKIT_REQUIRE_REAL_MODEL") == "1" and picks_a_model(path):
+        if path.name in BINDER_STAND_IN:  # the notebook itself picks the stand-in there, and must say why
+            if BINDER_STAND_IN[path.name] not in report.printed:
+                out.append(f"ran without printing why it runs the stand-in ({BINDER_STAND_IN[path.name]!r})")
+        elif "RANDOM-WEIGHT STAND-IN" in report.printed:
+            out.append("ran the stand-in in Binder mode, not the real model")
+    return out
+
+
+def after_run_failures(path: Path, report: Report) -> list[str]:
+    """The notebook's check after its last cell (test_notebooks.AFTER_RUN), on what its kernel printed."""
+    if path.name not in AFTER_RUN or any(e.startswith("cell ") for e in report.errors):
+        return []
+    lines = [line for line in report.after.splitlines() if line.startswith(CHECK)]
+    if not lines:
+        return [f"the check after the last cell printed no {CHECK} line: {report.after[-300:]!r}"]
+    values = json.loads(lines[-1][len(CHECK) :])
+    print(f"{path.name}: checked after its last cell: {values}")
+    try:
+        AFTER_RUN[path.name][1](values)
+    except AssertionError as e:
+        return [f"the check after the last cell failed: {e}"]
+    return []
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_in_jupyterlab(path, workdir, lab, context):
+def test_notebook_in_jupyterlab(path, workdir, lab, context, cgroup, record_property):
     expect = EXPECT.get(path.name, Expect())
-    report = check_lab_notebook(context, lab, path.name, workdir[0] / "shots", expect)
-    failures = report.failures(expect)
+    oom_before = cgroup.oom_kills() if cgroup is not None else 0
+    if cgroup is not None:
+        cgroup.reset_peak()
+    sampler = _PeakRSS(lab.proc.pid)  # the server and every kernel below it
+    try:
+        after = AFTER_RUN.get(path.name, (None, None))[0]
+        report = check_lab_notebook(context, lab, path.name, workdir[0] / "shots", expect, after=after)
+    finally:
+        peak = sampler.stop()
+    cgroup_peak = cgroup.peak() if cgroup is not None else 0
+    failures = report.failures(expect) + after_run_failures(path, report)
+    if MODEL_MODE == "binder":
+        failures += binder_failures(path, report, cgroup, oom_before, peak)
+    record_property("run", f"{path.name}-lab:{MODEL_MODE}")
+    record_property("seconds", round(report.seconds, 1))
+    record_property("peak_rss_mb", round(peak / 2**20))
+    record_property("cgroup_peak_mb", round(cgroup_peak / 2**20))
+    print(f"{path.name} [lab, {MODEL_MODE}]: peak RSS {peak / 2**20:.0f} MB, cgroup peak {cgroup_peak / 2**20:.0f} MB")
     _record(workdir, report, failures)
+    deadline = time.monotonic() + KERNEL_GONE_S  # the next notebook's memory must not include this kernel
+    while lab.kernels() and time.monotonic() < deadline:
+        time.sleep(0.5)
     assert not failures, "\n".join(failures) + f"\n(screenshots and logs in {workdir[0]})"
 
 
 @pytest.fixture(scope="module")
-def voila(workdir):
-    server = start_voila(workdir[0])
+def voila(workdir, cgroup):
+    server = start_voila(workdir[0], cgroup)
     try:
         yield server
     finally:

@@ -11,8 +11,11 @@ Execution uses nbclient with a per-cell timeout and HF_HUB_OFFLINE=1, in two mod
   no cgroup can be made (not root, no controller) the run fails unless TOOLKIT_BINDER_NO_CGROUP=1 says to measure
   without one (then the limit is only asserted on the sampled peak). With TOOLKIT_REQUIRE_REAL_MODEL=1 (make test)
   a Binder run that got the stand-in fails: the notebooks must pass on the real small-memory model.
-Every notebook runs in "binder" mode; "machine" mode is added only where the float model does something the int8
-build cannot (``MACHINE_TOO``, each with its reason): the other notebooks run the same code on either model, and
+Where it can, the browser test runs every notebook's Binder run instead (tests/test_browser.py: JupyterLab and its
+kernels in the same cgroup, the same int8 build, every widget moved), and this file runs the "binder" mode only where
+the browser test cannot (no Debian chromium, or TOOLKIT_BROWSER_MODEL other than "binder"; TOOLKIT_HEADLESS_BINDER=1
+forces it): one Binder run per notebook, not two. "machine" mode runs only where the float model does something the
+int8 build cannot (``MACHINE_TOO``, each with its reason): the other notebooks run the same code on either model, and
 ``make test`` stays under its time budget. A notebook whose source never picks a model (no ``load(`` call, no
 TOOLKIT_MODEL) runs with TOOLKIT_MODEL set to a name that is no model: if it does reach ``load("auto")`` after all,
 its run fails instead of passing unnoticed. Live mini-runs take 2 steps here (``MINI_STEPS``).
@@ -117,6 +120,7 @@ class BinderLimits:
             (cpus / "cpuset.cpus").write_text(cpu)
             (cpus / "cpuset.mems").write_text((root / "cpuset" / "cpuset.mems").read_text().strip())
             self.peak_file = mem / "memory.max_usage_in_bytes"
+            self.oom_file = mem / "memory.oom_control"
         elif (root / "cgroup.controllers").exists():  # v2
             g = root / name
             g.mkdir()
@@ -124,6 +128,7 @@ class BinderLimits:
             (g / "memory.max").write_text(str(limit))
             (g / "cpuset.cpus").write_text(cpu)
             self.peak_file = g / "memory.peak"
+            self.oom_file = g / "memory.events"
         else:
             raise OSError("no cgroup controllers under /sys/fs/cgroup")
 
@@ -134,6 +139,20 @@ class BinderLimits:
     def peak(self) -> int:
         try:
             return int(self.peak_file.read_text())
+        except (OSError, ValueError):
+            return 0
+
+    def reset_peak(self) -> None:
+        """Start the high-water mark again (v1: write 0; v2 kernels >= 6.12 take any write; older ones keep it)."""
+        with contextlib.suppress(OSError):
+            self.peak_file.write_text("0")
+
+    def oom_kills(self) -> int:
+        """Processes the kernel killed in this cgroup for want of memory (``oom_kill`` in v1's oom_control and in
+        v2's memory.events)."""
+        try:
+            kv = dict(line.split() for line in self.oom_file.read_text().splitlines() if line.count(" ") == 1)
+            return int(kv.get("oom_kill", 0))
         except (OSError, ValueError):
             return 0
 
@@ -237,18 +256,27 @@ def picks_a_model(path: Path) -> bool:
     return bool(PICKS_A_MODEL.search(source))
 
 
+def binder_runs_here() -> bool:
+    """The Binder runs go through the browser test (tests/test_browser.py: JupyterLab and its kernels in the same
+    cgroup, the same model, every widget moved) wherever it runs them: Debian's chromium is installed and
+    TOOLKIT_BROWSER_MODEL keeps its default, "binder". Elsewhere, or with TOOLKIT_HEADLESS_BINDER=1, they run here."""
+    if os.environ.get("TOOLKIT_HEADLESS_BINDER") == "1":
+        return True
+    return not (Path("/usr/bin/chromium").exists() and os.environ.get("TOOLKIT_BROWSER_MODEL", "binder") == "binder")
+
+
 def modes_for(path: Path) -> list[str]:
-    """ "binder" for every notebook; "machine" too for one that picks its model and is in :data:`MACHINE_TOO`."""
-    return ["binder", "machine"] if picks_a_model(path) and path.name in MACHINE_TOO else ["binder"]
+    """ "binder" for every notebook where :func:`binder_runs_here`; "machine" for one that picks its model and is in
+    :data:`MACHINE_TOO`."""
+    machine = ["machine"] if picks_a_model(path) and path.name in MACHINE_TOO else []
+    return (["binder"] if binder_runs_here() else []) + machine
 
 
-# Binder runs that keep the stand-in, each with its reason (printed with the run): notebook 10 starts a server process
-# beside the kernel, and a server holding the real model (transformers serve: the float model, ~2.5 GB in float32;
-# vLLM's CPU build ~6 GB) cannot fit in Binder's 2 GB with the kernel. On Binder a class points it at its server.
-BINDER_STAND_IN = {
-    "10_serving.ipynb": "a local server with the real model needs more than Binder's 2 GB beside the kernel "
-    "(transformers serve holds the float model); on Binder, TOOLKIT_BACKEND names the class's server"
-}
+# Notebooks that run the stand-in on Binder by their own choice, each with the phrase they must print to say why:
+# notebook 10's local server (toolkit.backends.serve.model_to_serve) would hold the float model (~2.5 GB in float32;
+# the int8 build cannot be served), which cannot fit in Binder's 2 GB beside the kernel. On Binder a class points
+# TOOLKIT_BACKEND at its server.
+BINDER_STAND_IN = {"10_serving.ipynb": "the int8 build cannot be served"}
 
 
 def masking_prediction(rates: dict) -> None:
@@ -282,9 +310,6 @@ def test_notebook_runs_headless(path, mode, record_property):
     env = dict(MODES[mode]) | MINI_STEPS
     if not picks_a_model(path):  # run once: a load("auto") would fail on this name, loudly
         env["TOOLKIT_MODEL"] = ONE_MODE_MODEL
-    if mode == "binder" and path.name in BINDER_STAND_IN:
-        env["TOOLKIT_MODEL"] = "stand-in"
-        print(f"{path.name} [binder]: the stand-in, because {BINDER_STAND_IN[path.name]}")
     limits = binder_limits() if mode == "binder" else None
     try:
         after, check = AFTER_RUN.get(path.name, (None, None))
@@ -311,8 +336,10 @@ def test_notebook_runs_headless(path, mode, record_property):
         check(values)
     if mode == "binder":
         assert peak <= PEAK_LIMIT_BYTES, f"{path.name} peaked at {peak / 2**20:.0f} MB (> 2 GB Binder budget)"
-        real_expected = picks_a_model(path) and path.name not in BINDER_STAND_IN
-        if os.environ.get("TOOLKIT_REQUIRE_REAL_MODEL") == "1" and real_expected:
-            assert "RANDOM-WEIGHT STAND-IN" not in text, (
-                f"{path.name} ran the stand-in in Binder mode, not the real model"
-            )
+        if os.environ.get("TOOLKIT_REQUIRE_REAL_MODEL") == "1" and picks_a_model(path):
+            if path.name in BINDER_STAND_IN:
+                assert BINDER_STAND_IN[path.name] in text, f"{path.name} did not say why it runs the stand-in"
+            else:
+                assert "RANDOM-WEIGHT STAND-IN" not in text, (
+                    f"{path.name} ran the stand-in in Binder mode, not the real model"
+                )

@@ -9,6 +9,9 @@ What it does
   the ``/v1`` base the kit's HTTP backend takes. The model defaults to the real offline model's folder
   (``toolkit.fetch.installed_folder()``); ``folder_for(loaded)`` gives a folder for any loaded model (the stand-in is
   saved to a temporary folder). The server's log goes to a file (``log_tail()`` shows its end, ``log_text()`` all).
+- ``model_to_serve(name)``: the model a server started here can hold for ``load(name)``'s choice: the same, except
+  where "auto" would pick the int8 build (memory is short, as in Binder's 2 GB): that build cannot be served and the
+  float model does not fit beside the kernel, so the stand-in, with a line saying why (notebook 10 prints it).
 - ``default_engine(loaded)``: what the notebooks and benchmarks start — ``$TOOLKIT_SERVE_ENGINE`` if set, else vLLM
   where it is installed and the weights are real, else ``transformers serve``.
 - ``engines_to_run(choice, url)``: the servers a benchmark's ``--engine`` starts (both, where vLLM is installed).
@@ -34,7 +37,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from toolkit import fetch
+from toolkit import fetch, models, small
 from toolkit.backends import vllm_local
 
 START_TIMEOUT_S = 180.0
@@ -129,6 +132,22 @@ def folder_for(loaded, out_dir: str | os.PathLike | None = None) -> str:
     loaded.model.save_pretrained(out)
     loaded.tokenizer.save_pretrained(out)
     return str(out)
+
+
+def model_to_serve(name: str = "auto") -> tuple[str, str | None]:
+    """(model name, reason or None) for a server started on this machine. ``TOOLKIT_MODEL`` overrides "auto", as in
+    ``models.load``. Where "auto" would load the int8 build (``models.pick_auto``: memory is short), the server gets
+    the random-weight stand-in and the reason says so: the int8 build cannot be saved for a server, and a server
+    holding the float model (~2.5 GB in float32) does not fit beside the kernel. Reads no model."""
+    name = os.environ.get("TOOLKIT_MODEL") or name
+    if name != "auto" or models.pick_auto()[0] != models.SMALL:
+        return name, None
+    have = small.memory_available() / 2**30
+    return models.STAND_IN, (
+        f"only {have:.1f} GB of memory here: a local server would hold the float model (the int8 build cannot be "
+        "served), which does not fit beside this kernel, so the server started below runs the RANDOM-WEIGHT "
+        "STAND-IN (mechanics only). For the real model, point TOOLKIT_BACKEND at the class's server."
+    )
 
 
 class LocalServer:
