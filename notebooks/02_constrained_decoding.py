@@ -141,7 +141,7 @@ print(
     f"grammar finished: {tr.terminated}"
 )
 print(tr.text)
-stepper = Stepper(tr, title=f"constrained decoding, step by step — {loaded.name}")
+stepper = Stepper(tr, title=f"constrained decoding, step by step — {loaded.label}")
 stepper.widget
 
 # %% [markdown]
@@ -335,7 +335,8 @@ go.Figure(
         barmode="group",
         height=360,
         yaxis=dict(title="probability", range=[0, 1]),
-        title=f"{dq} ({loaded.name})<br>enum {enum}",
+        xaxis=dict(title="the enum's values"),
+        title=f"{dq}<br><sup>{loaded.label}</sup>",
     ),
 )
 

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from toolkit import models, paths
-from toolkit.models import load, stand_in
+from toolkit.models import Loaded, load, stand_in
 from toolkit.paths import hub_reachable
 from toolkit.qwen import ADDED_TOKENS, VOCAB_WIDTH
 from toolkit.tokenizer import qwen_tokenizer
@@ -115,3 +115,29 @@ def test_toolkit_model_variable_overrides_auto(monkeypatch, capsys):
     out = load("auto")
     assert out.kind == "stand-in" and "TOOLKIT_MODEL=stand-in" in out.notes
     assert "TOOLKIT_MODEL is set" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "name,dtype,semantic,want",
+    [
+        (
+            "Qwen2.5-Coder-0.5B-Instruct (GGUF Q4_K_M → bf16, offline) + LoRA adapter qwen2.5-coder-0.5b-toolcall "
+            "(merged, weights 07ad3f3e)",
+            "int8 weights (per row), bf16 activations",
+            True,
+            "Qwen2.5-Coder-0.5B-Instruct + LoRA, int8",
+        ),
+        (
+            "Qwen2.5-Coder-0.5B-Instruct (GGUF Q4_K_M → bf16, offline) + LoRA adapter x (r=8, 300 steps, data 1, "
+            "weights 2) + RL adapter rl/adapter (r=8, weights 3)",
+            "float32",
+            True,
+            "Qwen2.5-Coder-0.5B-Instruct + LoRA + RL, float32",
+        ),
+        ("stand-in qwen2.5", "torch.float32", False, "stand-in qwen2.5, float32, RANDOM-WEIGHT STAND-IN"),
+    ],
+)
+def test_label_is_short_and_still_names_model_adapters_and_precision(name, dtype, semantic, want):
+    loaded = Loaded(None, None, name, "real-offline", "cpu", dtype, semantic=semantic)
+    assert loaded.label == want
+    assert len(loaded.label) < 60 or not semantic

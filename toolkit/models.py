@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from importlib.resources import files
@@ -42,23 +43,15 @@ from toolkit.untrusted import UntrustedInputError, expand_path, read_json_file
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
 STAND_IN = "stand-in"
 REAL_OFFLINE = "qwen2.5-coder-0.5b"
-
 ADAPTER_SUFFIX = "+lora"  # load("qwen2.5-coder-0.5b+lora"): the real model with the kit's tool-call adapter
-
 REAL_LORA = REAL_OFFLINE + ADAPTER_SUFFIX  # what "auto" loads where memory allows
-
 SMALL = REAL_LORA + "-int8"  # what "auto" loads where memory is short (toolkit.small)
-
 SMALL_BASE = REAL_OFFLINE + "-int8"  # the base in int8: notebook 11's "before" where memory is short
-# What loading the float model + adapter and answering one loop question needs, measured (peak RSS of the process):
-# bf16 2.7 GB (the issue's measurement); float32, the dtype of a CPU without fast bf16, about 1.2 GB more.
+# Measured peak RSS, float model + adapter + one loop question: bf16 2.7 GB; float32 (no fast bf16) ~1.2 GB more.
 FULL_MODEL_BYTES = {"bfloat16": int(2.7 * 2**30), "float32": int(3.9 * 2**30)}
-
 # Beyond the int8 file itself: Python, torch, transformers and the tokenizer (~0.5 GB measured) and activations.
 SMALL_OVERHEAD_BYTES = int(0.65 * 2**30)
-
 ADAPTER_NAME = "qwen2.5-coder-0.5b-toolcall"  # the adapter ``python -m toolkit train --model real`` made
-
 ADAPTER_ENV = "TOOLKIT_ADAPTER"  # a folder with another adapter (one ``python -m toolkit train --out`` made)
 
 
@@ -133,6 +126,13 @@ class Loaded:
         params = small.count_params(self.model) if self.model is not None else 0
         label = "RANDOM-WEIGHT STAND-IN (shows mechanics, not meaning)" if not self.semantic else "real weights"
         return f"{self.name} [{self.kind}, {label}, {params / 1e6:.1f}M params, {self.device}, {self.dtype}]"
+
+    @property
+    def label(self) -> str:
+        """Short, for a figure's title: model + adapters + precision (``name`` and ``description`` keep the rest)."""
+        base, *adapters = [re.sub(r" \(.*?\)| adapter .*", "", part) for part in self.name.split(" + ")]
+        precision = "int8" if "int8" in str(self.dtype) else str(self.dtype).replace("torch.", "")
+        return " + ".join([base, *adapters]) + f", {precision}" + ("" if self.semantic else ", RANDOM-WEIGHT STAND-IN")
 
     def __repr__(self) -> str:
         return f"Loaded({self.description})"
