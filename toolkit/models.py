@@ -49,8 +49,6 @@ SMALL = REAL_LORA + "-int8"  # what "auto" loads where memory is short (toolkit.
 SMALL_BASE = REAL_OFFLINE + "-int8"  # the base in int8: notebook 11's "before" where memory is short
 # Measured peak RSS, float model + adapter + one loop question: bf16 2.7 GB; float32 (no fast bf16) ~1.2 GB more.
 FULL_MODEL_BYTES = {"bfloat16": int(2.7 * 2**30), "float32": int(3.9 * 2**30)}
-# Beyond the int8 file itself: Python, torch, transformers and the tokenizer (~0.5 GB measured) and activations.
-SMALL_OVERHEAD_BYTES = int(0.65 * 2**30)
 ADAPTER_NAME = "qwen2.5-coder-0.5b-toolcall"  # the adapter ``python -m toolkit train --model real`` made
 ADAPTER_ENV = "TOOLKIT_ADAPTER"  # a folder with another adapter (one ``python -m toolkit train --out`` made)
 
@@ -223,7 +221,7 @@ def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet
         if dev == "cpu":  # refuse in one line before reading 1.2 GB into a machine that cannot hold it
             need = (folder / "model.safetensors").stat().st_size * (
                 2 if "float32" in str(dt) else 1
-            ) + SMALL_OVERHEAD_BYTES
+            ) + small.load_overhead()
             if small.memory_available() < need:
                 raise small.ArtifactError(
                     f"too little memory for the {str(dt).removeprefix('torch.')} model: "
@@ -286,7 +284,7 @@ def load_small(dev: str = "cpu", notes: list[str] | None = None, adapter: bool =
     man = small.verify(folder, adapter_sha256=adapter_weights_sha256() if adapter else None)
     if man["base"].get("gguf_sha256") != fetch.GGUF_SHA256 or (not adapter and man.get("adapter")):
         raise small.ArtifactError(f"{folder.name} was built from other weights: rebuild with --force")
-    need, have = man["weights"]["bytes"] + SMALL_OVERHEAD_BYTES, small.memory_available()
+    need, have = man["weights"]["bytes"] + small.load_overhead(), small.memory_available()
     if have < need:
         raise small.ArtifactError(
             f"too little memory for the int8 model: {have / 2**20:,.0f} MB available, about {need / 2**20:,.0f} MB "

@@ -17,8 +17,10 @@ What it does
   and packed while the file is open only for that module, so no float copy of the model and no mapped file is
   ever resident: peak ≈ the final size. The file's sha256 is checked against the manifest first (once per file:
   the size and mtime of a checked file are remembered beside it).
-- ``fits_in_memory(bytes)`` / ``memory_available()``: what this process may still allocate (the cgroup's limit
-  minus its usage where one is set, else the machine's available memory).
+- ``memory_available()``: what this process may still allocate (the cgroup's limit minus its usage where one is
+  set, else the machine's available memory); ``load_overhead()``: what loading a model adds beyond its weights in
+  this process (activations, and the part of the runtime — Python, torch, transformers, the tokenizer — the process
+  has not yet paid: a kernel that already imported them needs less).
 
 What it leaves out
 - Training: the quantised modules have no gradients (train on the float model, then rebuild this artifact).
@@ -113,6 +115,21 @@ def memory_available() -> int:
     free = psutil.virtual_memory().available
     cg = _cgroup_limit_and_usage()
     return min(free, cg[0] - cg[1]) if cg else free
+
+
+RUNTIME_BYTES = int(0.5 * 2**30)  # Python + torch + transformers + a Qwen tokenizer, resident (measured)
+
+
+ACTIVATION_BYTES = int(0.15 * 2**30)  # a forward's activations and the KV cache of a loop's few thousand tokens
+
+
+def load_overhead() -> int:
+    """Bytes a model load adds beyond its weights here: the activations, plus the runtime less this process's RSS
+    now (what it already holds of it). Counting the whole runtime again refused the int8 model in a 2 GB cgroup
+    whose kernel had imported torch long before (notebook 05 in JupyterLab: 1,198 MB free, 1,270 MB "needed")."""
+    import psutil  # lazy: only when sizing a load
+
+    return ACTIVATION_BYTES + max(0, RUNTIME_BYTES - psutil.Process().memory_info().rss)
 
 
 def memory_limit() -> int:
