@@ -98,8 +98,8 @@ def summary(log: str) -> int:
     nbs = [r for r in rows if r["kind"] == "notebook"]
     if nbs:
         print(
-            "notebook runs (binder, lab:binder: in a 2 GB / one-CPU cgroup, whose peak counts page cache up to the "
-            "limit; lab: RSS of the Jupyter server and its kernel):"
+            "notebook runs (binder, lab:binder: in a 2 GB / one-CPU cgroup, its peak without the page cache it can "
+            "drop; lab: the RSS of the Jupyter server and its kernel):"
         )
         print(f"  {'notebook [mode]':<48} {'seconds':>8} {'peak RSS MB':>12} {'cgroup peak MB':>15}")
         for r in sorted(nbs, key=lambda r: r["test"]):

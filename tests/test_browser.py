@@ -1263,15 +1263,13 @@ def after_run_failures(path: Path, report: Report) -> list[str]:
 def test_notebook_in_jupyterlab(path, workdir, lab, context, cgroup, record_property):
     expect = EXPECT.get(path.name, Expect())
     oom_before = cgroup.oom_kills() if cgroup is not None else 0
-    if cgroup is not None:
-        cgroup.reset_peak()
-    sampler = _PeakRSS(lab.proc.pid)  # the server and every kernel below it
+    sampler = _PeakRSS(lab.proc.pid, cgroup)  # the server and every kernel below it
     try:
         after = AFTER_RUN.get(path.name, (None, None))[0]
         report = check_lab_notebook(context, lab, path.name, workdir[0] / "shots", expect, after=after)
     finally:
         peak = sampler.stop()
-    cgroup_peak = cgroup.peak() if cgroup is not None else 0
+    cgroup_peak = sampler.cgroup_peak
     failures = report.failures(expect) + after_run_failures(path, report)
     if MODEL_MODE == "binder":
         failures += binder_failures(path, report, cgroup, oom_before, peak)

@@ -75,12 +75,14 @@ def test_jupytext_pair_in_sync(path, tmp_path):
 
 
 class _PeakRSS:
-    """Samples the RSS of the kernel's process tree (the kernel and anything it starts)."""
+    """Samples the RSS of a process tree (the kernel, or the Jupyter server, and anything below it) and, with
+    ``limits``, the cgroup's memory in use less the page cache it can drop (:meth:`BinderLimits.used`)."""
 
-    def __init__(self, pid):
+    def __init__(self, pid, limits=None):
         import psutil
 
-        self.proc, self.peak, self._stop = psutil.Process(pid), 0, threading.Event()
+        self.proc, self.limits, self._stop = psutil.Process(pid), limits, threading.Event()
+        self.peak = self.cgroup_peak = 0
         self._t = threading.Thread(target=self._run, daemon=True)
         self._t.start()
 
@@ -93,6 +95,8 @@ class _PeakRSS:
                 self.peak = max(self.peak, sum(p.memory_info().rss for p in procs if p.is_running()))
             except psutil.Error:
                 pass
+            if self.limits is not None:
+                self.cgroup_peak = max(self.cgroup_peak, self.limits.used())
             self._stop.wait(0.2)
 
     def stop(self):
@@ -103,8 +107,10 @@ class _PeakRSS:
 
 class BinderLimits:
     """A cgroup like a Binder pod's: ``limit`` bytes of memory and one CPU. ``add(pid)`` moves a process (the kernel,
-    right after it starts; its children inherit); ``peak()`` is the cgroup's own high-water mark (page cache
-    included); ``close()`` moves what is left back to the root and removes the cgroup."""
+    right after it starts; its children inherit); ``used()`` is the memory charged to it less the page cache the kernel
+    can drop (file pages no process maps: a model file read a minute ago), which is what runs out when the limit is
+    hit; its own high-water mark counts that cache and sits at the limit after any large read, so it is not used;
+    ``oom_kills()``; ``close()`` moves what is left back to the root and removes the cgroup."""
 
     def __init__(self, limit: int = PEAK_LIMIT_BYTES, cpu: str = "0"):
         root = Path("/sys/fs/cgroup")
@@ -119,7 +125,7 @@ class BinderLimits:
             self.dirs.append(cpus)
             (cpus / "cpuset.cpus").write_text(cpu)
             (cpus / "cpuset.mems").write_text((root / "cpuset" / "cpuset.mems").read_text().strip())
-            self.peak_file = mem / "memory.max_usage_in_bytes"
+            self.usage_file, self.stat_file, self.v2 = mem / "memory.usage_in_bytes", mem / "memory.stat", False
             self.oom_file = mem / "memory.oom_control"
         elif (root / "cgroup.controllers").exists():  # v2
             g = root / name
@@ -127,7 +133,7 @@ class BinderLimits:
             self.dirs.append(g)
             (g / "memory.max").write_text(str(limit))
             (g / "cpuset.cpus").write_text(cpu)
-            self.peak_file = g / "memory.peak"
+            self.usage_file, self.stat_file, self.v2 = g / "memory.current", g / "memory.stat", True
             self.oom_file = g / "memory.events"
         else:
             raise OSError("no cgroup controllers under /sys/fs/cgroup")
@@ -136,16 +142,15 @@ class BinderLimits:
         for d in self.dirs:
             (d / "cgroup.procs").write_text(str(pid))
 
-    def peak(self) -> int:
+    def used(self) -> int:
+        """Bytes charged to the cgroup less its unmapped page cache (v1: total_cache - total_mapped_file; v2: file -
+        file_mapped)."""
         try:
-            return int(self.peak_file.read_text())
+            kv = dict(line.split() for line in self.stat_file.read_text().splitlines() if line.count(" ") == 1)
+            cache, mapped = ("file", "file_mapped") if self.v2 else ("total_cache", "total_mapped_file")
+            return int(self.usage_file.read_text()) - max(0, int(kv.get(cache, 0)) - int(kv.get(mapped, 0)))
         except (OSError, ValueError):
             return 0
-
-    def reset_peak(self) -> None:
-        """Start the high-water mark again (v1: write 0; v2 kernels >= 6.12 take any write; older ones keep it)."""
-        with contextlib.suppress(OSError):
-            self.peak_file.write_text("0")
 
     def oom_kills(self) -> int:
         """Processes the kernel killed in this cgroup for want of memory (``oom_kill`` in v1's oom_control and in
@@ -183,8 +188,9 @@ def binder_limits() -> BinderLimits | None:
 
 def execute_notebook(path: Path, timeout: int = CELL_TIMEOUT, env: dict | None = None, limits=None, after=None):
     """Run a notebook in a fresh kernel; return (executed notebook, seconds, peak kernel RSS bytes). With ``limits``
-    (a :class:`BinderLimits`) the kernel is moved into that cgroup as soon as it starts; ``after`` (code) runs as one
-    more cell at the end, in the same kernel."""
+    (a :class:`BinderLimits`) the kernel is moved into that cgroup as soon as it starts, and the cgroup's peak
+    (``used()``) is left in ``limits.last_peak``; ``after`` (code) runs as one more cell at the end, in the same
+    kernel."""
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
@@ -211,12 +217,14 @@ def execute_notebook(path: Path, timeout: int = CELL_TIMEOUT, env: dict | None =
             pid = client.km.provisioner.process.pid if client.km.provisioner else None
             if limits is not None and pid:
                 limits.add(pid)
-            sampler = _PeakRSS(pid) if pid else None
+            sampler = _PeakRSS(pid, limits) if pid else None
             try:
                 for index, cell in enumerate(nb.cells):
                     client.execute_cell(cell, index)
             finally:
                 peak = sampler.stop() if sampler else 0
+                if limits is not None and sampler:
+                    limits.last_peak = sampler.cgroup_peak
     finally:
         os.environ.clear()
         os.environ.update(env_before)
@@ -314,7 +322,7 @@ def test_notebook_runs_headless(path, mode, record_property):
     try:
         after, check = AFTER_RUN.get(path.name, (None, None))
         nb, seconds, peak = execute_notebook(path, env=env, limits=limits, after=after)
-        cgroup_peak = limits.peak() if limits else 0
+        cgroup_peak = getattr(limits, "last_peak", 0)
     finally:
         if limits:
             limits.close()
