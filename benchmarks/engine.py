@@ -1,6 +1,7 @@
 """Decode speed of one small model, eight ways, in one run; the agent workload with and without prefix reuse;
 constrained vs unconstrained decoding. Prints markdown tables (``--out FILE.md`` also writes them, and FILE.json
-with date, machine, software, model, commit, every row, where a token's time goes and the targets).
+with date, machine, software, model, commit, every row, where a token's time goes, the agent workload's rounds
+and ratios, and the targets).
 
     python benchmarks/engine.py                 # GPU: Qwen3-0.6B shape, random bf16 weights; CPU: the stand-in
     python benchmarks/engine.py --T 512 --delta 64 --R 6      # agent workload sizes (defaults depend on device)
@@ -234,37 +235,15 @@ def agent_table(model, dev, args, fast_kw):
             t0 = time.perf_counter()
             g = e.generate(p, max_new_tokens=args.decode_per_round, stop_ids=set())
             sync(dev)
-            rounds[reuse].append((time.perf_counter() - t0, g.prefilled, flops(g.reused, len(p))))
+            rounds[reuse].append((len(p), g.prefilled, time.perf_counter() - t0, flops(g.reused, len(p))))
             if time.perf_counter() - t_start > args.agent_budget_s:
                 break
     del e
-    k = min(len(rounds[True]), len(rounds[False]))  # compare the same rounds
-    (w1, f1, fl1), (w0, f0, fl0) = ([sum(x[i] for x in rounds[reuse][:k]) for i in range(3)] for reuse in (True, False))
-    token_ratio = T / D + (R + 1) / 2
-    say(
-        f"## Agent workload: T={T:,} prefix tokens, +Δ={D:,} per round, R={R} rounds "
-        f"({args.decode_per_round} token(s) decoded per round; context up to {T + R * D:,}; {e_mode})"
-    )
-    say()
-    if k < R:
-        say(
-            f"Only the first {k} of {R} rounds ran within the {args.agent_budget_s:.0f} s budget; ratios are over "
-            f"those rounds (token ratio for {k} rounds: {T / D + (k + 1) / 2:.1f}×)."
-        )
-        say()
-    say("| | tokens prefilled | prefill FLOPs | wall s |")
-    say("| --- | ---: | ---: | ---: |")
-    say(f"| with reuse (prefill only the new Δ) | {f1:,} | {fl1:.3g} | {w1:.3f} |")
-    say(f"| without reuse (prefill everything) | {f0:,} | {fl0:.3g} | {w0:.3f} |")
-    say(f"| **ratio** without / with | **{f0 / f1:.1f}×** | **{fl0 / fl1:.1f}×** | **{w0 / w1:.1f}×** |")
-    say()
-    say(
-        f"Token ratio T/Δ + (R+1)/2 = {token_ratio:.1f}×. The FLOP ratio is lower because a full prefill's "
-        "attention grows with the square of the context while a reused round's grows linearly: that ratio is "
-        "what a compute-bound prefill can reach."
-    )
-    say()
-    return w0 / w1, T / D + (k + 1) / 2, fl0 / fl1
+    kw = dict(decode_per_round=args.decode_per_round, mode=e_mode, budget_s=args.agent_budget_s)
+    record = speed.agent_record(T, D, R, rounds, **kw)  # the results file's "agent"
+    for line in speed.agent_lines(record):
+        say(line)
+    return record
 
 
 _GRAMMAR: list = []
@@ -407,7 +386,7 @@ def main(argv=None) -> int:
         record = dict(date=now, machine=machine, host_cores=os.cpu_count(), software=software, model=what)
         record.update(commit=commit, bandwidth_gb_s=round(bw / 1e9, 1), weights_gb=round(weight_bytes / 1e9, 4))
         record.update(floor_tokens_per_s=round(floor, 1), rates={k: round(v, 1) for k, v in rates.items()})
-        record.update(variants=details, targets=targets, markdown=LINES)
+        record.update(variants=details, agent=agent, targets=targets, markdown=LINES)
         with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
             json.dump(record, f, indent=1, ensure_ascii=False)
         with open(args.out, "w") as f:

@@ -12,14 +12,15 @@ from toolkit.backends.sampling import allowed_from_bitmask as allowed_tokens
 torch.set_num_threads(1)
 
 
-def _random_lm(flavor="qwen3", seed=0, tied=False, device="cpu", dtype=torch.float32):
-    """A random-weight Qwen-shaped model whose greedy path varies (the tied stand-in repeats its input token)."""
+def _random_lm(flavor="qwen3", seed=0, tied=False, device="cpu", dtype=torch.float32, **cfg):
+    """A random-weight Qwen-shaped model whose greedy path varies (the tied stand-in repeats its input token);
+    ``cfg`` overrides the stand-in's config (tests/test_backends_engine_triton.py shrinks its vocabulary)."""
     from transformers import AutoModelForCausalLM
 
-    from toolkit.models import stand_in_config
+    from toolkit.stand_in import stand_in_config
 
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(stand_in_config(flavor, tie_word_embeddings=tied), dtype=dtype)
+    model = AutoModelForCausalLM.from_config(stand_in_config(flavor, tie_word_embeddings=tied, **cfg), dtype=dtype)
     with torch.no_grad():
         model.get_input_embeddings().weight.normal_(0.0, 1.0)
         for name, p in model.named_parameters():

@@ -22,6 +22,9 @@ pytest.importorskip("triton", reason="triton is GPU-side and optional: `pip inst
 
 import torch.nn.functional as F  # noqa: E402
 
+# tests/ is on sys.path (not a package); that module imports neither triton nor torch.compile
+from test_backends_engine import _hf_greedy, _random_lm  # noqa: E402
+
 from toolkit.backends import engine_triton as et  # noqa: E402
 from toolkit.backends.engine import Engine  # noqa: E402
 from toolkit.backends.engine_math import EngineError  # noqa: E402
@@ -51,42 +54,16 @@ def test_kernels_under_the_interpreter():
 torch.set_num_threads(1)
 DEV = "cuda" if CUDA else "cpu"
 VOCAB = 4096
+SMALL_VOCAB = dict(vocab_size=VOCAB, pad_token_id=0, bos_token_id=1, eos_token_id=2)  # the interpreter is slow
 
 
-def _lm(flavor="qwen3", seed=0, dtype=torch.float32, **cfg):
-    from transformers import AutoModelForCausalLM
-
-    from toolkit.stand_in import stand_in_config
-
-    torch.manual_seed(seed)
-    cfg = dict(tie_word_embeddings=False, vocab_size=VOCAB, pad_token_id=0, bos_token_id=1, eos_token_id=2) | cfg
-    # a small vocabulary: the interpreter is slow
-    model = AutoModelForCausalLM.from_config(stand_in_config(flavor, **cfg), dtype=dtype)
-    with torch.no_grad():
-        model.get_input_embeddings().weight.normal_(0.0, 1.0)
-        for name, p in model.named_parameters():
-            if name.endswith("bias"):
-                p.normal_(0.0, 0.5)
-    return model.to(DEV).eval()
+def _lm(flavor="qwen3", **cfg):
+    """tests/test_backends_engine.py's random-weight model, untied, with a small vocabulary, on DEV."""
+    return _random_lm(flavor, device=DEV, **(SMALL_VOCAB | cfg))
 
 
 def _prompt(n, seed=1, vocab=4000):
     return torch.randint(0, vocab, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
-
-
-def _generate(model, prompt, n):
-    ids = torch.tensor([prompt], device=DEV)
-    with torch.no_grad():
-        out = model.generate(
-            ids,
-            attention_mask=torch.ones_like(ids),
-            max_new_tokens=n,
-            min_new_tokens=n,
-            do_sample=False,
-            eos_token_id=None,
-            pad_token_id=0,
-        )
-    return out[0, len(prompt) :].tolist()
 
 
 # ---------------------------------------------------------------- one kernel at a time
@@ -146,7 +123,7 @@ def test_triton_body_greedy_equals_generate(flavor, cfg):
     call, and one step's logits and cache writes equal to the torch body's, fused attention and three-kernel alike."""
     model = _lm(flavor, **cfg)
     prompt = _prompt(150)
-    ref = _generate(model, prompt, 12)
+    ref = _hf_greedy(model, prompt, 12)
     kw = dict(fast=True, graphs=False, min_bucket=64)
     tri = Engine(model, body=et.decoder(sms=64), **kw)  # 4 splits of 64 keys in the 256-position bucket
     assert "Triton kernels (13 a token" in tri.describe()
@@ -155,7 +132,7 @@ def test_triton_body_greedy_equals_generate(flavor, cfg):
     assert g.new_ids == ref
     p2 = prompt + g.new_ids + _prompt(5, seed=2)
     r = tri.generate(p2, max_new_tokens=6, stop_ids=set())
-    assert r.reused == len(prompt) + 11 and r.new_ids == _generate(model, p2, 6)
+    assert r.reused == len(prompt) + 11 and r.new_ids == _hf_greedy(model, p2, 6)
     three = Engine(model, body=et.decoder(fused=False, sms=64), **kw)
     torch_e = Engine(model, **kw)
     n = len(prompt)
@@ -195,7 +172,7 @@ def test_cuda_triton_graph(pdl, fused):
 
     model = _lm("qwen3")
     prompt = _prompt(240, seed=3)
-    ref = _generate(model, prompt, 40)
+    ref = _hf_greedy(model, prompt, 40)
     graph = Engine(model, graphs=True, min_bucket=256, body=et.decoder(pdl, fused=fused))
     eager = Engine(model, graphs=False, min_bucket=256, body=et.decoder(pdl, fused=fused))
     assert graph.generate(prompt, max_new_tokens=40, stop_ids=set()).new_ids == ref

@@ -1,4 +1,7 @@
-"""toolkit.speed: the Qwen3-0.6B shape, bandwidth floor, decode rates, prefill FLOPs, the saved GPU result."""
+"""toolkit.speed: the Qwen3-0.6B shape, bandwidth floor, decode rates, prefill FLOPs, the saved GPU result, the
+agent workload's numbers as the results file holds them."""
+
+import json
 
 import pytest
 import torch
@@ -57,3 +60,31 @@ def test_saved_gpu_result_is_dated_and_consistent():
     a = res["agent"]
     assert a["tokens_no_reuse"] / a["tokens_reuse"] == pytest.approx(cost.ratio_closed(a["T"], a["delta"], a["R"]))
     assert speed.saved_gpu_result("/nonexistent.json") is None
+
+
+def test_the_agent_numbers_are_read_from_the_results_file():
+    """benchmarks/engine.py saves the agent workload's rounds, sums and ratios (``agent_record``) and prints its
+    table from them (``agent_lines``); ``gpu_view`` reads the sums from the file, to more digits than the table
+    shows. Only a file written before (no ``agent``: the committed one) is read from its markdown table."""
+    rounds = {
+        True: [(1100, 100, 0.0201234, 2.01234e12), (1200, 100, 0.0312345, 2.21234e12), (1300, 100, 0.025, 2.4e12)],
+        False: [(1100, 1100, 0.2012345, 3.11234e13), (1200, 1200, 0.2512345, 3.51234e13)],  # budget: 2 rounds
+    }
+    rec = speed.agent_record(1000, 100, 3, rounds, decode_per_round=1, mode="cpu, float32", budget_s=5.0)
+    rec = json.loads(json.dumps(rec))  # as the results file holds it
+    assert rec["rounds_compared"] == 2 and len(rec["rounds"]) == 5
+    assert rec["rounds"][2] == dict(round=3, reuse=True, prompt_tokens=1300, prefilled=100, wall_s=0.025, flops=2.4e12)
+    want = dict(T=1000, delta=100, R=3, tokens_reuse=200, tokens_no_reuse=2300, flops_reuse=4.22468e12)
+    want.update(flops_no_reuse=6.62468e13, wall_reuse_s=0.0513579, wall_no_reuse_s=0.452469)
+    ratios = dict(tokens=11.5, flops=6.62468e13 / 4.22468e12, wall=0.452469 / 0.0513579, closed=11.5)
+    assert rec["ratios"] == pytest.approx(ratios, rel=1e-12)
+    old = json.loads(speed.RESULTS.read_text(encoding="utf-8"))
+    raw = {**old, "agent": rec, "markdown": speed.agent_lines(rec)}
+    view = speed.gpu_view(raw)["agent"]
+    assert view == pytest.approx(want, rel=1e-12)  # the file's sums, not the table's rounded ones
+    table = speed.gpu_view({**old, "markdown": raw["markdown"]})["agent"]  # no "agent": the table read back
+    assert table == pytest.approx(view, rel=1e-2) and table != pytest.approx(view, rel=1e-6)
+    assert "Only the first 2 of 3 rounds" in "".join(raw["markdown"])
+    targets, _ = speed.engine_targets({}, 1.0, rec, [])
+    assert targets["agent"]["wall_ratio"] == round(ratios["wall"], 2)
+    assert targets["agent"]["token_ratio"] == 11.5 and targets["agent"]["flop_ratio"] == round(ratios["flops"], 2)

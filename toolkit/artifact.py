@@ -82,6 +82,29 @@ def safetensors_problem(path: Path, size: int) -> str | None:
     return None
 
 
+def _read_json(path: Path, what: str, limit: int):
+    """``path``'s JSON through ``toolkit.untrusted``; its refusal as an :class:`ArtifactError` line."""
+    try:
+        return read_json_file(path, what, limit)
+    except UntrustedInputError as e:
+        raise ArtifactError(str(e)) from None
+
+
+def _config_and_weights(folder: Path, where: str, what: str, weights_size: int, lora: bool = False) -> dict:
+    """The checks both adapter kinds share, after their files were found: ``adapter_config.json`` is a JSON
+    object (a LoRA adapter's, with an integer rank, when ``lora``) and the weights are a safetensors file of
+    ``weights_size`` bytes whose header parses and whose tensors lie inside it. Returns the config."""
+    cfg = _read_json(folder / CONFIG, what, 1 << 20)
+    if not isinstance(cfg, dict):
+        raise ArtifactError(f"{where}: {CONFIG} is not a JSON object")
+    if lora and (cfg.get("peft_type") != "LORA" or not isinstance(cfg.get("r"), int)):
+        raise ArtifactError(f"{where}: {CONFIG} is not a LoRA adapter's config")
+    why = safetensors_problem(folder / WEIGHTS, weights_size)
+    if why:
+        raise ArtifactError(f"{where}: {WEIGHTS} is {why}")
+    return cfg
+
+
 def verify_adapter(folder: Path) -> dict:
     """The adapter's manifest once ``folder`` matches it; else one :class:`ArtifactError` line."""
     where = f"adapter {folder}"
@@ -89,10 +112,7 @@ def verify_adapter(folder: Path) -> dict:
         raise ArtifactError(f"{where}: no such folder")
     if not (folder / MANIFEST).exists():
         raise ArtifactError(f"{where}: no {MANIFEST} (make one with `python -m toolkit train --model real`)")
-    try:
-        man = read_json_file(folder / MANIFEST, "adapter manifest", 1 << 20)
-    except UntrustedInputError as e:
-        raise ArtifactError(str(e)) from None
+    man = _read_json(folder / MANIFEST, "adapter manifest", 1 << 20)
     if not isinstance(man, dict):
         raise ArtifactError(f"{where}: {MANIFEST} holds {type(man).__name__}, not an object")
     listed, sums = man.get("files"), man.get("sha256") or {}
@@ -115,15 +135,7 @@ def verify_adapter(folder: Path) -> dict:
             )
         if name in sums and file_sha256(p) != sums[name]:
             raise ArtifactError(f"{where}: {name} does not match the sha256 in the manifest")
-    try:
-        cfg = read_json_file(folder / CONFIG, "adapter config", 1 << 20)
-    except UntrustedInputError as e:
-        raise ArtifactError(str(e)) from None
-    if not isinstance(cfg, dict):
-        raise ArtifactError(f"{where}: {CONFIG} is not a JSON object")
-    why = safetensors_problem(folder / WEIGHTS, listed[WEIGHTS])
-    if why:
-        raise ArtifactError(f"{where}: {WEIGHTS} is {why}")
+    _config_and_weights(folder, where, "adapter config", listed[WEIGHTS])
     return man
 
 
@@ -138,21 +150,10 @@ def verify_rl_adapter(folder: Path) -> dict:
     for name in (CONFIG, WEIGHTS):
         if not (folder / name).is_file():
             raise ArtifactError(f"{where}: {name} is missing")
-    try:
-        cfg = read_json_file(folder / CONFIG, "RL adapter config", 1 << 20)
-    except UntrustedInputError as e:
-        raise ArtifactError(str(e)) from None
-    if not isinstance(cfg, dict) or cfg.get("peft_type") != "LORA" or not isinstance(cfg.get("r"), int):
-        raise ArtifactError(f"{where}: {CONFIG} is not a LoRA adapter's config")
-    why = safetensors_problem(folder / WEIGHTS, (folder / WEIGHTS).stat().st_size)
-    if why:
-        raise ArtifactError(f"{where}: {WEIGHTS} is {why}")
+    cfg = _config_and_weights(folder, where, "RL adapter config", (folder / WEIGHTS).stat().st_size, lora=True)
     run, start = folder.parent / "results.json", None
     if run.is_file():
-        try:
-            doc = read_json_file(run, "RL run results", 64 << 20)
-        except UntrustedInputError as e:
-            raise ArtifactError(str(e)) from None
+        doc = _read_json(run, "RL run results", 64 << 20)
         start = doc.get("model") if isinstance(doc, dict) else None
     return dict(folder=str(folder), rank=cfg["r"], weights_sha256=file_sha256(folder / WEIGHTS), started_from=start)
 

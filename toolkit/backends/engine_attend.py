@@ -164,30 +164,13 @@ def _attend_fused_kernel(
 
 
 def attend_fused(
-    qkv,
-    qkn,
-    cos,
-    sin,
-    pos,
-    cache,
-    part,
-    count,
-    out,
-    *,
-    heads,
-    kv_heads,
-    head_dim,
-    eps,
-    scale,
-    plan,
-    pdl=False,
-    interpret=False,
+    qkv, qkn, cos, sin, pos, cache, part, count, out, *, heads, kv_heads, head_dim, eps, scale, plan, options
 ):
     """qkv: one token's [(heads + 2·kv_heads)·head_dim]; cache: one layer's [2, kv_heads, L, head_dim]; ``plan`` =
-    (SPLIT, NSPLIT, BLOCK) from ``engine_triton.attend_plan``; ``count``: int32 [kv_heads] zeros (left zero)."""
+    (SPLIT, NSPLIT, BLOCK) from ``engine_triton.attend_plan``; ``count``: int32 [kv_heads] zeros (left zero);
+    ``options``: the launch's (PDL, warps) from ``engine_triton.launch_options``."""
     split, nsplit, block = plan
     rep = heads // kv_heads
-    extra = {} if interpret else {"num_warps": 4, "launch_pdl": pdl}
     _attend_fused_kernel[(kv_heads, nsplit)](
         qkv,
         qkv if qkn is None else qkn,
@@ -211,6 +194,5 @@ def attend_fused(
         NSPLIT=nsplit,
         NSPLIT_P=1 << max(0, nsplit - 1).bit_length(),
         BLOCK=block,
-        PDL=pdl and not interpret,
-        **extra,
+        **options,
     )

@@ -221,6 +221,14 @@ def pow2(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()
 
 
+def launch_options(pdl: bool, num_warps: int) -> dict:
+    """A kernel launch's options: the kernels' ``PDL`` switch and, compiled, ``num_warps`` and programmatic
+    dependent launch. The interpreter takes neither launch option, and runs without PDL."""
+    if INTERPRET:
+        return {"PDL": False}
+    return {"PDL": bool(pdl), "num_warps": num_warps, "launch_pdl": pdl}
+
+
 def gemv_blocks(N: int, K: int, sms: int) -> tuple[int, int, int]:
     """(BLOCK_N, BLOCK_K, num_warps) for an N×K one-row matmul: rows per block chosen so the grid has at least
     about two blocks per multiprocessor (a weight this small is read at full speed only by many blocks at once),
@@ -241,7 +249,6 @@ def gemv(x, w, out, *, ln=None, bias=None, res=None, swiglu=False, eps=1e-6, pdl
     K = w.shape[1]
     N = w.shape[0] // 2 if swiglu else w.shape[0]
     bn, bk, warps = blocks or gemv_blocks(N, K, sms)
-    extra = {} if INTERPRET else {"num_warps": warps, "launch_pdl": pdl}
     _gemv_kernel[(triton.cdiv(N, bn),)](
         x,
         x if ln is None else ln,
@@ -257,17 +264,15 @@ def gemv(x, w, out, *, ln=None, bias=None, res=None, swiglu=False, eps=1e-6, pdl
         BIAS=bias is not None,
         SWIGLU=swiglu,
         RES=res is not None,
-        PDL=pdl and not INTERPRET,
         BLOCK_N=bn,
         BLOCK_K=bk,
-        **extra,
+        **launch_options(pdl, warps),
     )
     return out
 
 
 def qk_rope_cache(qkv, qkn, cos, sin, pos, q_out, cache, *, heads, kv_heads, head_dim, eps, pdl=False):
     """qkv: [(heads + 2·kv_heads)·head_dim] of one token; cache: one layer's [2, kv_heads, L, head_dim]."""
-    extra = {} if INTERPRET else {"num_warps": 1 if head_dim <= 64 else 2, "launch_pdl": pdl}
     _qk_rope_cache_kernel[(heads + 2 * kv_heads,)](
         qkv,
         qkv if qkn is None else qkn,
@@ -282,8 +287,7 @@ def qk_rope_cache(qkv, qkn, cos, sin, pos, q_out, cache, *, heads, kv_heads, hea
         KV=kv_heads,
         D=head_dim,
         QKNORM=qkn is not None,
-        PDL=pdl and not INTERPRET,
-        **extra,
+        **launch_options(pdl, 1 if head_dim <= 64 else 2),
     )
 
 
@@ -302,7 +306,7 @@ def attend(q, cache, pos, part, out, *, bucket, kv_heads, rep, head_dim, scale, 
     past ``pos`` skipped) -> out [heads·head_dim]. ``part`` is scratch of at least heads × NSPLIT × (head_dim+2)
     fp32."""
     split, nsplit, block = attend_plan(bucket, kv_heads, rep, head_dim, sms)
-    extra = {} if INTERPRET else {"num_warps": 4, "launch_pdl": pdl}
+    options = launch_options(pdl, 4)
     _attend_kernel[(kv_heads, nsplit)](
         q,
         cache,
@@ -317,12 +321,9 @@ def attend(q, cache, pos, part, out, *, bucket, kv_heads, rep, head_dim, scale, 
         SPLIT=split,
         NSPLIT=nsplit,
         BLOCK=block,
-        PDL=pdl and not INTERPRET,
-        **extra,
+        **options,
     )
-    _combine_kernel[(kv_heads * rep,)](
-        part, out, D=head_dim, NSPLIT=nsplit, NSPLIT_P=pow2(nsplit), PDL=pdl and not INTERPRET, **extra
-    )
+    _combine_kernel[(kv_heads * rep,)](part, out, D=head_dim, NSPLIT=nsplit, NSPLIT_P=pow2(nsplit), **options)
 
 
 # ---------------------------------------------------------------- the decode body
@@ -385,7 +386,7 @@ class Decoder:
                 attend_fused(
                     self.qkv, w.qkn, e._cos, e._sin, e._pos, e.kv[i], self.part, self.count, self.att,
                     heads=e.heads, kv_heads=e.kv_heads, head_dim=e.head_dim, eps=e.eps, scale=e.scaling, plan=plan,
-                    pdl=pdl, interpret=INTERPRET,
+                    options=launch_options(pdl, 4),
                 )  # fmt: skip
             else:
                 qk_rope_cache(
