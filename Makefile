@@ -16,6 +16,10 @@ PYTEST_PARALLEL = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --
 # The browser test brings its own CPU burners (load, as on a busy Binder node); beside another worker's CPU-bound
 # tests that load is already real, so make test turns the burners off unless TOOLKIT_BROWSER_BURN says otherwise.
 BROWSER_BURN = $(if $(filter-out 0,$(PYTEST_WORKERS)),TOOLKIT_BROWSER_BURN=$${TOOLKIT_BROWSER_BURN:-0})
+# Two workers on two cores: one torch/OpenMP thread each, unless OMP_NUM_THREADS says otherwise. Two threads per worker
+# wait on each other when the other worker is busy (measured: a prefill-sized matmul 1.9x slower than with one
+# thread; toolkit.paths.cpu_threads).
+TEST_THREADS = $(if $(filter-out 0 1,$(PYTEST_WORKERS)),OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=$${MKL_NUM_THREADS:-1})
 PHASES = $(PYTHON) .ci/phases.py
 # An alias, so that `make -n test` prints the steps instead of running them (make runs lines that name $(MAKE)).
 SUBMAKE := $(MAKE) --no-print-directory
@@ -84,9 +88,8 @@ lab: setup
 test:
 	@$(PHASES) start $(PHASE_LOG); \
 	$(PHASES) run $(PHASE_LOG) setup -- $(SUBMAKE) setup system && \
-	$(PHASES) run $(PHASE_LOG) "model install" -- $(SUBMAKE) real-model && \
-	$(PHASES) run $(PHASE_LOG) "vllm install" -- $(SUBMAKE) vllm && \
-	$(PHASES) run $(PHASE_LOG) pytest -- env TOOLKIT_REQUIRE_REAL_MODEL=1 TOOLKIT_REQUIRE_VLLM=1 TOOLKIT_PHASE_LOG=$(abspath $(PHASE_LOG)) $(BROWSER_BURN) \
+	$(PHASES) run $(PHASE_LOG) "model + vllm install" -- $(SUBMAKE) -j2 --output-sync=target real-model vllm && \
+	$(PHASES) run $(PHASE_LOG) pytest -- env TOOLKIT_REQUIRE_REAL_MODEL=1 TOOLKIT_REQUIRE_VLLM=1 TOOLKIT_PHASE_LOG=$(abspath $(PHASE_LOG)) $(BROWSER_BURN) $(TEST_THREADS) \
 	  $(PY) -m pytest -q --durations=25 $(PYTEST_PARALLEL) $(PYTEST_ARGS); \
 	rc=$$?; $(PHASES) summary $(PHASE_LOG); exit $$rc
 

@@ -45,6 +45,7 @@ from toolkit.loop.execute import execute
 from toolkit.loop.steps import Generated
 from toolkit.models import template_for
 from toolkit.parse import parse_tool_calls
+from toolkit.paths import cpu_threads
 from toolkit.prefix import shared_prefix
 from toolkit.qwen import VOCAB_WIDTH
 from toolkit.render import render
@@ -54,7 +55,7 @@ from toolkit.widgets.tokens import TokenView, legend_html, segment_table
 from toolkit.widgets.toolcost import ToolCountCost
 
 torch.manual_seed(0)
-torch.set_num_threads(min(2, os.cpu_count() or 1))
+torch.set_num_threads(cpu_threads())  # the CPUs this kernel may use, at most 2
 tok = tokenizer_for("qwen3")
 print("tokenizer:", tok.name_or_path, "| vocabulary with added tokens:", len(tok), "| model logit width:", VOCAB_WIDTH)
 

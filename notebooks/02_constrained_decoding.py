@@ -51,10 +51,11 @@ from toolkit.grammar.distortion import distortion
 from toolkit.grammar.hf import sample
 from toolkit.grammar.inspect import score, trace
 from toolkit.grammar.served import generate_on
+from toolkit.paths import cpu_threads
 from toolkit.widgets.stepper import Stepper
 
 torch.manual_seed(0)
-torch.set_num_threads(min(2, os.cpu_count() or 1))
+torch.set_num_threads(cpu_threads())  # the CPUs this kernel may use, at most 2
 decoder = choose(os.environ.get("TOOLKIT_MODEL", "auto"))  # auto: the real model if installed; or TOOLKIT_BACKEND
 print(model_line(decoder))
 # The masks, per-step probabilities, scores and the distortion read the model's logits: a server returns tokens.

@@ -47,7 +47,7 @@ from toolkit.loop.examples import example, run_example
 from toolkit.loop.loop import RULE, TOOL_CHOICES, run, timestamp_prefix
 from toolkit.loop.steps import Executed, Rendered
 from toolkit.models import template_for
-from toolkit.paths import results_file
+from toolkit.paths import cpu_threads, results_file
 from toolkit.prefix import prefix_stability
 from toolkit.qwen import IM_END_ID, TOOL_CALL_ID
 from toolkit.settings import LoopConfig
@@ -55,7 +55,7 @@ from toolkit.tokenizer import qwen_tokenizer
 from toolkit.widgets.trace import TraceView
 
 torch.manual_seed(0)
-torch.set_num_threads(min(2, os.cpu_count() or 1))
+torch.set_num_threads(cpu_threads())  # the CPUs this kernel may use, at most 2
 MODEL = os.environ.get("TOOLKIT_MODEL", "auto")  # auto: the real offline model if installed, else the stand-in
 loaded = choose(MODEL, quiet=True)  # or the server TOOLKIT_BACKEND names (notebook 10)
 print(model_line(loaded))

@@ -63,13 +63,14 @@ from toolkit.mcp.demo import INJECTION
 from toolkit.mcp.process import HTTPServer, pid_alive, stdio_server
 from toolkit.mcp.safety import Allowlist, ConfirmGate, tool_digest
 from toolkit.models import template_for
+from toolkit.paths import cpu_threads
 from toolkit.render import render
 from toolkit.tokenizer import tokenizer_for
 from toolkit.tools import TOOLS
 from toolkit.widgets.mcp import ConfirmPanel, WireLogView
 
 torch.manual_seed(0)
-torch.set_num_threads(min(2, os.cpu_count() or 1))
+torch.set_num_threads(cpu_threads())  # the CPUs this kernel may use, at most 2
 NOTES = Path(tempfile.mkdtemp(prefix="toolkit-notes-"))  # the demo server's notes sandbox, outside the repo
 started = []  # every server this notebook starts; the last cell stops them and checks their PIDs
 

@@ -50,6 +50,7 @@ from IPython.display import HTML, Markdown, display
 from toolkit import trajectories
 from toolkit.backends.choose import not_served
 from toolkit.models import stand_in
+from toolkit.paths import cpu_threads
 from toolkit.qwen import VOCAB_WIDTH
 from toolkit.render import render
 from toolkit.sft.experiment import experiment
@@ -58,7 +59,7 @@ from toolkit.tools import TOOLS
 from toolkit.widgets.mask import MaskView
 
 torch.manual_seed(0)
-torch.set_num_threads(min(2, os.cpu_count() or 1))
+torch.set_num_threads(cpu_threads())  # the CPUs this kernel may use, at most 2
 T0 = time.perf_counter()
 start = stand_in("qwen3", seed=0)
 if line := not_served("training, losses and continuations (a server cannot be fine-tuned)"):

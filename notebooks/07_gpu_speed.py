@@ -42,9 +42,10 @@ from IPython.display import Markdown, display
 from toolkit import cost, speed
 from toolkit.backends.choose import not_served
 from toolkit.backends.engine import Engine
+from toolkit.paths import cpu_threads
 
 torch.manual_seed(0)
-torch.set_num_threads(min(2, os.cpu_count() or 1))
+torch.set_num_threads(cpu_threads())  # the CPUs this kernel may use, at most 2
 GPU = torch.cuda.is_available()
 print("device here:", torch.cuda.get_device_name() if GPU else "CPU only (the GPU numbers below are the saved ones)")
 if line := not_served("the timings (this machine's own device; a server's clock is not this notebook's)"):

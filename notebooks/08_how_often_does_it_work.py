@@ -45,10 +45,10 @@ from IPython.display import Markdown, display
 
 from toolkit.eval import bfcl, plots, report
 from toolkit.eval.score import KINDS
-from toolkit.paths import results_file
+from toolkit.paths import cpu_threads, results_file
 
 torch.manual_seed(0)
-torch.set_num_threads(min(2, os.cpu_count() or 1))
+torch.set_num_threads(cpu_threads())  # the CPUs this kernel may use, at most 2
 RESULTS = results_file("bfcl_qwen2.5-coder-0.5b.json")  # benchmarks/results, found by toolkit.paths
 doc = report.load_results(RESULTS)
 for section, body in doc.items():

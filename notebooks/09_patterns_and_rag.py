@@ -44,7 +44,7 @@ from toolkit.backends.choose import choose, model_line
 from toolkit.book.claims_patterns import delegations, gain_per_delegation, pattern_claims
 from toolkit.book.claims_rag import rag_claims
 from toolkit.eval.stats import wilson
-from toolkit.paths import results_file
+from toolkit.paths import cpu_threads, results_file
 from toolkit.patterns.registry import PATTERNS
 from toolkit.patterns.setup import Setup
 from toolkit.rag import corpus as C
@@ -56,7 +56,7 @@ from toolkit.widgets.patterns import RecallView, TurnTokensView, isolation_figur
 from toolkit.widgets.plot import FigureView
 
 torch.manual_seed(0)
-torch.set_num_threads(min(2, os.cpu_count() or 1))
+torch.set_num_threads(cpu_threads())  # the CPUs this kernel may use, at most 2
 saved = json.loads(results_file("patterns_qwen2.5-coder-0.5b.json").read_text())
 m = saved["meta"]
 print(f"saved pattern runs: {m['model']} | {m['date']} | commit {m['commit']} | {m['machine']['cpu']}")

@@ -46,6 +46,7 @@ from toolkit.loop.loop import run
 from toolkit.loop.steps import Executed, Generated, Rendered
 from toolkit.models import load, template_for
 from toolkit.parse import parse_tool_calls
+from toolkit.paths import cpu_threads
 from toolkit.prefix import shared_prefix
 from toolkit.qwen import IM_END_ID, STOP_IDS
 from toolkit.render import render
@@ -55,7 +56,7 @@ from toolkit.tools import Tool, get_weather
 from toolkit.widgets.capacity import CapacityView
 
 torch.manual_seed(0)
-torch.set_num_threads(min(2, os.cpu_count() or 1))
+torch.set_num_threads(cpu_threads())  # the CPUs this kernel may use, at most 2
 MODEL = os.environ.get("TOOLKIT_MODEL", "auto")  # auto: the real offline model if installed, else the stand-in
 URL = http.from_env()  # a classroom server, if TOOLKIT_BACKEND names one
 if URL is None:  # a server started here must hold the model itself: where memory is short that is the stand-in
@@ -66,7 +67,7 @@ loaded = load(MODEL, quiet=True)
 tok, TEMPLATE = loaded.tokenizer, template_for(loaded)
 server = None
 if URL is None:  # start one here, bound to 127.0.0.1 and stopped by PID in the last cell
-    server = LocalServer(folder_for(loaded), engine=default_engine(loaded), threads=2)
+    server = LocalServer(folder_for(loaded), engine=default_engine(loaded), threads=cpu_threads())
     URL = server.url
 loaded.model = None  # the kernel no longer needs the weights: the server process holds its own copy
 info = http.probe(URL)

@@ -46,11 +46,11 @@ from IPython.display import Markdown, display
 from toolkit.eval.learned import LIKE_FOR_LIKE, compare, markdown, targets
 from toolkit.eval.report import load_results
 from toolkit.models import FULL_MODEL_BYTES, adapter_manifest, apply_adapter, comparison_pair, load
-from toolkit.paths import results_file
+from toolkit.paths import cpu_threads, results_file
 from toolkit.sft.format import first_token, greedy, mini_run
 from toolkit.small import memory_available
 
-torch.set_num_threads(2)
+torch.set_num_threads(cpu_threads())  # the CPUs this kernel may use, at most 2
 torch.manual_seed(0)
 BEFORE, AFTER = comparison_pair()  # the base and the adapter model: the float model, or int8 where memory is short
 loaded = load(BEFORE)

@@ -41,14 +41,14 @@ import torch
 from IPython.display import HTML, Markdown, display
 
 from toolkit.models import FULL_MODEL_BYTES, load
-from toolkit.paths import saved_json
+from toolkit.paths import cpu_threads, saved_json
 from toolkit.rl import envs, grpo
 from toolkit.rl.policy import Sampler
 from toolkit.sft.labels import label
 from toolkit.small import memory_available
 from toolkit.widgets.mask import MaskData, mask_html
 
-torch.set_num_threads(2)
+torch.set_num_threads(cpu_threads())  # the CPUs this kernel may use, at most 2
 torch.manual_seed(0)
 loaded = load("auto")
 print("model:", loaded.description)

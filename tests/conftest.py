@@ -231,10 +231,11 @@ def stand_in_server():
     """A real `transformers serve` on 127.0.0.1 serving the random-weight stand-in (fast to decode), stopped by PID."""
     from toolkit.backends.serve import LocalServer, folder_for
     from toolkit.models import load
+    from toolkit.paths import cpu_threads
 
     folder = folder_for(load("stand-in", quiet=True))
     assert "stand-in" in Path(folder).name  # the id the server reports says "stand-in" (toolkit.backends.choose)
-    srv = LocalServer(folder, threads=2)
+    srv = LocalServer(folder, threads=cpu_threads())
     try:
         yield srv
     finally:

@@ -25,6 +25,7 @@ from toolkit.backends import http, http_chat, http_tokens
 from toolkit.loop.examples import example
 from toolkit.loop.loop import run
 from toolkit.loop.steps import Executed, Generated
+from toolkit.paths import cpu_threads
 from toolkit.qwen import IM_END_ID
 from toolkit.render import render
 from toolkit.schema import openai_schema
@@ -210,7 +211,7 @@ def test_hub_model_on_vllm_is_documented():
 def server():
     from toolkit.backends.serve import LocalServer
 
-    srv = LocalServer(threads=2)
+    srv = LocalServer(threads=cpu_threads())
     try:
         yield srv
     finally:

@@ -160,12 +160,38 @@ def test_embedded_font_covers_every_character(tmp_path):
         assert {ord(c) for c in "图 14-9 宿主 & host"} <= set(cmap)
 
 
-def test_data_files_are_byte_identical_across_runs(tmp_path):
+def _cjk_font() -> bool:
+    if not shutil.which("fc-list"):
+        return False
+    return "Noto Sans CJK" in subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True).stdout
+
+
+FULL_RUN_NEEDS = "needs Debian chromium and fonts-noto-cjk: run `make system`"
+IMAGES = {".png", ".pdf", ".svg"}
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory, request):
+    """One `python -m toolkit figures` run (every figure, both languages, every format, the ledger), shared: the
+    format checks read its files, and the byte-identity check compares its data files with one more data-only run
+    (a second full ledger costs ~40 s). None where chromium or the CJK font is missing, or where slow tests are
+    deselected (`make test-fast`: the image export alone is slow)."""
+    if _find_chromium() is None or not _cjk_font() or "not slow" in (request.config.getoption("markexpr") or ""):
+        return None
+    out = tmp_path_factory.mktemp("figures-full")
+    t0 = time.perf_counter()
+    rc = cli(["--out", str(out), "--lang", "both"])
+    return out, rc, time.perf_counter() - t0
+
+
+def test_data_files_are_byte_identical_across_runs(tmp_path, full_run):
     runs = []
-    for name in ("a", "b"):
+    for name in ("a", "b")[: 1 if full_run else 2]:
         out = tmp_path / name
         write_all(out, formats=(), claims=True)
         runs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
+    if full_run:  # its data files beside the images: the same writer, the same inputs
+        runs.append({p.name: p.read_bytes() for p in sorted(full_run[0].iterdir()) if p.suffix not in IMAGES})
     assert runs[0].keys() == runs[1].keys()
     assert {
         "fig14-9_round_trip.json",
@@ -188,20 +214,11 @@ def test_data_files_are_byte_identical_across_runs(tmp_path):
     assert "0.358" in csv and "0.005" in csv
 
 
-def _cjk_font() -> bool:
-    if not shutil.which("fc-list"):
-        return False
-    return "Noto Sans CJK" in subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True).stdout
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(
-    _find_chromium() is None or not _cjk_font(), reason="needs Debian chromium and fonts-noto-cjk: run `make system`"
-)
-def test_full_run_writes_every_format(tmp_path):
-    t0 = time.perf_counter()
-    assert cli(["--out", str(tmp_path), "--lang", "both"]) == 0
-    elapsed = time.perf_counter() - t0
+@pytest.mark.skipif(_find_chromium() is None or not _cjk_font(), reason=FULL_RUN_NEEDS)
+def test_full_run_writes_every_format(full_run):
+    tmp_path, rc, elapsed = full_run
+    assert rc == 0
     stems = list(CAPTIONS)
     magic = {"png": b"\x89PNG", "pdf": b"%PDF", "svg": b"<svg"}
     for stem in stems:

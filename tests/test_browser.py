@@ -62,15 +62,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from test_notebooks import (
-    AFTER_RUN,
-    BINDER_STAND_IN,
-    CHECK,
-    MINI_STEPS,
-    PEAK_LIMIT_BYTES,
-    _PeakRSS,
-    binder_limits,
-    picks_a_model,
+
+from toolkit.paths import script_module
+
+# The notebooks' Binder cgroup, memory sampler and checks, from tests/test_notebooks.py: by file, since tests/ is not a
+# package and benchmarks/figures_cli.py loads this file by its path too (pytest has usually imported it already).
+_nb = sys.modules.get("test_notebooks") or script_module(Path(__file__).with_name("test_notebooks.py"))
+AFTER_RUN, BINDER_STAND_IN, CHECK, MINI_STEPS = _nb.AFTER_RUN, _nb.BINDER_STAND_IN, _nb.CHECK, _nb.MINI_STEPS
+PEAK_LIMIT_BYTES, _PeakRSS, binder_limits, picks_a_model = (
+    _nb.PEAK_LIMIT_BYTES,
+    _nb._PeakRSS,
+    _nb.binder_limits,
+    _nb.picks_a_model,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -265,7 +268,8 @@ class Server:
 
 
 def _server_env(home: Path) -> dict:
-    threads = "1" if MODEL_MODE == "binder" else "2"  # a Binder pod has about one CPU
+    # a Binder pod has about one CPU; `make test` sets OMP_NUM_THREADS=1 (two test workers on two cores)
+    threads = "1" if MODEL_MODE == "binder" else os.environ.get("OMP_NUM_THREADS", "2")
     env = dict(
         os.environ,
         HF_HUB_OFFLINE="1",

@@ -41,6 +41,9 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 CELL_TIMEOUT = 600
 PEAK_LIMIT_BYTES = 2 * 1024**3
+# Under `make test` two test workers share two cores, and it sets OMP_NUM_THREADS=1: two torch threads per worker would
+# wait on each other (toolkit.paths.cpu_threads).
+MACHINE_THREADS = os.environ.get("OMP_NUM_THREADS", "2")
 
 
 def test_there_are_notebooks():
@@ -200,8 +203,8 @@ def execute_notebook(path: Path, timeout: int = CELL_TIMEOUT, env: dict | None =
     os.environ.update(
         {
             "HF_HUB_OFFLINE": "1",
-            "OMP_NUM_THREADS": "2",
-            "MKL_NUM_THREADS": "2",
+            "OMP_NUM_THREADS": MACHINE_THREADS,
+            "MKL_NUM_THREADS": MACHINE_THREADS,
             "TOKENIZERS_PARALLELISM": "false",
             "MPLBACKEND": "Agg",
             **(env or {}),
@@ -233,7 +236,7 @@ def execute_notebook(path: Path, timeout: int = CELL_TIMEOUT, env: dict | None =
 
 # Thread counts: a classroom laptop has two cores; a Binder pod about one.
 MODES = {
-    "machine": {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"},
+    "machine": {"OMP_NUM_THREADS": MACHINE_THREADS, "MKL_NUM_THREADS": MACHINE_THREADS},
     "binder": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
 }
 PICKS_A_MODEL = re.compile(r"\bload\(|\bchoose\(|TOOLKIT_MODEL")

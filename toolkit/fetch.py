@@ -42,7 +42,7 @@ import zipfile
 from pathlib import Path
 
 from toolkit.artifact import ArtifactError, record_files, safetensors_problem, verify_files
-from toolkit.paths import cache_dir
+from toolkit.paths import cache_dir, cpu_threads
 from toolkit.untrusted import UntrustedInputError, read_json_file
 
 DISPLAY_NAME = "Qwen2.5-Coder-0.5B-Instruct (GGUF Q4_K_M → bf16, offline)"
@@ -284,7 +284,7 @@ def convert(gguf: Path, out: Path, verbose: bool = True) -> dict:
     import torch  # lazy: only for the conversion
     from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: only for the conversion
 
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    torch.set_num_threads(cpu_threads())
     _say("dequantising the GGUF (this takes about a minute)", verbose)
     src = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
     config = src.config

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit import artifact, fetch, small
-from toolkit.paths import cache_dir, hub_reachable
+from toolkit.paths import cache_dir, cpu_threads, hub_reachable
 from toolkit.stand_in import stand_in, stand_in_config  # noqa: F401 (importable from here, as before)
 from toolkit.tokenizer import qwen_tokenizer
 from toolkit.untrusted import UntrustedInputError, expand_path, read_json_file
@@ -332,7 +332,7 @@ def build_small(force: bool = False, verbose: bool = True, adapter: bool = True)
     base = fetch.installed_folder()
     if base is None:
         raise FileNotFoundError(f"{REAL_OFFLINE} is not installed: run `make real-model` first")
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    torch.set_num_threads(cpu_threads())
     loaded = load(REAL_OFFLINE, device="cpu", dtype="bfloat16", quiet=True)
     if adapter:
         apply_adapter(loaded)
