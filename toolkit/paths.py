@@ -21,6 +21,7 @@ What it does
   ``TOOLKIT_REQUIRE_CLEAN=1`` it is refused instead (:class:`DirtyTree`). Outside a git checkout the commit
   is ``unknown`` and ``clean`` is None.
 
+- ``cgroup_dirs(controller)``: the cgroup folders (v1, v2) this process's limits are read from.
 - ``cpu_threads()``: how many threads torch should compute with here: the CPUs this process may run on (its
   affinity, i.e. a cpuset; a cgroup CPU quota, as on Binder and in containers), ``OMP_NUM_THREADS`` where set, at
   most 2 (a classroom laptop's cores). Every notebook and model load sets torch's threads from it.
@@ -160,25 +161,32 @@ def script_module(path: str | os.PathLike, name: str | None = None):
     return mod
 
 
-def _cpu_quota(proc: Path = Path("/proc/self/cgroup"), root: Path = Path("/sys/fs/cgroup")) -> float | None:
-    """CPUs a cgroup quota allows this process (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us / cpu.cfs_period_us``), or
-    None where no quota is set (or none can be read)."""
+def cgroup_dirs(controller: str, proc: Path = Path("/proc/self/cgroup"), root: Path = Path("/sys/fs/cgroup")):
+    """(folder, is_v2) of each cgroup this process is in that can hold ``controller``'s files ("memory", "cpu"): the
+    v2 group, and the v1 group of that controller (under its combined name, e.g. ``cpu,cpuacct``, where that folder
+    exists). Nothing where ``proc`` cannot be read."""
     try:
         lines = proc.read_text().splitlines()
     except OSError:
-        return None
+        return
     for line in lines:
         _, controllers, path = line.split(":", 2)
+        if controllers == "":  # v2
+            yield root / path.lstrip("/"), True
+        elif controller in controllers.split(","):
+            combined = root / controllers / path.lstrip("/")
+            yield (combined if combined.exists() else root / controller / path.lstrip("/")), False
+
+
+def _cpu_quota(proc: Path = Path("/proc/self/cgroup"), root: Path = Path("/sys/fs/cgroup")) -> float | None:
+    """CPUs a cgroup quota allows this process (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us / cpu.cfs_period_us``), or
+    None where no quota is set (or none can be read)."""
+    for base, v2 in cgroup_dirs("cpu", proc, root):
         try:
-            if controllers == "":  # v2
-                quota, period = (root / path.lstrip("/") / "cpu.max").read_text().split()
-            elif "cpu" in controllers.split(","):
-                base = root / controllers / path.lstrip("/")
-                if not base.exists():
-                    base = root / "cpu" / path.lstrip("/")
-                quota, period = ((base / f"cpu.cfs_{k}_us").read_text().strip() for k in ("quota", "period"))
+            if v2:
+                quota, period = (base / "cpu.max").read_text().split()
             else:
-                continue
+                quota, period = ((base / f"cpu.cfs_{k}_us").read_text().strip() for k in ("quota", "period"))
             if quota in ("max", "-1"):
                 continue
             return int(quota) / int(period)

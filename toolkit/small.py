@@ -38,7 +38,7 @@ import os
 from pathlib import Path
 
 from toolkit.fetch import sha256_of
-from toolkit.paths import cache_dir
+from toolkit.paths import cache_dir, cgroup_dirs
 
 WEIGHTS = "model.int8.safetensors"
 
@@ -83,20 +83,11 @@ def _cgroup_limit_and_usage(proc: Path = Path("/proc/self/cgroup"), root: Path =
     """This process's cgroup memory limit and usage (v2, else v1), or None when none is set. Usage leaves out
     page cache that is not mapped (the model file read a minute ago): the kernel drops it on demand, and counting
     it refused a load in a 2 GB cgroup with about 900 MB of it reclaimable."""
-    try:
-        lines = proc.read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if controllers == "":  # v2
-            base, v2 = root / path.lstrip("/"), True
+    for base, v2 in cgroup_dirs("memory", proc, root):
+        if v2:
             lim, use = base / "memory.max", base / "memory.current"
-        elif "memory" in controllers.split(","):
-            base, v2 = root / "memory" / path.lstrip("/"), False
-            lim, use = base / "memory.limit_in_bytes", base / "memory.usage_in_bytes"
         else:
-            continue
+            lim, use = base / "memory.limit_in_bytes", base / "memory.usage_in_bytes"
         try:
             raw = lim.read_text().strip()
             if raw == "max" or int(raw) >= 1 << 60:
