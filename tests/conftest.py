@@ -96,12 +96,18 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason=f"real offline model {why}: run `make real-model`"))
     # Longest first, so that two xdist workers end together: `make test` hands out whole files in this order
     # (--dist loadfile --no-loadscope-reorder), so one worker starts on the browser test while the other runs the
-    # notebooks (real-model runs first), and both then share the unit-test files.
-    items.sort(
-        key=lambda it: (
-            0 if "browser" in it.keywords else 3 if "notebook" not in it.keywords else 1 if "machine" in it.name else 2
-        )
-    )
+    # notebooks (real-model runs first), and both then share the unit-test files: those that decode with the real
+    # model or start vLLM (minutes each) before the rest, so that none of them starts last.
+    heavy = {it.path for it in items if "real_model" in it.keywords or "vllm" in it.keywords}
+
+    def order(it) -> int:
+        if "browser" in it.keywords:
+            return 0
+        if "notebook" in it.keywords:
+            return 1 if "machine" in it.name else 2
+        return 3 if it.path in heavy else 4
+
+    items.sort(key=order)
 
 
 @pytest.fixture(scope="session")

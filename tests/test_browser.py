@@ -407,6 +407,10 @@ class Report:
     shots: Path | None = None
     printed: str = ""  # what the cells printed (stream outputs), for the checks on which model ran
     after: str = ""  # what the ``after`` code printed in the kernel
+    marks: list = field(default_factory=list)  # (step, seconds since the check began): where the time went
+
+    def mark(self, step: str, t0: float) -> None:
+        self.marks.append((step, round(time.monotonic() - t0, 1)))
 
     def failures(self, expect: Expect | None = None) -> list[str]:
         out = list(self.errors)
@@ -437,9 +441,10 @@ class Report:
     def summary(self) -> str:
         drawn = "" if self.drawn_s is None else f", every figure drawn {self.drawn_s:.1f} s after the last cell"
         plots = "" if self.plots is None else f", {self.plots} figures"
+        marks = " (" + ", ".join(f"{step} by {s:.0f} s" for step, s in self.marks) + ")" if self.marks else ""
         lines = [
-            f"{self.notebook}: {self.seconds:.0f} s, {len(self.widgets)} widgets{plots}{drawn}, screenshots in "
-            f"{self.shots}"
+            f"{self.notebook}: {self.seconds:.0f} s{marks}, {len(self.widgets)} widgets{plots}{drawn}, "
+            f"screenshots in {self.shots}"
         ]
         lines += [f"  error: {e}" for e in self.errors]
         for w in self.widgets:
@@ -639,9 +644,15 @@ def __tk_figures():
             return float(v)
         except (TypeError, ValueError):
             return str(v)
-    # type(), not isinstance(): isinstance reads __class__, which a lazy proxy (openai's, torch's deprecated
-    # aliases) answers by importing, warning or raising
-    figs = [f for f in gc.get_objects() if issubclass(type(f), go.FigureWidget)]
+    # Every live widget is in ipywidgets' registry (a closed one leaves it, and then has no view to draw): reading
+    # it takes microseconds where a scan of gc.get_objects() took ~7 s in a kernel holding the model on one CPU,
+    # once per check. The scan stays as the fallback for an ipywidgets without the registry. type(), not
+    # isinstance(): isinstance reads __class__, which a lazy proxy (openai's, torch's deprecated aliases) answers
+    # by importing, warning or raising.
+    from ipywidgets.widgets import widget as _w
+    live = getattr(_w, "_instances", None)
+    pool = list(live.values()) if isinstance(live, dict) else gc.get_objects()
+    figs = [f for f in pool if issubclass(type(f), go.FigureWidget)]
     try:  # the kit's views: each one's figure as it is now (what its last redraw must have drawn)
         from toolkit.widgets.plot import LIVE
         figs += [v.figure for v in list(LIVE)]
@@ -936,6 +947,7 @@ def check_lab_notebook(
             arg=relpath,
             timeout=120_000,
         )
+        report.mark("opened", t0)
         checker.js("p => window.__tk.runAll(p)", relpath)
         page.wait_for_function(
             "() => window.__tk && window.__tk.runResult !== null && window.__tk.runResult !== undefined",
@@ -943,6 +955,7 @@ def check_lab_notebook(
             polling=1000,
         )
         run = checker.js("() => window.__tk.runResult")
+        report.mark("ran", t0)
         server.remember_children()
         cells = checker.js("p => window.__tk.cells(p)", relpath)
         for c in cells:
@@ -987,6 +1000,7 @@ def check_lab_notebook(
             f"after run all: {c}"
             for c in checker.js("s => window.__tk.cutOff(document.querySelector(s))", ".jp-Notebook")
         ]
+        report.mark("figures checked", t0)
         chips = DEFAULT_CHIPS + tuple(expect.extra_controls)
         for c in cells:
             for j in c["widgets"]:
@@ -996,6 +1010,7 @@ def check_lab_notebook(
                 )
                 checker.check_widget(result, f'[data-tk="{c["index"]}:{j}"]', scope, chips)
                 report.widgets.append(result)
+        report.mark("widgets moved", t0)
         text = page.locator(".jp-Notebook").inner_text()
         if "Error displaying widget" in text:
             report.errors.append("'Error displaying widget' in the page")
