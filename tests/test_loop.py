@@ -615,7 +615,9 @@ def _real():
 def real():
     import torch
 
-    torch.set_num_threads(2)
+    from toolkit.paths import cpu_threads
+
+    torch.set_num_threads(cpu_threads())  # two threads beside another busy test worker ran ~3x slower than one
     return _real()
 
 

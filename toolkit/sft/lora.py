@@ -33,7 +33,7 @@ from pathlib import Path
 
 from toolkit import fetch
 from toolkit.artifact import file_sha256
-from toolkit.paths import provenance
+from toolkit.paths import cpu_threads, provenance
 from toolkit.qwen import TOOL_CALL_END_ID, TOOL_CALL_ID
 from toolkit.sft.data import MIX, data_hash, dataset, groups_of, labelled
 from toolkit.sft.labels import IGNORE_INDEX, Labelled
@@ -57,14 +57,15 @@ class LoraSettings:
     lr: float = 4e-4
     warmup: int = 5
     max_len: int = 1536  # longer conversations are dropped (counted in the results)
-    threads: int = 2
+    threads: int = field(default_factory=cpu_threads)  # the CPUs this process may use, at most 2 (paths.cpu_threads)
     epochs: int = 1  # passes over the groups (a smoke test repeats one small group)
     # Rows of the embedding and the output head trained too: in this model's weights <tool_call> and </tool_call>
     # have identical head rows (never trained), so no adapter on the layers can tell them apart.
     token_rows: tuple[int, ...] = (TOOL_CALL_ID, TOOL_CALL_END_ID)
 
     def key(self) -> str:
-        d = asdict(self)
+        """What names a checkpoint: every setting but the thread count, which changes speed, not the run."""
+        d = {k: v for k, v in asdict(self).items() if k != "threads"}
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 
