@@ -18,8 +18,10 @@ PYTEST_PARALLEL = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --
 BROWSER_BURN = $(if $(filter-out 0,$(PYTEST_WORKERS)),TOOLKIT_BROWSER_BURN=$${TOOLKIT_BROWSER_BURN:-0})
 # Two workers on two cores: one torch/OpenMP thread each, unless OMP_NUM_THREADS says otherwise. Two threads per worker
 # wait on each other when the other worker is busy (measured: a prefill-sized matmul 1.9x slower than with one
-# thread; toolkit.paths.cpu_threads).
-TEST_THREADS = $(if $(filter-out 0 1,$(PYTEST_WORKERS)),OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=$${MKL_NUM_THREADS:-1})
+# thread; toolkit.paths.cpu_threads). vLLM pins its OpenMP threads to the cores it is given: the last core here, as the
+# browser test's Binder cgroup takes the first (tests/test_notebooks.py BinderLimits).
+TEST_THREADS = $(if $(filter-out 0 1,$(PYTEST_WORKERS)),OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=$${MKL_NUM_THREADS:-1} \
+  VLLM_CPU_OMP_THREADS_BIND=$${VLLM_CPU_OMP_THREADS_BIND:-$$(($$(nproc) - 1))})
 PHASES = $(PYTHON) .ci/phases.py
 # An alias, so that `make -n test` prints the steps instead of running them (make runs lines that name $(MAKE)).
 SUBMAKE := $(MAKE) --no-print-directory

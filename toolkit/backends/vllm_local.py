@@ -18,7 +18,8 @@ What it does
   - ``--enable-auto-tool-choice --tool-call-parser hermes``: chat requests with ``tools=`` get ``tool_calls``
     parsed from Qwen2.5's ``<tool_call>`` blocks;
   - ``VLLM_CPU_KVCACHE_SPACE`` (GiB of KV cache, 2 here) and ``VLLM_CPU_OMP_THREADS_BIND`` (the cores its OpenMP
-    threads are pinned to: all this process may use);
+    threads are pinned to: all this process may use, unless the environment already names them — a shared machine
+    keeps a core free that way, as ``make test`` does for its other worker);
   - a LoRA adapter (``lora={"name": folder}``): ``--enable-lora --lora-modules name=folder --max-lora-rank r``;
     requests name the adapter as their ``model``.
 - ``cache_config(url)``: the running server's KV-cache facts from its ``/metrics`` (block size, capacity in tokens
@@ -94,7 +95,7 @@ def environment(base: dict | None = None, *, kv_cache_gib: float = KV_CACHE_GIB)
     env.update(
         HF_HUB_OFFLINE="1",
         VLLM_CPU_KVCACHE_SPACE=str(kv_cache_gib),
-        VLLM_CPU_OMP_THREADS_BIND=cores(),
+        VLLM_CPU_OMP_THREADS_BIND=env.get("VLLM_CPU_OMP_THREADS_BIND") or cores(),
         VLLM_NO_USAGE_STATS="1",
         DO_NOT_TRACK="1",
     )
