@@ -86,11 +86,11 @@ lab: setup
 
 ## test: the whole suite, notebooks and browser test included; prints the wall and CPU time of each phase at the end
 # The real model and vLLM are installed on purpose here, so a missing or broken install fails the run
-# (TOOLKIT_REQUIRE_REAL_MODEL=1, TOOLKIT_REQUIRE_VLLM=1) instead of skipping their tests.
+# (TOOLKIT_REQUIRE_REAL_MODEL=1, TOOLKIT_REQUIRE_VLLM=1) instead of skipping their tests. One install phase on two
+# jobs: vLLM's venv installs beside the kit's venv and then the model (each pip install keeps about one core busy).
 test:
 	@$(PHASES) start $(PHASE_LOG); \
-	$(PHASES) run $(PHASE_LOG) setup -- $(SUBMAKE) setup system && \
-	$(PHASES) run $(PHASE_LOG) "model + vllm install" -- $(SUBMAKE) -j2 --output-sync=target real-model vllm && \
+	$(PHASES) run $(PHASE_LOG) install -- $(SUBMAKE) -j2 --output-sync=target system real-model vllm && \
 	$(PHASES) run $(PHASE_LOG) pytest -- env TOOLKIT_REQUIRE_REAL_MODEL=1 TOOLKIT_REQUIRE_VLLM=1 TOOLKIT_PHASE_LOG=$(abspath $(PHASE_LOG)) $(BROWSER_BURN) $(TEST_THREADS) \
 	  $(PY) -m pytest -q --durations=25 $(PYTEST_PARALLEL) $(PYTEST_ARGS); \
 	rc=$$?; $(PHASES) summary $(PHASE_LOG); exit $$rc

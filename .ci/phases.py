@@ -3,8 +3,8 @@
 
     phases.py start LOG                  empty LOG and note the start time and load
     phases.py run LOG NAME -- CMD ...    run CMD; append NAME's wall and CPU seconds to LOG; exit with CMD's status
-    phases.py summary LOG                print one table: the steps run through ``run`` (setup, model install,
-                                         pytest) and the rows pytest itself appended per test phase (unit,
+    phases.py summary LOG                print one table: the steps run through ``run`` (install, pytest)
+                                         and the rows pytest itself appended per test phase (unit,
                                          notebooks, browser: tests/conftest.py writes them when TOOLKIT_PHASE_LOG
                                          names LOG)
 
