@@ -68,7 +68,8 @@ from toolkit.paths import script_module
 # The notebooks' Binder cgroup, memory sampler and checks, from tests/test_notebooks.py: by file, since tests/ is not a
 # package and benchmarks/figures_cli.py loads this file by its path too (pytest has usually imported it already).
 _nb = sys.modules.get("test_notebooks") or script_module(Path(__file__).with_name("test_notebooks.py"))
-AFTER_RUN, BINDER_STAND_IN, CHECK, MINI_STEPS = _nb.AFTER_RUN, _nb.BINDER_STAND_IN, _nb.CHECK, _nb.MINI_STEPS
+AFTER_RUN, BINDER_STAND_IN, CHECK, CHROMIUM = _nb.AFTER_RUN, _nb.BINDER_STAND_IN, _nb.CHECK, _nb.CHROMIUM
+MINI_STEPS = _nb.MINI_STEPS
 PEAK_LIMIT_BYTES, _PeakRSS, binder_limits, picks_a_model = (
     _nb.PEAK_LIMIT_BYTES,
     _nb._PeakRSS,
@@ -86,7 +87,6 @@ MODEL_MODE = os.environ.get("TOOLKIT_BROWSER_MODEL", "binder")
 if MODEL_MODE not in MODEL_MODES:
     raise pytest.UsageError(f"TOOLKIT_BROWSER_MODEL={MODEL_MODE!r}: use one of {', '.join(MODEL_MODES)}")
 KERNEL_GONE_S = 60  # seconds for a notebook's kernel to exit after its shutdown, before the next notebook starts
-CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",

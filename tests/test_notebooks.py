@@ -267,13 +267,16 @@ def picks_a_model(path: Path) -> bool:
     return bool(PICKS_A_MODEL.search(source))
 
 
+CHROMIUM = "/usr/bin/chromium"  # Debian's (`make system`); the browser test never downloads one
+
+
 def binder_runs_here() -> bool:
     """The Binder runs go through the browser test (tests/test_browser.py: JupyterLab and its kernels in the same
     cgroup, the same model, every widget moved) wherever it runs them: Debian's chromium is installed and
     TOOLKIT_BROWSER_MODEL keeps its default, "binder". Elsewhere, or with TOOLKIT_HEADLESS_BINDER=1, they run here."""
     if os.environ.get("TOOLKIT_HEADLESS_BINDER") == "1":
         return True
-    return not (Path("/usr/bin/chromium").exists() and os.environ.get("TOOLKIT_BROWSER_MODEL", "binder") == "binder")
+    return not (Path(CHROMIUM).exists() and os.environ.get("TOOLKIT_BROWSER_MODEL", "binder") == "binder")
 
 
 def modes_for(path: Path) -> list[str]:
