@@ -237,11 +237,27 @@ def test_full_run_writes_every_format(full_run):
 
 def test_a_hung_export_is_stopped_with_one_line(tmp_path):
     """The export child is killed past its timeout (a 'browser' that never answers), with one clear line."""
-    fake = tmp_path / "chromium"
-    fake.write_text("#!/bin/sh\nsleep 600\n")
+    fake, pids = tmp_path / "chromium", tmp_path / "pids"
+    fake.write_text(f"#!/bin/sh\necho $$ >> {pids}\nexec sleep 600\n")
     fake.chmod(0o755)
     job = dict(figure='{"data": [], "layout": {}}', file=str(tmp_path / "x.png"), width=100, height=100, scale=1)
     t0 = time.perf_counter()
     with pytest.raises(ExportTimeout) as e:
         export([job], str(fake), timeout=8)
     assert time.perf_counter() - t0 < 30 and "did not finish in 8 s" in str(e.value) and "\n" not in str(e.value)
+    # The 'browser' is gone too, though kaleido's wrapper put it in a session of its own.
+    started = [int(p) for p in pids.read_text().split()]
+    assert started
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in started):
+        time.sleep(0.2)
+    assert not [p for p in started if _alive(p)], started
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

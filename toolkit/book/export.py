@@ -6,8 +6,9 @@ What it does
   own session. The child gets a private ``HOME``, ``TMPDIR`` and XDG cache/config folders, so its chromium shares
   no profile, cache, lock or temp file with another chromium on the machine (kaleido already gives chromium a fresh
   ``--user-data-dir``, talks to it over pipes rather than a port, and passes ``--disable-dev-shm-usage``, so it
-  leaves ``/dev/shm`` alone). Past ``timeout`` seconds the child's whole process group is killed and
-  :class:`ExportTimeout` says so in one line; the data files, written before, stay.
+  leaves ``/dev/shm`` alone). Past ``timeout`` seconds the child's whole process group is killed, and every process
+  below it that left the group (kaleido's browser wrapper starts its own session), and :class:`ExportTimeout` says
+  so in one line; the data files, written before, stay.
 
 What it leaves out
 - Retrying: a timed-out export is reported, not run again.
@@ -23,6 +24,8 @@ import sys
 import tempfile
 import warnings
 from pathlib import Path
+
+import psutil
 
 
 class ExportTimeout(RuntimeError):
@@ -44,6 +47,20 @@ def _private_env(root: Path, browser: str) -> dict[str, str]:
     return env
 
 
+def _kill_tree(pid: int) -> None:
+    """Kill ``pid``'s process group and every descendant, also those in a session of their own."""
+    try:
+        below = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        below = []
+    os.killpg(pid, signal.SIGKILL)
+    for p in below:
+        try:
+            p.kill()
+        except psutil.Error:  # gone already
+            pass
+
+
 def export(jobs: list[dict], browser: str, timeout: float = 300.0) -> int:
     """Run the jobs in a bounded child process; return how many files it wrote."""
     if not jobs:
@@ -63,7 +80,7 @@ def export(jobs: list[dict], browser: str, timeout: float = 300.0) -> int:
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            _kill_tree(proc.pid)
             proc.communicate()
             raise ExportTimeout(
                 f"image export did not finish in {timeout:.0f} s and was stopped (chromium at {browser}); "
