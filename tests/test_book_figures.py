@@ -15,6 +15,7 @@ from toolkit.book.fonts import embed_font, font_file, svg_text
 from toolkit.book.mcp_diagram import mcp_architecture, mcp_figure, mcp_session_events, mcp_session_trace
 from toolkit.book.typeset import CANVAS_PX, MIN_PT, PRINT_MM, break_points, print_pt, rich_lines, wrap_plain
 from toolkit.commands.figures import cli
+from toolkit.mcp.process import pid_alive
 from toolkit.plots import context_growth_figure, update_context_growth
 
 
@@ -249,15 +250,6 @@ def test_a_hung_export_is_stopped_with_one_line(tmp_path):
     started = [int(p) for p in pids.read_text().split()]
     assert started
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(_alive(p) for p in started):
+    while time.monotonic() < deadline and any(pid_alive(p) for p in started):
         time.sleep(0.2)
-    assert not [p for p in started if _alive(p)], started
-
-
-def _alive(pid: int) -> bool:
-    import psutil
-
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
+    assert not [p for p in started if pid_alive(p)], started
