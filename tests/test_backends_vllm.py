@@ -115,6 +115,16 @@ def test_which_engines_a_benchmark_starts(monkeypatch, tmp_path):
     assert engines_to_run("transformers") == (["transformers"], "")
 
 
+def test_a_core_binding_from_the_environment_is_kept_or_refused_in_one_line():
+    assert vllm_local.environment({})["VLLM_CPU_OMP_THREADS_BIND"] == vllm_local.cores()
+    for kept in ("1", "0-1", "0,2", "0-3|4-7", "auto"):
+        assert vllm_local.environment({"VLLM_CPU_OMP_THREADS_BIND": kept})["VLLM_CPU_OMP_THREADS_BIND"] == kept
+    for bad in ("abc", "0-", "1;rm", "x" * 10_000):
+        with pytest.raises(ValueError) as e:
+            vllm_local.environment({"VLLM_CPU_OMP_THREADS_BIND": bad})
+        assert "\n" not in str(e.value) and len(str(e.value)) < 200
+
+
 def test_both_servers_compute_in_the_dtype_this_cpu_multiplies_fast(monkeypatch):
     """bf16 only where the CPU has avx512_bf16 or AMX (else ~7x slower than float32): transformers serve as vLLM."""
     from toolkit.backends import serve

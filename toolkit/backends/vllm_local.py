@@ -19,7 +19,7 @@ What it does
     parsed from Qwen2.5's ``<tool_call>`` blocks;
   - ``VLLM_CPU_KVCACHE_SPACE`` (GiB of KV cache, 2 here) and ``VLLM_CPU_OMP_THREADS_BIND`` (the cores its OpenMP
     threads are pinned to: all this process may use, unless the environment already names them — a shared machine
-    keeps a core free that way, as ``make test`` does for its other worker);
+    keeps a core free that way, as ``make test`` does for its other worker; a form vLLM cannot read is one line);
   - a LoRA adapter (``lora={"name": folder}``): ``--enable-lora --lora-modules name=folder --max-lora-rank r``;
     requests name the adapter as their ``model``.
 - ``cache_config(url)``: the running server's KV-cache facts from its ``/metrics`` (block size, capacity in tokens
@@ -90,12 +90,28 @@ def cores() -> str:
     return ",".join(map(str, ids))
 
 
+# vLLM's forms: a core list per tensor-parallel rank ("1", "0-1", "0,2", "0-3|4-7"), or auto / nobind
+BIND = re.compile(r"auto|nobind|\d+(-\d+)?(,\d+(-\d+)?)*(\|\d+(-\d+)?(,\d+(-\d+)?)*)*")
+
+
+def _bind(env: dict) -> str:
+    given = env.get("VLLM_CPU_OMP_THREADS_BIND", "").strip()
+    if not given:
+        return cores()
+    if not BIND.fullmatch(given):
+        raise ValueError(
+            f"VLLM_CPU_OMP_THREADS_BIND={given[:40]!r} is not a core list vLLM reads (e.g. 1, 0-1, 0,2) or auto/nobind"
+        )
+    return given
+
+
 def environment(base: dict | None = None, *, kv_cache_gib: float = KV_CACHE_GIB) -> dict:
+    """Raises ValueError (one line) for a VLLM_CPU_OMP_THREADS_BIND vLLM cannot read, before anything starts."""
     env = dict(os.environ if base is None else base)
     env.update(
         HF_HUB_OFFLINE="1",
         VLLM_CPU_KVCACHE_SPACE=str(kv_cache_gib),
-        VLLM_CPU_OMP_THREADS_BIND=env.get("VLLM_CPU_OMP_THREADS_BIND") or cores(),
+        VLLM_CPU_OMP_THREADS_BIND=_bind(env),
         VLLM_NO_USAGE_STATS="1",
         DO_NOT_TRACK="1",
     )
