@@ -64,3 +64,14 @@ def test_failed_repeated_and_unneeded_calls_cost():
     assert reward.outcome_reward(True, failed, needed=1) == 1.0 - 2 * reward.COST
     assert reward.outcome_reward(False, [], needed=1) == 0.0
     assert reward.outcome_reward(False, one * 9, needed=1) == -1.0
+
+
+def test_a_number_is_read_as_the_strict_judge_reads_it_and_odd_text_never_raises():
+    """A misplaced thousands separator is two numbers, not the result (the mini-run's model wrote "13,16" for
+    1316); a correct one is the result; text shaped like a version number once raised ValueError mid-training."""
+    q = "Please compute 45 × 49 − 889"
+    assert reward.numbers_ok("45 * 49 - 889 = 1,316.", 1316, q)
+    assert not reward.numbers_ok("45 * 49 - 889 = 13,16.", 1316, q)
+    for odd in ("1.2.3", "v1.2.3.4", "1,,2", "-.5", "1e5e5", ",", "."):
+        assert isinstance(reward.numbers(odd), list)
+        assert reward.numbers_ok(odd, 1316, q) is False

@@ -20,9 +20,9 @@ What it leaves out
 from __future__ import annotations
 
 import json
-import re
 
 from toolkit.eval.bfcl import Case
+from toolkit.eval.questions import numbers as read_numbers
 from toolkit.eval.read import decode_tagged
 from toolkit.eval.score import score
 from toolkit.loop.execute import CallResult
@@ -31,7 +31,6 @@ from toolkit.parse import parse_tool_calls, wrote_tag
 COST = 0.25  # per failed, repeated or unneeded call
 _TYPES = {"number": "float", "integer": "integer", "string": "string", "boolean": "boolean", "array": "array"}
 _TYPES["object"] = "dict"
-_NUM = re.compile(r"-?\d+(?:[.,]\d+)*")
 
 
 def _doc(schema: dict) -> dict:
@@ -71,7 +70,10 @@ def decline_reward(text: str) -> float:
 
 
 def numbers(text: str) -> list[float]:
-    return [float(m.replace(",", "")) for m in _NUM.findall(text or "")]
+    """The numbers ``text`` states, read as the loop questions' strict judge reads them
+    (:func:`toolkit.eval.questions.numbers`): "1,316" is 1316, "13,16" is 13 and 16, and
+    text such as "1.2.3" never raises."""
+    return read_numbers(text or "")
 
 
 def numbers_ok(answer: str, want: float, question: str = "") -> bool:
