@@ -9,6 +9,8 @@ Two sections, both resumable, both saved under ``benchmarks/results/rl/`` with d
   nice python benchmarks/rl.py eval --start lora --family multi [--rl] --n 24
       Greedy episodes on held-out tasks (seeds the training never draws) before and, with ``--rl``, after the
       run: mean reward, tasks met, calls per task, failed and unneeded calls; ``eval_<start>_<family>.json``.
+      ``--temperature 1 --samples 2``: sampled episodes, the same random draws before and after
+      (``toolkit.rl.evaluate``); ``eval_<start>_<family>_sampled.json``.
   nice python benchmarks/rl.py rollouts --family multi --n 2
       The rollouts' cost with and without the kept prefix (``toolkit.rl.policy.Sampler(keep_prefix=...)``): the
       same groups (same seeds) run both ways, one after the other; seconds, prompt tokens not prefilled again,
@@ -32,8 +34,8 @@ from toolkit import cliargs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "rl"
+FAMILIES = ["call", "decline", "multi", "calc", "warmer", "all"]  # toolkit.rl.envs.FAMILIES (its import is slow)
 STARTS = {"lora": "qwen2.5-coder-0.5b+lora", "base": "qwen2.5-coder-0.5b"}
-EVAL_SEED = 1_000  # held out: training draws its tasks with seed 0.. of toolkit.rl.envs (SEED_BASE + seed)
 
 
 def _adapter_dir(start: str, family: str) -> Path:
@@ -74,49 +76,16 @@ def train(a) -> int:
     return 0
 
 
-def evaluate(loaded, tasks, max_new: int) -> dict:
-    """Greedy episodes, one per task, in batches of tasks sharing nothing but the policy."""
-    from toolkit.rl.envs import rollout_group
-    from toolkit.rl.policy import Sampler
-
-    sampler = Sampler(loaded, max_new=max_new, temperature=0.0)
-    rows, t0 = [], time.perf_counter()
-    for i in range(0, len(tasks), 4):
-        for e in rollout_group(sampler, tasks[i : i + 4]):
-            failed = sum(not r.ok for r in e.results)
-            rows.append(
-                {
-                    "family": e.task.family,
-                    "question": e.task.question,
-                    "reward": e.reward,
-                    "met": e.met,
-                    "calls": len(e.results),
-                    "failed_calls": failed,
-                    "unneeded_calls": max(0, len(e.results) - e.task.truth.get("needed", len(e.task.want))),
-                    "answer": e.answer[:300],
-                }
-            )
-    n = len(rows)
-    summary = {
-        "n": n,
-        "mean_reward": round(sum(r["reward"] for r in rows) / n, 4),
-        "met": sum(r["met"] for r in rows),
-        "calls_per_task": round(sum(r["calls"] for r in rows) / n, 3),
-        "failed_calls": sum(r["failed_calls"] for r in rows),
-        "unneeded_calls": sum(r["unneeded_calls"] for r in rows),
-        "seconds": round(time.perf_counter() - t0, 1),
-    }
-    return {"summary": summary, "rows": rows}
-
-
 def eval_(a) -> int:
     from toolkit.eval.report import load_results, meta
+    from toolkit.rl.envs import EVAL_SEED
     from toolkit.rl.envs import tasks as tasks_for
+    from toolkit.rl.evaluate import evaluate
     from toolkit.rl.train import load_adapter
 
     loaded = _load(a.start, a.threads)
     tasks = tasks_for(a.family, EVAL_SEED, a.n)[: a.n]
-    path = OUT / f"eval_{a.start}_{a.family}.json"
+    path = OUT / f"eval_{a.start}_{a.family}{'_sampled' if a.temperature > 0 else ''}.json"
     doc = load_results(path) or meta(loaded.description, ROOT, section="eval", start=a.start, family=a.family)
     which = "after" if a.rl else "before"
     if a.rl:
@@ -128,7 +97,9 @@ def eval_(a) -> int:
         loaded.model.eval()
     print(f"model: {loaded.description} ({which} RL)\n{len(tasks)} held-out {a.family} tasks", flush=True)
     ran = loaded.description + (f" + RL adapter {_adapter_dir(a.start, a.family) / 'adapter'}" if a.rl else "")
-    doc[which] = evaluate(loaded, tasks, a.max_new) | {"commit": meta("", ROOT)["commit"], "model": ran}
+    how = {"max_new": a.max_new, "temperature": a.temperature, "samples": a.samples, "seed": a.seed}
+    res = evaluate(loaded, tasks, batch=4 if a.temperature == 0 else 12, **how)
+    doc[which] = res | {"commit": meta("", ROOT)["commit"], "model": ran, "settings": how}
     OUT.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=1, ensure_ascii=False))
     for k in ("before", "after"):
@@ -140,7 +111,7 @@ def eval_(a) -> int:
 
 def rollouts(a) -> int:
     from toolkit.eval.report import meta
-    from toolkit.rl.envs import rollout_group
+    from toolkit.rl.envs import EVAL_SEED, rollout_group
     from toolkit.rl.envs import tasks as tasks_for
     from toolkit.rl.policy import Sampler
 
@@ -173,7 +144,7 @@ def main(argv=None) -> int:
     p = cliargs.Parser(description=__doc__.split("\n")[0])
     p.add_argument("section", choices=["train", "eval", "rollouts"])
     p.add_argument("--start", choices=list(STARTS), default="lora")
-    p.add_argument("--family", choices=["call", "decline", "multi", "all"], default="multi")
+    p.add_argument("--family", choices=FAMILIES, default="multi")
     p.add_argument("--steps", type=cliargs.count(1, 10_000), default=30)
     p.add_argument("--group", type=cliargs.count(2, 64), default=4)
     p.add_argument("--tasks", type=cliargs.count(1, 10_000), default=16)
@@ -181,6 +152,8 @@ def main(argv=None) -> int:
     p.add_argument("--max-new", type=cliargs.count(1, 1024), default=96)
     p.add_argument("--seed", type=cliargs.count(0, 2**31 - 1), default=0)
     p.add_argument("--n", type=cliargs.count(1, 1_000), default=24, help="eval, rollouts: held-out tasks")
+    p.add_argument("--temperature", type=cliargs.number(0.0, 5.0), default=0.0, help="eval: 0 greedy")
+    p.add_argument("--samples", type=cliargs.count(1, 64), default=1, help="eval: episodes per task")
     p.add_argument("--rl", action="store_true", help="eval: with the RL adapter (else the starting model)")
     p.add_argument("--threads", type=cliargs.count(1, 1024), default=2)
     a = p.parse_args(argv)

@@ -34,6 +34,7 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import json
+import time
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -43,6 +44,7 @@ from IPython.display import HTML, Markdown, display
 from toolkit.models import FULL_MODEL_BYTES, load
 from toolkit.paths import cpu_threads, saved_json
 from toolkit.rl import envs, grpo
+from toolkit.rl.evaluate import changed, evaluate
 from toolkit.rl.policy import Sampler
 from toolkit.sft.labels import label
 from toolkit.small import memory_available
@@ -197,13 +199,17 @@ if ev:
 # %% [markdown]
 # ## 6 · A live mini-run
 #
-# A few GRPO steps on the warmer-of-two-cities family, here and now, with a fresh adapter on the float model. Each line is one step: its task family, its group's mean reward, the
-# KL to the model it started from and the sampling speed. A handful of steps
-# cannot teach much; what to watch is the mechanism — groups with a spread move the model, groups without one do
-# not.
+# GRPO here and now, on one family: "compute x × y − z with the calculator and give me only the result". Sampling
+# at temperature 1, the model often writes numbers of its own beside the calculator's result — an intermediate
+# product, sometimes a wrong one — and the host's check (the result, and no number the question did not contain)
+# fails the episode. First the model answers six held-out tasks (seeds the run never draws) twice each; then a few
+# GRPO steps on other tasks of the same family, with a fresh adapter on the float model; then the same six tasks
+# again with the same random draws, so an answer that changed was changed by the update, not by the dice.
 
 # %%
 TRAINABLE = loaded.kind == "real-offline" and "int8" not in loaded.dtype  # the int8 build has no float weights to move
+MINI = {"family": "calc", "steps": int(os.environ.get("TOOLKIT_RL_MINI_STEPS", "3")), "group": 4, "lr": 4e-4}
+HELD = {"samples": 2, "temperature": 1.0, "seed": 99, "max_new": 40, "batch": 12}
 if not TRAINABLE:
     print(
         f"the live mini-run trains the float model (~{FULL_MODEL_BYTES['float32'] / 2**30:.1f} GB); this kernel has "
@@ -211,23 +217,54 @@ if not TRAINABLE:
         "the saved run above is the measured one"
     )
 else:
-    from toolkit.rl.train import train_tasks
+    from toolkit.rl.train import train_tasks  # lazy: it imports peft (~170 MB), needed only where the model trains
 
+    t_mini = time.perf_counter()
+    held = envs.tasks(MINI["family"], seed=envs.EVAL_SEED, n=6)
+    before = evaluate(loaded, held, **HELD)
+    print(f"before: mean reward {before['summary']['mean_reward']:+.2f} on {before['summary']['n']} held-out episodes")
     mini = train_tasks(
         loaded,
-        [t for t in envs.multi_tasks(seed=5, n=16) if t.family == "warmer"],
-        steps=int(os.environ.get("TOOLKIT_RL_MINI_STEPS", "3")),
-        group=4,
-        lr=4e-4,
-        max_new=64,
+        envs.tasks(MINI["family"], seed=5, n=6),
+        steps=MINI["steps"],
+        group=MINI["group"],
+        lr=MINI["lr"],
+        max_new=HELD["max_new"],
     )
-    df = pd.DataFrame(mini["steps"])[["step", "family", "rewards", "mean_reward", "kl", "trained_tokens", "seconds"]]
-    display(df)
+    after = evaluate(loaded, held, **HELD)
+    mini_s = time.perf_counter() - t_mini
+    curve = pd.DataFrame(mini["steps"])
+    bars = [before["summary"]["mean_reward"], *curve["mean_reward"], after["summary"]["mean_reward"]]
+    steps_x = [f"step {r.step}<br>{'trained' if r.trained_tokens else 'no spread'}" for r in curve.itertuples()]
+    fig = go.Figure(
+        [
+            go.Bar(
+                x=["held out<br>before", *steps_x, "held out<br>after"],
+                y=bars,
+                text=[f"{v:+.2f}" for v in bars],
+                textposition="outside",
+                marker_color=["#888", *["#4a7"] * len(curve), "#27a"],
+            )
+        ],
+        layout=dict(
+            title=f"Mean reward: held-out {MINI['family']} tasks before and after, each training group between",
+            yaxis=dict(title="mean reward", range=[min(0, *bars) - 0.05, 1.15]),
+            height=320,
+        ),
+    )
+    fig.show()
+    moved = pd.DataFrame(changed(before, after))
+    if len(moved):
+        display(moved)
+    b, a = before["summary"], after["summary"]
     display(
         Markdown(
-            f"{len(df)} steps in {df['seconds'].iloc[-1]:.0f} s; mean reward by step: "
-            + ", ".join(f"{r:+.2f}" for r in df["mean_reward"])
-            + f"; {int((df['trained_tokens'] > 0).sum())} of {len(df)} groups had a spread and moved the model."
+            f"Held-out mean reward **{b['mean_reward']:+.2f} → {a['mean_reward']:+.2f}** ({b['met']} → {a['met']} of "
+            f"{a['n']} episodes met, the same random draws); {len(moved)} episodes changed their reward. "
+            f"{int((curve['trained_tokens'] > 0).sum())} of {len(curve)} training groups had a spread and moved the "
+            f"model; groups whose members all scored the same taught nothing. The whole cell took {mini_s:.0f} s: "
+            f"{b['seconds'] + a['seconds']:.0f} s for the two evaluations, {curve['seconds'].iloc[-1]:.0f} s for "
+            f"{len(curve)} training steps ({cpu_threads()} threads, {loaded.dtype})."
         )
     )
 

@@ -155,7 +155,11 @@ CASES = [
             "--tasks": COUNT,
         },
     ),
-    *_bench("rl.py", ["eval"], {"--n": COUNT, "--threads": COUNT, "--seed": NON_NEGATIVE}),
+    *_bench(
+        "rl.py",
+        ["eval"],
+        {"--n": COUNT, "--threads": COUNT, "--seed": NON_NEGATIVE, "--temperature": REAL, "--samples": COUNT},
+    ),
     *_bench("bfcl.py", ["passk"], {"--temperature": REAL, "--samples": ["0"], "--tasks": COUNT, "--mode": ["x"]}),
     *_bench(
         "bfcl.py",

@@ -8,7 +8,8 @@ What it does
 - :func:`multi_tasks`: multi-turn tasks on the kit's own tools — which of two cities is warmer (two look-ups), and
   an arithmetic result (one calculator call). Their truth comes from the real tools; the phrasings are this
   module's own and the city pairs avoid those of the loop questions (:data:`LOOP_PAIRS`; a test checks both).
-- :func:`tasks(family, seed, n)`: one family's tasks by name (``call``, ``decline``, ``multi``, ``all``).
+- :func:`tasks(family, seed, n)`: one family's tasks by name (``call``, ``decline``, ``multi``, ``all``; ``calc`` and
+  ``warmer``: the first ``n`` multi-turn tasks of that kind under ``seed``). :data:`EVAL_SEED` and above: held out.
 - :func:`rollout(policy, task)`: runs ``policy(messages, tools) -> text`` turn by turn; every ``<tool_call>`` is
   parsed by the kit's parser and executed by the host loop's executor (:func:`toolkit.loop.execute.execute`), its
   result appended as a ``role="tool"`` message; returns an :class:`Episode` with the reward of
@@ -36,6 +37,7 @@ from toolkit.sft.kit_turns import assistant_calls
 from toolkit.tools import TOOLS, WEATHER_TABLE, city_aliases, get_weather, schemas
 
 SEED_BASE = 7_000_000  # SFT data uses seeds 0..; RL draws from here on
+EVAL_SEED = 1_000  # held-out tasks (evaluations): training draws its tasks with seeds below this
 CALL_KINDS = ("single", "multiple", "parallel", "parallel_multiple")
 DECLINE_KINDS = ("irrelevance", "near_miss")
 # city pairs the loop questions compare (benchmarks/loop_questions.py): never used here
@@ -121,13 +123,19 @@ def multi_tasks(seed: int = 0, n: int = 8) -> list[Task]:
     return tasks
 
 
-FAMILIES = ("call", "decline", "multi", "all")
+FAMILIES = ("call", "decline", "multi", "calc", "warmer", "all")
 
 
 def tasks(family: str, seed: int = 0, n: int = 8) -> list[Task]:
-    """The tasks of one family (``multi``: warmer-of-two and calculator; ``all``: every family) under ``seed``."""
+    """The tasks of one family (``multi``: warmer-of-two and calculator; ``calc`` / ``warmer``: ``n`` of that kind
+    alone, the same tasks ``multi`` draws under ``seed``, in order; ``all``: every family) under ``seed``."""
     if family not in FAMILIES:
         raise ValueError(f"unknown task family {family!r}; known: {', '.join(FAMILIES)}")
+    if family in ("calc", "warmer"):
+        drawn = 2 * n + 8
+        while len(kind := [t for t in multi_tasks(seed, drawn) if t.family == family]) < n:
+            drawn *= 2
+        return kind[:n]
     out = []
     if family in ("call", "all"):
         out += call_tasks(seed, n)

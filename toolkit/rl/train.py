@@ -10,7 +10,7 @@ What it does
   completion's ids (a toy task: the smoke test, a first look in notebook 12).
 - Both: one update (:func:`update`, the loss of :mod:`grpo` with one iteration per batch, so the old
   log-probabilities are the current ones detached, as TRL's default); a group whose rewards are all equal teaches
-  nothing and skips the backward pass; the KL printed is to the model the run started from (the adapters switched
+  nothing and skips the backward pass (its KL is not measured: ``None``, "no spread, no update"); the KL printed is to the model the run started from (the adapters switched
   off: one extra forward without gradients; the loss itself has ``beta=0``, TRL's default); LoRA on the upper layers only, placed as the kit's SFT places it
   (:func:`toolkit.sft.lora.attach`); a progress line (step, mean reward, KL, tokens/s, ETA); ``results.json``
   with the reward curve and the adapter saved every ``save_every`` steps under ``out``; a rerun with the same
@@ -64,7 +64,7 @@ def update(model, opt, rows, rewards: list[float], group: int, temperature: floa
     """One GRPO step on ``rows`` (consecutive groups of ``group``): returns loss, KL and trained tokens."""
     adv = grpo.advantages(rewards, group)
     if not any(abs(a) > 0 for a in adv):
-        return {"loss": 0.0, "kl": 0.0, "trained_tokens": 0, "advantages": adv}
+        return {"loss": 0.0, "kl": None, "trained_tokens": 0, "advantages": adv}  # no forward: KL not measured
     model.train()
     logps, mask = grpo.trained_logps(model, rows, temperature)
     loss, _ = grpo.loss(logps, logps.detach(), torch.tensor(adv), mask)
@@ -101,7 +101,8 @@ def _log_step(results, row, start, steps, sampler, t0, log, out, save_every, mod
     done, step = row["step"] - start, row["step"]
     log(
         f"step {step}/{steps}  {row.get('family', 'toy'):8s} mean reward {row['mean_reward']:+.3f}  "
-        f"KL {row['kl']:.4f}  {getattr(sampler, 'tokens', 0) / max(secs, 1e-9):.1f} tok/s  ETA {secs / done * (steps - step):.0f} s"
+        + (f"KL {row['kl']:.3g}  " if row["kl"] is not None else "no spread, no update  ")
+        + f"{getattr(sampler, 'tokens', 0) / max(secs, 1e-9):.1f} tok/s  ETA {secs / done * (steps - step):.0f} s"
     )
     if out is not None and (step % save_every == 0 or step == steps):
         save(results, Path(out), model)
