@@ -197,6 +197,50 @@ if ev:
     display(pd.DataFrame({k: ev[k]["summary"] for k in ("before", "after") if k in ev}).T)
 
 # %% [markdown]
+# The same family from two starting points — the base model and the SFT adapter — with the same settings
+# (`python benchmarks/rl.py train|eval --start base|lora --family calc`, `results/rl/README.md`): sampled held-out
+# episodes, two per task, the same random draws before and after. The published anchors disagree on whether RL
+# needs SFT first; with a reward that pays only for an outcome the host verified, the first row shows why it can.
+
+# %%
+starts = {}
+for start in ("base", "lora"):
+    ev, run = saved_json(f"rl/eval_{start}_calc_sampled.json"), saved_json(f"rl/train_{start}_calc.json")
+    if not (ev and run and "after" in ev):
+        print(f"no saved {start} run: `python benchmarks/rl.py train --start {start} --family calc` and `eval`")
+        continue
+    b, a = ev["before"], ev["after"]
+    starts[start] = {
+        "model": run["model"].split(" [")[0],
+        "held-out reward before": b["summary"]["mean_reward"],
+        "after": a["summary"]["mean_reward"],
+        "met": f"{b['summary']['met']} → {a['summary']['met']} of {a['summary']['n']}",
+        "named the calculator": sum('"calculator"' in r["answer"] or r["calls"] > 0 for r in b["rows"]),
+        "wrote the tag": sum("<tool_call>" in r["answer"] or r["calls"] > 0 for r in b["rows"]),
+        "groups that trained": sum(s["trained_tokens"] > 0 for s in run["steps"]),
+        "steps": len(run["steps"]),
+        "episodes": b["summary"]["n"],
+    }
+if starts:
+    display(pd.DataFrame(starts).T)
+if "base" in starts:
+    base = starts["base"]
+    display(
+        Markdown(
+            f"Before training, the base model named the calculator in {base['named the calculator']} of its "
+            f"{base['episodes']} sampled episodes and wrote the `<tool_call>` tag in {base['wrote the tag']}; "
+            f"{base['groups that trained']} of its {base['steps']} groups had a spread. "
+            + (
+                "With no call the host can run, every episode earns the same reward, every advantage is 0, and "
+                "nothing is learned: GRPO reinforces what the model already does sometimes, and here that is what "
+                "SFT gave it."
+                if base["groups that trained"] == 0
+                else "Some groups had a spread, so the base model could learn from its own successes."
+            )
+        )
+    )
+
+# %% [markdown]
 # ## 6 · A live mini-run
 #
 # GRPO here and now, on one family: "compute x × y − z with the calculator and give me only the result". Sampling
