@@ -5,7 +5,9 @@ What it does
   got done" — the rewards a right answer and gaming answers earn on each task family, computed by running them
   (:func:`toolkit.rl.evidence.evidence`), and, where ``benchmarks/rl.py`` has saved a real-model run, how many of its
   groups had a spread, and the held-out evaluation before and after (greedy, tasks the run never drew): the
-  verdict rests on that, since the training curve mixes easy and hard task families.
+  verdict rests on that, since the training curve mixes easy and hard task families; and the calculator family
+  from the SFT adapter and from the base model (sampled held-out episodes, the same draws before and after), with
+  a caveat where a start had no group with a spread to learn from.
 - ``rl-credit-assignment``: "the hard part is trajectory-level credit assignment" — with one reward per
   trajectory, GRPO gives every token the model wrote the same advantage and the environment's tokens none; the
   loss cannot say which step was the wrong one (computed on a two-turn trajectory with a tool result).
@@ -24,6 +26,7 @@ from toolkit.tokenizer import qwen_tokenizer
 
 RL = Group("rl")
 TRAIN, EVAL = "rl/train_lora_multi.json", "rl/eval_lora_multi.json"
+STARTS = {"the SFT adapter": "lora", "the base model": "base"}  # benchmarks/rl.py --start, the calc family, sampled
 
 
 @loader
@@ -41,6 +44,37 @@ def rl_eval() -> dict | None:
     return saved_json(EVAL)
 
 
+@loader
+def rl_starts() -> dict:
+    """Per starting point: (training run, sampled held-out evaluation) of the calc family, where both are saved."""
+    out = {}
+    for name, start in STARTS.items():
+        run, ev = saved_json(f"rl/train_{start}_calc.json"), saved_json(f"rl/eval_{start}_calc_sampled.json")
+        if run and ev and "before" in ev and "after" in ev:
+            out[name] = (run, ev)
+    return out
+
+
+def _starts_text(rl_starts: dict) -> tuple[str, list]:
+    """The calc runs from each start, and a caveat for a start where no group had a spread."""
+    text, caveats = "", []
+    for name, (run, ev) in rl_starts.items():
+        b, a = ev["before"]["summary"], ev["after"]["summary"]
+        spread = sum(s["trained_tokens"] > 0 for s in run["steps"])
+        text += (
+            f"; from {name}, {len(run['steps'])} steps on calc tasks, {spread} with a spread: sampled held-out mean "
+            f"reward {b['mean_reward']:+.2f} -> {a['mean_reward']:+.2f} ({b['met']} -> {a['met']} of {a['n']} met)"
+        )
+        caveats.append(
+            (
+                spread == 0,
+                f"from {name} no group had a spread ({b['met']} of {b['n']} met before): trial and error teaches "
+                "only what the model already does sometimes",
+            )
+        )
+    return text, caveats
+
+
 def _per_family(run: dict) -> dict[str, tuple[int, int]]:
     """Per task family: (steps, steps whose group had a spread and so moved the model)."""
     out: dict[str, tuple[int, int]] = {}
@@ -56,7 +90,7 @@ def _per_family(run: dict) -> dict[str, tuple[int, int]]:
     "A model can learn by trial and error in a verifiable environment, rewarded by whether the task got done.",
     answers=("让模型在可验证环境里自己试错",),
 )
-def verifiable_env(rl_evidence, rl_run, rl_eval):
+def verifiable_env(rl_evidence, rl_run, rl_eval, rl_starts):
     env = rl_evidence["environment"]
     gamed = [env["call"]["in_prose"], env["decline"]["empty"]]
     families = ", ".join(f"{f}: {v['tasks']} tasks" for f, v in env.items())
@@ -87,14 +121,16 @@ def verifiable_env(rl_evidence, rl_run, rl_eval):
         f"; {a['n']} held-out tasks, greedy: met {b['met']} before, {a['met']} after (mean reward "
         f"{b['mean_reward']:+.3f} -> {a['mean_reward']:+.3f}; failed calls {b['failed_calls']} -> {a['failed_calls']})"
     )
+    more, start_caveats = _starts_text(rl_starts)
     return (
-        text,
+        text + more,
         *make_verdict(
             a["met"] > b["met"] and all(g <= 0 for g in gamed),
             "the saved run did not raise the held-out tasks met (or gaming earned a reward)",
             [
                 (len(rl_run["steps"]) < 200, f"a small run ({len(rl_run['steps'])} steps on a 0.5B model, CPU)"),
                 (a["n"] < 100, f"{a['n']} held-out tasks: a difference of a few is within sampling noise"),
+                *start_caveats,
             ],
         ),
     )
