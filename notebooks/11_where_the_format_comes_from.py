@@ -43,6 +43,7 @@ import plotly.graph_objects as go
 import torch
 from IPython.display import Markdown, display
 
+from toolkit.cliargs import count, from_env
 from toolkit.eval.learned import LIKE_FOR_LIKE, compare, markdown, targets
 from toolkit.eval.report import load_results
 from toolkit.models import FULL_MODEL_BYTES, adapter_manifest, apply_adapter, comparison_pair, load
@@ -158,7 +159,7 @@ if REAL and not TRAINABLE:
 if TRAINABLE:
     loaded = None  # the model with the adapter goes before a fresh base is trained (two float copies: 5 GB)
     fresh = load("qwen2.5-coder-0.5b", quiet=True)
-    run = mini_run(fresh, probe, probe_tools, steps=int(os.environ.get("TOOLKIT_MINI_STEPS", "5")))
+    run = mini_run(fresh, probe, probe_tools, steps=from_env("TOOLKIT_MINI_STEPS", 5, count(1, 200)))
     df = pd.DataFrame(run)
     display(df)
     go.Figure(

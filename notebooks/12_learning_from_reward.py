@@ -41,6 +41,7 @@ import plotly.graph_objects as go
 import torch
 from IPython.display import HTML, Markdown, display
 
+from toolkit.cliargs import count, from_env
 from toolkit.models import FULL_MODEL_BYTES, load
 from toolkit.paths import cpu_threads, saved_json
 from toolkit.rl import envs, grpo
@@ -252,7 +253,7 @@ if "base" in starts:
 
 # %%
 TRAINABLE = loaded.kind == "real-offline" and "int8" not in loaded.dtype  # the int8 build has no float weights to move
-MINI = {"family": "calc", "steps": int(os.environ.get("TOOLKIT_RL_MINI_STEPS", "3")), "group": 4, "lr": 4e-4}
+MINI = {"family": "calc", "steps": from_env("TOOLKIT_RL_MINI_STEPS", 3, count(1, 50)), "group": 4, "lr": 4e-4}
 HELD = {"samples": 2, "temperature": 1.0, "seed": 99, "max_new": 40, "batch": 12}
 if not TRAINABLE:
     print(

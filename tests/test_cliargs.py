@@ -426,3 +426,16 @@ def test_parser_errors_are_one_line(capsys):
         p.parse_args(["--n", "-5"])
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.count("\n") == 1 and err.startswith("prog: error: argument --n")
+
+
+def test_a_notebook_setting_from_the_environment_is_checked_and_never_raises(monkeypatch, capsys):
+    conv = cliargs.count(1, 50)
+    monkeypatch.delenv("TOOLKIT_X_STEPS", raising=False)
+    assert cliargs.from_env("TOOLKIT_X_STEPS", 3, conv) == 3
+    monkeypatch.setenv("TOOLKIT_X_STEPS", " 7 ")
+    assert cliargs.from_env("TOOLKIT_X_STEPS", 3, conv) == 7
+    for bad in ("abc", "0", "-2", "1.5", "999", "9" * 5000):
+        monkeypatch.setenv("TOOLKIT_X_STEPS", bad)
+        assert cliargs.from_env("TOOLKIT_X_STEPS", 3, conv) == 3
+        out = capsys.readouterr().out
+        assert out.count("\n") == 1 and "TOOLKIT_X_STEPS=" in out and "using 3" in out and len(out) < 300

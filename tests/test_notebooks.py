@@ -301,8 +301,8 @@ def masking_prediction(rates: dict) -> None:
 
 def mini_run_moved(v: dict) -> None:
     """Notebook 12's live GRPO mini-run: it runs wherever the real model has float weights (in Binder mode, the int8
-    build, and on the stand-in, it says why not). Its two held-out evaluations use the same random draws, so with no group trained they
-    are identical episode for episode, and with one trained the mean reward is higher after than before."""
+    build, and on the stand-in, it says why not). Its two held-out evaluations use the same random draws, so with no
+    group trained they are identical episode for episode, and with one trained the mean reward is higher after."""
     if not v["trainable"]:
         assert "int8" in v["dtype"] or v["kind"] != "real-offline", v
         return
@@ -315,9 +315,12 @@ def mini_run_moved(v: dict) -> None:
 
 
 MINI_CHECK = (
-    "import json\nprint({check!r} + json.dumps({{'trainable': TRAINABLE, 'dtype': str(loaded.dtype), 'kind': loaded.kind}} | ("
-    "{{'before': before['summary'], 'after': after['summary'], 'changed': len(moved), "
-    "'trained': int((curve['trained_tokens'] > 0).sum()), 'seconds': round(mini_s)}} if TRAINABLE else {{}})))"
+    "import json\n"
+    "v = {{'trainable': TRAINABLE, 'dtype': str(loaded.dtype), 'kind': loaded.kind}}\n"
+    "if TRAINABLE:\n"
+    "    v |= {{'before': before['summary'], 'after': after['summary'], 'changed': len(moved)}}\n"
+    "    v |= {{'trained': int((curve['trained_tokens'] > 0).sum()), 'seconds': round(mini_s)}}\n"
+    "print({check!r} + json.dumps(v))"
 )
 
 

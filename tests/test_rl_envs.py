@@ -135,3 +135,16 @@ def test_the_warmer_check_reads_the_comparison_not_the_first_city_named():
     assert not envs.met(t, f"{cold} is 12°C and {warm} is {temp}°C, so {cold} is warmer.", looked)
     assert not envs.met(t, f"{warm} is warmer.", looked)  # its temperature is not stated
     assert not envs.met(t, f"It is warmer in {warm}, at {temp}°C.", looked[1:])  # only one city looked up
+
+
+def test_a_bad_task_count_is_one_error_and_the_benchmark_offers_the_same_families():
+    for n in (-1, 2.5, "3"):
+        with pytest.raises(ValueError, match="whole number of tasks"):
+            envs.tasks("calc", 0, n)
+    assert envs.tasks("warmer", 0, 0) == []
+    from pathlib import Path
+
+    from toolkit.paths import script_module
+
+    bench = script_module(Path(__file__).parents[1] / "benchmarks" / "rl.py")
+    assert tuple(bench.FAMILIES) == envs.FAMILIES

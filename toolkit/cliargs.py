@@ -10,6 +10,9 @@ What it does
   will write: it exists with the right kind and is writable, or can be created under a writable folder; a device
   or pipe such as ``/dev/full`` is refused, only ``/dev/null`` is taken),
   :func:`model` (the names ``toolkit.models.load`` accepts, checked without loading anything), :func:`url`.
+- :func:`from_env` ``(name, default, conv)``: a setting a notebook reads from the environment (the tests' smaller
+  step counts), checked by one of these converters; a value it refuses is one printed line and the default, never
+  a traceback in a cell.
 - It imports only the standard library and ``toolkit.models`` for the model names (which imports torch only
   inside ``load``; ``tests/test_cliargs.py`` runs every command with torch, transformers and xgrammar made
   unimportable), so a usage error costs about the interpreter's start (``benchmarks/cli_errors.py`` measures it).
@@ -339,3 +342,16 @@ def usage_exit(prog: str, message: str) -> None:
     """For a check that runs outside argparse: the same one line, exit 2."""
     print(f"{prog}: error: {' '.join(message.split())[:400]}", file=sys.stderr)
     raise SystemExit(2)
+
+
+def from_env(name: str, default, conv):
+    """``$name`` converted by ``conv`` (one of this module's converters), or ``default`` when unset; a value ``conv``
+    refuses prints one line saying so and gives ``default``."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        return conv(text)
+    except (argparse.ArgumentTypeError, ValueError) as e:
+        print(f"{name}={_shown(text)} ignored ({e}); using {default}")
+        return default

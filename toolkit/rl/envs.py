@@ -131,6 +131,8 @@ def tasks(family: str, seed: int = 0, n: int = 8) -> list[Task]:
     alone, the same tasks ``multi`` draws under ``seed``, in order; ``all``: every family) under ``seed``."""
     if family not in FAMILIES:
         raise ValueError(f"unknown task family {family!r}; known: {', '.join(FAMILIES)}")
+    if not isinstance(n, int) or n < 0:
+        raise ValueError(f"n must be a whole number of tasks, at least 0, not {n!r}")
     if family in ("calc", "warmer"):
         drawn = 2 * n + 8
         while len(kind := [t for t in multi_tasks(seed, drawn) if t.family == family]) < n:

@@ -10,8 +10,9 @@ What it does
   completion's ids (a toy task: the smoke test, a first look in notebook 12).
 - Both: one update (:func:`update`, the loss of :mod:`grpo` with one iteration per batch, so the old
   log-probabilities are the current ones detached, as TRL's default); a group whose rewards are all equal teaches
-  nothing and skips the backward pass (its KL is not measured: ``None``, "no spread, no update"); the KL printed is to the model the run started from (the adapters switched
-  off: one extra forward without gradients; the loss itself has ``beta=0``, TRL's default); LoRA on the upper layers only, placed as the kit's SFT places it
+  nothing and skips the backward pass (its KL is not measured: ``None``, logged as "no spread, no update"); the KL
+  printed is to the model the run started from (the adapters switched off: one extra forward without gradients;
+  the loss itself has ``beta=0``, TRL's default); LoRA on the upper layers only, placed as the kit's SFT places it
   (:func:`toolkit.sft.lora.attach`); a progress line (step, mean reward, KL, tokens/s, ETA); ``results.json``
   with the reward curve and the adapter saved every ``save_every`` steps under ``out``; a rerun with the same
   settings resumes from the last save (more ``steps`` than before extend a run).
