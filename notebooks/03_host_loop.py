@@ -51,7 +51,7 @@ from toolkit.paths import cpu_threads, results_file
 from toolkit.prefix import prefix_stability
 from toolkit.qwen import IM_END_ID, TOOL_CALL_ID
 from toolkit.settings import LoopConfig
-from toolkit.tokenizer import qwen_tokenizer
+from toolkit.tokenizer import tokenizer_for
 from toolkit.widgets.trace import TraceView
 
 torch.manual_seed(0)
@@ -371,7 +371,7 @@ else:
 # path deterministically this cell uses a **scripted fake model** (no weights: it replays fixed texts).
 
 # %%
-tok25 = qwen_tokenizer("qwen2.5")
+tok25 = tokenizer_for("qwen2.5")  # the cached copy that §6 renders with too (each copy ~0.1 GB)
 paris = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
 script = [
     '<tool_call>\n{"name": "calculator", "arguments": {"expression": "1+"}\n</tool_call>',  # bad JSON

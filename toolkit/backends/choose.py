@@ -39,7 +39,7 @@ from toolkit.backends import http, http_logprobs
 from toolkit.backends.hf import HFBackend
 from toolkit.backends.http_tokens import TokensBackend
 from toolkit.settings import LoopConfig
-from toolkit.tokenizer import qwen_tokenizer
+from toolkit.tokenizer import tokenizer_for
 
 STAND_IN_MARK = "stand-in"  # in the folder name serve.folder_for gives a random-weight model
 
@@ -127,7 +127,7 @@ def choose(name: str = "auto", *, quiet: bool = False, url: str | None = None, r
     else:
         info = http.probe(url)
         template = template_of(info.model)
-        loaded = Served(info, qwen_tokenizer(template), template)
+        loaded = Served(info, tokenizer_for(template), template)  # one shared copy per template (~0.1 GB each)
     return Choice(loaded, backend_for(loaded, reuse=reuse), LoopConfig.for_model(loaded))
 
 

@@ -40,7 +40,7 @@ from toolkit.grammar.compile import tokenizer_info
 from toolkit.o200k import FILE, o200k_dir, use_offline_o200k
 from toolkit.qwen import STOP_IDS, VOCAB_WIDTH
 from toolkit.schema import openai_schema
-from toolkit.tokenizer import qwen_tokenizer
+from toolkit.tokenizer import tokenizer_for
 from toolkit.tools import TOOLS
 
 BUILTIN = {"qwen3": "qwen_3", "qwen2.5": "qwen_3", "llama3.1": "llama", "gpt-oss": "harmony"}
@@ -91,7 +91,7 @@ def vocabulary(family: str) -> Vocabulary:
     """The family's vocabulary offline (see the module docstring); raises ``FamilyUnavailable`` when its package is
     missing."""
     if family in ("qwen3", "qwen2.5"):
-        tok = qwen_tokenizer(family)
+        tok = tokenizer_for(family)
         return Vocabulary(
             family,
             tokenizer_info(tok, VOCAB_WIDTH),
