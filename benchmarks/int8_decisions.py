@@ -1,0 +1,208 @@
+"""Call or decline: the int8 build (toolkit.small) against the float model on a whole BFCL category, from the first
+token alone.
+
+Why the first token: in native mode, greedy, with the kit's adapter, a case of the irrelevance category is right
+exactly when the model does not open with ``<tool_call>`` (the saved seeded-50 runs of both models agree with that
+rule on every case; this script re-checks it and prints the count). One prefill per case instead of a generation,
+so all 240 cases fit in minutes where the seeded 50 took most of an hour, and the paired flips come with the float
+model's p(<tool_call>): how close to the edge the cases were that int8 turned.
+
+Models: ``float32`` (qwen2.5-coder-0.5b+lora, as in the saved float run), ``int8`` (the shipped build) and
+``int8-float-head``: the int8 build with the output layer replaced by the float model's (an experiment on which
+layer moves the decision; not a shipped build: it costs ~0.4 GB more); ``int8-shared-embedding``: the int8 build
+whose token embedding reads the int8 output layer's rows (the model ties the two tables; sharing them would save
+136 MB: an experiment, not the shipped build).
+
+Prints a table; saves benchmarks/results/int8/decisions_<category>.json (date, machine, models, commit), resumable
+per model. Never asserts a time. Run: nice python benchmarks/int8_decisions.py [--category irrelevance]
+[--models float32,int8,int8-float-head] [--limit N]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from toolkit import cliargs
+from toolkit.eval.choices import CATEGORIES
+from toolkit.paths import cache_dir
+from toolkit.qwen import TOOL_CALL_ID
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results" / "int8"
+FLOAT, INT8 = "qwen2.5-coder-0.5b+lora", "qwen2.5-coder-0.5b+lora-int8"
+MODELS = ("float32", "int8", "int8-float-head", "int8-shared-embedding")
+SAVED = {  # the seeded-50 native runs whose texts check the first-token rule
+    "float32": ROOT / "benchmarks" / "results" / "bfcl_qwen2.5-coder-0.5b+lora.json",
+    "int8": OUT / "bfcl_qwen2.5-coder-0.5b+lora-int8.json",
+}
+
+
+def _load(which: str):
+    import torch  # lazy: heavy, after the arguments are checked
+
+    from toolkit.models import adapter_folder, load  # lazy: torch
+    from toolkit.small import target_folder
+
+    if which == "float32":
+        return load(FLOAT, dtype="float32", quiet=True)
+    loaded = load(INT8, quiet=True)
+    if which == "int8-float-head":
+        ref = load(FLOAT, dtype="float32", quiet=True)
+        head = ref.model.get_output_embeddings()
+        out = torch.nn.Linear(head.in_features, head.out_features, bias=False)
+        out.weight = torch.nn.Parameter(head.weight.detach().clone(), requires_grad=False)
+        del ref, head
+        loaded.model.set_output_embeddings(out)
+        loaded.dtype += "; output layer float32 (an experiment)"
+    if which == "int8-shared-embedding":
+        cfg = json.loads((adapter_folder() / "adapter_config.json").read_text())
+        own = cfg.get("trainable_token_indices", {}).get("embed_tokens", [])  # trained apart from the head's rows
+        emb = loaded.model.get_input_embeddings()
+        kept = emb(torch.tensor([own], dtype=torch.long))[0].detach().clone()
+        loaded.model.set_input_embeddings(_RowsOf(loaded.model.get_output_embeddings(), target_folder(), own, kept))
+        del emb
+        loaded.dtype += "; embedding read from the output layer's int8 rows (an experiment)"
+    return loaded
+
+
+def _RowsOf(head, folder, own: list[int], kept):
+    """An embedding that reads its rows from the int8 output layer (Qwen2.5-0.5B ties the two: one 151,936 x 896
+    table), dequantised with the layer's float32 row scales: the artifact would then hold that table once (-136 MB).
+    The rows ``own`` (the adapter trained the embedding's and the head's rows of ``<tool_call>`` and
+    ``</tool_call>`` apart) come from ``kept``, the int8 build's own embedding rows."""
+    import torch  # lazy: heavy
+    from safetensors import safe_open  # lazy: heavy
+
+    from toolkit.small import WEIGHTS
+
+    with safe_open(str(Path(folder) / WEIGHTS), "pt") as f:
+        scales = f.get_tensor("lm_head.scales").float().clone()
+
+    class RowsOf(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rows = head.qweight  # the same tensor, not a copy
+            self.register_buffer("scales", scales)
+            self.own = dict(zip(own, kept))
+
+        def forward(self, ids):
+            out = self.rows[ids].float() * self.scales[ids].unsqueeze(-1)
+            for i, row in self.own.items():
+                out[ids == i] = row
+            return out
+
+    return RowsOf()
+
+
+def decisions(loaded, cases, done: dict, path: Path, key: str) -> dict:
+    import torch  # lazy: heavy
+
+    from toolkit.eval.run import prompt_ids  # lazy: heavy (torch)
+
+    model, tok = loaded.model, loaded.tokenizer
+    t0, n0 = time.perf_counter(), len(done)
+    for i, case in enumerate(cases):
+        if case.id in done:
+            continue
+        ids = prompt_ids(case, "native", tok)
+        with torch.inference_mode():
+            logits = model(input_ids=torch.tensor([ids]), logits_to_keep=1).logits[0, -1].float()
+        p = torch.softmax(logits, -1)
+        top = int(torch.argmax(logits))
+        other = logits.clone()
+        other[TOOL_CALL_ID] = float("-inf")
+        done[case.id] = dict(
+            first=top,
+            calls=top == TOOL_CALL_ID,
+            p_tool_call=round(float(p[TOOL_CALL_ID]), 6),
+            margin=round(float(logits[TOOL_CALL_ID] - other.max()), 4),  # > 0: opens a call
+        )
+        if (len(done) - n0) % 20 == 0 or i == len(cases) - 1:
+            path.write_text(json.dumps(done))  # resume point
+            rate = (len(done) - n0) / (time.perf_counter() - t0)
+            print(f"  {key}: {len(done)}/{len(cases)} ({rate:.2f} cases/s)", flush=True)
+    return done
+
+
+def check_rule(which: str, category: str, got: dict) -> tuple[int, int, int] | None:
+    """(cases where 'right iff no <tool_call> first' holds in the saved run's texts, cases whose first token here
+    agrees with the saved text on calling, cases compared)."""
+    if which not in SAVED or not SAVED[which].exists():
+        return None
+    saved = json.loads(SAVED[which].read_text())["accuracy"]["data"]["cases"]
+    rows = [c for c in saved if c["mode"] == "native" and c["id"].startswith(category + "_") and c["id"] in got]
+    rule = sum(c["ok"] == (not c["text"].startswith("<tool_call>")) for c in rows)
+    same = sum(got[c["id"]]["calls"] == c["text"].startswith("<tool_call>") for c in rows)
+    return rule, same, len(rows)
+
+
+def main(argv=None) -> int:
+    p = cliargs.Parser(description=__doc__.split("\n")[0])
+    p.add_argument("--category", default="irrelevance", choices=CATEGORIES)
+    p.add_argument(
+        "--models",
+        type=cliargs.one_of(MODELS, "model"),
+        default=list(MODELS[:2]),
+        help=f"comma-separated from {', '.join(MODELS)}; the first is the reference",
+    )
+    p.add_argument("--limit", type=cliargs.count(1), default=None, help="the first N cases of the category")
+    a = p.parse_args(argv)
+    import torch  # lazy: heavy, after the arguments are checked
+
+    from toolkit.eval import bfcl  # lazy: after the arguments are checked
+    from toolkit.eval.report import meta, save_results  # lazy: after the arguments are checked
+
+    models = list(dict.fromkeys(a.models))
+    torch.set_num_threads(1)  # as the saved int8 run; one thread keeps the sums' order fixed
+    cases = bfcl.load(a.category)[: a.limit]
+    OUT.mkdir(parents=True, exist_ok=True)
+    got, described = {}, {}
+    for which in models:
+        part = cache_dir() / "int8_decisions" / f"{a.category}_{which}.json"  # resume point
+        part.parent.mkdir(parents=True, exist_ok=True)
+        done = json.loads(part.read_text()) if part.exists() else {}
+        loaded = _load(which)
+        described[which] = loaded.description
+        print(f"{which}: {loaded.description}", flush=True)
+        got[which] = decisions(loaded, cases, done, part, which)
+        del loaded
+    ids = [c.id for c in cases]
+    print(f"\n## {a.category}, native, first token (n = {len(ids)}): right = no <tool_call> first\n")
+    print("| model | right % | opens a call | rule holds in saved texts | first-token call = saved call |")
+    print("|---|---|---|---|---|")
+    rows = []
+    for which in models:
+        d = got[which]
+        right = sum(not d[i]["calls"] for i in ids)
+        chk = check_rule(which, a.category, d)
+        rows.append(dict(model=which, n=len(ids), right=right, pct=100 * right / len(ids), rule=chk))
+        c = f"{chk[0]}/{chk[2]}" if chk else "—"
+        s = f"{chk[1]}/{chk[2]}" if chk else "—"
+        print(f"| {which} | {100 * right / len(ids):.1f} | {len(ids) - right} | {c} | {s} |")
+    pairs = []
+    for which in models[1:]:
+        f, q = got[models[0]], got[which]
+        lost = [i for i in ids if not f[i]["calls"] and q[i]["calls"]]
+        gained = [i for i in ids if f[i]["calls"] and not q[i]["calls"]]
+        near = sorted(abs(f[i]["margin"]) for i in lost + gained)
+        pairs.append(dict(model=which, against=models[0], lost=lost, gained=gained, float_margins=near))
+        print(
+            f"\n{which} vs {models[0]}: lost {len(lost)}, gained {len(gained)} "
+            f"(Δ {100 * (len(gained) - len(lost)) / len(ids):+.1f} points); the float model's |logit margin| on "
+            f"the flipped cases: {', '.join(f'{m:.2f}' for m in near) or 'none'}"
+        )
+    save_results(
+        OUT / f"decisions_{a.category}.json",
+        "decisions",
+        dict(category=a.category, rows=rows, pairs=pairs, cases={w: got[w] for w in models}),
+        meta(" | ".join(f"{k}: {v}" for k, v in described.items()), ROOT, torch_threads=1),
+    )
+    print(f"\nsaved {OUT / f'decisions_{a.category}.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
