@@ -153,7 +153,7 @@ def main(argv=None) -> int:
     import torch  # lazy: heavy, after the arguments are checked
 
     from toolkit.eval import bfcl  # lazy: after the arguments are checked
-    from toolkit.eval.report import meta, save_results  # lazy: after the arguments are checked
+    from toolkit.eval.report import meta  # lazy: after the arguments are checked
 
     models = list(dict.fromkeys(a.models))
     torch.set_num_threads(1)  # as the saved int8 run; one thread keeps the sums' order fixed
@@ -194,12 +194,11 @@ def main(argv=None) -> int:
             f"(Δ {100 * (len(gained) - len(lost)) / len(ids):+.1f} points); the float model's |logit margin| on "
             f"the flipped cases: {', '.join(f'{m:.2f}' for m in near) or 'none'}"
         )
-    save_results(
-        OUT / f"decisions_{a.category}.json",
-        "decisions",
-        dict(category=a.category, rows=rows, pairs=pairs, cases={w: got[w] for w in models}),
-        meta(" | ".join(f"{k}: {v}" for k, v in described.items()), ROOT, torch_threads=1),
+    doc = dict(
+        meta=meta(" | ".join(f"{k}: {v}" for k, v in described.items()), ROOT, torch_threads=1),
+        data=dict(category=a.category, rows=rows, pairs=pairs, cases={w: got[w] for w in models}),
     )
+    (OUT / f"decisions_{a.category}.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
     print(f"\nsaved {OUT / f'decisions_{a.category}.json'}")
     return 0
 
