@@ -130,9 +130,11 @@ def decisions(loaded, cases, done: dict, path: Path, key: str) -> dict:
 def check_rule(which: str, category: str, got: dict) -> tuple[int, int, int] | None:
     """(cases where 'right iff no <tool_call> first' holds in the saved run's texts, cases whose first token here
     agrees with the saved text on calling, cases compared)."""
-    if which not in SAVED or not SAVED[which].exists():
+    from toolkit.eval.report import load_results  # lazy: after the arguments are checked
+
+    saved = load_results(SAVED[which]).get("accuracy", {}).get("data", {}).get("cases") if which in SAVED else None
+    if not saved:
         return None
-    saved = json.loads(SAVED[which].read_text())["accuracy"]["data"]["cases"]
     rows = [c for c in saved if c["mode"] == "native" and c["id"].startswith(category + "_") and c["id"] in got]
     rule = sum(c["ok"] == (not c["text"].startswith("<tool_call>")) for c in rows)
     same = sum(got[c["id"]]["calls"] == c["text"].startswith("<tool_call>") for c in rows)

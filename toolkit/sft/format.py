@@ -20,6 +20,7 @@ import time
 
 import torch
 
+from toolkit.backends.choose import first_token_probs
 from toolkit.backends.hf import HFBackend
 from toolkit.qwen import IM_END_ID, TOOL_CALL_ID
 from toolkit.sft.data import dataset, groups_of, labelled
@@ -36,20 +37,13 @@ def _spelling_id(tokenizer, text: str) -> int:
 
 
 def first_token(loaded, messages, tools, top: int = 5) -> dict:
-    """p(<tool_call>), p(```), p({) and the ``top`` most likely first tokens after the generation prompt."""
-    model, tok = loaded.model, loaded.tokenizer
-    ids = torch.tensor([prompt_ids(tok, messages, tools)], device=next(model.parameters()).device)
-    with torch.inference_mode():
-        # logits_to_keep=1: the last position only (all of them, 151,936 floats each, cost ~0.4 GB on a long prompt)
-        probs = torch.softmax(model(input_ids=ids, logits_to_keep=1).logits[0, -1].float(), -1)
+    """p(<tool_call>), p(```), p({) and the ``top`` most likely first tokens after the generation prompt (read by
+    the kit's one first-token reader, :func:`toolkit.backends.choose.first_token_probs`)."""
+    tok = loaded.tokenizer
     fence, brace = _spelling_id(tok, "```"), _spelling_id(tok, "{")
-    best = torch.topk(probs, top)
-    return dict(
-        tool_call=float(probs[TOOL_CALL_ID]),
-        fence=float(probs[fence]),
-        brace=float(probs[brace]),
-        top=[(tok.decode([int(i)]), float(p)) for p, i in zip(best.values, best.indices)],
-    )
+    got = first_token_probs(loaded, prompt_ids(tok, messages, tools), k=top, tokens=(TOOL_CALL_ID, fence, brace))
+    named = got["named"]
+    return dict(tool_call=named[TOOL_CALL_ID], fence=named[fence], brace=named[brace], top=got["top"])
 
 
 def greedy(loaded, messages, tools, max_new_tokens: int = 48) -> str:
