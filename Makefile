@@ -50,7 +50,7 @@ system:
 	@chromium --version
 
 ## real-model: the real offline model (Qwen2.5-Coder-0.5B-Instruct, ~480 MB download, ~1.2 GB cache) and its int8
-## builds, with the kit's adapter and without (~0.6 GB each: what load("auto") takes where memory is short, as in the
+## builds, with the kit's adapter and without (~0.5 GB each: what load("auto") takes where memory is short, as in the
 ## notebooks' Binder runs)
 real-model: setup
 	$(PY) -m toolkit models install-real

@@ -7,15 +7,15 @@ rule on every case; this script re-checks it and prints the count). One prefill 
 so all 240 cases fit in minutes where the seeded 50 took most of an hour, and the paired flips come with the float
 model's p(<tool_call>): how close to the edge the cases were that int8 turned.
 
-Models: ``float32`` (qwen2.5-coder-0.5b+lora, as in the saved float run), ``int8`` (the shipped build) and
-``int8-float-head``: the int8 build with the output layer replaced by the float model's (an experiment on which
-layer moves the decision; not a shipped build: it costs ~0.4 GB more); ``int8-shared-embedding``: the int8 build
-whose token embedding reads the int8 output layer's rows (the model ties the two tables; sharing them would save
-136 MB: an experiment, not the shipped build).
+Models: ``float32`` (qwen2.5-coder-0.5b+lora, as in the saved float run), ``bfloat16`` (the same weights and adapter
+in bf16: the issue's reference, and the activations' precision in the int8 build's kernel) and ``int8`` (the
+installed build: ``toolkit.small``, with the output bias of ``toolkit.calibrate``; its resume file is keyed by the
+artifact's sha256, so a rebuilt artifact is measured again). The first build's run (no output bias; with two
+experiments, a float output layer and a shared embedding) is kept in ``decisions_irrelevance_before_output_bias.json``.
 
 Prints a table; saves benchmarks/results/int8/decisions_<category>.json (date, machine, models, commit), resumable
 per model. Never asserts a time. Run: nice python benchmarks/int8_decisions.py [--category irrelevance]
-[--models float32,int8,int8-float-head] [--limit N]
+[--models float32,bfloat16,int8] [--limit N]
 """
 
 from __future__ import annotations
@@ -33,68 +33,27 @@ from toolkit.qwen import TOOL_CALL_ID
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "int8"
 FLOAT, INT8 = "qwen2.5-coder-0.5b+lora", "qwen2.5-coder-0.5b+lora-int8"
-MODELS = ("float32", "int8", "int8-float-head", "int8-shared-embedding")
-SAVED = {  # the seeded-50 native runs whose texts check the first-token rule
+MODELS = ("float32", "int8", "bfloat16")
+REFERENCES = ("float32", "bfloat16")  # every other model is paired against each of these that ran
+SAVED = {  # saved native runs (seeded 50; bf16: every case, another machine) whose texts check the rule
     "float32": ROOT / "benchmarks" / "results" / "bfcl_qwen2.5-coder-0.5b+lora.json",
     "int8": OUT / "bfcl_qwen2.5-coder-0.5b+lora-int8.json",
+    "bfloat16": ROOT / "benchmarks" / "results" / "full" / "bfcl_qwen2.5-coder-0.5b+lora.json",  # every case, 2 threads
 }
 
 
 def _load(which: str):
-    import torch  # lazy: heavy, after the arguments are checked
+    from toolkit.models import load  # lazy: torch
 
-    from toolkit.models import adapter_folder, load  # lazy: torch
-    from toolkit.small import target_folder
-
-    if which == "float32":
-        return load(FLOAT, dtype="float32", quiet=True)
-    loaded = load(INT8, quiet=True)
-    if which == "int8-float-head":
-        ref = load(FLOAT, dtype="float32", quiet=True)
-        head = ref.model.get_output_embeddings()
-        out = torch.nn.Linear(head.in_features, head.out_features, bias=False)
-        out.weight = torch.nn.Parameter(head.weight.detach().clone(), requires_grad=False)
-        del ref, head
-        loaded.model.set_output_embeddings(out)
-        loaded.dtype += "; output layer float32 (an experiment)"
-    if which == "int8-shared-embedding":
-        cfg = json.loads((adapter_folder() / "adapter_config.json").read_text())
-        own = cfg.get("trainable_token_indices", {}).get("embed_tokens", [])  # trained apart from the head's rows
-        emb = loaded.model.get_input_embeddings()
-        kept = emb(torch.tensor([own], dtype=torch.long))[0].detach().clone()
-        loaded.model.set_input_embeddings(_RowsOf(loaded.model.get_output_embeddings(), target_folder(), own, kept))
-        del emb
-        loaded.dtype += "; embedding read from the output layer's int8 rows (an experiment)"
-    return loaded
+    return load(FLOAT, dtype=which, quiet=True) if which in REFERENCES else load(INT8, quiet=True)
 
 
-def _RowsOf(head, folder, own: list[int], kept):
-    """An embedding that reads its rows from the int8 output layer (Qwen2.5-0.5B ties the two: one 151,936 x 896
-    table), dequantised with the layer's float32 row scales: the artifact would then hold that table once (-136 MB).
-    The rows ``own`` (the adapter trained the embedding's and the head's rows of ``<tool_call>`` and
-    ``</tool_call>`` apart) come from ``kept``, the int8 build's own embedding rows."""
-    import torch  # lazy: heavy
-    from safetensors import safe_open  # lazy: heavy
+def _resume_name(category: str, which: str) -> str:
+    if which in REFERENCES:
+        return f"{category}_{which}.json"
+    from toolkit.small import read_manifest, target_folder  # lazy: after the arguments are checked
 
-    from toolkit.small import WEIGHTS
-
-    with safe_open(str(Path(folder) / WEIGHTS), "pt") as f:
-        scales = f.get_tensor("lm_head.scales").float().clone()
-
-    class RowsOf(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.rows = head.qweight  # the same tensor, not a copy
-            self.register_buffer("scales", scales)
-            self.own = dict(zip(own, kept))
-
-        def forward(self, ids):
-            out = self.rows[ids].float() * self.scales[ids].unsqueeze(-1)
-            for i, row in self.own.items():
-                out[ids == i] = row
-            return out
-
-    return RowsOf()
+    return f"{category}_{which}-{read_manifest(target_folder())['weights']['sha256'][:12]}.json"
 
 
 def decisions(loaded, cases, done: dict, path: Path, key: str) -> dict:
@@ -147,8 +106,8 @@ def main(argv=None) -> int:
     p.add_argument(
         "--models",
         type=cliargs.one_of(MODELS, "model"),
-        default=list(MODELS[:2]),
-        help=f"comma-separated from {', '.join(MODELS)}; the first is the reference",
+        default=list(MODELS),
+        help=f"comma-separated from {', '.join(MODELS)}; each is paired against {' and '.join(REFERENCES)} where run",
     )
     p.add_argument("--limit", type=cliargs.count(1), default=None, help="the first N cases of the category")
     a = p.parse_args(argv)
@@ -163,7 +122,7 @@ def main(argv=None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     got, described = {}, {}
     for which in models:
-        part = cache_dir() / "int8_decisions" / f"{a.category}_{which}.json"  # resume point
+        part = cache_dir() / "int8_decisions" / _resume_name(a.category, which)  # resume point
         part.parent.mkdir(parents=True, exist_ok=True)
         done = json.loads(part.read_text()) if part.exists() else {}
         loaded = _load(which)
@@ -185,15 +144,18 @@ def main(argv=None) -> int:
         s = f"{chk[1]}/{chk[2]}" if chk else "—"
         print(f"| {which} | {100 * right / len(ids):.1f} | {len(ids) - right} | {c} | {s} |")
     pairs = []
-    for which in models[1:]:
-        f, q = got[models[0]], got[which]
+    refs = [r for r in REFERENCES if r in models] or models[:1]
+    for ref, which in [
+        (r, w) for r in refs for w in models if w != r and not (w in refs and refs.index(w) < refs.index(r))
+    ]:
+        f, q = got[ref], got[which]
         lost = [i for i in ids if not f[i]["calls"] and q[i]["calls"]]
         gained = [i for i in ids if f[i]["calls"] and not q[i]["calls"]]
         near = sorted(abs(f[i]["margin"]) for i in lost + gained)
-        pairs.append(dict(model=which, against=models[0], lost=lost, gained=gained, float_margins=near))
+        pairs.append(dict(model=which, against=ref, lost=lost, gained=gained, reference_margins=near))
         print(
-            f"\n{which} vs {models[0]}: lost {len(lost)}, gained {len(gained)} "
-            f"(Δ {100 * (len(gained) - len(lost)) / len(ids):+.1f} points); the float model's |logit margin| on "
+            f"\n{which} vs {ref}: lost {len(lost)}, gained {len(gained)} "
+            f"(Δ {100 * (len(gained) - len(lost)) / len(ids):+.1f} points); {ref}'s |logit margin| on "
             f"the flipped cases: {', '.join(f'{m:.2f}' for m in near) or 'none'}"
         )
     doc = dict(

@@ -279,3 +279,14 @@ def test_no_loop_benchmark_question_in_the_training_set(mix):
     users = {m["content"].strip() for e in exs for m in e.messages if m["role"] == "user"}
     norm = lambda s: re.sub(r"\W+", " ", s.lower()).strip()  # noqa: E731
     assert not {norm(q) for q in qs} & {norm(u) for u in users}
+
+
+def test_decision_points_end_where_the_assistant_first_replies():
+    tok = qwen_tokenizer("qwen2.5")
+    points = data.decision_points(tok, n=8)
+    assert len(points) == 8 and points == data.decision_points(tok, n=8)
+    head = tok.encode("<|im_start|>assistant\n")
+    for ids, ex in zip(points, data.dataset(2, seed=data.CALIBRATION_SEED)[:8], strict=True):
+        assert ids[-len(head) :] == head  # the model's next token is its first: a call or text
+        assert tok.decode(ids).count("<|im_start|>assistant") == 1  # nothing the assistant wrote is in the prompt
+        assert ex.messages[0]["content"] in tok.decode(ids) and "<tools>" in tok.decode(ids)

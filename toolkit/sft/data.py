@@ -20,6 +20,8 @@ What it does
 - ``labelled(examples, tokenizer)`` renders each conversation through the tokenizer's own chat template (the real
   Qwen2.5 template of the installed model) and labels it with the kit's loss mask (``toolkit.sft.labels``).
 - ``data_hash(examples)``: sha256 of the canonical JSON of the set (goes into the adapter's manifest).
+- ``decision_points(tokenizer)``: token ids of the set's conversations cut where the assistant's first reply begins
+  (the model then writes a call or text): where ``toolkit.calibrate`` measures the int8 build against its float model.
 
 What it leaves out
 - Any BFCL text (``tests/test_sft_data.py`` checks questions and function names of every BFCL category) and the
@@ -286,3 +288,19 @@ def data_hash(examples: list[Example]) -> str:
 def labelled(examples: list[Example], tokenizer) -> list[Labelled]:
     """Each example rendered through ``tokenizer``'s own chat template and labelled with the loss mask."""
     return [label(e.messages, e.tools, "native", tokenizer=tokenizer) for e in examples]
+
+
+CALIBRATION_SEED = 777  # the decision points' conversations (any seed: the set never holds BFCL or loop questions)
+
+
+def decision_points(tokenizer, n: int = 32, seed: int = CALIBRATION_SEED) -> list[list[int]]:
+    """``n`` prompts: each conversation's messages before its first assistant turn, rendered with its tools and the
+    generation prompt by ``tokenizer``'s own chat template."""
+    out = []
+    for e in dataset(-(-n // 6), seed=seed)[:n]:
+        first = next(i for i, m in enumerate(e.messages) if m["role"] == "assistant")
+        ids = tokenizer.apply_chat_template(
+            e.messages[:first], tools=e.tools, add_generation_prompt=True, tokenize=True, return_dict=False
+        )
+        out.append(list(ids))
+    return out
