@@ -297,7 +297,7 @@ def load_small(dev: str = "cpu", notes: list[str] | None = None, adapter: bool =
         fetch.DISPLAY_NAME,
         "real-offline",
         dev,
-        "int8 weights (per row), bf16 activations",
+        f"int8 weights (per row; build {man['weights']['sha256'][:8]}), bf16 activations",  # caches key on it
         notes=list(notes or []),
     )
     if adapter:
