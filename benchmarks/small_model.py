@@ -147,44 +147,58 @@ def model_runs(tokens: int) -> list[dict]:
     return rows
 
 
+REFERENCES = {  # the float runs the int8 build is paired with, case by case on its seeded 50 per category
+    "float32": Path("bfcl_qwen2.5-coder-0.5b+lora.json"),  # the seeded 50, float32
+    "bf16": Path("full") / "bfcl_qwen2.5-coder-0.5b+lora.json",  # every case, bf16 (the issue's reference)
+}
+
+
 def bfcl() -> dict:
-    from toolkit.eval.learned import compare
+    from toolkit.eval.learned import compare, row
     from toolkit.eval.report import load_results
 
     res = ROOT / "benchmarks" / "results"
-    flt = load_results(res / "bfcl_qwen2.5-coder-0.5b+lora.json")
     q = load_results(res / "int8" / "bfcl_qwen2.5-coder-0.5b+lora-int8.json")
     if not q:
         return {"note": "no int8 BFCL run saved yet (benchmarks/bfcl.py accuracy --model qwen2.5-coder-0.5b+lora-int8)"}
-    cmp = compare(flt, q)  # "adapter" = the int8 build, "base" = the float model, on the same case ids
-    rows = []
-    for r in cmp["rows"]:
-        if r["mode"] != "native":
+    rows, metas = [], {"int8": q["accuracy"]["meta"]}
+    for ref, path in REFERENCES.items():
+        flt = load_results(res / path)
+        if not flt:
             continue
-        a, b = r["adapter"], r["base"]
-        delta = round(100 * (a["accuracy"] - b["accuracy"]), 6)  # 0.68 - 0.66 is 2.0000000000000018 in floats
-        rows.append(
-            dict(
-                category=r["category"],
-                n=a["n"],
-                float_pct=100 * b["accuracy"],
-                int8_pct=100 * a["accuracy"],
-                delta=delta,
-                within_2=abs(delta) <= 2,
-                int8_tag_rate=a["tag_rate"],
-                gained=r["gained"],
-                lost=r["lost"],
+        metas[ref] = flt["accuracy"]["meta"]
+        cmp = compare(flt, q)  # "adapter" = the int8 build, "base" = the float model, on the same case ids
+        for r in cmp["rows"]:
+            if r["mode"] != "native":
+                continue
+            a, b = r["adapter"], r["base"]
+            delta = round(100 * (a["accuracy"] - b["accuracy"]), 6)  # 0.68 - 0.66 is 2.0000000000000018 in floats
+            rows.append(
+                dict(
+                    reference=ref,
+                    category=r["category"],
+                    n=a["n"],
+                    float_pct=100 * b["accuracy"],
+                    int8_pct=100 * a["accuracy"],
+                    delta=delta,
+                    within_2=abs(delta) <= 2,
+                    int8_tag_rate=a["tag_rate"],
+                    gained=r["gained"],
+                    lost=r["lost"],
+                )
             )
-        )
-    due = [r for r in cmp["rows"] if r["mode"] == "native" and r["category"] != "irrelevance"]
-    tagged = sum(r["adapter"]["tagged"] for r in due)
-    n_due = sum(r["adapter"]["n"] for r in due)
-    return dict(
-        rows=rows,
-        int8_tag_rate_due=tagged / n_due if n_due else None,
-        float_meta=flt["accuracy"]["meta"],
-        int8_meta=q["accuracy"]["meta"],
-    )
+    due = [c for c in q["accuracy"]["data"]["cases"] if c["mode"] == "native" and "irrelevance" not in c["id"]]
+    tagged = row(due)["tagged"] if due else 0  # the kit's one count of tagged answers (toolkit.eval.learned)
+    return dict(rows=rows, int8_tag_rate_due=tagged / len(due) if due else None, metas=metas, whole=_whole())
+
+
+def _whole() -> dict | None:
+    """The whole irrelevance category from the first token (benchmarks/int8_decisions.py), where it was run."""
+    f = ROOT / "benchmarks" / "results" / "int8" / "decisions_irrelevance.json"
+    if not f.exists():
+        return None
+    rows = {r["model"]: r for r in json.loads(f.read_text(encoding="utf-8"))["data"]["rows"]}
+    return {m: dict(right=r["right"], n=r["n"]) for m, r in rows.items()}
 
 
 def loops() -> list[dict]:
@@ -239,14 +253,21 @@ def main(argv=None) -> int:
     print("\n## BFCL native, seeded 50 per category: int8 vs float (same cases)\n")
     if "rows" in b:
         print(
-            "| category | n | float % | int8 % | Δ | within 2 | int8 tag rate | gained | lost |\n|---|---|---|---|---|---|---|---|---|"
+            "| reference | category | n | float % | int8 % | Δ | within 2 | int8 tag rate | gained | lost |\n"
+            "|---|---|---|---|---|---|---|---|---|---|"
         )
         for r in b["rows"]:
             print(
-                f"| {r['category']} | {r['n']} | {r['float_pct']:.1f} | {r['int8_pct']:.1f} | {r['delta']:+.1f} | "
-                f"{'yes' if r['within_2'] else 'NO'} | {r['int8_tag_rate']:.2f} | {r['gained']} | {r['lost']} |"
+                f"| {r['reference']} | {r['category']} | {r['n']} | {r['float_pct']:.1f} | {r['int8_pct']:.1f} | "
+                f"{r['delta']:+.1f} | {'yes' if r['within_2'] else 'NO'} | {r['int8_tag_rate']:.2f} | {r['gained']} | "
+                f"{r['lost']} |"
             )
         print(f"\nint8 tag rate where a call is due: {b['int8_tag_rate_due']:.1%} (target >= 98%)")
+        if b["whole"]:
+            print(
+                "irrelevance, all cases, first token (int8_decisions.py): "
+                + ", ".join(f"{m} {w['right']}/{w['n']}" for m, w in b["whole"].items())
+            )
     else:
         print(b["note"])
     lq = loops()
