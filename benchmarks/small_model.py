@@ -5,8 +5,9 @@ Prints, side by side:
    bf16, torch's dynamic int8 (the kit's first build), torch's int8 weight-only kernel (what it ships now), and
    torchao / optimum-quanto where installed (not in requirements: pip install them to include them; their absence is
    printed);
-2. for each model (float32 + adapter, bf16 + adapter, int8 + adapter): peak RSS of loading it and answering one loop
-   question, seconds for that, and greedy decode tokens/s at one thread, each in its own process;
+2. for each model (float32 + adapter, bf16 + adapter, int8 + adapter): peak RSS (ru_maxrss) of loading it and
+   answering one loop question, and again after a greedy decode run, seconds, and decode tokens/s at one thread,
+   each in its own process;
 3. BFCL native mode on the seeded 50 cases per category, from the saved runs (benchmarks/bfcl.py accuracy --limit 50
    --modes native, for qwen2.5-coder-0.5b+lora and qwen2.5-coder-0.5b+lora-int8): accuracy, tag rate where a call
    is due, and paired gained / lost case by case, against the issue's targets (within 2 points; tag rate >= 98%);
@@ -49,11 +50,12 @@ loaded = load(name, dtype=dtype, quiet=True)
 load_s = time.perf_counter() - t0
 trace = ask("What is 17 * 23?", loaded, tools=["calculator"], config=LoopConfig.for_model(loaded))
 loop_s = time.perf_counter() - t0 - load_s
+loop_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # load + one loop question (the issue's figure)
 ids = render([{"role": "user", "content": "Write a long story about a robot."}], template="qwen2.5").ids
 g = HFBackend.from_loaded(loaded).generate(list(ids), max_new_tokens=n, stop_ids=set())
 print(json.dumps(dict(model=loaded.description, load_s=load_s, loop_s=loop_s, answer=trace.answer,
                       decode_tok_s=len(g.new_ids) / g.decode_s, prefill_tok_s=g.prefilled / g.prefill_s,
-                      peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
+                      peak_rss_mb=loop_peak, peak_rss_with_decode_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
 """
 
 
@@ -239,14 +241,16 @@ def main(argv=None) -> int:
     if models:
         print("\n## Load + one loop question, then greedy decode at one thread (each in its own process)\n")
         print(
-            "| build | peak RSS MB | load s | loop s | decode tok/s | prefill tok/s | answer |\n|---|---|---|---|---|---|---|"
+            "| build | peak RSS MB, load + loop | with the decode run | load s | loop s | decode tok/s | prefill tok/s | answer |"
+            "\n|---|---|---|---|---|---|---|---|"
         )
         for r in models:
             if "error" in r:
-                print(f"| {r['build']} | — | — | — | — | — | error: {r['error']} |")
+                print(f"| {r['build']} | — | — | — | — | — | — | error: {r['error']} |")
             else:
                 print(
-                    f"| {r['build']} | {r['peak_rss_mb']:,.0f} | {r['load_s']:.1f} | {r['loop_s']:.1f} | "
+                    f"| {r['build']} | {r['peak_rss_mb']:,.0f} | {r['peak_rss_with_decode_mb']:,.0f} | {r['load_s']:.1f} | "
+                    f"{r['loop_s']:.1f} | "
                     f"{r['decode_tok_s']:.2f} | {r['prefill_tok_s']:.1f} | {r['answer'][:40]!r} |"
                 )
     b = bfcl()
