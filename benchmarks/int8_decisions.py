@@ -59,6 +59,7 @@ def _resume_name(category: str, which: str) -> str:
 def decisions(loaded, cases, done: dict, path: Path, key: str) -> dict:
     import torch  # lazy: heavy
 
+    from toolkit.calibrate import last_logits  # lazy: heavy (torch)
     from toolkit.eval.run import prompt_ids  # lazy: heavy (torch)
 
     model, tok = loaded.model, loaded.tokenizer
@@ -66,9 +67,7 @@ def decisions(loaded, cases, done: dict, path: Path, key: str) -> dict:
     for i, case in enumerate(cases):
         if case.id in done:
             continue
-        ids = prompt_ids(case, "native", tok)
-        with torch.inference_mode():
-            logits = model(input_ids=torch.tensor([ids]), logits_to_keep=1).logits[0, -1].float()
+        logits = last_logits(model, [prompt_ids(case, "native", tok)])[0]  # the build's own reader of the first token
         p = torch.softmax(logits, -1)
         top = int(torch.argmax(logits))
         other = logits.clone()
@@ -145,9 +144,7 @@ def main(argv=None) -> int:
         print(f"| {which} | {100 * right / len(ids):.1f} | {len(ids) - right} | {c} | {s} |")
     pairs = []
     refs = [r for r in REFERENCES if r in models] or models[:1]
-    for ref, which in [
-        (r, w) for r in refs for w in models if w != r and not (w in refs and refs.index(w) < refs.index(r))
-    ]:
+    for ref, which in [(r, w) for i, r in enumerate(refs) for w in models if w not in refs[: i + 1]]:
         f, q = got[ref], got[which]
         lost = [i for i in ids if not f[i]["calls"] and q[i]["calls"]]
         gained = [i for i in ids if f[i]["calls"] and not q[i]["calls"]]
