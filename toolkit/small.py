@@ -279,7 +279,9 @@ def verify(folder: Path, base_sha256: str | None = None, adapter_sha256: str | N
         except OSError:
             pass  # a read-only cache still loads; it is just hashed again next time
     if man.get("scheme") != SCHEME:
-        raise ArtifactError("the small-memory model was built by another version of the kit: rebuild with --force")
+        raise ArtifactError(
+            "the small-memory model was built by another version of the kit: rebuild (models install-small)"
+        )
     if base_sha256 and man["base"]["safetensors_sha256"] != base_sha256:
         raise ArtifactError("the small-memory model was built from other base weights: rebuild with --force")
     if adapter_sha256 and (man.get("adapter") or {}).get("weights_sha256") != adapter_sha256:
