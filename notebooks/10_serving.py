@@ -27,6 +27,7 @@
 # `TOOLKIT_BACKEND`. The first cell says which one runs; everything below is measured on it.
 
 # %%
+import gc
 import json
 import os
 import time
@@ -44,6 +45,7 @@ from toolkit.loop.examples import example
 from toolkit.loop.execute import execute
 from toolkit.loop.loop import run
 from toolkit.loop.steps import Executed, Generated, Rendered
+from toolkit.memory import give_back
 from toolkit.models import load, template_for
 from toolkit.parse import parse_tool_calls
 from toolkit.paths import cpu_threads
@@ -59,7 +61,7 @@ torch.manual_seed(0)
 torch.set_num_threads(cpu_threads())  # the CPUs this kernel may use, at most 2
 MODEL = os.environ.get("TOOLKIT_MODEL", "auto")  # auto: the real offline model if installed, else the stand-in
 URL = http.from_env()  # a classroom server, if TOOLKIT_BACKEND names one
-if URL is None:  # a server started here must hold the model itself: where memory is short that is the stand-in
+if URL is None:  # a server started here holds the model itself: where memory is short, the int8 build
     MODEL, why = model_to_serve(MODEL)
     if why:
         print("model:", why)
@@ -67,9 +69,13 @@ loaded = load(MODEL, quiet=True)
 tok, TEMPLATE = loaded.tokenizer, template_for(loaded)
 server = None
 if URL is None:  # start one here, bound to 127.0.0.1 and stopped by PID in the last cell
-    server = LocalServer(folder_for(loaded), engine=default_engine(loaded), threads=cpu_threads())
+    folder, engine = folder_for(loaded), default_engine(loaded)
+    loaded.model = None  # before the server starts: it holds its own copy, and where memory is short both do not fit
+    gc.collect()
+    give_back()  # the freed pages back to the system: glibc would keep them in this kernel
+    server = LocalServer(folder, engine=engine, threads=cpu_threads())
     URL = server.url
-loaded.model = None  # the kernel no longer needs the weights: the server process holds its own copy
+loaded.model = None  # the kernel no longer needs the weights
 info = http.probe(URL)
 print(
     "model that runs below:",

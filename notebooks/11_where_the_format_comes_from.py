@@ -46,10 +46,10 @@ from IPython.display import Markdown, display
 from toolkit.cliargs import count, from_env
 from toolkit.eval.learned import LIKE_FOR_LIKE, compare, markdown, targets
 from toolkit.eval.report import load_results
+from toolkit.memory import memory_available
 from toolkit.models import FULL_MODEL_BYTES, adapter_manifest, apply_adapter, comparison_pair, load
 from toolkit.paths import cpu_threads, results_file
 from toolkit.sft.format import first_token, greedy, mini_run
-from toolkit.small import memory_available
 
 torch.set_num_threads(cpu_threads())  # the CPUs this kernel may use, at most 2
 torch.manual_seed(0)

@@ -42,13 +42,13 @@ import torch
 from IPython.display import HTML, Markdown, display
 
 from toolkit.cliargs import count, from_env
+from toolkit.memory import memory_available
 from toolkit.models import FULL_MODEL_BYTES, load
 from toolkit.paths import cpu_threads, saved_json
 from toolkit.rl import envs, grpo
 from toolkit.rl.evaluate import changed, evaluate
 from toolkit.rl.policy import Sampler
 from toolkit.sft.labels import label
-from toolkit.small import memory_available
 from toolkit.widgets.mask import MaskData, mask_html
 
 torch.set_num_threads(cpu_threads())  # the CPUs this kernel may use, at most 2

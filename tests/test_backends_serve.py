@@ -17,12 +17,35 @@ def auto_picks(monkeypatch):
     return pick
 
 
-def test_short_memory_serves_the_stand_in_and_says_why(auto_picks, monkeypatch):
+def test_short_memory_serves_the_int8_build_and_says_so(auto_picks, monkeypatch):
     auto_picks(models.SMALL)
-    monkeypatch.setattr(serve.small, "memory_available", lambda: int(1.5 * 2**30))
+    monkeypatch.setattr(serve.memory, "memory_available", lambda: int(1.5 * 2**30))
     name, why = serve.model_to_serve("auto")
-    assert name == models.STAND_IN
-    assert "1.5 GB" in why and "RANDOM-WEIGHT STAND-IN" in why and "TOOLKIT_BACKEND" in why
+    assert name == models.SMALL
+    assert "1.5 GB" in why and "int8" in why and "drops its own copy" in why
+
+
+def test_the_int8_folder_is_served_through_the_kits_loader(tmp_path, monkeypatch):
+    monkeypatch.setattr(serve.small, "target_folder", lambda adapter=True: tmp_path / ("a" if adapter else "b"))
+    loaded = type(
+        "L", (), {"dtype": "int8 weights (per row; build x), bf16 activations", "adapter": {"adapter": "x"}}
+    )()
+    folder = serve.folder_for(loaded)
+    assert folder == str(tmp_path / "a")
+    monkeypatch.delenv(serve.ENGINE_ENV, raising=False)
+    monkeypatch.setattr(serve.vllm_local, "state", lambda: (True, ""))  # vLLM installed: still not for the int8 build
+    assert serve.default_engine(loaded) == "transformers"
+    assert serve.default_engine(type("F", (), {"dtype": "float32", "semantic": True})()) == "vllm"
+    plain = serve.command(str(tmp_path), 9)
+    assert plain[-2:] != ["--dtype", None] and "serve" in plain and "--dtype" in plain
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / serve.small.MANIFEST).write_text("{}")
+    (tmp_path / "a" / serve.small.WEIGHTS).write_bytes(b"")
+    argv = serve.command(folder, 9)
+    assert argv[1:3] == ["-m", "toolkit.backends.serve_small"] and "--dtype" not in argv
+    assert argv[3:] == [folder, "--host", "127.0.0.1", "--port", "9", "--device", "cpu"]
+    with pytest.raises(ValueError, match="vLLM cannot load the kit's int8 build"):
+        serve.LocalServer(folder, engine="vllm")
 
 
 def test_enough_memory_serves_what_auto_loads(auto_picks):

@@ -68,7 +68,7 @@ from toolkit.paths import script_module
 # The notebooks' Binder cgroup, memory sampler and checks, from tests/test_notebooks.py: by file, since tests/ is not a
 # package and benchmarks/figures_cli.py loads this file by its path too (pytest has usually imported it already).
 _nb = sys.modules.get("test_notebooks") or script_module(Path(__file__).with_name("test_notebooks.py"))
-AFTER_RUN, BINDER_STAND_IN, CHECK, CHROMIUM = _nb.AFTER_RUN, _nb.BINDER_STAND_IN, _nb.CHECK, _nb.CHROMIUM
+AFTER_RUN, CHECK, CHROMIUM = _nb.AFTER_RUN, _nb.CHECK, _nb.CHROMIUM
 MINI_STEPS = _nb.MINI_STEPS
 PEAK_LIMIT_BYTES, _PeakRSS, binder_limits, picks_a_model = (
     _nb.PEAK_LIMIT_BYTES,
@@ -1254,10 +1254,7 @@ def binder_failures(path: Path, report: Report, cgroup, oom_before: int, peak: i
     if peak > PEAK_LIMIT_BYTES:
         out.append(f"the server and its kernel peaked at {peak / 2**20:.0f} MB RSS (> 2 GB Binder budget)")
     if os.environ.get("TOOLKIT_REQUIRE_REAL_MODEL") == "1" and picks_a_model(path):
-        if path.name in BINDER_STAND_IN:  # the notebook itself picks the stand-in there, and must say why
-            if BINDER_STAND_IN[path.name] not in report.printed:
-                out.append(f"ran without printing why it runs the stand-in ({BINDER_STAND_IN[path.name]!r})")
-        elif "RANDOM-WEIGHT STAND-IN" in report.printed:
+        if "RANDOM-WEIGHT STAND-IN" in report.printed:
             out.append("ran the stand-in in Binder mode, not the real model")
     return out
 

@@ -247,7 +247,7 @@ PICKS_A_MODEL = re.compile(r"\bload\(|\bchoose\(|TOOLKIT_MODEL")
 # other notebooks' code is the same on either, and the float model's decoding is tested in the unit tests
 # (tests/test_loop.py, tests/test_models.py, tests/test_fetch.py run it).
 MACHINE_TOO = {
-    "10_serving.ipynb": "a local server holds the float model (Binder mode runs the stand-in there)",
+    "10_serving.ipynb": "a local server holds the float model, on vLLM where installed (Binder mode serves the int8 build)",
     "11_where_the_format_comes_from.ipynb": "the float base with the adapter applied in place, and the live LoRA run",
     "12_learning_from_reward.ipynb": "the live GRPO mini-run: held-out reward before and after, on the float model",
 }
@@ -283,13 +283,6 @@ def modes_for(path: Path) -> list[str]:
     :data:`MACHINE_TOO`."""
     machine = ["machine"] if picks_a_model(path) and path.name in MACHINE_TOO else []
     return (["binder"] if binder_runs_here() else []) + machine
-
-
-# Notebooks that run the stand-in on Binder by their own choice, each with the phrase they must print to say why:
-# notebook 10's local server (toolkit.backends.serve.model_to_serve) would hold the float model (~2.5 GB in float32;
-# the int8 build cannot be served), which cannot fit in Binder's 2 GB beside the kernel. On Binder a class points
-# TOOLKIT_BACKEND at its server.
-BINDER_STAND_IN = {"10_serving.ipynb": "the int8 build cannot be served"}
 
 
 def masking_prediction(rates: dict) -> None:
@@ -376,9 +369,6 @@ def test_notebook_runs_headless(path, mode, record_property):
     if mode == "binder":
         assert peak <= PEAK_LIMIT_BYTES, f"{path.name} peaked at {peak / 2**20:.0f} MB (> 2 GB Binder budget)"
         if os.environ.get("TOOLKIT_REQUIRE_REAL_MODEL") == "1" and picks_a_model(path):
-            if path.name in BINDER_STAND_IN:
-                assert BINDER_STAND_IN[path.name] in text, f"{path.name} did not say why it runs the stand-in"
-            else:
-                assert "RANDOM-WEIGHT STAND-IN" not in text, (
-                    f"{path.name} ran the stand-in in Binder mode, not the real model"
-                )
+            assert "RANDOM-WEIGHT STAND-IN" not in text, (
+                f"{path.name} ran the stand-in in Binder mode, not the real model"
+            )

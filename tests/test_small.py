@@ -5,11 +5,10 @@ tokens/s, peak memory) and run by the notebooks in Binder mode (tests/test_noteb
 
 import json
 
-import psutil
 import pytest
 import torch
 
-from toolkit import models, small
+from toolkit import memory, models, small
 
 
 @pytest.fixture(scope="module")
@@ -137,9 +136,9 @@ def test_errors_are_one_line_value_errors(tmp_path):
 def test_auto_picks_by_memory(monkeypatch, tmp_path):
     monkeypatch.setattr(models.fetch, "is_installed", lambda: True)
     monkeypatch.setattr(small, "target_folder", lambda adapter=True: tmp_path)
-    monkeypatch.setattr(small, "memory_available", lambda: 16 * 2**30)
+    monkeypatch.setattr(memory, "memory_available", lambda: 16 * 2**30)
     assert models.pick_auto("cpu", torch.float32)[0] == models.REAL_LORA
-    monkeypatch.setattr(small, "memory_available", lambda: int(1.5 * 2**30))
+    monkeypatch.setattr(memory, "memory_available", lambda: int(1.5 * 2**30))
     name, why = models.pick_auto("cpu", torch.float32)
     assert name == models.SMALL and "int8" in why and "1.5 GB" in why
     monkeypatch.setattr(models.fetch, "is_installed", lambda: False)
@@ -153,55 +152,6 @@ def test_auto_never_picks_the_hub(monkeypatch):
     assert models.pick_auto("cpu", torch.float32)[0] == models.STAND_IN
 
 
-def test_memory_available_reads_a_cgroup_limit(monkeypatch, tmp_path):
-    monkeypatch.setattr(small, "_cgroup_limit_and_usage", lambda: (2 * 2**30, int(1.5 * 2**30)))
-    assert small.memory_available() <= 2**29
-    assert small.memory_limit() == 2 * 2**30
-
-
-def _fake_cgroup(tmp_path, v2: bool, stat: str):
-    proc = tmp_path / "cgroup"
-    if v2:
-        proc.write_text("0::/kit\n")
-        base = tmp_path / "kit"
-        base.mkdir()
-        (base / "memory.max").write_text(f"{2 * 2**30}\n")
-        (base / "memory.current").write_text(f"{int(1.8 * 2**30)}\n")
-    else:
-        proc.write_text("5:cpuset:/kit\n4:memory:/kit\n")
-        base = tmp_path / "memory" / "kit"
-        base.mkdir(parents=True)
-        (base / "memory.limit_in_bytes").write_text(f"{2 * 2**30}\n")
-        (base / "memory.usage_in_bytes").write_text(f"{int(1.8 * 2**30)}\n")
-    (base / "memory.stat").write_text(stat)
-    return proc
-
-
-@pytest.mark.parametrize("v2", [False, True])
-def test_cgroup_usage_leaves_out_unmapped_page_cache(tmp_path, v2):
-    mib = 2**20
-    stat = (
-        f"file {900 * mib}\nfile_mapped {100 * mib}\nanon {800 * mib}\n"
-        if v2
-        else f"cache {900 * mib}\ntotal_cache {900 * mib}\ntotal_mapped_file {100 * mib}\ntotal_rss {800 * mib}\n"
-    )
-    limit, used = small._cgroup_limit_and_usage(_fake_cgroup(tmp_path, v2, stat), tmp_path)
-    assert limit == 2 * 2**30
-    assert used == int(1.8 * 2**30) - 800 * mib  # the 100 MB mapped stays counted
-
-
-def test_cgroup_usage_without_a_stat_file_counts_everything(tmp_path):
-    proc = _fake_cgroup(tmp_path, False, "")
-    (tmp_path / "memory" / "kit" / "memory.stat").unlink()
-    assert small._cgroup_limit_and_usage(proc, tmp_path) == (2 * 2**30, int(1.8 * 2**30))
-
-
-def test_no_cgroup_limit_is_none(tmp_path):
-    proc = _fake_cgroup(tmp_path, True, "")
-    (tmp_path / "kit" / "memory.max").write_text("max\n")
-    assert small._cgroup_limit_and_usage(proc, tmp_path) is None
-
-
 def test_load_small_refuses_when_memory_is_short(monkeypatch, built):
     out, _ = built
     monkeypatch.setattr(models.fetch, "is_installed", lambda: True)
@@ -209,30 +159,15 @@ def test_load_small_refuses_when_memory_is_short(monkeypatch, built):
     monkeypatch.setattr(models, "adapter_weights_sha256", lambda *a: None)
     man = json.loads((out / small.MANIFEST).read_text())
     monkeypatch.setattr(small, "verify", lambda *a, **k: dict(man, base={"gguf_sha256": models.fetch.GGUF_SHA256}))
-    monkeypatch.setattr(small, "memory_available", lambda: 100 * 2**20)
+    monkeypatch.setattr(memory, "memory_available", lambda: 100 * 2**20)
     with pytest.raises(small.ArtifactError, match="too little memory"):
         models.load_small()
-
-
-@pytest.mark.parametrize(
-    "rss_mb,want_mb", [(30, 0.15 * 1024 + 512 - 30), (300, 0.15 * 1024 + 512 - 300), (900, 0.15 * 1024)]
-)
-def test_a_load_counts_only_the_runtime_this_process_has_not_paid(monkeypatch, rss_mb, want_mb):
-    """A kernel that imported torch long ago needs only the weights and activations more (notebook 05 in a 2 GB
-    cgroup was refused the int8 model when the whole runtime was counted twice)."""
-
-    class Proc:
-        def memory_info(self):
-            return type("M", (), {"rss": rss_mb * 2**20})()
-
-    monkeypatch.setattr(psutil, "Process", lambda: Proc())  # small imports psutil where it sizes a load
-    assert small.load_overhead() == pytest.approx(want_mb * 2**20, abs=2**20)
 
 
 def test_the_float_model_is_refused_in_one_line_when_memory_is_short(monkeypatch):
     if not models.fetch.is_installed():
         pytest.skip("needs the real offline model (make real-model); make test installs it")
-    monkeypatch.setattr(small, "memory_available", lambda: 300 * 2**20)
+    monkeypatch.setattr(memory, "memory_available", lambda: 300 * 2**20)
     with pytest.raises(small.ArtifactError, match="too little memory for the float32 model") as e:
         models.load(models.REAL_OFFLINE, dtype="float32", quiet=True)
     assert "\n" not in str(e.value) and models.SMALL in str(e.value)

@@ -34,7 +34,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from toolkit import artifact, calibrate, fetch, small
+from toolkit import artifact, calibrate, fetch, memory, small
 from toolkit.paths import cache_dir, cpu_threads, hub_reachable
 from toolkit.stand_in import stand_in, stand_in_config  # noqa: F401 (importable from here, as before)
 from toolkit.tokenizer import load_folder, qwen_tokenizer
@@ -221,11 +221,11 @@ def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet
         if dev == "cpu":  # refuse in one line before reading 1.2 GB into a machine that cannot hold it
             need = (folder / "model.safetensors").stat().st_size * (
                 2 if "float32" in str(dt) else 1
-            ) + small.load_overhead()
-            if small.memory_available() < need:
+            ) + memory.load_overhead()
+            if memory.memory_available() < need:
                 raise small.ArtifactError(
                     f"too little memory for the {str(dt).removeprefix('torch.')} model: "
-                    f"{small.memory_available() / 2**20:,.0f} MB available, about {need / 2**20:,.0f} MB needed; "
+                    f"{memory.memory_available() / 2**20:,.0f} MB available, about {need / 2**20:,.0f} MB needed; "
                     f"load {SMALL!r} (python -m toolkit models install-small)"
                 )
         out = _from_folder(folder, dev, dt, "real-offline", fetch.DISPLAY_NAME, notes)
@@ -262,7 +262,7 @@ def pick_auto(device: str = "cpu", dtype=None) -> tuple[str, str]:
     if device.startswith("cuda"):
         return REAL_LORA, "auto: the real model with the kit's adapter (on the GPU)"
     need = FULL_MODEL_BYTES["bfloat16" if "bfloat16" in str(dtype) else "float32"]
-    have = small.memory_available()
+    have = memory.memory_available()
     if have >= need:
         return REAL_LORA, f"auto: the real model with the kit's adapter ({have / 2**30:.1f} GB available)"
     if not small.target_folder().exists():  # the int8 build with the adapter
@@ -284,7 +284,7 @@ def load_small(dev: str = "cpu", notes: list[str] | None = None, adapter: bool =
     man = small.verify(folder, adapter_sha256=adapter_weights_sha256() if adapter else None)
     if man["base"].get("gguf_sha256") != fetch.GGUF_SHA256 or (not adapter and man.get("adapter")):
         raise small.ArtifactError(f"{folder.name} was built from other weights: rebuild with --force")
-    need, have = man["weights"]["bytes"] + small.load_overhead(), small.memory_available()
+    need, have = man["weights"]["bytes"] + memory.load_overhead(), memory.memory_available()
     if have < need:
         raise small.ArtifactError(
             f"too little memory for the int8 model: {have / 2**20:,.0f} MB available, about {need / 2**20:,.0f} MB "

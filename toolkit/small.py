@@ -20,10 +20,7 @@ What it does
   and packed while the file is open only for that module, so no float copy of the model and no mapped file is
   ever resident: peak ≈ the final size. The file's sha256 is checked against the manifest first (once per file:
   the size and mtime of a checked file are remembered beside it).
-- ``memory_available()``: what this process may still allocate (the cgroup's limit minus its usage where one is
-  set, else the machine's available memory); ``load_overhead()``: what loading a model adds beyond its weights in
-  this process (activations, and the part of the runtime — Python, torch, transformers, the tokenizer — the process
-  has not yet paid: a kernel that already imported them needs less).
+- How much memory a load may use: ``toolkit.memory``.
 
 What it leaves out
 - Training: the quantised modules have no gradients (train on the float model, then rebuild this artifact).
@@ -34,14 +31,14 @@ What it leaves out
 
 from __future__ import annotations
 
-import ctypes
 import datetime as _dt
 import json
 import os
 from pathlib import Path
 
 from toolkit.fetch import sha256_of
-from toolkit.paths import cache_dir, cgroup_dirs
+from toolkit.memory import give_back
+from toolkit.paths import cache_dir
 
 WEIGHTS = "model.int8.safetensors"
 MANIFEST = "manifest.json"
@@ -69,68 +66,6 @@ class ArtifactError(ValueError):
 
 def target_folder(adapter: bool = True) -> Path:
     return cache_dir() / "models" / (FOLDER_NAME if adapter else BASE_FOLDER_NAME)
-
-
-# ------------------------------------------------------------------ memory
-def _reclaimable(stat: Path, v2: bool) -> int:
-    """Page cache the kernel drops before it refuses an allocation: file pages not mapped by a process."""
-    try:
-        kv = dict(line.split() for line in stat.read_text().splitlines() if line.count(" ") == 1)
-        if v2:
-            return max(0, int(kv.get("file", 0)) - int(kv.get("file_mapped", 0)))
-        return max(0, int(kv.get("total_cache", 0)) - int(kv.get("total_mapped_file", 0)))
-    except (OSError, ValueError):
-        return 0
-
-
-def _cgroup_limit_and_usage(proc: Path = Path("/proc/self/cgroup"), root: Path = Path("/sys/fs/cgroup")):
-    """This process's cgroup memory limit and usage (v2, else v1), or None when none is set. Usage leaves out
-    page cache that is not mapped (the model file read a minute ago): the kernel drops it on demand, and counting
-    it refused a load in a 2 GB cgroup with about 900 MB of it reclaimable."""
-    for base, v2 in cgroup_dirs("memory", proc, root):
-        if v2:
-            lim, use = base / "memory.max", base / "memory.current"
-        else:
-            lim, use = base / "memory.limit_in_bytes", base / "memory.usage_in_bytes"
-        try:
-            raw = lim.read_text().strip()
-            if raw == "max" or int(raw) >= 1 << 60:
-                continue
-            used = int(use.read_text().strip()) - _reclaimable(base / "memory.stat", v2)
-            return int(raw), max(0, used)
-        except (OSError, ValueError):
-            continue
-    return None
-
-
-def memory_available() -> int:
-    """Bytes this process may still allocate: the smaller of the cgroup's headroom and the machine's available."""
-    import psutil  # lazy: only when sizing a load
-
-    free = psutil.virtual_memory().available
-    cg = _cgroup_limit_and_usage()
-    return min(free, cg[0] - cg[1]) if cg else free
-
-
-RUNTIME_BYTES = int(0.5 * 2**30)  # Python + torch + transformers + a Qwen tokenizer, resident (measured)
-ACTIVATION_BYTES = int(0.15 * 2**30)  # a forward's activations and the KV cache of a loop's few thousand tokens
-
-
-def load_overhead() -> int:
-    """Bytes a model load adds beyond its weights here: the activations, plus the runtime less this process's RSS
-    now (what it already holds of it). Counting the whole runtime again refused the int8 model in a 2 GB cgroup
-    whose kernel had imported torch long before (notebook 05 in JupyterLab: 1,198 MB free, 1,270 MB "needed")."""
-    import psutil  # lazy: only when sizing a load
-
-    return ACTIVATION_BYTES + max(0, RUNTIME_BYTES - psutil.Process().memory_info().rss)
-
-
-def memory_limit() -> int:
-    """The memory this process's world has in all: the cgroup limit where set, else the machine's total."""
-    import psutil  # lazy: only when sizing a load
-
-    cg = _cgroup_limit_and_usage()
-    return cg[0] if cg else psutil.virtual_memory().total
 
 
 # ------------------------------------------------------------------ build
@@ -195,7 +130,7 @@ def int8_tensors(model) -> dict:
                 walk(child, f"{prefix}{name}.")
                 continue
             setattr(mod, name, torch.nn.Identity())  # the float source goes now, not at the end
-            _trim()
+            give_back()
 
     walk(model)
     for name, p in model.named_parameters():
@@ -382,7 +317,7 @@ def load(folder: Path):
             if q is not None:
                 setattr(mod, name, q)
                 del q
-                _trim()  # each module's transient copies go back before the next is read
+                give_back()  # each module's transient copies go back before the next is read
             else:
                 walk(child, f"{prefix}{name}.")
 
@@ -403,18 +338,10 @@ def load(folder: Path):
     if any(t.is_meta for t in list(model.parameters()) + list(model.buffers())):
         raise ArtifactError("the small-memory model left tensors unfilled: not this model's artifact")
     model._quantized_values = packed[0]  # what parameters() no longer sees (for the printed size)
-    _trim()
+    give_back()
     return model.eval()
 
 
 def count_params(model) -> int:
     """Parameters, counting a quantised module's packed weight as the values it holds (``parameters()`` skips it)."""
     return sum(p.numel() for p in model.parameters()) + getattr(model, "_quantized_values", 0)
-
-
-def _trim() -> None:
-    """Give freed heap pages back to the system (glibc keeps them otherwise, and RSS would count them)."""
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass

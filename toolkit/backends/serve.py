@@ -9,11 +9,12 @@ What it does
   the ``/v1`` base the kit's HTTP backend takes. The model defaults to the real offline model's folder
   (``toolkit.fetch.installed_folder()``); ``folder_for(loaded)`` gives a folder for any loaded model (the stand-in is
   saved to a temporary folder). The server's log goes to a file (``log_tail()`` shows its end, ``log_text()`` all).
-- ``model_to_serve(name)``: the model a server started here can hold for ``load(name)``'s choice: the same, except
-  where "auto" would pick the int8 build (memory is short, as in Binder's 2 GB): that build cannot be served and the
-  float model does not fit beside the kernel, so the stand-in, with a line saying why (notebook 10 prints it).
+- ``model_to_serve(name)``: the model a server started here holds for ``load(name)``'s choice, and a note where
+  "auto" picks the int8 build (memory is short, as in Binder's 2 GB): the server holds that build, and the kernel
+  drops its own weights before the server starts (notebook 10 prints the note).
 - ``default_engine(loaded)``: what the notebooks and benchmarks start — ``$TOOLKIT_SERVE_ENGINE`` if set, else vLLM
-  where it is installed and the weights are real, else ``transformers serve``.
+  where it is installed and the weights are real and not the int8 build, else ``transformers serve`` (which serves
+  the int8 build through ``toolkit.backends.serve_small``).
 - ``engines_to_run(choice, url)``: the servers a benchmark's ``--engine`` starts (both, where vLLM is installed).
 - ``command(...)`` is the exact ``transformers serve`` command line, for the README and for a teacher who starts it
   by hand; ``LocalServer.argv`` is the one a server was started with.
@@ -37,8 +38,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-from toolkit import fetch, models, small
+from toolkit import fetch, memory, models, small
 from toolkit.backends import vllm_local
+from toolkit.backends.serve_small import is_int8_folder
 
 START_TIMEOUT_S = 180.0
 VLLM_START_TIMEOUT_S = 420.0  # measured here: ready in 70-140 s on 2 cores (eager mode), longer on a busy machine
@@ -65,21 +67,13 @@ def _executable() -> list[str]:
 
 def command(model: str, port: int, *, device: str = "cpu", dtype: str | None = None, extra=()) -> list[str]:
     """The ``transformers serve`` command line the kit runs (bound to 127.0.0.1). ``dtype`` defaults to what this
-    CPU multiplies fast, as for vLLM (``vllm_local.dtype()``: bf16 only with avx512_bf16 or AMX, else float32)."""
-    return [
-        *_executable(),
-        "serve",
-        str(model),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--device",
-        device,
-        "--dtype",
-        dtype or vllm_local.dtype(),
-        *extra,
-    ]
+    CPU multiplies fast, as for vLLM (``vllm_local.dtype()``: bf16 only with avx512_bf16 or AMX, else float32). The
+    kit's int8 build is served by the same server through ``python -m toolkit.backends.serve_small`` (its loader
+    swapped for ``toolkit.small``'s), with no ``--dtype``: the artifact's precision is fixed."""
+    int8 = is_int8_folder(model)
+    exe = [sys.executable, "-m", "toolkit.backends.serve_small"] if int8 else [*_executable(), "serve"]
+    args = [str(model), "--host", "127.0.0.1", "--port", str(port), "--device", device]
+    return [*exe, *args, *([] if int8 else ["--dtype", dtype or vllm_local.dtype()]), *extra]
 
 
 ENGINE_ENV = "TOOLKIT_SERVE_ENGINE"
@@ -94,7 +88,8 @@ def default_engine(loaded=None) -> str:
             raise ValueError(f"{ENGINE_ENV}={named!r}: expected one of {ENGINES}")
         return named
     real = loaded is None or getattr(loaded, "semantic", True)
-    return "vllm" if real and vllm_local.state()[0] else "transformers"
+    int8 = "int8" in str(getattr(loaded, "dtype", ""))  # vLLM cannot load the kit's int8 build
+    return "vllm" if real and not int8 and vllm_local.state()[0] else "transformers"
 
 
 def engines_to_run(choice: str, url: str | None = None) -> tuple[list[str], str]:
@@ -116,10 +111,10 @@ def folder_for(loaded, out_dir: str | os.PathLike | None = None) -> str:
     """A folder ``transformers serve`` can load for a ``toolkit.models.Loaded``: the real offline model's own folder,
     a local folder as given, otherwise (the random-weight stand-in, a GGUF, the real model with the kit's adapter
     merged) the model and tokenizer saved to ``out_dir`` (a new temporary folder by default), so that the server runs
-    exactly the weights the kernel loaded. The int8 build cannot be saved for a server (torch's quantised modules):
-    a one-line error says to serve the float model."""
+    exactly the weights the kernel loaded. The int8 build is its artifact folder (``small.target_folder``), which
+    ``command`` serves through ``toolkit.backends.serve_small``."""
     if "int8" in str(getattr(loaded, "dtype", "")):
-        raise ValueError("the int8 build cannot be served by transformers serve or vLLM: serve the float model")
+        return str(small.target_folder(bool(getattr(loaded, "adapter", None))))
     adapted = bool(getattr(loaded, "adapter", None))
     if loaded.kind == "real-offline" and fetch.installed_folder() is not None and not adapted:
         return str(fetch.installed_folder())
@@ -135,18 +130,17 @@ def folder_for(loaded, out_dir: str | os.PathLike | None = None) -> str:
 
 
 def model_to_serve(name: str = "auto") -> tuple[str, str | None]:
-    """(model name, reason or None) for a server started on this machine. ``TOOLKIT_MODEL`` overrides "auto", as in
-    ``models.load``. Where "auto" would load the int8 build (``models.pick_auto``: memory is short), the server gets
-    the random-weight stand-in and the reason says so: the int8 build cannot be saved for a server, and a server
-    holding the float model (~2.5 GB in float32) does not fit beside the kernel. Reads no model."""
+    """(model name, note or None) for a server started on this machine. ``TOOLKIT_MODEL`` overrides "auto", as in
+    ``models.load``. Where "auto" picks the int8 build (``models.pick_auto``: memory is short, as in Binder's 2 GB),
+    the server holds that build (``command``: ``toolkit.backends.serve_small``) and the note says so, and that the
+    kernel should drop its own copy before the server starts: both would not fit. Reads no model."""
     name = os.environ.get("TOOLKIT_MODEL") or name
     if name != "auto" or models.pick_auto()[0] != models.SMALL:
         return name, None
-    have = small.memory_available() / 2**30
-    return models.STAND_IN, (
-        f"only {have:.1f} GB of memory here: a local server would hold the float model (the int8 build cannot be "
-        "served), which does not fit beside this kernel, so the server started below runs the RANDOM-WEIGHT "
-        "STAND-IN (mechanics only). For the real model, point TOOLKIT_BACKEND at the class's server."
+    have = memory.memory_available() / 2**30
+    return models.SMALL, (
+        f"only {have:.1f} GB of memory here: the server started below holds the int8 build (transformers serve, "
+        "its loader swapped for the kit's), and this kernel drops its own copy of the weights before it starts."
     )
 
 
@@ -181,6 +175,10 @@ class LocalServer:
         self.port = int(port or free_port())
         self.url = f"http://127.0.0.1:{self.port}/v1"
         if engine == "vllm":
+            if is_int8_folder(self.model):
+                raise ValueError(
+                    "vLLM cannot load the kit's int8 build: use engine='transformers', or serve the float model"
+                )
             usable, why = vllm_local.state()
             if not usable:
                 raise FileNotFoundError(why)

@@ -8,7 +8,7 @@ import sys
 from toolkit import cliargs
 from toolkit.artifact import ArtifactError, verify_adapter
 from toolkit.fetch import DISPLAY_NAME, IntegrityError, install, is_installed, manifest, target_folder, verify_installed
-from toolkit.small import memory_available
+from toolkit.memory import memory_available
 
 
 # ------------------------------------------------------------------ command line
