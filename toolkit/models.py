@@ -290,10 +290,10 @@ def load_small(dev: str = "cpu", notes: list[str] | None = None, adapter: bool =
             f"too little memory for the int8 model: {have / 2**20:,.0f} MB available, about {need / 2**20:,.0f} MB "
             "needed (close other kernels, or TOOLKIT_MODEL=stand-in)"
         )
-    model = small.load(folder)
+    tok = load_folder(folder)  # first: its ~100 MB of transient copies then sit below the weights, not on top of them
     out = Loaded(
-        model,
-        load_folder(folder),
+        small.load(folder),
+        tok,
         fetch.DISPLAY_NAME,
         "real-offline",
         dev,
