@@ -93,6 +93,7 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=cliargs.count(1, 50), default=3)
     p.add_argument("--max-new", type=cliargs.count(1, 512), default=48)
     p.add_argument("--move", type=cliargs.number(0.0, 1.0), default=2e-4, help="each step's random move of the LoRA")
+    p.add_argument("--check-move", type=cliargs.number(0.0, 1.0), default=0.1, help="the check's move of the LoRA")
     p.add_argument("--threads", type=cliargs.count(1, 64), default=2)
     a = p.parse_args(argv)
 
@@ -195,7 +196,7 @@ def main(argv=None) -> int:
             )
             print(rows[-1], flush=True)
         # The check: an adapter far from zero, greedy first turns of each task, three ways.
-        _move(loaded.model, 99, 0.02)
+        _move(loaded.model, 99, a.check_move)
         loaded.model.save_pretrained(tmp / "rl-check")
         _post(f"{srv.url}/load_lora_adapter", {"lora_name": "rl-check", "lora_path": str(tmp / "rl-check")})
         batch = [(t.messages, t.tools) for t in tasks]
@@ -205,10 +206,12 @@ def main(argv=None) -> int:
         strip = [s.replace("<|im_end|>", "").strip() for s in mine]
         check = dict(
             tasks=len(batch),
+            move=a.check_move,
             trainer_eq_vllm_with_adapter=sum(x == y.strip() for x, y in zip(strip, served)),
             trainer_eq_vllm_without_adapter=sum(x == y.strip() for x, y in zip(strip, plain)),
+            first_turns={"trainer": strip, "vllm_with_adapter": served, "vllm_without_adapter": plain},
         )
-        print("check (greedy first turns, adapter moved far):", check, flush=True)
+        print("check (greedy first turns, adapter moved far):", {k: v for k, v in check.items() if k != "first_turns"})
     finally:
         srv.stop()
 
