@@ -4,9 +4,9 @@ What it measures, in one run on this machine (float32 in both, so both sample th
 1. transformers: ``toolkit.rl.policy.Sampler`` (the kit's one decode loop, a group's rows in one batch, the shared
    prompt prefilled once) on the model the trainer holds: the shipped SFT adapter merged, plus a fresh RL LoRA
    (``toolkit.rl.train.attach``).
-2. vLLM (CPU build, ``make vllm``): the same SFT-merged weights served by ``LocalServer(engine="vllm")`` with LoRA
-   enabled, and every step the trainer's new RL adapter handed over: saved (peft) and loaded at run time
-   (``/v1/load_lora_adapter``), the previous one unloaded. The rollouts are the same episodes
+2. vLLM (CPU build, ``make vllm``): ``toolkit.rl.served.ServedSampler``, the same SFT-merged weights on the kit's
+   vLLM server with LoRA enabled, and every step the trainer's new RL adapter handed over: saved (peft) and loaded
+   at run time (``/v1/load_lora_adapter``), the previous one unloaded. The rollouts are the same episodes
    (``toolkit.rl.envs.rollout_group``, the kit's tools run for real), the policy's text from ``/v1/completions``.
 Each "step" moves the RL adapter's weights by a small fixed random amount (the same in both engines), so the
 sampler must drop what it kept and vLLM must load new weights, as in training; no gradient is taken (the update's
@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import time
-import urllib.request
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -34,41 +33,6 @@ from toolkit import cliargs  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "rl"
 FAMILIES = ["call", "decline", "multi", "calc", "warmer"]
-
-
-def _post(url: str, body: dict, timeout: float = 600) -> dict:
-    req = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        raw = r.read()
-    return json.loads(raw) if raw.strip().startswith(b"{") else {"text": raw.decode()}
-
-
-class ServedPolicy:
-    """``policy(batch of (messages, tools)) -> texts`` through a vLLM server: the kit renders, the server samples."""
-
-    def __init__(self, url: str, model: str, tokenizer, template: str, max_new: int, temperature: float):
-        from toolkit.qwen import STOP_IDS
-
-        self.url, self.model, self.tok, self.template = url, model, tokenizer, template
-        self.max_new, self.temperature, self.stops, self.tokens = max_new, temperature, sorted(STOP_IDS), 0
-
-    def __call__(self, batch):
-        from toolkit.render import render
-
-        prompts = [render(m, t, self.template, tokenizer=self.tok).ids for m, t in batch]
-        out = _post(
-            f"{self.url}/completions",
-            dict(
-                model=self.model,
-                prompt=prompts,
-                max_tokens=self.max_new,
-                temperature=self.temperature,
-                stop_token_ids=self.stops,
-                skip_special_tokens=False,
-            ),
-        )
-        self.tokens += out["usage"]["completion_tokens"]
-        return [c["text"] for c in sorted(out["choices"], key=lambda c: c["index"])]
 
 
 def _lora_params(model):
@@ -97,18 +61,17 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=cliargs.count(1, 64), default=2)
     a = p.parse_args(argv)
 
-    import tempfile
-
     import torch
 
-    from toolkit.backends.serve import LocalServer
     from toolkit.eval.report import meta
     from toolkit.models import load, template_for
+    from toolkit.qwen import STOP_IDS
+    from toolkit.render import render
     from toolkit.rl.envs import EVAL_SEED, rollout_group
     from toolkit.rl.envs import tasks as tasks_for
     from toolkit.rl.policy import Sampler
+    from toolkit.rl.served import ServedSampler, post_json
     from toolkit.rl.train import attach
-    from toolkit.sft.export import merged_folder
 
     torch.set_num_threads(a.threads)
     loaded = load("qwen2.5-coder-0.5b+lora", dtype="float32", quiet=True)
@@ -153,67 +116,57 @@ def main(argv=None) -> int:
         print(rows[-1], flush=True)
 
     reset()
-    folder = merged_folder(say=lambda m: None)
-    t0 = time.perf_counter()
-    srv = LocalServer(
-        folder,
-        engine="vllm",
-        dtype="float32",
-        threads=a.threads,
-        extra=["--enable-lora", "--max-lora-rank", "8", "--max-loras", "1"],
-    )
-    ready_s = time.perf_counter() - t0
-    tmp = Path(tempfile.mkdtemp(prefix="toolkit-rl-engines-"))
-    check = {}
+    served = ServedSampler(loaded, max_new=a.max_new, temperature=1.0, threads=a.threads)
+    check, ready_s = {}, 0.0
     try:
-        print(f"vLLM ready after {ready_s:.0f} s: {' '.join(srv.argv[2:])}", flush=True)
-        previous = None
         for step in range(a.steps):
             _move(loaded.model, step, a.move)
-            t0 = time.perf_counter()
-            name = f"rl-step{step}"
-            loaded.model.save_pretrained(tmp / name)
-            save_s = time.perf_counter() - t0
-            _post(f"{srv.url}/load_lora_adapter", {"lora_name": name, "lora_path": str(tmp / name)})
-            if previous:
-                _post(f"{srv.url}/unload_lora_adapter", {"lora_name": previous})
-            handover = time.perf_counter() - t0
-            previous = name
-            policy = ServedPolicy(srv.url, name, tok, template, a.max_new, 1.0)
-            t0 = time.perf_counter()
-            eps = episodes(policy)
+            if served.server is None:  # started at its first call: timed apart from the rollouts
+                t0 = time.perf_counter()
+                served.model_name()
+                ready_s = time.perf_counter() - t0
+                print(f"vLLM ready after {ready_s:.0f} s: {' '.join(served.server.argv[2:])}", flush=True)
+            t0, tokens0, hand0 = time.perf_counter(), served.tokens, served.handover_s
+            eps = episodes(served)
             secs = time.perf_counter() - t0
+            hand = served.handover_s - hand0
             rows.append(
                 dict(
                     engine="vllm",
                     step=step,
-                    handover_s=round(handover, 2),
-                    save_s=round(save_s, 2),
-                    rollout_s=round(secs, 2),
-                    tokens=policy.tokens,
+                    handover_s=round(hand, 2),
+                    rollout_s=round(secs - hand, 2),
+                    tokens=served.tokens - tokens0,
                     mean_reward=round(sum(e.reward for e in eps) / len(eps), 3),
                 )
             )
             print(rows[-1], flush=True)
         # The check: an adapter far from zero, greedy first turns of each task, three ways.
         _move(loaded.model, 99, a.check_move)
-        loaded.model.save_pretrained(tmp / "rl-check")
-        _post(f"{srv.url}/load_lora_adapter", {"lora_name": "rl-check", "lora_path": str(tmp / "rl-check")})
         batch = [(t.messages, t.tools) for t in tasks]
         mine = Sampler(loaded, max_new=a.max_new, temperature=0.0)(batch)
-        served = ServedPolicy(srv.url, "rl-check", tok, template, a.max_new, 0.0)(batch)
-        plain = ServedPolicy(srv.url, str(folder), tok, template, a.max_new, 0.0)(batch)
-        strip = [s.replace("<|im_end|>", "").strip() for s in mine]
+        served.temperature = 0.0
+        with_adapter = served(batch)
+        body = dict(model=str(served.server.model), max_tokens=a.max_new, temperature=0.0, skip_special_tokens=False)
+        body |= dict(
+            prompt=[render(m, t, template, tokenizer=tok).ids for m, t in batch], stop_token_ids=sorted(STOP_IDS)
+        )
+        without = [
+            c["text"]
+            for c in sorted(post_json(f"{served.server.url}/completions", body)["choices"], key=lambda c: c["index"])
+        ]
+        strip = [x.replace("<|im_end|>", "").strip() for x in mine]
         check = dict(
             tasks=len(batch),
             move=a.check_move,
-            trainer_eq_vllm_with_adapter=sum(x == y.strip() for x, y in zip(strip, served)),
-            trainer_eq_vllm_without_adapter=sum(x == y.strip() for x, y in zip(strip, plain)),
-            first_turns={"trainer": strip, "vllm_with_adapter": served, "vllm_without_adapter": plain},
+            trainer_eq_vllm_with_adapter=sum(x == y.strip() for x, y in zip(strip, with_adapter)),
+            trainer_eq_vllm_without_adapter=sum(x == y.strip() for x, y in zip(strip, without)),
+            first_turns={"trainer": strip, "vllm_with_adapter": with_adapter, "vllm_without_adapter": without},
         )
         print("check (greedy first turns, adapter moved far):", {k: v for k, v in check.items() if k != "first_turns"})
+        argv = served.server.argv
     finally:
-        srv.stop()
+        served.close()
 
     def per(engine, key):
         r = [x for x in rows if x["engine"] == engine]
@@ -235,6 +188,7 @@ def main(argv=None) -> int:
         settings=vars(a),
         rows=rows,
         vllm_ready_s=round(ready_s, 1),
+        vllm_argv=argv[2:],
         check=check,
         per_step_s={"transformers": round(hf_s, 2), "vllm": round(vl_s, 2)},
         load=list(os.getloadavg()),

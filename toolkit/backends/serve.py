@@ -147,7 +147,8 @@ def model_to_serve(name: str = "auto") -> tuple[str, str | None]:
 class LocalServer:
     """A server subprocess on 127.0.0.1 (``engine``: transformers | vllm); a context manager, or call ``stop()``.
     vLLM only: ``lora`` = {name: LoRA adapter folder}, served beside the base model under that name; ``served_name``:
-    the model id the server answers to (default: the folder); ``kv_cache_gib``: its KV-cache memory."""
+    the model id the server answers to (default: the folder); ``kv_cache_gib``: its KV-cache memory. ``env``: more
+    environment for the server process (e.g. vLLM's ``VLLM_ALLOW_RUNTIME_LORA_UPDATING``)."""
 
     def __init__(
         self,
@@ -163,6 +164,7 @@ class LocalServer:
         kv_cache_gib: float = vllm_local.KV_CACHE_GIB,
         extra=(),
         start_timeout_s: float | None = None,
+        env: dict | None = None,
     ):
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
@@ -189,13 +191,13 @@ class LocalServer:
             self.argv = vllm_local.command(
                 self.model, self.port, served_name=served_name, lora=self.lora, dtype_name=dtype, extra=extra
             )
-            env = vllm_local.environment(kv_cache_gib=kv_cache_gib)
+            env = vllm_local.environment(dict(os.environ, **(env or {})), kv_cache_gib=kv_cache_gib)
             timeout = VLLM_START_TIMEOUT_S if start_timeout_s is None else start_timeout_s
         else:
             if self.lora or served_name:
                 raise ValueError("lora and served_name are vLLM options (engine='vllm')")
             self.argv = command(self.model, self.port, device=device, dtype=dtype, extra=extra)
-            env = dict(os.environ, HF_HUB_OFFLINE="1")
+            env = dict(os.environ, **(env or {}), HF_HUB_OFFLINE="1")
             timeout = START_TIMEOUT_S if start_timeout_s is None else start_timeout_s
         if threads:
             env["OMP_NUM_THREADS"] = str(threads)
