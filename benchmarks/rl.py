@@ -5,7 +5,8 @@ Two sections, both resumable, both saved under ``benchmarks/results/rl/`` with d
   nice python benchmarks/rl.py train --start lora --family multi --steps 30 --group 4
       GRPO (``toolkit.rl.train.train_tasks``) from the shipped SFT adapter (``--start lora``) or the base model
       (``--start base``) on one task family; the adapter goes to the cache, the reward curve to
-      ``train_<start>_<family>.json``. A killed run continues from its last save.
+      ``train_<start>_<family>.json``. A killed run continues from its last save. ``--engine vllm``: the rollouts
+      sampled on the kit's vLLM server (``toolkit.rl.served``; ``make vllm``), ``train_<start>_<family>_vllm.json``.
   nice python benchmarks/rl.py eval --start lora --family multi [--rl] --n 24
       Greedy episodes on held-out tasks (seeds the training never draws) before and, with ``--rl``, after the
       run: mean reward, tasks met, calls per task, failed and unneeded calls; ``eval_<start>_<family>.json``.
@@ -18,8 +19,8 @@ Two sections, both resumable, both saved under ``benchmarks/results/rl/`` with d
 
 Leaves out: BFCL and the loop questions before/after (the ``lora`` run's adapter is model
 ``qwen2.5-coder-0.5b+lora+rl`` there: ``benchmarks/loop_questions.py --pass lora-rl``, ``benchmarks/bfcl.py --model``;
-``results/rl/README.md``), a vLLM sampler (the weights change every step; see ``toolkit.rl.policy``), any timed
-assert. The stand-in is refused: a random-weight model earns no reward to learn from.
+``results/rl/README.md``), any timed assert. The engines side by side: ``benchmarks/rl_engines.py``. The stand-in
+is refused: a random-weight model earns no reward to learn from.
 """
 
 from __future__ import annotations
@@ -63,12 +64,21 @@ def train(a) -> int:
 
     loaded = _load(a.start, a.threads)
     tasks = tasks_for(a.family, 0, a.tasks)
-    out = _adapter_dir(a.start, a.family)
+    out = _adapter_dir(a.start, a.family + ("-vllm" if a.engine == "vllm" else ""))
     print(f"model: {loaded.description}\n{a.family}: {len(tasks)} tasks, adapter -> {out}", flush=True)
-    res = train_tasks(loaded, tasks, steps=a.steps, group=a.group, lr=a.lr, max_new=a.max_new, seed=a.seed, out=out)
+    how = dict(steps=a.steps, group=a.group, lr=a.lr, max_new=a.max_new, seed=a.seed, out=out)
+    if a.engine == "vllm":  # rollouts on the kit's vLLM server, the adapter handed over each step (toolkit.rl.served)
+        from toolkit.rl.served import ServedSampler
+
+        with ServedSampler(loaded, max_new=a.max_new, temperature=1.0, threads=a.threads) as served:
+            res = train_tasks(loaded, tasks, policy=served, **how)
+            res["engine"] = {"name": "vllm", "argv": served.server.argv[2:], "handovers": served.handovers}
+            res["engine"]["handover_s"] = round(served.handover_s, 2)
+    else:
+        res = train_tasks(loaded, tasks, **how) | {"engine": {"name": "transformers"}}
     doc = meta(loaded.description, ROOT, section="train", start=a.start, family=a.family, adapter=str(out)) | res
     OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"train_{a.start}_{a.family}.json"
+    path = OUT / f"train_{a.start}_{a.family}{'_vllm' if a.engine == 'vllm' else ''}.json"
     path.write_text(json.dumps(doc, indent=1, ensure_ascii=False))
     curve = [s["mean_reward"] for s in res["steps"]]
     k = max(1, len(curve) // 4)
@@ -156,6 +166,9 @@ def main(argv=None) -> int:
     p.add_argument("--samples", type=cliargs.count(1, 64), default=1, help="eval: episodes per task")
     p.add_argument("--rl", action="store_true", help="eval: with the RL adapter (else the starting model)")
     p.add_argument("--threads", type=cliargs.count(1, 1024), default=2)
+    p.add_argument(
+        "--engine", choices=["transformers", "vllm"], default="transformers", help="train: the rollouts' sampler"
+    )
     a = p.parse_args(argv)
     return {"train": train, "eval": eval_, "rollouts": rollouts}[a.section](a)
 

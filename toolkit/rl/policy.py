@@ -13,8 +13,8 @@ What it does
   tokens it saved.
 
 What it leaves out
-- A serving engine (vLLM) as the sampler: the trainer's weights change every step, and this CPU has no fast way to
-  hand them to a server process (``benchmarks/rl.py`` reports what the rollouts cost).
+- A serving engine: ``toolkit.rl.served`` samples the same rollouts on the kit's vLLM server, the trainer's adapter
+  handed over whenever it changed (``benchmarks/rl_engines.py`` measures both side by side).
 - Grammar masks: the policy is judged on what it writes by itself.
 """
 
