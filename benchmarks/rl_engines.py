@@ -13,7 +13,8 @@ sampler must drop what it kept and vLLM must load new weights, as in training; n
 cost does not depend on the sampler). A check at the end makes the adapter large and compares greedy first turns:
 trainer vs vLLM with the adapter vs vLLM without it, so a server that ignored the adapter would show.
 
-Saves ``benchmarks/results/rl/engines_<family>.json`` with date, machine, model and commit; prints the table and the
+``--rescore`` adds the check's agreement (:func:`agreement`) to a saved file. Saves
+``benchmarks/results/rl/engines_<family>.json`` with date, machine, model and commit; prints the table and the
 ratio. Never asserts a time.
 
 Run: nice python benchmarks/rl_engines.py --family calc --n 4 --group 4 --steps 3 --max-new 48
@@ -33,6 +34,27 @@ from toolkit import cliargs  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "rl"
 FAMILIES = ["call", "decline", "multi", "calc", "warmer"]
+
+
+def agreement(first_turns: dict) -> dict:
+    """Per task, how many leading characters of the trainer's greedy text each server text shares (leading spaces
+    left out). A far-moved adapter makes garbage whose near-tied tokens split float32 engines after a few tokens, so
+    exact equality says little; a shared start, against none without the adapter, says which weights ran."""
+    import os.path
+
+    mine = [t.lstrip() for t in first_turns["trainer"]]
+    return {
+        f"common_prefix_chars_{k}": [len(os.path.commonprefix([x, y.lstrip()])) for x, y in zip(mine, first_turns[k])]
+        for k in ("vllm_with_adapter", "vllm_without_adapter")
+    }
+
+
+def rescore(path: Path) -> int:
+    doc = json.loads(path.read_text())
+    doc["check"] |= agreement(doc["check"]["first_turns"])
+    path.write_text(json.dumps(doc, indent=1))
+    print({k: v for k, v in doc["check"].items() if k != "first_turns"})
+    return 0
 
 
 def _lora_params(model):
@@ -59,7 +81,10 @@ def main(argv=None) -> int:
     p.add_argument("--move", type=cliargs.number(0.0, 1.0), default=2e-4, help="each step's random move of the LoRA")
     p.add_argument("--check-move", type=cliargs.number(0.0, 1.0), default=0.1, help="the check's move of the LoRA")
     p.add_argument("--threads", type=cliargs.count(1, 64), default=2)
+    p.add_argument("--rescore", action="store_true", help="only add the check's agreement to the saved file")
     a = p.parse_args(argv)
+    if a.rescore:
+        return rescore(OUT / f"engines_{a.family}.json")
 
     import torch
 
@@ -163,6 +188,7 @@ def main(argv=None) -> int:
             trainer_eq_vllm_without_adapter=sum(x == y.strip() for x, y in zip(strip, without)),
             first_turns={"trainer": strip, "vllm_with_adapter": with_adapter, "vllm_without_adapter": without},
         )
+        check |= agreement(check["first_turns"])
         print("check (greedy first turns, adapter moved far):", {k: v for k, v in check.items() if k != "first_turns"})
         argv = served.server.argv
     finally:
