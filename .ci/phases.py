@@ -101,7 +101,7 @@ def summary(log: str) -> int:
             "notebook runs (binder, lab:binder: in a 2 GB / one-CPU cgroup, its peak without the page cache it can "
             "drop; lab: the RSS of the Jupyter server and its kernel):"
         )
-        print(f"  {'notebook [mode]':<48} {'seconds':>8} {'peak RSS MB':>12} {'cgroup peak MB':>15}")
+        print(f"  {'notebook [mode]':<48} {'seconds':>8} {'peak PSS MB':>12} {'cgroup peak MB':>15}")
         for r in sorted(nbs, key=lambda r: r["test"]):
             print(
                 f"  {r['test']:<48} {r.get('seconds', 0):>8.1f} {r.get('peak_rss_mb', 0):>12} "

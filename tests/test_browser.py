@@ -29,7 +29,7 @@ model and which limits (TOOLKIT_BROWSER_MODEL):
 - "binder" (default): Binder as binder/postBuild leaves it — the real model and its int8 build in the kit's cache —
   with the servers (JupyterLab, Voila) and every kernel they start inside a cgroup of 2 GB and one CPU (the Binder
   pod; ``BinderLimits`` from tests/test_notebooks.py), one thread, started through binder/start. ``load("auto")``
-  picks the int8 build there. Each notebook's seconds, the peak RSS of the server and its kernels, and the cgroup's
+  picks the int8 build there. Each notebook's seconds, the peak PSS of the server and its kernels, and the cgroup's
   own peak are recorded for the phase summary; a notebook fails if the kernel was killed for memory, if that RSS
   peak passes 2 GB, or, with TOOLKIT_REQUIRE_REAL_MODEL=1 (make test), if it ran the stand-in where it should run
   the real model (notebook 10 says why its local server holds the stand-in there). These are the notebooks'
@@ -1252,7 +1252,7 @@ def binder_failures(path: Path, report: Report, cgroup, oom_before: int, peak: i
     if cgroup is not None and cgroup.oom_kills() > oom_before:
         out.append("a process was killed for memory in the 2 GB cgroup (the kernel died)")
     if peak > PEAK_LIMIT_BYTES:
-        out.append(f"the server and its kernel peaked at {peak / 2**20:.0f} MB RSS (> 2 GB Binder budget)")
+        out.append(f"the server and its kernel peaked at {peak / 2**20:.0f} MB PSS (> 2 GB Binder budget)")
     if os.environ.get("TOOLKIT_REQUIRE_REAL_MODEL") == "1" and picks_a_model(path):
         if "RANDOM-WEIGHT STAND-IN" in report.printed:
             out.append("ran the stand-in in Binder mode, not the real model")
@@ -1293,7 +1293,7 @@ def test_notebook_in_jupyterlab(path, workdir, lab, context, cgroup, record_prop
     record_property("seconds", round(report.seconds, 1))
     record_property("peak_rss_mb", round(peak / 2**20))
     record_property("cgroup_peak_mb", round(cgroup_peak / 2**20))
-    print(f"{path.name} [lab, {MODEL_MODE}]: peak RSS {peak / 2**20:.0f} MB, cgroup peak {cgroup_peak / 2**20:.0f} MB")
+    print(f"{path.name} [lab, {MODEL_MODE}]: peak PSS {peak / 2**20:.0f} MB, cgroup peak {cgroup_peak / 2**20:.0f} MB")
     _record(workdir, report, failures)
     deadline = time.monotonic() + KERNEL_GONE_S  # the next notebook's memory must not include this kernel
     while lab.kernels() and time.monotonic() < deadline:

@@ -153,6 +153,21 @@ CASES = [
             "--lr": REAL,
             "--max-new": COUNT,
             "--tasks": COUNT,
+            "--engine": ["x"],
+        },
+    ),
+    *_bench(
+        "rl_engines.py",
+        [],
+        {
+            "--family": ["x"],
+            "--n": COUNT,
+            "--group": ["1"],
+            "--steps": COUNT,
+            "--max-new": COUNT,
+            "--move": REAL,
+            "--check-move": REAL,
+            "--threads": COUNT,
         },
     ),
     *_bench(
