@@ -8,8 +8,8 @@ Execution uses nbclient with a per-cell timeout and HF_HUB_OFFLINE=1, in two mod
   v2, made here as root: ``BinderLimits``), with one thread, and ``load("auto")`` picks what it picks there — on a
   machine with the real model installed, the int8 build (``toolkit.small``), because 2 GB is short. The 2 GB budget
   is asserted on the peak PSS (shared pages counted once) of the kernel's process tree, and the cgroup's own peak is
-  recorded beside it. Where no cgroup can be made (not root, no controller) the run fails unless TOOLKIT_BINDER_NO_CGROUP=1 says to measure
-  without one (then the limit is only asserted on the sampled peak). With TOOLKIT_REQUIRE_REAL_MODEL=1 (make test)
+  recorded beside it. Where no cgroup can be made (not root, no controller) the run fails unless
+  TOOLKIT_BINDER_NO_CGROUP=1 says to measure without one (then the limit is only asserted on the sampled peak). With TOOLKIT_REQUIRE_REAL_MODEL=1 (make test)
   a Binder run that got the stand-in fails: the notebooks must pass on the real small-memory model.
 Where it can, the browser test runs every notebook's Binder run instead (tests/test_browser.py: JupyterLab and its
 kernels in the same cgroup, the same int8 build, every widget moved), and this file runs the "binder" mode only where
