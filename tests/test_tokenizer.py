@@ -29,3 +29,62 @@ def test_the_folder_tokenizer_drops_its_vocabulary_copies_and_keeps_its_ids(fold
     assert lean.decode(lean.encode(text)) == text
     assert len(lean) == len(full) and lean.get_vocab() == full.get_vocab()
     assert lean.convert_tokens_to_ids("<tool_call>") == full.convert_tokens_to_ids("<tool_call>")
+
+
+def test_last_merge_is_the_pair_bpe_joins_last():
+    from toolkit.tokenizer import _last_merge
+
+    ranks = {b"a": 0, b"b": 1, b"c": 2, b"ab": 3, b"bc": 4, b"abc": 5}
+    assert _last_merge(ranks, b"abc") == (b"ab", b"c")  # "ab" ranks before "bc", so BPE never makes "bc" here
+    assert _last_merge(ranks, b"ab") == (b"a", b"b")
+    assert _last_merge({b"a": 0, b"b": 1, b"c": 2, b"abc": 3}, b"abc") is None  # unreachable by merges
+
+
+def test_one_merge_per_token_encodes_exactly_as_every_split_does():
+    """The kit's merges list (one per token) against the library's (every split into two tokens): same ids."""
+    import random
+
+    from tokenizers import Tokenizer, normalizers
+    from tokenizers.models import BPE
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    from toolkit.conversations import LOOP_EXAMPLES
+    from toolkit.qwen import QWEN_PATTERN
+    from toolkit.tokenizer import _bpe_ranks, _build_backend
+
+    ours = _build_backend()
+    lib = TikTokenConverter(vocab_file="x", pattern=QWEN_PATTERN)
+    lib.load_tiktoken_bpe = lambda _url: _bpe_ranks()
+    vocab, merges = lib.extract_vocab_merges_from_model("x")
+    full = Tokenizer(BPE(vocab, merges, fuse_unk=False, ignore_merges=True))
+    full.pre_tokenizer, full.normalizer = ours.pre_tokenizer, normalizers.NFC()
+    assert len(merges) > 290_000 and len(json.loads(ours.to_str())["model"]["merges"]) == 151_387
+    rng = random.Random(0)
+    alphabet = "abcXYZ 0123456789 \n\t,.;:'\"{}[]()<>_-+=*/%$ éüñ中文日本語한국어🙂ﬁ\u00a0\u0301"
+    texts = [json.dumps(v, ensure_ascii=False) for v in LOOP_EXAMPLES.values()]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 60))) for _ in range(1500)]
+    texts += [bytes(rng.randrange(256) for _ in range(30)).decode("utf-8", "replace") for _ in range(500)]
+    assert [e.ids for e in ours.encode_batch(texts)] == [e.ids for e in full.encode_batch(texts)]
+
+
+def test_the_merges_are_the_real_models_where_it_is_installed():
+    from toolkit import fetch
+    from toolkit.tokenizer import _build_backend
+
+    if not fetch.is_installed():
+        pytest.skip("the real model is not installed (make real-model)")
+    real = json.loads((fetch.installed_folder() / "tokenizer.json").read_text(encoding="utf-8"))["model"]["merges"]
+    assert json.loads(_build_backend().to_str())["model"]["merges"] == real
+
+
+def test_a_cached_tokenizer_from_an_older_build_is_rebuilt(tmp_path, monkeypatch):
+    from toolkit.tokenizer import BUILD, BUILD_FILE
+
+    monkeypatch.setenv("TOOLKIT_CACHE", str(tmp_path))
+    old = tmp_path / "tokenizers" / "qwen2.5"
+    old.mkdir(parents=True)
+    (old / "tokenizer.json").write_text("{}")  # an older build's file (no build mark beside it)
+    tok = qwen_tokenizer("qwen2.5")
+    assert (old / BUILD_FILE).read_text() == BUILD
+    assert tok.encode("<tool_call>hello", add_special_tokens=False)[0] == 151657
+    assert not [p.name for p in old.parent.iterdir() if p.name != "qwen2.5"]  # nothing half-written left beside it
