@@ -32,6 +32,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from toolkit import cliargs  # noqa: E402
+from toolkit.rl.served import ServerError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "rl"
@@ -170,7 +171,16 @@ def main(argv=None) -> int:
         "--engine", choices=["transformers", "vllm"], default="transformers", help="train: the rollouts' sampler"
     )
     a = p.parse_args(argv)
-    return {"train": train, "eval": eval_, "rollouts": rollouts}[a.section](a)
+    if a.section == "train" and a.engine == "vllm":  # before any model loads
+        from toolkit.backends.vllm_local import state
+
+        usable, why = state()
+        if not usable:
+            p.error(f"--engine vllm: {why}")
+    try:
+        return {"train": train, "eval": eval_, "rollouts": rollouts}[a.section](a)
+    except ServerError as e:  # the rollouts' server died or refused mid-run: the checkpoints so far are kept
+        raise SystemExit(f"{e}; rerun the same command to continue from the last saved step") from None
 
 
 if __name__ == "__main__":

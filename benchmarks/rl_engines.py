@@ -85,6 +85,11 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if a.rescore:
         return rescore(OUT / f"engines_{a.family}.json")
+    from toolkit.backends.vllm_local import state
+
+    usable, why = state()
+    if not usable:  # before any model loads
+        p.error(why)
 
     import torch
 

@@ -13,15 +13,15 @@ import torch
 from toolkit.models import load
 from toolkit.qwen import STOP_IDS
 from toolkit.render import render
-from toolkit.rl.served import ServedSampler
+from toolkit.rl.served import ServedSampler, ServerError
 from toolkit.rl.train import attach
 
 
 class Stub:
     """What LocalServer gives the sampler (url, model, stop), answering like vLLM's routes."""
 
-    def __init__(self):
-        self.seen, self.stopped = [], False
+    def __init__(self, reply=None):
+        self.seen, self.stopped, self.reply = [], False, reply
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -35,6 +35,12 @@ class Stub:
                     n = len(body["prompt"])
                     choices = [{"index": i, "text": f"answer {i}"} for i in reversed(range(n))]
                     out = json.dumps({"choices": choices, "usage": {"completion_tokens": 3 * n}}).encode()
+                if stub.reply is not None:  # what a failing server answers instead
+                    code, out = stub.reply
+                    self.send_response(code)
+                    self.end_headers()
+                    self.wfile.write(out)
+                    return
                 self.send_response(200)
                 self.end_headers()
                 self.wfile.write(out)
@@ -102,3 +108,63 @@ def test_the_adapter_is_handed_over_when_it_changed_and_only_then(served):
 def test_a_negative_temperature_is_refused():
     with pytest.raises(ValueError, match="temperature"):
         ServedSampler(object(), temperature=-1)
+
+
+class Dead:
+    """A LocalServer whose process exited: nothing listens on its port any more."""
+
+    def __init__(self, url):
+        self.url, self.model, self.proc = url, "/models/start", type("P", (), {"returncode": -9})()
+
+    def alive(self):
+        return False
+
+    def failure(self):
+        return "RuntimeError: out of memory"
+
+    def stop(self):
+        pass
+
+
+@pytest.mark.parametrize(
+    "reply, says",
+    [
+        ((500, b'{"error": "EngineDeadError: engine core died"}'), 'HTTP 500: {"error": "EngineDeadError'),
+        ((200, b"<html>gateway</html>"), "without 'choices'"),
+        ((200, b'{"choices": [{"index": 0, "text": "a"}], "usage": {"completion_tokens": 1}}'), "answered 1 of 2"),
+        ((200, b'{"choices": "x", "usage": {}}'), "reply without"),
+    ],
+)
+def test_a_failing_server_is_one_line_not_a_traceback(reply, says):
+    loaded = load("stand-in-qwen2.5", quiet=True)
+    stub = Stub(reply)
+    with ServedSampler(loaded, max_new=5, server=stub) as sampler, pytest.raises(ServerError) as e:
+        sampler(_batch())
+    assert says in str(e.value) and "\n" not in str(e.value) and len(str(e.value)) < 900
+
+
+def test_a_server_that_died_mid_run_names_its_exit_and_last_error():
+    loaded = load("stand-in-qwen2.5", quiet=True)
+    stub = Stub()
+    stub.stop()
+    stub.httpd.server_close()  # its port is closed now, as a dead process's is: the request is refused
+    dead = Dead(stub.url)
+    with ServedSampler(loaded, max_new=5, server=dead) as sampler, pytest.raises(ServerError) as e:
+        sampler(_batch())
+    msg = str(e.value)
+    assert "/completions" in msg and "exited with -9: RuntimeError: out of memory" in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("argv", [["rl.py", "train", "--engine", "vllm"], ["rl_engines.py"]])
+def test_the_benchmarks_say_vllm_is_missing_before_any_model_loads(argv, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, TOOLKIT_VLLM_PYTHON=str(tmp_path / "no-python"), TOOLKIT_CACHE=str(tmp_path))
+    r = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / argv[0]), *argv[1:]], capture_output=True, text=True, env=env
+    )
+    assert r.returncode == 2 and "vLLM (CPU build) is not installed" in r.stderr
+    assert "Traceback" not in r.stderr and "model:" not in r.stdout and len(r.stderr.strip().splitlines()) <= 2
