@@ -11,7 +11,8 @@ Two sections, both resumable, both saved under ``benchmarks/results/rl/`` with d
       Greedy episodes on held-out tasks (seeds the training never draws) before and, with ``--rl``, after the
       run: mean reward, tasks met, calls per task, failed and unneeded calls; ``eval_<start>_<family>.json``.
       ``--temperature 1 --samples 2``: sampled episodes, the same random draws before and after
-      (``toolkit.rl.evaluate``); ``eval_<start>_<family>_sampled.json``.
+      (``toolkit.rl.evaluate``); ``eval_<start>_<family>_sampled.json``. ``--engine vllm``: the adapter of the
+      ``--engine vllm`` training run (``..._vllm.json``).
   nice python benchmarks/rl.py rollouts --family multi --n 2
       The rollouts' cost with and without the kept prefix (``toolkit.rl.policy.Sampler(keep_prefix=...)``): the
       same groups (same seeds) run both ways, one after the other; seconds, prompt tokens not prefilled again,
@@ -96,18 +97,21 @@ def eval_(a) -> int:
 
     loaded = _load(a.start, a.threads)
     tasks = tasks_for(a.family, EVAL_SEED, a.n)[: a.n]
-    path = OUT / f"eval_{a.start}_{a.family}{'_sampled' if a.temperature > 0 else ''}.json"
+    run = a.family + ("-vllm" if a.engine == "vllm" else "")  # the adapter of that engine's training run
+    suffix = ("_sampled" if a.temperature > 0 else "") + ("_vllm" if a.engine == "vllm" else "")
+    path = OUT / f"eval_{a.start}_{a.family}{suffix}.json"
     doc = load_results(path) or meta(loaded.description, ROOT, section="eval", start=a.start, family=a.family)
     which = "after" if a.rl else "before"
     if a.rl:
-        folder = _adapter_dir(a.start, a.family) / "adapter"
+        folder = _adapter_dir(a.start, run) / "adapter"
         if not (folder / "adapter_config.json").exists():
-            print(f"no RL adapter at {folder}: run `benchmarks/rl.py train --start {a.start} --family {a.family}`")
+            train_cmd = f"benchmarks/rl.py train --start {a.start} --family {a.family} --engine {a.engine}"
+            print(f"no RL adapter at {folder}: run `{train_cmd}`")
             return 2
         load_adapter(loaded, folder)
         loaded.model.eval()
     print(f"model: {loaded.description} ({which} RL)\n{len(tasks)} held-out {a.family} tasks", flush=True)
-    ran = loaded.description + (f" + RL adapter {_adapter_dir(a.start, a.family) / 'adapter'}" if a.rl else "")
+    ran = loaded.description + (f" + RL adapter {_adapter_dir(a.start, run) / 'adapter'}" if a.rl else "")
     how = {"max_new": a.max_new, "temperature": a.temperature, "samples": a.samples, "seed": a.seed}
     res = evaluate(loaded, tasks, batch=4 if a.temperature == 0 else 12, **how)
     doc[which] = res | {"commit": meta("", ROOT)["commit"], "model": ran, "settings": how}
@@ -168,7 +172,10 @@ def main(argv=None) -> int:
     p.add_argument("--rl", action="store_true", help="eval: with the RL adapter (else the starting model)")
     p.add_argument("--threads", type=cliargs.count(1, 1024), default=2)
     p.add_argument(
-        "--engine", choices=["transformers", "vllm"], default="transformers", help="train: the rollouts' sampler"
+        "--engine",
+        choices=["transformers", "vllm"],
+        default="transformers",
+        help="train: the rollouts' sampler; eval --rl: the adapter that engine's training run made",
     )
     a = p.parse_args(argv)
     if a.section == "train" and a.engine == "vllm":  # before any model loads
