@@ -88,3 +88,17 @@ def test_a_cached_tokenizer_from_an_older_build_is_rebuilt(tmp_path, monkeypatch
     assert (old / BUILD_FILE).read_text() == BUILD
     assert tok.encode("<tool_call>hello", add_special_tokens=False)[0] == 151657
     assert not [p.name for p in old.parent.iterdir() if p.name != "qwen2.5"]  # nothing half-written left beside it
+
+
+def test_two_processes_building_at_once_both_get_the_tokenizer(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    code = "from toolkit.tokenizer import qwen_tokenizer; print(qwen_tokenizer('qwen2.5').encode('<tool_call>x')[0])"
+    env = dict(os.environ, TOOLKIT_CACHE=str(tmp_path))
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env) for _ in "ab"]
+    outs = [p.communicate(timeout=300)[0].strip().splitlines()[-1] for p in procs]
+    assert outs == ["151657", "151657"] and [p.returncode for p in procs] == [0, 0]
+    assert sorted(p.name for p in (tmp_path / "tokenizers").iterdir()) == ["qwen2.5"]  # no leftovers beside it
+    assert (tmp_path / "tokenizers" / "qwen2.5" / "tokenizer.json").exists()

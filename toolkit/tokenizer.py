@@ -116,13 +116,13 @@ def qwen_tokenizer(flavor: str = "qwen3", template: str | None = "kit"):
         tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
         tok.save_pretrained(str(tmp))
         (tmp / BUILD_FILE).write_text(BUILD, encoding="utf-8")
-        if folder.exists():  # an older build: set it aside, then swap (a reader never sees a half-written folder)
+        if _built_as(folder) != BUILD and folder.exists():  # an older build: set it aside, then swap in this one
             old = folder.with_name(folder.name + f".old{os.getpid()}")
             os.replace(folder, old)
             shutil.rmtree(old, ignore_errors=True)
         try:
-            os.replace(tmp, folder)
-        except OSError:  # another process put its build there first
+            os.replace(tmp, folder)  # a reader never sees a half-written folder
+        except OSError:  # another process put its build there first: keep that one
             shutil.rmtree(tmp, ignore_errors=True)
     tok.model_max_length = 40_960
     if template == "kit":
