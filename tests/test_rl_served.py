@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from toolkit.backends.http import ServerError
 from toolkit.models import load
 from toolkit.qwen import STOP_IDS
 from toolkit.render import render
-from toolkit.rl.served import ServedSampler, ServerError
+from toolkit.rl.served import ServedSampler
 from toolkit.rl.train import attach
 
 

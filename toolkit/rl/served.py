@@ -7,14 +7,14 @@ What it does
   (``toolkit.sft.export.merged_folder``) where the loaded model carries the shipped adapter, else the base model's
   folder. The server runs float32, as the trainer does, with LoRA enabled at run time.
 - The server starts at the first call (its LoRA room sized by the adapter's rank then); ``server=`` takes one
-  already started (tests). Before each call it compares the trainer's LoRA weights with those it last handed over (each tensor's version
-  counter: an optimizer step bumps it); when they changed it saves the adapter (peft), loads it into the server
-  (``POST /v1/load_lora_adapter``) under a new name and unloads the previous one, so every rollout samples the
-  policy being trained. ``handovers`` and ``handover_s`` count them. The kit renders every prompt (the same
-  template and token ids as the trainer) and sends ids to ``/v1/completions``.
+  already started (tests). Before each call it compares the trainer's LoRA weights with those it last handed over
+  (each tensor's version counter: an optimizer step bumps it); when they changed it saves the adapter (peft), loads
+  it into the server (``POST /v1/load_lora_adapter``) under a new name and unloads the previous one, so every
+  rollout samples the policy being trained. ``handovers`` and ``handover_s`` count them. The kit renders every
+  prompt (the same template and token ids as the trainer) and sends ids to ``/v1/completions``.
 - A server that refuses a request, answers with an error or a broken reply, or died mid-run raises one
-  :class:`ServerError` line (the route, the cause, and a dead server's exit status and last error);
-  ``benchmarks/rl.py`` prints it and keeps the checkpoints so far.
+  ``toolkit.backends.http.ServerError`` line (the kit's one server-error type, with its ``kind``): the route, the
+  cause, and a dead server's exit status and last error; ``benchmarks/rl.py`` prints it and keeps the checkpoints.
 - Measured on 2 cores (``benchmarks/rl_engines.py``, ``benchmarks/results/rl/engines_calc.json``): 16 episodes a
   step, 59.7 s against the transformers sampler's 87.8 s (1.47x), a handover 0.05-0.09 s, the server's start 34 s
   once per run.
@@ -36,6 +36,7 @@ import urllib.request
 from pathlib import Path
 
 from toolkit import fetch
+from toolkit.backends.http import ServerError
 from toolkit.backends.serve import LocalServer
 from toolkit.models import template_for
 from toolkit.qwen import STOP_IDS
@@ -43,26 +44,26 @@ from toolkit.render import render
 from toolkit.sft.export import merged_folder
 
 
-class ServerError(RuntimeError):
-    """The rollouts' server refused a request, stopped answering or died mid-run: one line, with its own last error."""
-
-
 def post_json(url: str, body: dict, timeout: float = 600.0, server=None) -> dict:
     """POST ``body`` as JSON; any failure (refused, timed out, an HTTP error, a reply that is not JSON) is one
-    :class:`ServerError` line naming the route, the cause and, where ``server`` is given, its log's last error."""
+    ``ServerError`` line naming the route, the cause and, where ``server`` is given, its log's last error."""
     req = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             raw = r.read()
         return json.loads(raw) if raw.strip().startswith(b"{") else {}
     except urllib.error.HTTPError as e:
-        cause = f"HTTP {e.code}: {' '.join(e.read()[:300].decode(errors='replace').split())}"
-    except (OSError, ValueError) as e:  # refused, reset, timed out (URLError, socket errors); a broken reply
-        cause = f"{type(e).__name__}: {e}"
+        kind, cause = f"http_{e.code}", f"HTTP {e.code}: {' '.join(e.read()[:300].decode(errors='replace').split())}"
+    except TimeoutError as e:
+        kind, cause = "timeout", f"no answer within {timeout:g} s ({e})"
+    except OSError as e:  # refused, reset (URLError, socket errors)
+        kind, cause = "unreachable", f"{type(e).__name__}: {e}"
+    except ValueError as e:  # a reply that is not JSON
+        kind, cause = "malformed_response", f"{type(e).__name__}: {e}"
     route = url.split("/v1", 1)[-1] or url
     if server is not None and hasattr(server, "alive") and not server.alive():
         cause += f"; the server exited with {server.proc.returncode}: {server.failure()}"
-    raise ServerError(f"the rollouts' vLLM server failed on {route} ({cause[:600]})")
+    raise ServerError(kind, f"the rollouts' vLLM server failed on {route} ({cause[:600]})")
 
 
 def start_folder(loaded) -> Path:
@@ -136,9 +137,11 @@ class ServedSampler:
             texts = [c["text"] for c in sorted(out["choices"], key=lambda c: c["index"])]
             used = int(out["usage"]["completion_tokens"])
         except (KeyError, TypeError, ValueError) as e:
-            raise ServerError(f"the rollouts' vLLM server sent a reply without {e} in it: {str(out)[:200]}") from None
+            msg = f"the rollouts' vLLM server sent a reply without {e} in it: {str(out)[:200]}"
+            raise ServerError("malformed_response", msg) from None
         if len(texts) != len(prompts):
-            raise ServerError(f"the rollouts' vLLM server answered {len(texts)} of {len(prompts)} prompts")
+            msg = f"the rollouts' vLLM server answered {len(texts)} of {len(prompts)} prompts"
+            raise ServerError("malformed_response", msg)
         self.calls, self.tokens = self.calls + 1, self.tokens + used
         return texts
 
