@@ -70,9 +70,9 @@ from toolkit.paths import script_module
 _nb = sys.modules.get("test_notebooks") or script_module(Path(__file__).with_name("test_notebooks.py"))
 AFTER_RUN, CHECK, CHROMIUM = _nb.AFTER_RUN, _nb.CHECK, _nb.CHROMIUM
 MINI_STEPS = _nb.MINI_STEPS
-PEAK_LIMIT_BYTES, _PeakRSS, binder_limits, picks_a_model = (
+PEAK_LIMIT_BYTES, _PeakMemory, binder_limits, picks_a_model = (
     _nb.PEAK_LIMIT_BYTES,
-    _nb._PeakRSS,
+    _nb._PeakMemory,
     _nb.binder_limits,
     _nb.picks_a_model,
 )
@@ -1279,7 +1279,7 @@ def after_run_failures(path: Path, report: Report) -> list[str]:
 def test_notebook_in_jupyterlab(path, workdir, lab, context, cgroup, record_property):
     expect = EXPECT.get(path.name, Expect())
     oom_before = cgroup.oom_kills() if cgroup is not None else 0
-    sampler = _PeakRSS(lab.proc.pid, cgroup)  # the server and every kernel below it
+    sampler = _PeakMemory(lab.proc.pid, cgroup)  # the server and every kernel below it
     try:
         after = AFTER_RUN.get(path.name, (None, None))[0]
         report = check_lab_notebook(context, lab, path.name, workdir[0] / "shots", expect, after=after)

@@ -86,7 +86,7 @@ def _pss(proc) -> int:
         return int(proc.memory_info().rss)
 
 
-class _PeakRSS:
+class _PeakMemory:
     """Samples the memory of a process tree (the kernel, or the Jupyter server, and anything below it) and, with
     ``limits``, the cgroup's memory in use less the page cache it can drop (:meth:`BinderLimits.used`). The tree's
     memory is the sum of each process's PSS (a shared page counted once, split between the processes that map it):
@@ -232,7 +232,7 @@ def execute_notebook(path: Path, timeout: int = CELL_TIMEOUT, env: dict | None =
             pid = client.km.provisioner.process.pid if client.km.provisioner else None
             if limits is not None and pid:
                 limits.add(pid)
-            sampler = _PeakRSS(pid, limits) if pid else None
+            sampler = _PeakMemory(pid, limits) if pid else None
             try:
                 for index, cell in enumerate(nb.cells):
                     client.execute_cell(cell, index)

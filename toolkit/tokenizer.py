@@ -130,7 +130,7 @@ def qwen_tokenizer(flavor: str = "qwen3", template: str | None = "kit"):
     elif template is not None:
         tok.chat_template = template
     tok.name_or_path = f"offline-qwen-tokenizer[{flavor}]"
-    give_back()  # loading one leaves ~170 MB of freed transient copies that glibc would keep in this process
+    give_back()  # loading one leaves over 100 MB of freed transient copies that glibc would keep in this process
     return tok
 
 
