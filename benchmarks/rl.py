@@ -34,6 +34,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from toolkit import cliargs  # noqa: E402
 from toolkit.backends.http import ServerError  # noqa: E402
+from toolkit.backends.vllm_local import state as vllm_state  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "rl"
@@ -95,23 +96,23 @@ def eval_(a) -> int:
     from toolkit.rl.evaluate import evaluate
     from toolkit.rl.train import load_adapter
 
+    run = a.family + ("-vllm" if a.engine == "vllm" else "")  # the adapter of that engine's training run
+    folder = _adapter_dir(a.start, run) / "adapter"
+    if a.rl and not (folder / "adapter_config.json").exists():  # before any model loads
+        train_cmd = f"benchmarks/rl.py train --start {a.start} --family {a.family} --engine {a.engine}"
+        print(f"no RL adapter at {folder}: run `{train_cmd}`")
+        return 2
     loaded = _load(a.start, a.threads)
     tasks = tasks_for(a.family, EVAL_SEED, a.n)[: a.n]
-    run = a.family + ("-vllm" if a.engine == "vllm" else "")  # the adapter of that engine's training run
     suffix = ("_sampled" if a.temperature > 0 else "") + ("_vllm" if a.engine == "vllm" else "")
     path = OUT / f"eval_{a.start}_{a.family}{suffix}.json"
     doc = load_results(path) or meta(loaded.description, ROOT, section="eval", start=a.start, family=a.family)
     which = "after" if a.rl else "before"
     if a.rl:
-        folder = _adapter_dir(a.start, run) / "adapter"
-        if not (folder / "adapter_config.json").exists():
-            train_cmd = f"benchmarks/rl.py train --start {a.start} --family {a.family} --engine {a.engine}"
-            print(f"no RL adapter at {folder}: run `{train_cmd}`")
-            return 2
         load_adapter(loaded, folder)
         loaded.model.eval()
     print(f"model: {loaded.description} ({which} RL)\n{len(tasks)} held-out {a.family} tasks", flush=True)
-    ran = loaded.description + (f" + RL adapter {_adapter_dir(a.start, run) / 'adapter'}" if a.rl else "")
+    ran = loaded.description + (f" + RL adapter {folder}" if a.rl else "")
     how = {"max_new": a.max_new, "temperature": a.temperature, "samples": a.samples, "seed": a.seed}
     res = evaluate(loaded, tasks, batch=4 if a.temperature == 0 else 12, **how)
     doc[which] = res | {"commit": meta("", ROOT)["commit"], "model": ran, "settings": how}
@@ -179,9 +180,7 @@ def main(argv=None) -> int:
     )
     a = p.parse_args(argv)
     if a.section == "train" and a.engine == "vllm":  # before any model loads
-        from toolkit.backends.vllm_local import state
-
-        usable, why = state()
+        usable, why = vllm_state()
         if not usable:
             p.error(f"--engine vllm: {why}")
     try:

@@ -30,6 +30,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"  # read by the vLLM server this script starts
 from toolkit import cliargs  # noqa: E402
+from toolkit.backends.vllm_local import state as vllm_state  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "rl"
@@ -85,9 +86,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if a.rescore:
         return rescore(OUT / f"engines_{a.family}.json")
-    from toolkit.backends.vllm_local import state
-
-    usable, why = state()
+    usable, why = vllm_state()
     if not usable:  # before any model loads
         p.error(why)
 

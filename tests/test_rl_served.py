@@ -169,3 +169,16 @@ def test_the_benchmarks_say_vllm_is_missing_before_any_model_loads(argv, tmp_pat
     )
     assert r.returncode == 2 and "vLLM (CPU build) is not installed" in r.stderr
     assert "Traceback" not in r.stderr and "model:" not in r.stdout and len(r.stderr.strip().splitlines()) <= 2
+
+
+def test_eval_says_the_rl_adapter_is_missing_before_any_model_loads(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, TOOLKIT_CACHE=str(tmp_path))
+    cmd = [sys.executable, str(root / "benchmarks" / "rl.py"), "eval", "--rl", "--family", "calc", "--engine", "vllm"]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 2 and "no RL adapter at" in r.stdout and "bench-lora-calc-vllm" in r.stdout
+    assert "model:" not in r.stdout and "Traceback" not in r.stderr
