@@ -102,3 +102,17 @@ def test_two_processes_building_at_once_both_get_the_tokenizer(tmp_path):
     assert outs == ["151657", "151657"] and [p.returncode for p in procs] == [0, 0]
     assert sorted(p.name for p in (tmp_path / "tokenizers").iterdir()) == ["qwen2.5"]  # no leftovers beside it
     assert (tmp_path / "tokenizers" / "qwen2.5" / "tokenizer.json").exists()
+
+
+def test_a_damaged_cached_tokenizer_is_built_again(tmp_path, monkeypatch):
+    from toolkit.tokenizer import BUILD, BUILD_FILE
+
+    monkeypatch.setenv("TOOLKIT_CACHE", str(tmp_path))
+    folder = tmp_path / "tokenizers" / "qwen2.5"
+    good = qwen_tokenizer("qwen2.5").encode("<tool_call>hello world", add_special_tokens=False)
+    whole = (folder / "tokenizer.json").read_bytes()
+    (folder / "tokenizer.json").write_bytes(whole[:100_000])  # truncated, with the current build's mark beside it
+    assert (folder / BUILD_FILE).read_text() == BUILD
+    assert qwen_tokenizer("qwen2.5").encode("<tool_call>hello world", add_special_tokens=False) == good
+    assert (folder / "tokenizer.json").read_bytes() == whole
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["qwen2.5"]

@@ -102,9 +102,13 @@ def qwen_tokenizer(flavor: str = "qwen3", template: str | None = "kit"):
     if flavor not in ADDED_TOKENS:
         raise ValueError(f"unknown tokenizer flavor {flavor!r}; choose one of {sorted(ADDED_TOKENS)}")
     folder = cache_dir() / "tokenizers" / flavor
+    tok, damaged = None, False
     if (folder / "tokenizer.json").exists() and _built_as(folder) == BUILD:
-        tok = PreTrainedTokenizerFast.from_pretrained(str(folder))
-    else:
+        try:
+            tok = PreTrainedTokenizerFast.from_pretrained(str(folder))
+        except Exception:  # a damaged cache file (truncated, edited): the kit's own cache, so it is built again
+            damaged = True
+    if tok is None:
         backend = _build_backend()
         tok = PreTrainedTokenizerFast(tokenizer_object=backend, clean_up_tokenization_spaces=False)
         tok.add_tokens([AddedToken(t, special=s, normalized=False) for _, t, s in ADDED_TOKENS[flavor]])
@@ -116,7 +120,7 @@ def qwen_tokenizer(flavor: str = "qwen3", template: str | None = "kit"):
         tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
         tok.save_pretrained(str(tmp))
         (tmp / BUILD_FILE).write_text(BUILD, encoding="utf-8")
-        if _built_as(folder) != BUILD and folder.exists():  # an older build: set it aside, then swap in this one
+        if folder.exists() and (damaged or _built_as(folder) != BUILD):  # set an older or damaged build aside
             old = folder.with_name(folder.name + f".old{os.getpid()}")
             os.replace(folder, old)
             shutil.rmtree(old, ignore_errors=True)
