@@ -32,8 +32,9 @@ import os
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import statistics
+
 import ipywidgets as W
-import pandas as pd
 import torch
 from IPython.display import Markdown, display
 
@@ -52,6 +53,7 @@ from toolkit.prefix import prefix_stability
 from toolkit.qwen import IM_END_ID, TOOL_CALL_ID
 from toolkit.settings import LoopConfig
 from toolkit.tokenizer import tokenizer_for
+from toolkit.widgets.table import Table
 from toolkit.widgets.trace import TraceView
 
 torch.manual_seed(0)
@@ -226,9 +228,9 @@ for m in trace.messages:
 # %%
 if is_served(loaded):
     print(cache_note(loaded))
-turns = pd.DataFrame(trace.turns())
-turns[
-    [
+Table(
+    trace.turns(),
+    columns=[
         "turn",
         "mode",
         "prompt",
@@ -242,8 +244,8 @@ turns[
         "decode_ms",
         "constrained",
         "forced_prefix",
-    ]
-]
+    ],
+)
 
 # %% [markdown]
 # In turn 2 the prompt grew by the call and the result, yet only a few dozen tokens were prefilled: the rest was
@@ -288,7 +290,7 @@ for label, (kind, sch) in modes.items():
         o: "accepted" if replay(g, tok.encode(t, add_special_tokens=False) + [IM_END_ID])[1] else "—"
         for o, t in outputs.items()
     }
-pd.DataFrame(grid)
+Table([{"output": o, **{label: grid[label][o] for label in grid}} for o in outputs])
 
 # %% [markdown]
 # `tool_choice` binds the turn that answers the user. After a tool result the next turn is `auto` again (agent
@@ -334,28 +336,20 @@ for which in ("before", "after"):
     if f is not None:
         saved[which] = json.loads(f.read_text(encoding="utf-8"))
 if saved:
-    bench = pd.DataFrame(
-        {
-            (w, col): {
-                r["id"]: (
-                    ("met" if r["met"] else "not met" + (" (capped)" if r["why"].startswith("capped") else ""))
-                    if col == "met"
-                    else r["seconds"]
-                )
-                for r in res["rows"]
-            }
-            for w, res in saved.items()
-            for col in ("met", "s")
-        }
-    )
-    display(bench)
+    bench = {}  # question -> its row: met and seconds, before and after
+    for w, res in saved.items():
+        for r in res["rows"]:
+            capped = " (capped)" if r["why"].startswith("capped") else ""
+            row = bench.setdefault(r["id"], {"question": r["id"]})
+            row[f"{w} met"], row[f"{w} s"] = "met" if r["met"] else "not met" + capped, r["seconds"]
+    display(Table(bench.values(), columns=["question"] + [f"{w} {c}" for w in saved for c in ("met", "s")]))
     lines = [
         f"- **{w}** ({res['date']}, commit {res['commit']}, {res['model'].split(' [')[0]}, "
         f"{res['machine']['cpus']} CPUs shared, load {res['machine']['load_avg_at_end'][0]:.1f} at the end"
         f"{', each task capped at %g s' % res['cap_s'] if res.get('cap_s') else ''}): "  # noqa: UP031
         f"{res['met']}/{res['total']} met"
         f"{'' if res.get('complete', True) else ' (INCOMPLETE: %d of %d questions ran)' % (res['total'], len(res['asked']))}"  # noqa: UP031
-        f", median {pd.Series([r['seconds'] for r in res['rows']]).median():.0f} s "
+        f", median {statistics.median(r['seconds'] for r in res['rows']):.0f} s "
         f"per task (range {min(r['seconds'] for r in res['rows']):.0f}–{max(r['seconds'] for r in res['rows']):.0f} s)"
         for w, res in saved.items()
     ]
@@ -425,7 +419,7 @@ for stamp, t in stamp_traces.items():
             answer=t.answer,
         )
     )
-pd.DataFrame(rows)
+Table(rows)
 
 # %%
 stamp_box = W.Checkbox(value=False, description="timestamp at start of system prompt")
@@ -455,15 +449,15 @@ stamp_view.show(stamp_traces[stamp_box.value])  # the run above; ticking the box
 # writes no reasoning and never rewrites. (Rendering only, both with the real token ids; no model runs here.)
 
 # %%
-stab = pd.DataFrame(prefix_stability("qwen3") + prefix_stability("qwen2.5"))
-stab
+stab = prefix_stability("qwen3") + prefix_stability("qwen2.5")
+Table(stab)
 
 # %%
-worst = stab.loc[stab.groupby("template")["kept"].idxmin()]
-for _, r in worst.iterrows():
+for template in dict.fromkeys(r["template"] for r in stab):  # each template's request that keeps the least
+    r = min((r for r in stab if r["template"] == template), key=lambda r: r["kept"])
     print(
-        f"{r.template:>8}: at request {r.request} (after a {r.after} message) {r.shared}/{r.cached} cached tokens "
-        f"are still a prefix; {r.recompute} tokens must be prefilled"
+        f"{template:>8}: at request {r['request']} (after a {r['after']} message) {r['shared']}/{r['cached']} cached "
+        f"tokens are still a prefix; {r['recompute']} tokens must be prefilled"
     )
 
 # %% [markdown]
