@@ -3,10 +3,10 @@ how long prefill and decode took (book §14.5.3's second account, measured on on
 
 ``TraceView(model_name)`` is an ipywidgets ``VBox``: a header naming the model (and saying so when it is a
 random-weight stand-in), a plotly figure (a ``go.Figure`` redrawn through ``toolkit.widgets.plot.FigureView``)
-with three panels per turn — prompt split (tool definitions /
-history / new tokens), cache (reused / prefilled / generated) and wall time (prefill / decode / tools) — and a
-step log. Feed it with ``toolkit.loop.loop.run(..., on_step=view.on_step)`` or ``view.show(trace)``. The plotted numbers are
-plain data (``view.rows``, ``panel_data(rows)``) so tests check them without a browser.
+with three panels per turn — prompt split (tool definitions / history / new tokens), cache (reused / prefilled /
+generated) and wall time (prefill / decode / tools) — and a step log. Feed it with
+``toolkit.loop.loop.run(..., on_step=view.on_step)`` or ``view.show(trace)``. The plotted numbers are plain data
+(``view.rows``, ``panel_data(rows)``) so tests check them without a browser.
 
 Leaves out: token-level detail (``widgets.tokens`` shows a rendering token by token) and comparing two runs in one
 figure (the notebook puts two views side by side).
@@ -34,7 +34,8 @@ SERIES = [
     (3, "decode_ms", "decode ms", "#9e9ac8"),
     (3, "tool_ms", "tools ms", "#bdbdbd"),
 ]
-_TITLES = ("prompt tokens: what they are", "prompt tokens: cache", "wall time per turn (ms, stacked)")
+# two short lines each: three one-line titles overlapped in a notebook column (~650 px)
+_TITLES = ("prompt tokens:<br>what they are", "prompt tokens:<br>the cache", "wall time per turn<br>(ms, stacked)")
 
 
 def panel_data(rows: list[dict]) -> dict[str, list]:
@@ -60,7 +61,7 @@ def _figure(rows) -> go.Figure:
     layout = go.Layout(
         barmode="stack",
         height=330,
-        margin=dict(l=50, r=10, t=40, b=40),
+        margin=dict(l=50, r=10, t=60, b=40),
         legend=dict(orientation="h", y=-0.22),
         template="plotly_white",
         xaxis1=dict(domain=[0, 0.3], title="turn", dtick=1),
@@ -70,7 +71,16 @@ def _figure(rows) -> go.Figure:
         yaxis2=dict(anchor="x2"),
         yaxis3=dict(anchor="x3"),
         annotations=[
-            dict(text=t, x=(a + b) / 2, y=1.1, xref="paper", yref="paper", showarrow=False)
+            dict(
+                text=t,
+                x=(a + b) / 2,
+                y=1.02,
+                xanchor="center",
+                yanchor="bottom",
+                xref="paper",
+                yref="paper",
+                showarrow=False,
+            )
             for t, (a, b) in zip(_TITLES, [(0, 0.3), (0.35, 0.65), (0.7, 1.0)])
         ],
     )
