@@ -38,7 +38,7 @@ from toolkit.backends.vllm_local import state as vllm_state  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "rl"
-FAMILIES = ["call", "decline", "multi", "calc", "warmer", "all"]  # toolkit.rl.envs.FAMILIES (its import is slow)
+FAMILIES = ["call", "decline", "multi", "calc", "warmer", "all", "mix"]  # toolkit.rl.envs.FAMILIES (its import is slow)
 STARTS = {"lora": "qwen2.5-coder-0.5b+lora", "base": "qwen2.5-coder-0.5b"}
 
 

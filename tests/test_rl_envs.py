@@ -119,6 +119,12 @@ def test_a_calc_task_is_met_by_the_calculator_result_only():
 def test_tasks_by_family_name():
     assert {t.family for t in envs.tasks("multi", 0, 12)} == {"warmer", "calc"}
     assert {t.family for t in envs.tasks("all", 0, 12)} == {"call", "decline", "warmer", "calc"}
+    mix = envs.tasks("mix", 0, 6)  # n of each kind: a step drawing one task at random draws each kind as often
+    assert sorted(t.family for t in mix) == sorted(["call", "decline", "warmer", "calc"] * 6)
+    calc = [t.messages for t in mix if t.family == "calc"]
+    assert calc == [t.messages for t in envs.tasks("calc", 0, 6)]  # the same tasks the single family draws
+    held = {str(t.messages) for t in envs.tasks("mix", envs.EVAL_SEED, 6)}
+    assert not held & {str(t.messages) for t in mix}  # the held-out seed draws other tasks
 
     with pytest.raises(ValueError, match="unknown task family"):
         envs.tasks("nosuch")

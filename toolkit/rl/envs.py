@@ -9,7 +9,9 @@ What it does
   an arithmetic result (one calculator call). Their truth comes from the real tools; the phrasings are this
   module's own and the city pairs avoid those of the loop questions (:data:`LOOP_PAIRS`; a test checks both).
 - :func:`tasks(family, seed, n)`: one family's tasks by name (``call``, ``decline``, ``multi``, ``all``; ``calc`` and
-  ``warmer``: the first ``n`` multi-turn tasks of that kind under ``seed``). :data:`EVAL_SEED` and above: held out.
+  ``warmer``: the first ``n`` multi-turn tasks of that kind under ``seed``; ``mix``: ``n`` each of ``call``,
+  ``decline``, ``calc`` and ``warmer``, so a step that draws one task at random draws each kind as often — ``all``
+  holds about three single-turn tasks per multi-turn one). :data:`EVAL_SEED` and above: held out.
 - :func:`rollout(policy, task)`: runs ``policy(messages, tools) -> text`` turn by turn; every ``<tool_call>`` is
   parsed by the kit's parser and executed by the host loop's executor (:func:`toolkit.loop.execute.execute`), its
   result appended as a ``role="tool"`` message; returns an :class:`Episode` with the reward of
@@ -123,21 +125,30 @@ def multi_tasks(seed: int = 0, n: int = 8) -> list[Task]:
     return tasks
 
 
-FAMILIES = ("call", "decline", "multi", "calc", "warmer", "all")
+FAMILIES = ("call", "decline", "multi", "calc", "warmer", "all", "mix")
+
+
+def _first(draw: Callable[[int, int], list[Task]], seed: int, n: int, family: str | None = None) -> list[Task]:
+    """The first ``n`` tasks (of ``family``, if named) that ``draw(seed, k)`` yields, ``k`` doubled until enough."""
+    k = 2 * n + 8
+    while len(got := [t for t in draw(seed, k) if family in (None, t.family)]) < n:
+        k *= 2
+    return got[:n]
 
 
 def tasks(family: str, seed: int = 0, n: int = 8) -> list[Task]:
     """The tasks of one family (``multi``: warmer-of-two and calculator; ``calc`` / ``warmer``: ``n`` of that kind
-    alone, the same tasks ``multi`` draws under ``seed``, in order; ``all``: every family) under ``seed``."""
+    alone, the same tasks ``multi`` draws under ``seed``, in order; ``all``: every family; ``mix``: ``n`` of each
+    kind) under ``seed``."""
     if family not in FAMILIES:
         raise ValueError(f"unknown task family {family!r}; known: {', '.join(FAMILIES)}")
     if not isinstance(n, int) or n < 0:
         raise ValueError(f"n must be a whole number of tasks, at least 0, not {n!r}")
     if family in ("calc", "warmer"):
-        drawn = 2 * n + 8
-        while len(kind := [t for t in multi_tasks(seed, drawn) if t.family == family]) < n:
-            drawn *= 2
-        return kind[:n]
+        return _first(multi_tasks, seed, n, family)
+    if family == "mix":
+        single = _first(call_tasks, seed, n) + _first(decline_tasks, seed, n)
+        return single + _first(multi_tasks, seed, n, "calc") + _first(multi_tasks, seed, n, "warmer")
     out = []
     if family in ("call", "all"):
         out += call_tasks(seed, n)
