@@ -42,6 +42,7 @@ import torch
 from IPython.display import HTML, Markdown, display
 
 from toolkit.cliargs import count, from_env
+from toolkit.eval.learned import compare
 from toolkit.memory import memory_available
 from toolkit.models import FULL_MODEL_BYTES, load
 from toolkit.paths import cpu_threads, saved_json
@@ -238,6 +239,55 @@ if "base" in starts:
                 if base["groups that trained"] == 0
                 else "Some groups had a spread, so the base model could learn from its own successes."
             )
+        )
+    )
+
+# %% [markdown]
+# ### Which tasks the reward sees decides what is learned
+# A second saved run trained on every family at once (`python benchmarks/rl.py train --family all --engine vllm`):
+# the generator's calls, requests that no shown tool serves (the reward pays for text and no call), and the kit's
+# own multi-turn tasks. Below: BFCL's whole irrelevance category before and after, paired case by case, and the
+# kit's free-form loop questions (main, fresh and held out, judged strictly), with how many answers are the SFT
+# data's refusal sentence and no call.
+
+# %%
+REFUSAL = ("Sorry, the available tools don't cover this request.", "抱歉，现有的函数都无法完成这个请求")
+irr_before = saved_json("full/bfcl_qwen2.5-coder-0.5b+lora.json")
+irr_after = saved_json("rl/all/whole/bfcl_qwen2.5-coder-0.5b+lora+rl.json")
+mix_run = saved_json("rl/train_lora_all_vllm.json")
+if not (irr_before and irr_after and mix_run):
+    print("no saved run in this checkout: `python benchmarks/rl.py train --start lora --family all --engine vllm`")
+else:
+    irr = next(r for r in compare(irr_before, irr_after)["rows"] if r["category"] == "irrelevance")
+    sets = {
+        "SFT adapter": [f"rl/loop_questions_lora{s}.json" for s in ("", "_fresh", "_heldout")],
+        "SFT + RL, every family": [f"rl/all/loop_questions_lora-rl-all_{s}.json" for s in ("main", "fresh", "heldout")],
+    }
+    loops = {}
+    for who, names in sets.items():
+        docs = [saved_json(n) for n in names]
+        rows = [r for d in docs if d for r in d["rows"]]
+        loops[who] = {
+            "precision": docs[0]["model"].rsplit(", ", 1)[-1].rstrip("]") if docs[0] else "?",
+            "loop questions met": f"{sum(r['met'] for r in rows)} of {len(rows)}",
+            "refused with no call": sum(
+                not r["calls"] and any(x in (r["answer"] or "") for x in REFUSAL) for r in rows
+            ),
+        }
+    loops["SFT adapter"]["BFCL irrelevance, all"] = f"{100 * irr['base']['accuracy']:.1f}%"
+    loops["SFT + RL, every family"]["BFCL irrelevance, all"] = f"{100 * irr['adapter']['accuracy']:.1f}%"
+    display(pd.DataFrame(loops).T)
+    fams = pd.Series([st["family"] for st in mix_run["steps"]]).value_counts()
+    display(
+        Markdown(
+            f"On {irr['adapter']['n']} irrelevance cases the run gained {irr['gained']} and lost {irr['lost']}. "
+            f"Its {len(mix_run['steps'])} steps drew "
+            + ", ".join(f"{n} `{f}`" for f, n in fams.items())
+            + ". A refusal earns 1 only on a `decline` task; on every other task it earns 0. But the tasks on the "
+            f"kit's own tools (`calc`, `warmer`), the ones the loop questions resemble, were "
+            f"{fams.get('calc', 0) + fams.get('warmer', 0)} of the {len(mix_run['steps'])} steps, so the model "
+            "learned the refusal as the safe answer for whatever does not look like a BFCL request. The reward decides "
+            "what counts as success; the mix of tasks decides what the policy practises."
         )
     )
 
