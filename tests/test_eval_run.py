@@ -1,5 +1,7 @@
 """Batched generation (shared prefix prefilled once), the cached resumable runner, schema rejections counted."""
 
+import json
+
 import pytest
 
 from toolkit.eval import bfcl
@@ -148,3 +150,23 @@ def test_a_row_ends_at_either_stop_id(tok):
 
     (r,) = run_cases([case], EndsWithEndOfText(tok, [call]), Levers(mode="native"), tokenizer=tok)
     assert r.ok and r.stopped_by == "stop" and "<|endoftext|>" not in r.text
+
+
+def test_cache_folders_of_models_whose_names_share_a_long_prefix_differ(tmp_path):
+    """Two RL adapters on the same base and SFT adapter: names equal in their first 80 characters. They shared one
+    folder, and the second adapter's BFCL run read the first one's outputs as its own."""
+    base = "Qwen2.5-Coder-0.5B-Instruct (GGUF Q4_K_M → bf16, offline) + LoRA adapter qwen2.5-coder-0.5b-toolcall (r=8)"
+    a, b = Cache(tmp_path, base + " + RL adapter a"), Cache(tmp_path, base + " + RL adapter b")
+    assert a.dir != b.dir and a.dir.name == b.dir.name  # same settings, other model folders
+    a.put("native", "simple_1", 0, {"text": "from a"})
+    assert b.get("native", "simple_1") is None
+    assert Cache(tmp_path, base + " + RL adapter a").get("native", "simple_1") == {"text": "from a"}  # resumes
+    assert Cache(tmp_path, "stand-in").dir.parent.name == "stand-in"  # a short plain name is its own folder
+    assert Cache(tmp_path, "a b").dir.parent != Cache(tmp_path, "a_b").dir.parent
+
+
+def test_cache_refuses_a_folder_that_holds_another_models_outputs(tmp_path):
+    c = Cache(tmp_path, "m1")
+    (c.dir / "settings.json").write_text(json.dumps({"model": "m2"}))
+    with pytest.raises(ValueError, match="another model"):
+        Cache(tmp_path, "m1")

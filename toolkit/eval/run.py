@@ -132,6 +132,17 @@ def _slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", s)[:80]
 
 
+def model_folder(model: str) -> str:
+    """The cache's folder name for ``model``: the name itself where it is a short plain name, else its first 69
+    characters made plain plus a hash of the whole name. (The folder used to be the first 80 characters alone, so
+    every model named "<base> + LoRA adapter <...>" shared one folder: a run with a second RL adapter read the
+    first one's outputs as its own.)"""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model)
+    if slug == model and len(slug) <= 80:
+        return slug
+    return f"{slug[:69]}-{hashlib.sha256(model.encode()).hexdigest()[:10]}"
+
+
 def settings_key(**settings) -> str:
     text = json.dumps(settings, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:10]
@@ -143,9 +154,16 @@ class Cache:
 
     def __init__(self, root: str | Path, model: str, levers: Levers | None = None, **settings):
         settings = {**(levers.key() if levers is not None else {}), **settings}
-        self.dir = Path(root) / _slug(model) / settings_key(**settings)
+        self.dir = Path(root) / model_folder(model) / settings_key(**settings)
         self.dir.mkdir(parents=True, exist_ok=True)
-        (self.dir / "settings.json").write_text(json.dumps({"model": model, **settings}, indent=1))
+        meta = self.dir / "settings.json"
+        try:
+            were = json.loads(meta.read_text()).get("model")
+        except (OSError, ValueError, AttributeError):
+            were = None  # none yet, or half-written: this run writes it
+        if were is not None and were != model:
+            raise ValueError(f"cache folder {self.dir} holds outputs of another model ({were[:120]}): move it aside")
+        meta.write_text(json.dumps({"model": model, **settings}, indent=1))
 
     def path(self, mode: str, case_id: str, sample: int = 0) -> Path:
         return self.dir / mode / (f"{_slug(case_id)}" + (f"#{sample}" if sample else "") + ".json")
