@@ -402,10 +402,11 @@ def parse(argv=None) -> argparse.Namespace:
 def main(argv=None) -> int:
     a = parse(argv)
     from toolkit.eval import report  # after the parse: a usage error never waits for xgrammar and torch
+    from toolkit.eval.run import CacheConflict
 
     try:
         return _dispatch(a)
-    except report.ResultsUnreadable as e:  # a saved file the run would read or extend: say so, touch nothing
+    except (report.ResultsUnreadable, CacheConflict) as e:  # a saved file the run would read or extend: say so
         print(f"bfcl.py {a.cmd}: error: {e}", file=sys.stderr)
         return 1
 

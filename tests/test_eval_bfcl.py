@@ -278,3 +278,23 @@ def test_an_unreadable_results_file_is_one_line_and_left_as_it_was(tmp_path, cap
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not a" in err[0] and "Traceback" not in err[0]
     assert path.read_bytes() == before
+
+
+def test_benchmark_says_in_one_line_that_a_cache_folder_holds_another_models_outputs(tmp_path, monkeypatch, capsys):
+    import json
+
+    from toolkit.eval.run import Cache
+
+    bench = _bench()
+    folder = Cache(tmp_path, "model a").dir
+    (folder / "settings.json").write_text(json.dumps({"model": "model b"}))
+
+    def accuracy(a):  # what cmd_accuracy does first for each category: open the model's cache
+        Cache(tmp_path, "model a")
+        return 0
+
+    monkeypatch.setattr(bench, "_dispatch", accuracy)
+    assert bench.main(["accuracy", "--limit", "1"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "holds outputs of another model (model b)" in err[0] and "Traceback" not in err[0]
+    assert json.loads((folder / "settings.json").read_text()) == {"model": "model b"}  # nothing overwritten

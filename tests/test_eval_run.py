@@ -6,7 +6,7 @@ import pytest
 
 from toolkit.eval import bfcl
 from toolkit.eval.levers import Levers
-from toolkit.eval.run import Cache, generate_batch, prompt_ids, run_cases
+from toolkit.eval.run import Cache, CacheConflict, generate_batch, prompt_ids, run_cases
 
 
 @pytest.fixture(scope="module")
@@ -168,5 +168,5 @@ def test_cache_folders_of_models_whose_names_share_a_long_prefix_differ(tmp_path
 def test_cache_refuses_a_folder_that_holds_another_models_outputs(tmp_path):
     c = Cache(tmp_path, "m1")
     (c.dir / "settings.json").write_text(json.dumps({"model": "m2"}))
-    with pytest.raises(ValueError, match="another model"):
+    with pytest.raises(CacheConflict, match="another model"):
         Cache(tmp_path, "m1")

@@ -128,8 +128,16 @@ def generate_batch(
 
 
 # ---------------------------------------------------------------- the cached runner
+def _plain(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", s)
+
+
 def _slug(s: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", s)[:80]
+    return _plain(s)[:80]
+
+
+class CacheConflict(ValueError):
+    """A cache folder holds another model's outputs: one line; nothing in it is read or overwritten."""
 
 
 def model_folder(model: str) -> str:
@@ -137,7 +145,7 @@ def model_folder(model: str) -> str:
     characters made plain plus a hash of the whole name. (The folder used to be the first 80 characters alone, so
     every model named "<base> + LoRA adapter <...>" shared one folder: a run with a second RL adapter read the
     first one's outputs as its own.)"""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model)
+    slug = _plain(model)
     if slug == model and len(slug) <= 80:
         return slug
     return f"{slug[:69]}-{hashlib.sha256(model.encode()).hexdigest()[:10]}"
@@ -162,7 +170,7 @@ class Cache:
         except (OSError, ValueError, AttributeError):
             were = None  # none yet, or half-written: this run writes it
         if were is not None and were != model:
-            raise ValueError(f"cache folder {self.dir} holds outputs of another model ({were[:120]}): move it aside")
+            raise CacheConflict(f"cache folder {self.dir} holds outputs of another model ({were[:120]}): move it aside")
         meta.write_text(json.dumps({"model": model, **settings}, indent=1))
 
     def path(self, mode: str, case_id: str, sample: int = 0) -> Path:
