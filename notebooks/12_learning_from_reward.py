@@ -268,14 +268,16 @@ else:
         docs = [saved_json(n) for n in names]
         rows = [r for d in docs if d for r in d["rows"]]
         loops[who] = {
-            "precision": docs[0]["model"].rsplit(", ", 1)[-1].rstrip("]") if docs[0] else "?",
+            "loop questions run in": docs[0]["model"].rsplit(", ", 1)[-1].rstrip("]") if docs[0] else "?",
             "loop questions met": f"{sum(r['met'] for r in rows)} of {len(rows)}",
-            "refused with no call": sum(
+            "no call, the SFT refusal sentence": sum(
                 not r["calls"] and any(x in (r["answer"] or "") for x in REFUSAL) for r in rows
             ),
         }
-    loops["SFT adapter"]["BFCL irrelevance, all"] = f"{100 * irr['base']['accuracy']:.1f}%"
-    loops["SFT + RL, every family"]["BFCL irrelevance, all"] = f"{100 * irr['adapter']['accuracy']:.1f}%"
+    precisions = {d["accuracy"]["meta"]["model"].rsplit(", ", 1)[-1].rstrip("]") for d in (irr_before, irr_after)}
+    col = f"BFCL irrelevance, all {irr['adapter']['n']} ({' / '.join(sorted(precisions))})"
+    loops["SFT adapter"][col] = f"{100 * irr['base']['accuracy']:.1f}%"
+    loops["SFT + RL, every family"][col] = f"{100 * irr['adapter']['accuracy']:.1f}%"
     display(pd.DataFrame(loops).T)
     fams = pd.Series([st["family"] for st in mix_run["steps"]]).value_counts()
     display(
