@@ -38,7 +38,17 @@ from toolkit.backends.vllm_local import state as vllm_state  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "rl"
-FAMILIES = ["call", "decline", "multi", "calc", "warmer", "all", "mix"]  # toolkit.rl.envs.FAMILIES (its import is slow)
+FAMILIES = [
+    "call",
+    "decline",
+    "multi",
+    "calc",
+    "warmer",
+    "all",
+    "mix",
+    "ask",
+    "blend",
+]  # toolkit.rl.envs.FAMILIES (its import is slow)
 STARTS = {"lora": "qwen2.5-coder-0.5b+lora", "base": "qwen2.5-coder-0.5b"}
 
 
@@ -69,7 +79,7 @@ def train(a) -> int:
     tasks = tasks_for(a.family, 0, a.tasks)
     out = _adapter_dir(a.start, a.family + ("-vllm" if a.engine == "vllm" else ""))
     print(f"model: {loaded.description}\n{a.family}: {len(tasks)} tasks, adapter -> {out}", flush=True)
-    how = dict(steps=a.steps, group=a.group, lr=a.lr, max_new=a.max_new, seed=a.seed, out=out)
+    how = dict(steps=a.steps, group=a.group, lr=a.lr, max_new=a.max_new, seed=a.seed, out=out, beta=a.beta)
     if a.engine == "vllm":  # rollouts on the kit's vLLM server, the adapter handed over each step (toolkit.rl.served)
         from toolkit.rl.served import ServedSampler
 
@@ -165,6 +175,7 @@ def main(argv=None) -> int:
     p.add_argument("--group", type=cliargs.count(2, 64), default=4)
     p.add_argument("--tasks", type=cliargs.count(1, 10_000), default=16)
     p.add_argument("--lr", type=cliargs.number(0.0, 1.0, lo_open=True), default=2e-4)
+    p.add_argument("--beta", type=cliargs.number(0.0, 10.0), default=0.0, help="train: KL penalty (0: none)")
     p.add_argument("--max-new", type=cliargs.count(1, 1024), default=96)
     p.add_argument("--seed", type=cliargs.count(0, 2**31 - 1), default=0)
     p.add_argument("--n", type=cliargs.count(1, 1_000), default=24, help="eval, rollouts: held-out tasks")

@@ -11,7 +11,9 @@ What it does
 - :func:`tasks(family, seed, n)`: one family's tasks by name (``call``, ``decline``, ``multi``, ``all``; ``calc`` and
   ``warmer``: the first ``n`` multi-turn tasks of that kind under ``seed``; ``mix``: ``n`` each of ``call``,
   ``decline``, ``calc`` and ``warmer``, so a step that draws one task at random draws each kind as often — ``all``
-  holds about three single-turn tasks per multi-turn one). :data:`EVAL_SEED` and above: held out.
+  holds about three single-turn tasks per multi-turn one; ``ask``: free-form questions of the loop questions' kinds,
+  :func:`ask_tasks`; ``blend``: ``2n`` of ``ask`` and ``n`` each of ``call`` and ``decline``). :data:`EVAL_SEED` and
+  above: held out.
 - :func:`rollout(policy, task)`: runs ``policy(messages, tools) -> text`` turn by turn; every ``<tool_call>`` is
   parsed by the kit's parser and executed by the host loop's executor (:func:`toolkit.loop.execute.execute`), its
   result appended as a ``role="tool"`` message; returns an :class:`Episode` with the reward of
@@ -30,9 +32,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from toolkit.calculator import calculator
-from toolkit.eval.questions import compared
+from toolkit.eval.questions import compared, judge
 from toolkit.loop.execute import CallResult, execute
 from toolkit.parse import parse_tool_calls
+from toolkit.rl.asks import asks
 from toolkit.rl.reward import call_reward, decline_reward, numbers_ok, outcome_reward
 from toolkit.sft.data import dataset
 from toolkit.sft.kit_turns import assistant_calls
@@ -55,7 +58,7 @@ MULTI_TOOLS = ("calculator", "get_weather", "convert_units")
 
 @dataclass
 class Task:
-    family: str  # "call" | "decline" | "warmer" | "calc"
+    family: str  # "call" | "decline" | "warmer" | "calc" | "ask"
     messages: list[dict]  # the prompt: system (maybe) + user
     tools: list[dict]
     want: list[dict] = field(default_factory=list)  # call: the calls; warmer: the city and its temperature
@@ -125,7 +128,17 @@ def multi_tasks(seed: int = 0, n: int = 8) -> list[Task]:
     return tasks
 
 
-FAMILIES = ("call", "decline", "multi", "calc", "warmer", "all", "mix")
+def ask_tasks(seed: int = 0, n: int = 8) -> list[Task]:
+    """Free-form questions of the loop questions' kinds (:mod:`toolkit.rl.asks`), all four of the kit's tools shown
+    as the loop shows them; met when the loop questions' strict judge says so."""
+    out = []
+    for q, needed in asks(SEED_BASE + seed, n):
+        truth = {"question": q, "needed": needed}
+        out.append(Task("ask", [{"role": "user", "content": q.question}], schemas(), truth=truth))
+    return out
+
+
+FAMILIES = ("call", "decline", "multi", "calc", "warmer", "all", "mix", "ask", "blend")
 
 
 def _first(draw: Callable[[int, int], list[Task]], seed: int, n: int, family: str | None = None) -> list[Task]:
@@ -146,6 +159,10 @@ def tasks(family: str, seed: int = 0, n: int = 8) -> list[Task]:
         raise ValueError(f"n must be a whole number of tasks, at least 0, not {n!r}")
     if family in ("calc", "warmer"):
         return _first(multi_tasks, seed, n, family)
+    if family == "ask":
+        return ask_tasks(seed, n)
+    if family == "blend":  # half free-form questions, a quarter each of single calls and declines
+        return ask_tasks(seed, 2 * n) + _first(call_tasks, seed, n) + _first(decline_tasks, seed, n)
     if family == "mix":
         single = _first(call_tasks, seed, n) + _first(decline_tasks, seed, n)
         return single + _first(multi_tasks, seed, n, "calc") + _first(multi_tasks, seed, n, "warmer")
@@ -173,8 +190,13 @@ def _canonical(answer: str, cities: list[str]) -> str:
 def met(task: Task, answer: str, results: list[CallResult]) -> bool:
     """The host's strict outcome check for the multi-turn families. ``calc``: the stated result is the value and the
     calculator ran; ``warmer``: both cities looked up, the comparison names the warmer one and never the other way
-    (the loop questions' judge, :func:`toolkit.eval.questions.compared`), and its temperature is stated."""
+    (the loop questions' judge, :func:`toolkit.eval.questions.compared`), and its temperature is stated; ``ask``: the
+    loop questions' strict judge on the task's record."""
     t = task.truth
+    if task.family == "ask":
+        spec = t["question"].answer.get("compare")
+        said = _canonical(answer, [spec["more"], spec["than"]]) if spec else answer
+        return judge(t["question"], said, results).met
     if task.family == "calc":
         return numbers_ok(answer, t["value"], task.question) and any(r.ok and r.name == "calculator" for r in results)
     looked = {r.result.get("city") for r in results if r.ok and r.name == "get_weather"}

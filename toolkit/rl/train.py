@@ -12,14 +12,15 @@ What it does
   log-probabilities are the current ones detached, as TRL's default); a group whose rewards are all equal teaches
   nothing and skips the backward pass (its KL is not measured: ``None``, logged as "no spread, no update"); the KL
   printed is to the model the run started from (the adapters switched off: one extra forward without gradients;
-  the loss itself has ``beta=0``, TRL's default); LoRA on the upper layers only, placed as the kit's SFT places it
+  the loss has ``beta=0`` unless asked, TRL's default); LoRA on the upper layers only, placed as the kit's SFT places it
   (:func:`toolkit.sft.lora.attach`); a progress line (step, mean reward, KL, tokens/s, ETA); ``results.json``
   with the reward curve and the adapter saved every ``save_every`` steps under ``out``; a rerun with the same
   settings resumes from the last save (more ``steps`` than before extend a run).
 - ``load_adapter(loaded, folder)``: a saved adapter back on the base model.
 
 What it leaves out
-- A reference model (``beta=0``, TRL's default), several optimizer iterations per batch, batching across tasks.
+- A separate reference model (the KL penalty, ``beta``, is off by default as in TRL; when on, the reference is the
+  same model with its adapters switched off), several optimizer iterations per batch, batching across tasks.
 - The sampled ids themselves: an episode is trained on its rendering, whose ids can differ from the sampled ones
   where a tokenizer splits the same text another way (``toolkit.backends.drift`` counts how often).
 """
@@ -61,16 +62,17 @@ def attach(model, rank: int = 8, first_layer: int | None = None):
     return attach_sft(model, LoraSettings(rank=rank, alpha=2 * rank, first_layer=first, token_rows=()))
 
 
-def update(model, opt, rows, rewards: list[float], group: int, temperature: float) -> dict:
-    """One GRPO step on ``rows`` (consecutive groups of ``group``): returns loss, KL and trained tokens."""
+def update(model, opt, rows, rewards: list[float], group: int, temperature: float, beta: float = 0.0) -> dict:
+    """One GRPO step on ``rows`` (consecutive groups of ``group``): returns loss, KL and trained tokens. ``beta``:
+    the weight of the KL penalty to the model the run started from (0: none, TRL's default)."""
     adv = grpo.advantages(rewards, group)
     if not any(abs(a) > 0 for a in adv):
         return {"loss": 0.0, "kl": None, "trained_tokens": 0, "advantages": adv}  # no forward: KL not measured
-    model.train()
-    logps, mask = grpo.trained_logps(model, rows, temperature)
-    loss, _ = grpo.loss(logps, logps.detach(), torch.tensor(adv), mask)
     with torch.no_grad(), model.disable_adapter():  # the reference: the model the run started from
         ref, _ = grpo.trained_logps(model, rows, temperature)
+    model.train()
+    logps, mask = grpo.trained_logps(model, rows, temperature)
+    loss, _ = grpo.loss(logps, logps.detach(), torch.tensor(adv), mask, ref_logps=ref, beta=beta)
     opt.zero_grad()
     loss.backward()
     opt.step()
@@ -124,9 +126,10 @@ def train_tasks(
     save_every: int = 5,
     log: Callable[[str], None] = print,
     policy: BatchPolicy | None = None,
+    beta: float = 0.0,
 ) -> dict:
     """GRPO on episodes (see the module docstring). Returns (and saves under ``out``) the results. ``policy``: a
-    scripted batch policy in place of the model's own sampling (tests)."""
+    scripted batch policy in place of the model's own sampling (tests); ``beta``: the KL penalty's weight."""
     if group < 2:
         raise ValueError(f"group must be at least 2 (advantages are relative to the group), not {group}")
     if not tasks:
@@ -136,6 +139,8 @@ def train_tasks(
     settings = {"group": group, "lr": lr, "max_new": max_new, "temperature": temperature}
     settings |= {"seed": seed, "rank": rank, "first_layer": first_layer}
     settings |= {"tasks": sorted({t.family for t in tasks}), "n_tasks": len(tasks)}
+    if beta:  # only when set, so the saved runs without a penalty still resume
+        settings["beta"] = beta
     results, start, opt = _start(loaded, settings, rank, first_layer, out, log)
     rng = random.Random(seed)
     order = [rng.choice(tasks) for _ in range(steps)]  # fixed by the seed, so a resumed run sees the same tasks
@@ -150,7 +155,7 @@ def train_tasks(
         roll_s = time.perf_counter() - ts
         rewards = [e.reward for e in episodes]
         rows = [label(e.messages, task.tools, template, tokenizer=loaded.tokenizer) for e in episodes]
-        up = update(loaded.model, opt, rows, rewards, group, temperature)
+        up = update(loaded.model, opt, rows, rewards, group, temperature, beta)
         row = {"step": step + 1, "family": task.family, "mean_reward": sum(rewards) / group, "rewards": rewards}
         row |= {"met": sum(e.met for e in episodes), "calls": [len(e.results) for e in episodes]}
         row |= {k: up[k] for k in ("loss", "kl", "trained_tokens")}
