@@ -1,6 +1,7 @@
 """The GRPO loop on the stand-in: it runs, writes its reward curve, its adapter round-trips, and a run resumes."""
 
 import json
+import re
 
 import pytest
 import torch
@@ -125,3 +126,35 @@ def test_the_expected_reward_rises_on_a_toy_task():
     after = expected_reward(loaded.model, avoid)
     assert 0.5 < before < 0.8 and after > before + 0.2, (before, after)
     assert all(s["mean_reward"] == sum(s["rewards"]) / 8 for s in res["steps"])
+
+
+def test_the_kl_penalty_enters_the_loss_once_the_adapter_has_moved():
+    """beta > 0 adds beta * KL to the starting model: nothing at step 1 (the LoRA starts as the identity), more
+    loss at step 2 than the same run without it; the setting is saved with the run."""
+    from toolkit.rl import envs
+
+    task = next(t for t in envs.multi_tasks(0, 20) if t.family == "calc")
+    x, y, z = re.findall(r"\d+", task.question)[:3]
+
+    def scripted(batch):  # two members use the calculator and answer right, two guess
+        return [
+            f"The result is {task.truth['value']:g}."
+            if msgs[-1]["role"] == "tool"
+            else _call("calculator", expression=f"{x}*{y}-{z}")
+            if j % 2 == 0
+            else "I think it is 7."
+            for j, (msgs, _) in enumerate(batch)
+        ]
+
+    runs = {}
+    for beta in (0.0, 50.0):
+        torch.manual_seed(0)
+        loaded = load("stand-in", quiet=True, dtype=torch.float32)
+        runs[beta] = T.train_tasks(
+            loaded, [task], steps=2, group=4, lr=5e-2, log=lambda s: None, policy=scripted, beta=beta
+        )
+    (s0, s1), (b0, b1) = runs[0.0]["steps"], runs[50.0]["steps"]
+    assert s0["rewards"] == b0["rewards"] and s0["rewards"] != [s0["rewards"][0]] * 4
+    assert s0["loss"] == pytest.approx(b0["loss"]) and s1["kl"] > 0
+    assert b1["loss"] > s1["loss"] + 1e-6
+    assert runs[50.0]["settings"]["beta"] == 50.0 and "beta" not in runs[0.0]["settings"]
