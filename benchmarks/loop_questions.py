@@ -161,8 +161,7 @@ def rescore(out: str) -> int:
         "| file | set | model | lenient | strict | now not met |",
         "|---|---|---|---|---|---|",
     ]
-    files = sorted(glob.glob(os.path.join(RESULTS, "loop_questions_*.json")))
-    files += sorted(glob.glob(os.path.join(RESULTS, "*", "loop_questions_*.json")))
+    files = sorted(glob.glob(os.path.join(RESULTS, "**", "loop_questions_*.json"), recursive=True))
     for path in files:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)

@@ -43,6 +43,7 @@ from IPython.display import HTML, Markdown, display
 
 from toolkit.cliargs import count, from_env
 from toolkit.eval.learned import compare
+from toolkit.eval.questions import summary
 from toolkit.memory import memory_available
 from toolkit.models import FULL_MODEL_BYTES, load
 from toolkit.paths import cpu_threads, saved_json
@@ -290,6 +291,81 @@ else:
             f"{fams.get('calc', 0) + fams.get('warmer', 0)} of the {len(mix_run['steps'])} steps, so the model "
             "learned the refusal as the safe answer for whatever does not look like a BFCL request. The reward decides "
             "what counts as success; the mix of tasks decides what the policy practises."
+        )
+    )
+
+# %% [markdown]
+# ### Four task mixes, side by side
+# Each saved run started from the SFT adapter and was evaluated the same way: BFCL's seeded 50 cases per category
+# (native mode, paired case by case with the SFT adapter's run over every case) and the 51 loop questions judged
+# strictly. `mix` draws each kind of task equally; `blend` is half free-form questions of the loop questions' kinds
+# (`toolkit.rl.asks`: new phrasings, values and city pairs, judged by the loop questions' own judge) and a quarter
+# each of single calls and declines; `ask` is the free-form questions alone. The last two add a KL penalty to the
+# starting model. "Refuses" counts answers that say they cannot help and made no call.
+
+# %%
+RUNS = {"all": "every family", "mix": "each kind equally", "blend": "half free-form", "ask": "free-form only"}
+sft_bfcl = saved_json("full/bfcl_qwen2.5-coder-0.5b+lora.json")
+sft_loop = [saved_json(f"rl/loop_questions_lora{s}.json") for s in ("", "_fresh", "_heldout")]
+table, seen = [], {}
+if sft_bfcl and all(sft_loop):
+    row = {"run": "SFT adapter (start)", "steps drawn": "-", "KL penalty": "-"}
+    for name in RUNS:
+        bfcl = saved_json(f"rl/{name}/bfcl_qwen2.5-coder-0.5b+lora+rl.json")
+        train = saved_json(f"rl/train_lora_{name}_vllm.json")
+        loop = [saved_json(f"rl/{name}/loop_questions_lora-rl-{name}_{s}.json") for s in ("main", "fresh", "heldout")]
+        if not (bfcl and train and all(loop)):
+            continue
+        rows = {r["category"]: r for r in compare(sft_bfcl, bfcl)["rows"]}
+        drawn = pd.Series([st["family"] for st in train["steps"]]).value_counts()
+        counted = summary([r for d in loop for r in d["rows"]])
+        seen[name] = dict(rows=rows, loop=counted, declines=int(drawn.get("decline", 0)))
+        seen[name]["held"] = summary(loop[2]["rows"])["met"]
+        table.append(
+            {
+                "run": f"{name} ({RUNS[name]})",
+                "steps drawn": ", ".join(f"{n} {f}" for f, n in drawn.items()),
+                "KL penalty": train["settings"].get("beta", 0),
+            }
+            | {f"{c} (seeded {r['adapter']['n']})": f"{100 * r['adapter']['accuracy']:.0f}" for c, r in rows.items()}
+            | {"loop met": f"{counted['met']}/{counted['total']}", "refuses": counted["refused"]}
+        )
+    if seen:
+        start = summary([r for d in sft_loop for r in d["rows"]])
+        start_held, held_n = summary(sft_loop[2]["rows"])["met"], len(sft_loop[2]["rows"])
+        for v in seen.values():  # every run's seeded cases are the same 50 per category
+            row |= {
+                f"{c} (seeded {r['base']['n']})": f"{100 * r['base']['accuracy']:.0f}" for c, r in v["rows"].items()
+            }
+        row |= {"loop met": f"{start['met']}/{start['total']}", "refuses": start["refused"]}
+        display(pd.DataFrame([row] + table).set_index("run").fillna("-"))
+if not seen:
+    print("no saved runs in this checkout: `python benchmarks/rl.py train --start lora --family blend --engine vllm`")
+else:
+    best = max(seen, key=lambda n: seen[n]["loop"]["met"])
+    pct = lambda r, who: f"{100 * r[who]['accuracy']:.0f}"  # noqa: E731
+    said = lambda names: ", ".join(  # noqa: E731
+        f"`{n}` irrelevance {pct(seen[n]['rows']['irrelevance'], 'base')} → "
+        f"{pct(seen[n]['rows']['irrelevance'], 'adapter')}, refusing {seen[n]['loop']['refused']}"
+        for n in names
+    )
+    declined = [n for n in seen if seen[n]["declines"]]
+    others = [n for n in seen if not seen[n]["declines"]]
+    spread = all(seen[n]["loop"]["refused"] > start["refused"] for n in declined)
+    display(
+        Markdown(
+            f"On the loop questions the SFT adapter met {start['met']} of {start['total']} ({start_held} of the "
+            f"{held_n} held out); the best RL run here, `{best}`, met {seen[best]['loop']['met']} "
+            f"({seen[best]['held']} held out). Runs that practised declining: {said(declined)}; the SFT adapter "
+            f"refused {start['refused']} of the loop questions. "
+            + (
+                "Every one of them refuses more loop questions than the SFT adapter: a reward that pays for "
+                "plain text where no tool fits teaches the refusal as an answer, and it turns up where a tool or "
+                "plain knowledge would have served. "
+                if declined and spread
+                else ""
+            )
+            + (f"Without declines: {said(others)}." if others else "")
         )
     )
 

@@ -120,3 +120,18 @@ def test_the_saved_runs_rescored_strictly_never_gain():
     row = next(r for r in doc["rows"] if r["id"] == "f_spanish_en")
     assert row["met"] and not judge(by_id(row["id"]), row["answer"], steps_from_saved(row["calls"]))
     assert re.search(r"Buenas", row["answer"])
+
+
+def test_a_saved_run_counted_met_refusals_and_junk():
+    from toolkit.eval.questions import refuses, summary
+
+    assert refuses("Sorry, the available tools don't cover this request.") and refuses(
+        "抱歉，现有的函数都无法完成这个请求"
+    )
+    assert not refuses("Bonjour!") and not refuses(None)
+    rows = [
+        dict(met=True, calls=['get_weather({"city": "Paris"})->ok'], answer="18°C"),
+        dict(met=False, calls=[], answer="I don't have a function for that."),
+        dict(met=False, calls=['calculator({"expression": "x"})->error', "c()->repeated"], answer="I can't."),
+    ]
+    assert summary(rows) == {"met": 1, "total": 3, "refused": 1, "junk": 2}  # a refusal after calls is not counted

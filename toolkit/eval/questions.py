@@ -4,6 +4,7 @@ What it does
 - ``questions(set=None)``: the question records of ``toolkit/data/loop_questions.json`` (sets "main", "fresh" and
   "heldout", the last written before the RL adapter of issue 38 ran),
   each a :class:`Question` (id, set, kind, question, note, the tool results it needs, the answer it needs).
+- ``summary(rows)``: a saved run counted (met, answers that refuse with no call, junk calls); ``refuses(answer)``.
 - ``judge(question, answer, steps) -> Verdict``: met or not, with the reason. ``steps`` are the calls the loop ran
   (dicts or objects with ``name``, ``arguments``, ``status``, ``result``: ``steps_of(trace)`` reads them from a
   ``toolkit.loop.steps.Trace``; ``steps_from_saved(calls)`` re-runs the demo tools on a saved row's calls).
@@ -254,3 +255,31 @@ def steps_from_saved(calls: list[str], tools: dict = TOOLS) -> list[dict]:
         result = tool.fn(**args) if rerun else None
         out.append(dict(name=m["name"], arguments=args, status=m["status"], result=result))
     return out
+
+
+# ---------------------------------------------------------------- a saved run in three numbers
+REFUSAL_WORDS = [
+    "can't",
+    "cannot",
+    "can not",
+    "unable",
+    "don't have",
+    "do not have",
+    "not able",
+    "no tool",
+    "don't cover",
+]
+REFUSAL_WORDS += ["无法", "不能", "没办法", "做不到", "不支持"]
+
+
+def refuses(answer: str | None) -> bool:
+    """The answer says it cannot help (one of :data:`REFUSAL_WORDS`, as the judge reads words)."""
+    return any(_has_word(answer or "", w) for w in REFUSAL_WORDS)
+
+
+def summary(rows: list[dict]) -> dict:
+    """Saved rows (``benchmarks/loop_questions.py``) counted: met, total, answers that refuse with no call, and junk
+    calls (failed, refused or repeated: every call whose status is not ok)."""
+    refused = sum(1 for r in rows if not r["calls"] and refuses(r["answer"]))
+    junk = sum(1 for r in rows for c in r["calls"] if not c.endswith("->ok"))
+    return {"met": sum(r["met"] for r in rows), "total": len(rows), "refused": refused, "junk": junk}

@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 
 from toolkit.calculator import calculator
-from toolkit.eval.questions import Question
+from toolkit.eval.questions import REFUSAL_WORDS, Question
 from toolkit.tools import WEATHER_TABLE, convert_units, get_weather
 
 # The loop questions' two-city pairs, and (kind, city) of their one-city look-ups: never generated.
@@ -30,8 +30,7 @@ SKIP = {("fahrenheit", "Tokyo"), ("fahrenheit", "New York"), ("humidity", "Singa
 SKIP |= {("times", "Singapore"), ("divide", "San Francisco"), ("half", "深圳"), ("weather", "上海")}
 SKIP |= {("weather", "Sydney"), ("weather", "广州"), ("weather", "London")}
 
-REFUSE = ["can't", "cannot", "can not", "unable", "don't have", "do not have", "not able", "no tool", "无法", "不能"]
-REFUSE += ["没办法", "做不到", "不支持"]
+REFUSE = REFUSAL_WORDS
 ZH = {"北京": "北京", "上海": "上海", "广州": "广州", "深圳": "深圳", "杭州": "杭州", "成都": "成都", "Paris": "巴黎"}
 ZH |= {"London": "伦敦", "Tokyo": "东京", "New York": "纽约", "Berlin": "柏林", "Sydney": "悉尼", "Singapore": "新加坡"}
 ZH |= {"San Francisco": "旧金山"}
