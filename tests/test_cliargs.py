@@ -151,6 +151,7 @@ CASES = [
             "--steps": COUNT,
             "--group": ["1"],
             "--lr": REAL,
+            "--beta": ["-1", "11", "nan", "x"],
             "--max-new": COUNT,
             "--tasks": COUNT,
             "--engine": ["x"],
