@@ -21,21 +21,23 @@ import random
 
 from toolkit.calculator import calculator
 from toolkit.eval.questions import REFUSAL_WORDS, Question
-from toolkit.tools import WEATHER_TABLE, convert_units, get_weather
+from toolkit.tools import WEATHER_TABLE, city_aliases, convert_units, get_weather
 
-# The loop questions' two-city pairs, and (kind, city) of their one-city look-ups: never generated.
-SKIP_PAIRS = [{"Paris", "Tokyo"}, {"Berlin", "New York"}, {"深圳", "上海"}, {"London", "Sydney"}]
-SKIP_PAIRS += [{"北京", "London"}, {"成都", "杭州"}]
+# The loop questions' two-city pairs (also never drawn by toolkit.rl.envs), and (kind, city) of their one-city
+# look-ups: never generated.
+LOOP_PAIRS = [{"Paris", "Tokyo"}, {"Berlin", "New York"}, {"深圳", "上海"}, {"London", "Sydney"}]
+LOOP_PAIRS += [{"北京", "London"}, {"成都", "杭州"}]
 SKIP = {("fahrenheit", "Tokyo"), ("fahrenheit", "New York"), ("humidity", "Singapore"), ("kelvin", "Berlin")}
 SKIP |= {("times", "Singapore"), ("divide", "San Francisco"), ("half", "深圳"), ("weather", "上海")}
 SKIP |= {("weather", "Sydney"), ("weather", "广州"), ("weather", "London")}
 
 REFUSE = REFUSAL_WORDS
-ZH = {"北京": "北京", "上海": "上海", "广州": "广州", "深圳": "深圳", "杭州": "杭州", "成都": "成都", "Paris": "巴黎"}
-ZH |= {"London": "伦敦", "Tokyo": "东京", "New York": "纽约", "Berlin": "柏林", "Sydney": "悉尼", "Singapore": "新加坡"}
-ZH |= {"San Francisco": "旧金山"}
-EN = {city: city for city in WEATHER_TABLE} | {"北京": "Beijing", "上海": "Shanghai", "广州": "Guangzhou"}
-EN |= {"深圳": "Shenzhen", "杭州": "Hangzhou", "成都": "Chengdu"}
+
+
+def _names(city: str) -> tuple[str, str]:
+    """A table city's English and Chinese names, from the weather tool's own aliases ("北京" -> Beijing, 北京)."""
+    names = city_aliases(city)
+    return next(n for n in names if n.isascii()), next(n for n in names if not n.isascii())
 
 
 def _q(kind: str, text: str, answer: dict, tools=(), no_tools: bool = False, note: str = "") -> Question:
@@ -111,7 +113,7 @@ def _lookup(rng: random.Random):
     city = _city(rng, kind)
     w = get_weather(city)
     need = [{"name": "get_weather", "city": city}]
-    en, zh = EN[city], ZH[city]
+    en, zh = _names(city)
     if kind == "weather":
         text = rng.choice([f"Check the current weather in {en} for me.", f"帮我查一下{zh}现在的天气。"])
         cond = [w["condition"], w["condition"].replace(",", " ").split()[-1]]
@@ -131,7 +133,7 @@ def _lookup(rng: random.Random):
 def _then_math(rng: random.Random):
     kind = rng.choice(["times", "divide", "half"])
     city = _city(rng, kind)
-    en, zh, t = EN[city], ZH[city], get_weather(city)["temperature"]
+    (en, zh), t = _names(city), get_weather(city)["temperature"]
     need = [{"name": "get_weather", "city": city}]
     if kind == "half":
         text, v = rng.choice([f"Halve the temperature in {en} right now.", f"{zh}当前温度除以2是多少？"]), t / 2
@@ -147,31 +149,30 @@ def _pair(rng: random.Random):
     while True:
         a, b = rng.sample(list(WEATHER_TABLE), 2)
         ta, tb = get_weather(a)["temperature"], get_weather(b)["temperature"]
-        if {a, b} not in SKIP_PAIRS and ta != tb:
+        if {a, b} not in LOOP_PAIRS and ta != tb:
             return a, b, ta, tb
 
 
 def _two(rng: random.Random):
-    a, b, ta, tb = _pair(rng)
-    need = [{"name": "get_weather", "city": a}, {"name": "get_weather", "city": b}]
-    a_, b_ = a, b  # the table's names (the judge's); a, b: the English names the English phrasings use
-    a, b = EN[a_], EN[b_]
+    ca, cb, ta, tb = _pair(rng)  # the table's names: the judge's
+    (a, za), (b, zb) = _names(ca), _names(cb)
+    need = [{"name": "get_weather", "city": ca}, {"name": "get_weather", "city": cb}]
     kind = rng.choice(["gap", "sum", "mean", "colder"])
     if kind == "gap":
-        text = rng.choice([f"Find the temperature gap between {a} and {b} today.", f"{ZH[a_]}和{ZH[b_]}温差几度？"])
+        text = rng.choice([f"Find the temperature gap between {a} and {b} today.", f"{za}和{zb}温差几度？"])
         return _q(kind, text, {"number": [abs(ta - tb)] * 2}, need), 2
     if kind == "sum":
         return _q(kind, f"Look up {a} and {b} and add their temperatures.", {"number": [ta + tb] * 2}, need), 2
     if kind == "mean":
-        text = rng.choice([f"Average the current temperatures of {a} and {b}.", f"{ZH[a_]}与{ZH[b_]}的平均温度？"])
+        text = rng.choice([f"Average the current temperatures of {a} and {b}.", f"{za}与{zb}的平均温度？"])
         return _q(kind, text, _num((ta + tb) / 2), need), 2
-    cold, warm = (a_, b_) if ta < tb else (b_, a_)
+    cold, warm = (ca, cb) if ta < tb else (cb, ca)
     words = (
         ["colder", "cooler", "lower", "更冷", "更凉", "更低"],
         ["warmer", "hotter", "higher", "更暖", "更热", "更高"],
     )
     spec = {"compare": {"more": cold, "than": warm, "more_words": words[0], "less_words": words[1]}}
-    text = rng.choice([f"Of {a} and {b}, where is it colder now?", f"{ZH[a_]}、{ZH[b_]}，哪里现在更冷？"])
+    text = rng.choice([f"Of {a} and {b}, where is it colder now?", f"{za}、{zb}，哪里现在更冷？"])
     return _q(kind, text, spec, need), 2
 
 

@@ -35,7 +35,7 @@ from toolkit.calculator import calculator
 from toolkit.eval.questions import compared, judge
 from toolkit.loop.execute import CallResult, execute
 from toolkit.parse import parse_tool_calls
-from toolkit.rl.asks import asks
+from toolkit.rl.asks import LOOP_PAIRS, asks  # LOOP_PAIRS: the loop questions' city pairs, never drawn
 from toolkit.rl.reward import call_reward, decline_reward, numbers_ok, outcome_reward
 from toolkit.sft.data import dataset
 from toolkit.sft.kit_turns import assistant_calls
@@ -45,9 +45,6 @@ SEED_BASE = 7_000_000  # SFT data uses seeds 0..; RL draws from here on
 EVAL_SEED = 1_000  # held-out tasks (evaluations): training draws its tasks with seeds below this
 CALL_KINDS = ("single", "multiple", "parallel", "parallel_multiple")
 DECLINE_KINDS = ("irrelevance", "near_miss")
-# city pairs the loop questions compare (benchmarks/loop_questions.py): never used here
-LOOP_PAIRS = [{"Paris", "Tokyo"}, {"Berlin", "New York"}, {"深圳", "上海"}, {"London", "Sydney"}]
-LOOP_PAIRS += [{"北京", "London"}, {"成都", "杭州"}]
 WARMER_Q = (
     "Using the weather tool, tell me where it is warmer at the moment: {a} or {b}? Name the city and its temperature.",
     "查一下天气：{a}和{b}现在哪个更暖和？请说出城市和它的温度。",
