@@ -5,7 +5,8 @@ Prints, side by side:
    bf16, torch's dynamic int8 (the kit's first build), torch's int8 weight-only kernel (what it ships now), and
    torchao / optimum-quanto where installed (not in requirements: pip install them to include them; their absence is
    printed);
-2. for each model (float32 + adapter, bf16 + adapter, int8 + adapter): peak RSS (ru_maxrss) of loading it and
+2. for each model (float32 + adapter, bf16 + adapter, int8 + adapter in the kit's forward and in transformers'
+   class): peak RSS (ru_maxrss) of loading it and
    answering one loop question, and again after a greedy decode run, seconds, and decode tokens/s at one thread,
    each in its own process;
 3. BFCL native mode on the seeded 50 cases per category, from the saved runs (benchmarks/bfcl.py accuracy --limit 50
@@ -33,6 +34,9 @@ MODELS = {
     "float32": ("qwen2.5-coder-0.5b+lora", "float32"),
     "bf16": ("qwen2.5-coder-0.5b+lora", "bfloat16"),
     "int8": ("qwen2.5-coder-0.5b+lora-int8", None),
+    # the same artifact in transformers' class (its modeling stack and torch._dynamo imported), as the kit loaded it
+    # before toolkit.small_forward: what that forward saves, measured in the same run
+    "int8 in transformers' class": ("qwen2.5-coder-0.5b+lora-int8", "transformers-class"),
 }
 
 CHILD = r"""
@@ -45,6 +49,10 @@ from toolkit.qwen import STOP_IDS
 from toolkit.render import render
 from toolkit.settings import LoopConfig
 name, dtype, n = sys.argv[1], (sys.argv[2] if sys.argv[2] != "-" else None), int(sys.argv[3])
+if dtype == "transformers-class":
+    import functools
+    from toolkit import small
+    small.load, dtype = functools.partial(small.load, transformers_class=True), None
 t0 = time.perf_counter()
 loaded = load(name, dtype=dtype, quiet=True)
 load_s = time.perf_counter() - t0

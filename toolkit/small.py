@@ -20,6 +20,9 @@ What it does
   and packed while the file is open only for that module, so no float copy of the model and no mapped file is
   ever resident: peak ≈ the final size. The file's sha256 is checked against the manifest first (once per file:
   the size and mtime of a checked file are remembered beside it).
+- A Qwen2 artifact loads into the kit's own forward (``toolkit.small_forward``: transformers' math without its
+  modeling stack, ~185 MB less RSS); ``load(folder, transformers_class=True)`` into transformers' class (what
+  ``transformers serve`` needs).
 - How much memory a load may use: ``toolkit.memory``.
 
 What it leaves out
@@ -224,12 +227,16 @@ def verify(folder: Path, base_sha256: str | None = None, adapter_sha256: str | N
     return man
 
 
-def load(folder: Path):
-    """The quantised model, built module by module from the artifact (call :func:`verify` first)."""
+def load(folder: Path, transformers_class: bool = False):
+    """The quantised model, built module by module from the artifact (call :func:`verify` first): a Qwen2 artifact
+    into the kit's own forward (``toolkit.small_forward``), anything else, or ``transformers_class=True``, into
+    transformers' class."""
     import torch  # lazy: heavy
     from safetensors import safe_open  # lazy: heavy
     from torch.ao.nn.quantized import Embedding as QEmbedding  # lazy: heavy
-    from transformers import AutoConfig, AutoModelForCausalLM  # lazy: heavy
+    from transformers import AutoConfig  # lazy: heavy
+
+    from toolkit import small_forward  # lazy: it imports torch and transformers' cache
 
     torch.backends.quantized.engine = "fbgemm"
     path = str(Path(folder) / WEIGHTS)
@@ -276,7 +283,12 @@ def load(folder: Path):
 
     cfg = AutoConfig.from_pretrained(str(folder))
     with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+        if small_forward.supports(cfg) and not transformers_class:  # no transformers modeling stack: ~185 MB less
+            model = small_forward.Qwen2(cfg)
+        else:
+            from transformers import AutoModelForCausalLM  # lazy: its modeling stack imports torch._dynamo
+
+            model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
 
     def read(*keys, keep=True):
         # Opened per module, so the mapping closes with the last view of it: what is kept (norms, biases, scales) is

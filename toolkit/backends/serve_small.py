@@ -35,7 +35,7 @@ def load_int8(folder: str):
     from transformers import GenerationConfig  # lazy: only in the server process
 
     small.verify(Path(folder))
-    model = small.load(Path(folder))
+    model = small.load(Path(folder), transformers_class=True)  # the server calls transformers' generate and more
     model.generation_config = GenerationConfig.from_pretrained(folder)
     return model
 
