@@ -12,10 +12,12 @@ Prints, side by side:
 3. BFCL native mode on the seeded 50 cases per category, from the saved runs (benchmarks/bfcl.py accuracy --limit 50
    --modes native, for qwen2.5-coder-0.5b+lora and qwen2.5-coder-0.5b+lora-int8): accuracy, tag rate where a call
    is due, and paired gained / lost case by case, against the issue's targets (within 2 points; tag rate >= 98%);
-4. the loop questions (main + fresh, no crutches) from the saved runs of loop_questions.py --pass lora / lora-int8.
+4. the loop questions (main + fresh, no crutches) from the saved runs of loop_questions.py --pass lora / lora-int8;
+5. notebook 03's loop sections (§1-§3) run cell by cell in a fresh kernel on one CPU with the int8 build, in the kit's
+   forward and in transformers' class: the kernel's ru_maxrss after each cell (issue 37: <= 1.1 GB).
 Saves benchmarks/results/small_model.json with date, machine, commit. Never asserts a time.
 
-Run: nice python benchmarks/small_model.py [--skip-models] [--tokens 48]
+Run: nice python benchmarks/small_model.py [--skip-models] [--tokens 48] [--notebook-runs 2]
 """
 
 from __future__ import annotations
@@ -50,9 +52,8 @@ from toolkit.render import render
 from toolkit.settings import LoopConfig
 name, dtype, n = sys.argv[1], (sys.argv[2] if sys.argv[2] != "-" else None), int(sys.argv[3])
 if dtype == "transformers-class":
-    import functools
-    from toolkit import small
-    small.load, dtype = functools.partial(small.load, transformers_class=True), None
+    exec(TF_CLASS)
+    dtype = None
 t0 = time.perf_counter()
 loaded = load(name, dtype=dtype, quiet=True)
 load_s = time.perf_counter() - t0
@@ -144,7 +145,7 @@ def model_runs(tokens: int) -> list[dict]:
     rows = []
     for key, (name, dtype) in MODELS.items():
         res = subprocess.run(
-            [sys.executable, "-c", CHILD, name, dtype or "-", str(tokens)],
+            [sys.executable, "-c", CHILD.replace("TF_CLASS", repr(_TF_CLASS)), name, dtype or "-", str(tokens)],
             capture_output=True,
             text=True,
             cwd=ROOT,
@@ -155,6 +156,57 @@ def model_runs(tokens: int) -> list[dict]:
             continue
         rows.append(dict(build=key, **json.loads(res.stdout.strip().splitlines()[-1])))
     return rows
+
+
+NB03 = ROOT / "notebooks" / "03_host_loop.ipynb"
+_PEAK = "import resource as _r; _P.append((%d, round(_r.getrusage(_r.RUSAGE_SELF).ru_maxrss / 1024)))"
+
+
+def notebook03_peaks(runs: int) -> list[dict]:
+    """Notebook 03's loop sections (§1-§3, up to "## 4") in a fresh kernel on one CPU, the int8 build, ru_maxrss (MiB)
+    after each code cell: issue 37's "kernel peak for notebook 03's loop", for the kit's forward and transformers'
+    class side by side."""
+    import os
+
+    import nbformat  # lazy: the usage errors above never wait for it
+    from nbclient import NotebookClient
+
+    out, env, cpus = [], dict(os.environ), os.sched_getaffinity(0)
+    os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", HF_HUB_OFFLINE="1", TOOLKIT_MODEL=MODELS["int8"][0])
+    os.sched_setaffinity(0, {min(cpus)})  # the kernel inherits one CPU, as Binder's pod has about one
+    try:
+        for run in range(runs):
+            for build, (_, how) in [(k, v) for k, v in MODELS.items() if k.startswith("int8")]:
+                nb = nbformat.read(NB03, 4)
+                cells = [nbformat.v4.new_code_cell("_P = []")]
+                if how == "transformers-class":
+                    cells.append(nbformat.v4.new_code_cell(_TF_CLASS))
+                for i, c in enumerate(nb.cells):
+                    if c.cell_type == "markdown" and c.source.lstrip().startswith("## 4"):
+                        break
+                    cells += [c] + ([nbformat.v4.new_code_cell(_PEAK % i)] if c.cell_type == "code" else [])
+                cells.append(
+                    nbformat.v4.new_code_cell(
+                        "import json, sys; print(json.dumps([_P, 'torch._dynamo' in sys.modules]))"
+                    )
+                )
+                nb.cells = cells
+                NotebookClient(nb, timeout=900, resources={"metadata": {"path": str(NB03.parent)}}).execute()
+                text = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.get("name") == "stdout")
+                peaks, dynamo = json.loads(text.strip().splitlines()[-1])
+                out.append(
+                    dict(build=build, run=run + 1, peak_mib=max(p for _, p in peaks), cells=peaks, dynamo=dynamo)
+                )
+    finally:
+        os.sched_setaffinity(0, cpus)
+        os.environ.clear()
+        os.environ.update(env)
+    return out
+
+
+_TF_CLASS = (
+    "import functools\nfrom toolkit import small\nsmall.load = functools.partial(small.load, transformers_class=True)"
+)
 
 
 REFERENCES = {  # the float runs the int8 build is paired with, case by case on its seeded 50 per category
@@ -233,6 +285,9 @@ def loops() -> list[dict]:
 def main(argv=None) -> int:
     p = cliargs.Parser(description=__doc__.split("\n")[0])
     p.add_argument("--skip-models", action="store_true", help="only the matmuls and the saved BFCL / loop runs")
+    p.add_argument(
+        "--notebook-runs", type=cliargs.count(0, 10), default=2, help="notebook 03 kernel-peak runs per build (0: skip)"
+    )
     p.add_argument("--tokens", type=cliargs.count(8, 4096), default=48, help="greedy decode tokens per model")
     p.add_argument("--out", type=cliargs.out_file, default=str(ROOT / "benchmarks" / "results" / "small_model.json"))
     a = p.parse_args(argv)
@@ -261,6 +316,15 @@ def main(argv=None) -> int:
                     f"{r['loop_s']:.1f} | "
                     f"{r['decode_tok_s']:.2f} | {r['prefill_tok_s']:.1f} | {r['answer'][:40]!r} |"
                 )
+    nb = notebook03_peaks(a.notebook_runs) if a.notebook_runs else []
+    if nb:
+        print("\n## Notebook 03's loop sections (§1-§3) in a fresh kernel, one CPU, int8 build: kernel peak\n")
+        print("| build | run | peak MiB | peak MB (decimal) | torch._dynamo imported |\n|---|---|---|---|---|")
+        for r in nb:
+            print(
+                f"| {r['build']} | {r['run']} | {r['peak_mib']:,} | {r['peak_mib'] * 2**20 / 1e6:,.0f} | {r['dynamo']} |"
+            )
+        print("issue 37's target: <= 1.1 GB (1,049 MiB if decimal, 1,126 MiB if binary)")
     b = bfcl()
     print("\n## BFCL native, seeded 50 per category: int8 vs float (same cases)\n")
     if "rows" in b:
@@ -287,7 +351,12 @@ def main(argv=None) -> int:
     for r in lq:
         print(f"| {r['pass_']} | {r['set']} | {r.get('met', '—')}/{r.get('n', '—')} {r.get('note', '')} |")
     doc = dict(
-        meta=meta("qwen2.5-coder-0.5b+lora vs +lora-int8", repo=ROOT), matmuls=mm, models=models, bfcl=b, loops=lq
+        meta=meta("qwen2.5-coder-0.5b+lora vs +lora-int8", repo=ROOT),
+        matmuls=mm,
+        models=models,
+        bfcl=b,
+        loops=lq,
+        notebook03=nb,
     )
     Path(a.out).write_text(json.dumps(doc, indent=1, default=str) + "\n", encoding="utf-8")
     print(f"\nsaved {a.out}")

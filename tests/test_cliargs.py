@@ -251,7 +251,9 @@ CASES = [
         {"--n": COUNT, "--digits": ["-1"], "--seed": ["-1"], "--out": OUT_FILE, "--threads": ["0"]},
     ),
     *_bench("notebooks.py", [], {"--mode": ["nosuch"], "--only": ["99", "1", ","]}),
-    *_bench("small_model.py", [], {"--tokens": ["0", "x", "5000"], "--out": OUT_FILE}),
+    *_bench(
+        "small_model.py", [], {"--tokens": ["0", "x", "5000"], "--notebook-runs": ["-1", "x", "11"], "--out": OUT_FILE}
+    ),
     *_bench("int8_decisions.py", [], {"--category": ["nosuch"], "--models": ["x", ",", "float32,x"], "--limit": COUNT}),
     *_bench("stream_replay.py", [], {"--random": ["-1", "x", "5000"], "--generated": ["-1", "1e9"], "--out": OUT_FILE}),
     *_bench("stream_replay_vllm.py", [], {"--bogus": ["1"]}),  # the vLLM-venv worker: one folder argument only
