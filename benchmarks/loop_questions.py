@@ -3,7 +3,8 @@
 The questions and their checks are data in the kit (``toolkit/data/loop_questions.json``, read by
 ``toolkit.eval.questions``): "main" (23: math, units, weather, comparisons needing two calls, tool-then-math,
 questions that need no tool; Chinese and English), "fresh" (12, written later, held out from the v3 data mix) and
-"heldout" (16, written before any run of the RL adapter: declines, chains, compute-then-compare, a calculator error).
+"heldout" (16, written before any run of the RL adapter: declines, chains, compute-then-compare, a calculator error)
+and "heldout2" (14, written after "heldout" had been used to choose between RL runs, before the next one).
 Each check was written BEFORE any run and looks only at the tool results and the final answer; the judge is strict
 (the answer must state the right value or conclusion, not contain it). The script runs one configuration per call
 and saves a JSON file with date, machine, model, the toolkit commit it imported, the settings and one row per
@@ -200,7 +201,8 @@ def main(argv=None) -> int:
         dest="qset",
         choices=list(SETS),
         default="main",
-        help="main (23 questions), fresh (12, written later) or heldout (16, written before the RL adapter ran)",
+        help="main (23 questions), fresh (12, written later), heldout (16, written before the RL adapter ran) or heldout2 "
+        "(14, written before the RL run with dynamic sampling)",
     )
     p.add_argument("--only", default="", help="comma-separated question ids (default: all)")
     p.add_argument(

@@ -80,6 +80,7 @@ def train(a) -> int:
     out = _adapter_dir(a.start, a.family + ("-vllm" if a.engine == "vllm" else ""))
     print(f"model: {loaded.description}\n{a.family}: {len(tasks)} tasks, adapter -> {out}", flush=True)
     how = dict(steps=a.steps, group=a.group, lr=a.lr, max_new=a.max_new, seed=a.seed, out=out, beta=a.beta)
+    how["resample"] = a.resample
     if a.engine == "vllm":  # rollouts on the kit's vLLM server, the adapter handed over each step (toolkit.rl.served)
         from toolkit.rl.served import ServedSampler
 
@@ -176,6 +177,9 @@ def main(argv=None) -> int:
     p.add_argument("--tasks", type=cliargs.count(1, 10_000), default=16)
     p.add_argument("--lr", type=cliargs.number(0.0, 1.0, lo_open=True), default=2e-4)
     p.add_argument("--beta", type=cliargs.number(0.0, 10.0), default=0.0, help="train: KL penalty (0: none)")
+    p.add_argument(
+        "--resample", type=cliargs.count(0, 16), default=0, help="train: other tasks drawn where a group has no spread"
+    )
     p.add_argument("--max-new", type=cliargs.count(1, 1024), default=96)
     p.add_argument("--seed", type=cliargs.count(0, 2**31 - 1), default=0)
     p.add_argument("--n", type=cliargs.count(1, 1_000), default=24, help="eval, rollouts: held-out tasks")

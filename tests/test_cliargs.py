@@ -152,6 +152,7 @@ CASES = [
             "--group": ["1"],
             "--lr": REAL,
             "--beta": ["-1", "11", "nan", "x"],
+            "--resample": ["-1", "17", "x"],
             "--max-new": COUNT,
             "--tasks": COUNT,
             "--engine": ["x"],

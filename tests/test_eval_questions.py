@@ -19,11 +19,12 @@ def weather(*cities):
 
 
 def test_the_sets_are_data_with_one_reader():
-    main, fresh, heldout = questions("main"), questions("fresh"), questions("heldout")
-    assert len(main) == 23 and len(fresh) == 12 and len(heldout) == 16 and questions() == main + fresh + heldout
+    main, fresh, heldout, h2 = (questions(s) for s in ("main", "fresh", "heldout", "heldout2"))
+    assert len(main) == 23 and len(fresh) == 12 and len(heldout) == 16 and len(h2) == 14
+    assert questions() == main + fresh + heldout + h2
     ids = [q.id for q in questions()]
     assert len(ids) == len(set(ids)) and all(
-        q.set in ("main", "fresh", "heldout") and q.question and q.note for q in questions()
+        q.set in ("main", "fresh", "heldout", "heldout2") and q.question and q.note for q in questions()
     )
     for q in questions():  # every record is judged (nothing raises), and an empty answer meets none
         assert not judge(q, "", [])
@@ -135,3 +136,30 @@ def test_a_saved_run_counted_met_refusals_and_junk():
         dict(met=False, calls=['calculator({"expression": "x"})->error', "c()->repeated"], answer="I can't."),
     ]
     assert summary(rows) == {"met": 1, "total": 3, "refused": 1, "junk": 2}  # a refusal after calls is not counted
+
+
+HELDOUT2 = {  # id -> (a right answer, its calls, a wrong answer): each check can pass and can fail
+    "h2_taxi_en": ("Sorry, I can't book a taxi: no tool here does that.", [], "Your taxi is booked."),
+    "h2_bank_zh": ("抱歉，我无法查询银行卡余额。", [], "你的余额是 3,200 元。"),
+    "h2_goodnight_en": ("In German it is 'Gute Nacht'.", [], "It is 'Guten Morgen'."),
+    "h2_ocean_en": ("The Indian Ocean.", [], "The Pacific Ocean."),
+    "h2_paris_plus_en": ("It would be 25 °C.", ['get_weather({"city": "Paris"})->ok'], "It would be 18 °C."),
+    "h2_london_below_zh": ("低 6 度。", ['get_weather({"city": "London"})->ok'], "低 14 度。"),
+    "h2_sf_minus_en": ("15 - 5 = 10.", ['get_weather({"city": "San Francisco"})->ok'], "It is 20."),
+    "h2_gallons_en": ("About 11.36 litres.", [], "About 13.6 litres."),
+    "h2_marathon_zh": ("约 42.16 公里。", [], "约 16.28 公里。"),
+    "h2_pounds_en": ("About 68.04 kg.", [], "About 330.7 kg."),
+    "h2_rect_zh": ("面积是 90 平方米。", [], "面积是 39 平方米。"),
+    "h2_jacket_en": ("You pay 60 dollars.", [], "You pay 20 dollars."),
+    "h2_square_en": ("225 - 100 = 125.", [], "It is 30."),
+    "h2_power_compare_en": ("2^10 = 1024, which is larger than 1000.", [], "2^10 = 1024, so 1000 is larger."),
+}
+
+
+def test_every_heldout2_check_can_pass_and_can_fail():
+    held = {q.id: q for q in questions("heldout2")}
+    assert set(held) == set(HELDOUT2)
+    for qid, (right, calls, wrong) in HELDOUT2.items():
+        steps = steps_from_saved(calls)
+        assert judge(held[qid], right, steps), qid
+        assert not judge(held[qid], wrong, steps), qid

@@ -46,6 +46,26 @@ def test_the_heldout_loop_questions_share_no_phrasing_or_city_pair_with_the_rl_t
             assert cities in envs.LOOP_PAIRS and frozenset(cities) not in drawn, q.id
 
 
+def test_the_second_heldout_set_shares_no_phrasing_or_two_city_question_with_the_rl_tasks():
+    """ "heldout2" (written before the run with dynamic sampling): no question is a task of any family, none starts
+    like a template, and none compares two cities (the generator's pairs are fixed, and its draws kept)."""
+    from toolkit.rl import asks
+
+    held = questions("heldout2")
+    assert len(held) == 14 and {q.set for q in held} == {"heldout2"}
+    tasks = _all_tasks() + envs.ask_tasks(0, 700) + envs.ask_tasks(envs.EVAL_SEED, 700)
+    asked = {norm(t.question) for t in tasks}
+    assert not {norm(q.question) for q in held} & asked
+    assert not [q.id for q in held if norm(q.question)[:14] in {a[:14] for a in asked}]
+    stems = {norm(t.split("{")[0]) for t in envs.WARMER_Q + envs.CALC_Q}
+    assert not [q.id for q in held if any(norm(q.question).startswith(s) for s in stems)]
+    assert not [q.id for q in held if len({n.get("city") for n in q.tools if n["name"] == "get_weather"}) > 1]
+    own = {w for q in held if q.no_tools for w in q.answer.get("words", [])} - set(asks.REFUSE)
+    assert own and not own & {
+        w for t in tasks if t.family == "ask" for w in t.truth["question"].answer.get("words", [])
+    }
+
+
 def test_no_task_is_a_bfcl_question():
     from toolkit.eval import bfcl
 

@@ -1,6 +1,7 @@
 """The GRPO loop on the stand-in: it runs, writes its reward curve, its adapter round-trips, and a run resumes."""
 
 import json
+import random
 import re
 
 import pytest
@@ -158,3 +159,38 @@ def test_the_kl_penalty_enters_the_loss_once_the_adapter_has_moved():
     assert s0["loss"] == pytest.approx(b0["loss"]) and s1["kl"] > 0
     assert b1["loss"] > s1["loss"] + 1e-6
     assert runs[50.0]["settings"]["beta"] == 50.0 and "beta" not in runs[0.0]["settings"]
+
+
+def test_resample_rolls_out_other_tasks_where_a_group_has_no_spread():
+    """Dynamic sampling: a task every member answers alike is replaced by another drawn task (up to ``resample``
+    times), so the step trains; without it the step has no spread and no update."""
+    from toolkit.rl import envs
+
+    calc = [t for t in envs.multi_tasks(0, 40) if t.family == "calc"][:6]
+    learnable = calc[0]
+    x, y, z = re.findall(r"\d+", learnable.question)[:3]
+
+    def scripted(batch):  # only on the learnable task do the members differ; on every other they all guess
+        out = []
+        for j, (msgs, _) in enumerate(batch):
+            if next(m["content"] for m in msgs if m["role"] == "user") != learnable.question:
+                out.append("I think it is 7.")
+            elif msgs[-1]["role"] == "tool":
+                out.append(f"The result is {learnable.truth['value']:g}.")
+            else:
+                out.append(_call("calculator", expression=f"{x}*{y}-{z}") if j % 2 == 0 else "I think it is 7.")
+        return out
+
+    pool = calc[1:3] + [learnable]
+    seed = next(s for s in range(100) if random.Random(s).choice(pool) is not learnable)  # step 1 draws a dull task
+    runs = {}
+    for resample in (0, 16):
+        torch.manual_seed(0)
+        loaded = load("stand-in", quiet=True, dtype=torch.float32)
+        runs[resample] = T.train_tasks(
+            loaded, pool, steps=1, group=4, lr=5e-2, log=lambda s: None, policy=scripted, seed=seed, resample=resample
+        )
+    plain, again = runs[0]["steps"][0], runs[16]["steps"][0]
+    assert len(set(plain["rewards"])) == 1 and plain["trained_tokens"] == 0 and "resampled" not in plain
+    assert len(set(again["rewards"])) > 1 and again["trained_tokens"] > 0 and 1 <= again["resampled"] <= 16
+    assert runs[16]["settings"]["resample"] == 16 and "resample" not in runs[0]["settings"]

@@ -1,8 +1,9 @@
 """The host loop's free-form questions as data, and their one strict judge.
 
 What it does
-- ``questions(set=None)``: the question records of ``toolkit/data/loop_questions.json`` (sets "main", "fresh" and
-  "heldout", the last written before the RL adapter of issue 38 ran),
+- ``questions(set=None)``: the question records of ``toolkit/data/loop_questions.json`` (sets "main", "fresh",
+  "heldout", written before the RL adapter of issue 38 ran, and "heldout2", written after "heldout" had been used to
+  choose between RL runs),
   each a :class:`Question` (id, set, kind, question, note, the tool results it needs, the answer it needs).
 - ``summary(rows)``: a saved run counted (met, answers that refuse with no call, junk calls); ``refuses(answer)``.
 - ``judge(question, answer, steps) -> Verdict``: met or not, with the reason. ``steps`` are the calls the loop ran
@@ -33,7 +34,7 @@ from toolkit.paths import data_file
 from toolkit.tools import TOOLS
 
 DATA = data_file("loop_questions.json")
-SETS = ("main", "fresh", "heldout")
+SETS = ("main", "fresh", "heldout", "heldout2")
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class Verdict:
 
 
 def questions(set: str | None = None, path=DATA) -> list[Question]:
-    """The question records, in file order; ``set``: "main", "fresh" or "heldout" (default: all)."""
+    """The question records, in file order; ``set``: one of :data:`SETS` (default: all)."""
     if set is not None and set not in SETS:
         raise ValueError(f"unknown question set {set!r}; known: {', '.join(SETS)}")
     doc = json.loads(path.read_text(encoding="utf-8"))

@@ -10,7 +10,8 @@ What it does
   completion's ids (a toy task: the smoke test, a first look in notebook 12).
 - Both: one update (:func:`update`, the loss of :mod:`grpo` with one iteration per batch, so the old
   log-probabilities are the current ones detached, as TRL's default); a group whose rewards are all equal teaches
-  nothing and skips the backward pass (its KL is not measured: ``None``, logged as "no spread, no update"); the KL
+  nothing and skips the backward pass (its KL is not measured: ``None``, logged as "no spread, no update"), unless
+  ``resample`` draws other tasks until one has a spread (DAPO's dynamic sampling); the KL
   printed is to the model the run started from (the adapters switched off: one extra forward without gradients;
   the loss has ``beta=0`` unless asked, TRL's default); LoRA on the upper layers only, placed as the kit's SFT places it
   (:func:`toolkit.sft.lora.attach`); a progress line (step, mean reward, KL, tokens/s, ETA); ``results.json``
@@ -127,9 +128,12 @@ def train_tasks(
     log: Callable[[str], None] = print,
     policy: BatchPolicy | None = None,
     beta: float = 0.0,
+    resample: int = 0,
 ) -> dict:
     """GRPO on episodes (see the module docstring). Returns (and saves under ``out``) the results. ``policy``: a
-    scripted batch policy in place of the model's own sampling (tests); ``beta``: the KL penalty's weight."""
+    scripted batch policy in place of the model's own sampling (tests); ``beta``: the KL penalty's weight;
+    ``resample``: where a group's rewards are all equal, up to this many other tasks are drawn and rolled out
+    instead (DAPO's dynamic sampling), so that the step has a spread to learn from."""
     if group < 2:
         raise ValueError(f"group must be at least 2 (advantages are relative to the group), not {group}")
     if not tasks:
@@ -141,6 +145,8 @@ def train_tasks(
     settings |= {"tasks": sorted({t.family for t in tasks}), "n_tasks": len(tasks)}
     if beta:  # only when set, so the saved runs without a penalty still resume
         settings["beta"] = beta
+    if resample:
+        settings["resample"] = resample
     results, start, opt = _start(loaded, settings, rank, first_layer, out, log)
     rng = random.Random(seed)
     order = [rng.choice(tasks) for _ in range(steps)]  # fixed by the seed, so a resumed run sees the same tasks
@@ -152,12 +158,19 @@ def train_tasks(
         task = order[step]
         ts = time.perf_counter()
         episodes = rollout_group(sampler, [task] * group)
+        extra = random.Random(seed * 7919 + step)  # the step's own draws: a resumed run draws the same
+        tried = 0
+        while tried < resample and len({e.reward for e in episodes}) == 1:
+            tried, task = tried + 1, extra.choice(tasks)
+            episodes = rollout_group(sampler, [task] * group)
         roll_s = time.perf_counter() - ts
         rewards = [e.reward for e in episodes]
         rows = [label(e.messages, task.tools, template, tokenizer=loaded.tokenizer) for e in episodes]
         up = update(loaded.model, opt, rows, rewards, group, temperature, beta)
         row = {"step": step + 1, "family": task.family, "mean_reward": sum(rewards) / group, "rewards": rewards}
         row |= {"met": sum(e.met for e in episodes), "calls": [len(e.results) for e in episodes]}
+        if resample:
+            row["resampled"] = tried
         row |= {k: up[k] for k in ("loss", "kl", "trained_tokens")}
         row |= {"sampled_tokens": getattr(sampler, "tokens", 0), "rollout_s": round(roll_s, 2)}
         row["prefix_reused"] = getattr(sampler, "prefix_reused", 0)
