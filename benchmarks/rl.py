@@ -52,6 +52,11 @@ FAMILIES = [
 STARTS = {"lora": "qwen2.5-coder-0.5b+lora", "base": "qwen2.5-coder-0.5b"}
 
 
+def _run_name(a) -> str:
+    """A run's name: the family, then what sets it apart (``-resample3``, ``-vllm``), so runs never share files."""
+    return a.family + (f"-resample{a.resample}" if a.resample else "") + ("-vllm" if a.engine == "vllm" else "")
+
+
 def _adapter_dir(start: str, family: str) -> Path:
     from toolkit.paths import cache_dir
 
@@ -77,7 +82,7 @@ def train(a) -> int:
 
     loaded = _load(a.start, a.threads)
     tasks = tasks_for(a.family, 0, a.tasks)
-    out = _adapter_dir(a.start, a.family + ("-vllm" if a.engine == "vllm" else ""))
+    out = _adapter_dir(a.start, _run_name(a))
     print(f"model: {loaded.description}\n{a.family}: {len(tasks)} tasks, adapter -> {out}", flush=True)
     how = dict(steps=a.steps, group=a.group, lr=a.lr, max_new=a.max_new, seed=a.seed, out=out, beta=a.beta)
     how["resample"] = a.resample
@@ -92,7 +97,7 @@ def train(a) -> int:
         res = train_tasks(loaded, tasks, **how) | {"engine": {"name": "transformers"}}
     doc = meta(loaded.description, ROOT, section="train", start=a.start, family=a.family, adapter=str(out)) | res
     OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"train_{a.start}_{a.family}{'_vllm' if a.engine == 'vllm' else ''}.json"
+    path = OUT / f"train_{a.start}_{_run_name(a).replace('-vllm', '_vllm')}.json"
     path.write_text(json.dumps(doc, indent=1, ensure_ascii=False))
     curve = [s["mean_reward"] for s in res["steps"]]
     k = max(1, len(curve) // 4)
@@ -107,8 +112,7 @@ def eval_(a) -> int:
     from toolkit.rl.evaluate import evaluate
     from toolkit.rl.train import load_adapter
 
-    run = a.family + ("-vllm" if a.engine == "vllm" else "")  # the adapter of that engine's training run
-    folder = _adapter_dir(a.start, run) / "adapter"
+    folder = _adapter_dir(a.start, _run_name(a)) / "adapter"  # the adapter of that engine's training run
     if a.rl and not (folder / "adapter_config.json").exists():  # before any model loads
         train_cmd = f"benchmarks/rl.py train --start {a.start} --family {a.family} --engine {a.engine}"
         print(f"no RL adapter at {folder}: run `{train_cmd}`")
@@ -178,7 +182,10 @@ def main(argv=None) -> int:
     p.add_argument("--lr", type=cliargs.number(0.0, 1.0, lo_open=True), default=2e-4)
     p.add_argument("--beta", type=cliargs.number(0.0, 10.0), default=0.0, help="train: KL penalty (0: none)")
     p.add_argument(
-        "--resample", type=cliargs.count(0, 16), default=0, help="train: other tasks drawn where a group has no spread"
+        "--resample",
+        type=cliargs.count(0, 16),
+        default=0,
+        help="train: other tasks drawn where a group has no spread (eval --rl: that run's adapter)",
     )
     p.add_argument("--max-new", type=cliargs.count(1, 1024), default=96)
     p.add_argument("--seed", type=cliargs.count(0, 2**31 - 1), default=0)
