@@ -295,16 +295,19 @@ else:
     )
 
 # %% [markdown]
-# ### Four task mixes, side by side
+# ### Task mixes and sampling, side by side
 # Each saved run started from the SFT adapter and was evaluated the same way: BFCL's seeded 50 cases per category
 # (native mode, paired case by case with the SFT adapter's run over every case) and the 51 loop questions judged
 # strictly. `mix` draws each kind of task equally; `blend` is half free-form questions of the loop questions' kinds
 # (`toolkit.rl.asks`: new phrasings, values and city pairs, judged by the loop questions' own judge) and a quarter
-# each of single calls and declines; `ask` is the free-form questions alone. The last two add a KL penalty to the
-# starting model. "Refuses" counts answers that say they cannot help and made no call.
+# each of single calls and declines; `ask` is the free-form questions alone; `ask-resample3` is the same with
+# dynamic sampling (where all four members of a group earn the same reward, up to three other tasks are drawn, so
+# that the step has something to learn from). The last three add a KL penalty to the starting model. "Refuses"
+# counts answers that say they cannot help and made no call.
 
 # %%
 RUNS = {"all": "every family", "mix": "each kind equally", "blend": "half free-form", "ask": "free-form only"}
+RUNS["ask-resample3"] = "free-form only, groups without spread redrawn"
 sft_bfcl = saved_json("full/bfcl_qwen2.5-coder-0.5b+lora.json")
 sft_loop = [saved_json(f"rl/loop_questions_lora{s}.json") for s in ("", "_fresh", "_heldout")]
 table, seen = [], {}
