@@ -39,6 +39,7 @@ import json
 import os
 from pathlib import Path
 
+from toolkit import small_forward
 from toolkit.fetch import sha256_of
 from toolkit.memory import give_back
 from toolkit.paths import cache_dir
@@ -235,8 +236,6 @@ def load(folder: Path, transformers_class: bool = False):
     from safetensors import safe_open  # lazy: heavy
     from torch.ao.nn.quantized import Embedding as QEmbedding  # lazy: heavy
     from transformers import AutoConfig  # lazy: heavy
-
-    from toolkit import small_forward  # lazy: it imports torch and transformers' cache
 
     torch.backends.quantized.engine = "fbgemm"
     path = str(Path(folder) / WEIGHTS)
