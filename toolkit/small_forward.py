@@ -57,7 +57,7 @@ def _rope_theta(config) -> float:
 def __getattr__(name: str):
     """``Qwen2``, ``Output``, ``RMSNorm`` …: the torch classes, defined on first use (importing this module stays
     torch-free, so ``toolkit.small`` and ``toolkit.models`` still import in a blink)."""
-    classes = _classes()
+    classes = {} if name.startswith("__") else _classes()  # a probe for __path__, __wrapped__ …: no torch for it
     if name in classes:
         return classes[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
