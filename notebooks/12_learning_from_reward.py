@@ -341,7 +341,18 @@ if sft_bfcl and all(sft_loop):
                 f"{c} (seeded {r['base']['n']})": f"{100 * r['base']['accuracy']:.0f}" for c, r in v["rows"].items()
             }
         row |= {"loop met": f"{start['met']}/{start['total']}", "refuses": start["refused"]}
-        display(pd.DataFrame([row] + table).set_index("run").fillna("-"))
+        # the SFT adapter run again beside the last run (same machine, day and dtype): the fair row to read it by
+        again = [saved_json(f"rl/ask-resample3/loop_questions_lora_{s}.json") for s in ("main", "fresh", "heldout")]
+        extra = []
+        if all(again) and "ask-resample3" in seen:
+            beside = summary([r for d in again for r in d["rows"]])
+            seen["ask-resample3"]["beside"] = beside
+            extra.append(
+                {k: v for k, v in row.items() if "seeded" in k}
+                | {"run": "SFT adapter, run again beside ask-resample3", "steps drawn": "-", "KL penalty": "-"}
+                | {"loop met": f"{beside['met']}/{beside['total']}", "refuses": beside["refused"]}
+            )
+        display(pd.DataFrame([row] + table + extra).set_index("run").fillna("-"))
 if not seen:
     print("no saved runs in this checkout: `python benchmarks/rl.py train --start lora --family blend --engine vllm`")
 else:
@@ -369,6 +380,14 @@ else:
                 else ""
             )
             + (f"Without declines: {said(others)}." if others else "")
+            + (
+                f" Loop questions are greedy single runs, and the saved SFT row is older and from another machine: "
+                f"run again beside `ask-resample3` (same machine, day and dtype), the SFT adapter met "
+                f"{seen['ask-resample3']['beside']['met']} of 51 and `ask-resample3` "
+                f"{seen['ask-resample3']['loop']['met']}."
+                if "beside" in seen.get("ask-resample3", {})
+                else ""
+            )
         )
     )
 
