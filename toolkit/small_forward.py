@@ -270,9 +270,8 @@ def _classes() -> dict:
                 tf.model.rotary_emb.__init__(self.config)  # its frequencies were made on meta
                 if any(x.is_meta for x in list(tf.parameters()) + list(tf.buffers())):
                     raise ValueError("transformers' Qwen2 class has parts this module does not fill")
-                for name in ("_quantized_values",):
-                    if hasattr(self, name):
-                        setattr(tf, name, getattr(self, name))
+                if hasattr(self, "_quantized_values"):  # toolkit.small.count_params reads it
+                    tf._quantized_values = self._quantized_values
                 self._wrapped.append(tf.eval())
             return self._wrapped[0]
 
