@@ -130,8 +130,8 @@ class Dead:
 @pytest.mark.parametrize(
     "reply, says",
     [
-        ((500, b'{"error": "EngineDeadError: engine core died"}'), 'HTTP 500: {"error": "EngineDeadError'),
-        ((200, b"<html>gateway</html>"), "without 'choices'"),
+        ((500, b'{"error": "EngineDeadError: engine core died"}'), "HTTP 500: EngineDeadError: engine core died"),
+        ((200, b"<html>gateway</html>"), "not a JSON completion: '<html>gateway</html>'"),
         ((200, b'{"choices": [{"index": 0, "text": "a"}], "usage": {"completion_tokens": 1}}'), "answered 1 of 2"),
         ((200, b'{"choices": "x", "usage": {}}'), "reply without"),
     ],

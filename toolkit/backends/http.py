@@ -91,7 +91,8 @@ class ServerInfo:
         return f"{self.model} served by {self.kind} at {redact(self.url)}"
 
 
-def _client(url: str, timeout_s: float):
+def openai_client(url: str, timeout_s: float):
+    """The official ``openai`` client for ``url``: one read timeout, a short connect timeout, no retries."""
     import openai  # lazy: only when a server is used
 
     timeout = openai.Timeout(timeout_s, connect=min(CONNECT_TIMEOUT_S, timeout_s))
@@ -138,7 +139,7 @@ def call_server(url: str, what: str, fn, timeout_s: float):
 def probe(url: str, timeout_s: float = PROBE_TIMEOUT_S, model: str | None = None) -> ServerInfo:
     """``GET /models``: which model the server serves. ``model`` picks one when it lists several."""
     url = check_url(url)
-    client = _client(url, timeout_s)
+    client = openai_client(url, timeout_s)
     page = call_server(url, "GET /models", lambda: client.models.list(), timeout_s)
     try:
         entries = [m.model_dump() for m in page.data]
@@ -219,7 +220,7 @@ class ServedBackend:
         self.timeout_s, self.stream = float(timeout_s), bool(stream)
         self.vocab_width = VOCAB_WIDTH
         self.context_length = self.info.context_length  # None where the server does not say
-        self.client = _client(self.url, self.timeout_s)
+        self.client = openai_client(self.url, self.timeout_s)
         self.notes: list[str] = []
         self.turns: list[dict] = []  # the ``server`` dict of every request, in order
 
