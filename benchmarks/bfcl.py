@@ -33,6 +33,7 @@ from toolkit import cliargs  # noqa: E402
 from toolkit.eval import choices as C  # noqa: E402  (the names a run is asked for: light)
 from toolkit.eval.choices import LEVER_CATEGORIES, LEVER_MAX_NEW, PROMPT_LEVERS  # noqa: E402
 from toolkit.eval.stats import gate_curve  # noqa: E402  (light: the gate's dial as shares of cases)
+from toolkit.models import DTYPES  # noqa: E402  (light: torch loads inside load())
 
 VERSION = 3  # bump when prompts, grammars or levers change: old cached outputs are then not reused
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
@@ -42,11 +43,11 @@ def _slug(model: str) -> str:
     return model if model in ("qwen2.5-coder-0.5b", "stand-in") else os.path.basename(model.rstrip("/"))
 
 
-def _load(name: str):
+def _load(name: str, dtype: str = "auto"):
     from toolkit.backends.hf import HFBackend
     from toolkit.models import load
 
-    return (loaded := load(name)), HFBackend.from_loaded(loaded)
+    return (loaded := load(name, dtype=None if dtype == "auto" else dtype)), HFBackend.from_loaded(loaded)
 
 
 def _progress(total, desc):
@@ -116,7 +117,7 @@ def run_accuracy(a, loaded, backend) -> list:
 def cmd_accuracy(a) -> int:
     from toolkit.eval import report, sections
 
-    loaded, backend = _load(a.model)
+    loaded, backend = _load(a.model, a.dtype)
     results, speed = run_accuracy(a, loaded, backend)
     rows = report.summarize(results)
     print(f"\nmodel: {loaded.description}")
@@ -133,7 +134,7 @@ def cmd_passk(a) -> int:
     from toolkit.eval import bfcl, report, sections
     from toolkit.eval.levers import Levers
 
-    loaded, backend = _load(a.model)
+    loaded, backend = _load(a.model, a.dtype)
     per = max(1, a.tasks // len(a.categories))
     cases = bfcl.subset(a.categories, per, a.seed + 1)
     results = []
@@ -159,7 +160,7 @@ def cmd_chains(a) -> int:
     from toolkit.book.claims_chains import BOUND_KEY
     from toolkit.eval import chain_table, report, sections
 
-    loaded, backend = _load(a.model)
+    loaded, backend = _load(a.model, a.dtype)
     marks = C.LANDMARKS[a.first : a.first + a.landmarks]
     cache = sections.ItemCache(
         a.cache, loaded.name, CHAINS_VERSION, max_new_tokens=96, temperature=0.0, seed=0, precision=loaded.dtype
@@ -204,7 +205,7 @@ def cmd_levers(a) -> int:
     from toolkit.eval import bfcl, report, sections
     from toolkit.eval.levers import Levers
 
-    loaded, backend = _load(a.model)
+    loaded, backend = _load(a.model, a.dtype)
     cases = bfcl.subset(a.categories, a.limit, a.seed)
     results, speed = {}, {}
     for lever in a.levers:
@@ -242,7 +243,7 @@ def cmd_gate(a) -> int:
     from toolkit.eval.bfcl import GATE_THRESHOLD
     from toolkit.eval.run import first_tokens
 
-    loaded, backend = _load(a.model)
+    loaded, backend = _load(a.model, a.dtype)
     cases = bfcl.subset(a.categories, a.limit, a.seed)
     masses: dict[str, dict[str, float]] = {c: {} for c in a.categories}
     bar, t0 = _progress(len(cases), "gate masses"), time.perf_counter()
@@ -265,7 +266,7 @@ def cmd_descriptions(a) -> int:
     from toolkit.eval.levers import Levers
     from toolkit.eval.report import percent
 
-    loaded, backend = _load(a.model)
+    loaded, backend = _load(a.model, a.dtype)
     cases = bfcl.subset(["multiple"], a.limit, a.seed + 2)
     rows, per_case = [], []
     for v in a.variants:
@@ -335,6 +336,12 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--model", type=cliargs.model, default="qwen2.5-coder-0.5b")
     common.add_argument("--categories", nargs="+", default=None, help="default: all five (levers: its four)")
     common.add_argument("--seed", type=cliargs.seed, default=0)
+    common.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        default="auto",
+        help="auto: bf16 where this CPU is fast at it (the cache keeps each apart)",
+    )
     cache = os.path.join(os.path.expanduser("~"), ".cache", "toolcall-kit", "bfcl")
     common.add_argument("--cache", type=cliargs.out_dir, default=cache)
     common.add_argument("--out", type=cliargs.out_dir, default=RESULTS)

@@ -40,6 +40,7 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from toolkit.eval.questions import SETS, judge, questions, steps_from_saved, steps_of  # noqa: E402  (no torch)
+from toolkit.models import DTYPES  # noqa: E402  (torch loads inside load())
 from toolkit.paths import provenance  # noqa: E402  (standard library only: a usage error stays fast)
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
@@ -210,6 +211,9 @@ def main(argv=None) -> int:
     )
     p.add_argument("--threads", type=cliargs.count(1, 1024), default=1, help="torch threads (1 on a shared machine)")
     p.add_argument(
+        "--dtype", choices=DTYPES, default="auto", help="auto: bf16 where this CPU is fast at it (lora-int8: auto only)"
+    )
+    p.add_argument(
         "--out",
         type=cliargs.out_file,
         default=None,
@@ -218,6 +222,8 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if a.rescore:
         return rescore(a.out or os.path.join(RESULTS, "loop_questions_strict.md"))
+    if a.which == "lora-int8" and a.dtype != "auto":
+        p.error("--dtype: the int8 build has its own precision (int8 weights, float32 activations); leave it auto")
     pool = questions(a.qset)
     chosen = [q for q in pool if not a.only or q.id in a.only.split(",")]
     if a.only and len(chosen) != len(a.only.split(",")):
@@ -246,7 +252,7 @@ def main(argv=None) -> int:
     if not fetch.is_installed():
         print("the real offline model is not installed: this benchmark needs it (make real-model)")
         return 2
-    loaded = load(PASSES[a.which][0], quiet=True)
+    loaded = load(PASSES[a.which][0], dtype=None if a.dtype == "auto" else a.dtype, quiet=True)
     settings = (
         BEFORE if a.which == "before" else NO_CRUTCHES if a.which in FREE else LoopConfig.for_model(loaded).values()
     )

@@ -140,6 +140,7 @@ CASES = [
             "--modes": ["nosuch"],
             "--budget": ["nosuch"],
             "--categories": ["nosuch"],
+            "--dtype": ["float16", ""],
         },
     ),
     *_bench(
@@ -243,7 +244,17 @@ CASES = [
     *_bench(
         "loop_questions.py",
         ["--pass", "before"],
-        {"--cap-s": REAL, "--threads": COUNT, "--out": OUT_FILE, "--only": ["nosuch"], "--set": ["stale", ""]},
+        {
+            "--cap-s": REAL,
+            "--threads": COUNT,
+            "--out": OUT_FILE,
+            "--only": ["nosuch"],
+            "--set": ["stale", ""],
+            "--dtype": ["int8"],
+        },
+    ),
+    pytest.param(
+        "benchmarks/loop_questions.py", ["--pass", "lora-int8", "--dtype", "float32"], id="loop_questions:int8 dtype"
     ),
     *_bench("mcp_server.py", [], {"--calls": COUNT, "--starts": ["-1"]}),
     *_bench(

@@ -48,6 +48,7 @@ REAL_LORA = REAL_OFFLINE + ADAPTER_SUFFIX  # what "auto" loads where memory allo
 SMALL = REAL_LORA + "-int8"  # what "auto" loads where memory is short (toolkit.small)
 SMALL_BASE = REAL_OFFLINE + "-int8"  # the base in int8: notebook 11's "before" where memory is short
 # Measured peak RSS, float model + adapter + one loop question: bf16 2.7 GB; float32 (no fast bf16) ~1.2 GB more.
+DTYPES = ("auto", "float32", "bfloat16")  # what a benchmark's --dtype takes; auto: bf16 where the CPU is fast at it
 FULL_MODEL_BYTES = {"bfloat16": int(2.7 * 2**30), "float32": int(3.9 * 2**30)}
 ADAPTER_NAME = "qwen2.5-coder-0.5b-toolcall"  # the adapter ``python -m toolkit train --model real`` made
 ADAPTER_ENV = "TOOLKIT_ADAPTER"  # a folder with another adapter (one ``python -m toolkit train --out`` made)
