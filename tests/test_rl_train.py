@@ -194,3 +194,27 @@ def test_resample_rolls_out_other_tasks_where_a_group_has_no_spread():
     assert len(set(plain["rewards"])) == 1 and plain["trained_tokens"] == 0 and "resampled" not in plain
     assert len(set(again["rewards"])) > 1 and again["trained_tokens"] > 0 and 1 <= again["resampled"] <= 16
     assert runs[16]["settings"]["resample"] == 16 and "resample" not in runs[0]["settings"]
+
+
+def test_a_run_resumes_in_a_fresh_process_whose_adapter_changes_the_parameter_count(tmp_path):
+    """A fresh process loads the starting model and attaches a new adapter before it compares with the saved run;
+    the adapter's own weights must not make it another model (rank 64 from layer 0 adds ~0.2M to the stand-in's
+    count, which a description rounds to 0.1M)."""
+    first = load("stand-in", quiet=True, dtype=torch.float32)
+    ids = first.tokenizer("Say something.")["input_ids"]
+    before = T.starting_model(first)
+    reward = lambda got: sum(i % 2 == 0 for i in got) / max(1, len(got))  # noqa: E731
+    how = dict(group=4, lr=1e-2, max_new=3, temperature=40.0, rank=64, first_layer=0, out=tmp_path)
+    lines = []
+    T.train(first, [ids], reward, steps=1, save_every=1, log=lines.append, **how)
+    assert first.description != before  # the adapter is counted in the description ...
+    assert T.starting_model(first) == before  # ... and left out of the name a run is matched on
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["model"] == before
+    again = load("stand-in", quiet=True, dtype=torch.float32)  # as a new process has it: no adapter yet
+    more = T.train(again, [ids], reward, steps=2, log=lines.append, **how)
+    assert "resuming at step 1" in lines and [s["step"] for s in more["steps"]] == [1, 2]
+    fresh = load("stand-in", quiet=True, dtype=torch.float32)
+    other = T.train(fresh, [ids], reward, steps=1, log=lines.append, **how | {"lr": 2e-2})  # says why it starts over
+    assert any(x.endswith("saved with another lr; starting over") for x in lines)
+    assert [s["step"] for s in other["steps"]] == [1]

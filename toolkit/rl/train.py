@@ -81,20 +81,36 @@ def update(model, opt, rows, rewards: list[float], group: int, temperature: floa
     return {"loss": float(loss.detach()), "kl": kl, "trained_tokens": int(mask.sum()), "advantages": adv}
 
 
+def starting_model(loaded) -> str:
+    """The model a run starts from, as its results name it and a resumed run is matched on: the description with
+    the RL adapter's own weights left out of the parameter count. A run resumed in a fresh process attaches a new
+    adapter before it compares; one resumed in the same process carries the adapter already; both name the model
+    that was saved (the description before the adapter went on)."""
+    text = loaded.description
+    lora = sum(p.numel() for n, p in loaded.model.named_parameters() if "lora_" in n)
+    if lora:
+        total = sum(p.numel() for p in loaded.model.parameters())
+        text = text.replace(f", {total / 1e6:.1f}M params,", f", {(total - lora) / 1e6:.1f}M params,")
+    return text
+
+
 def _start(loaded, settings: dict, rank: int, first_layer: int | None, out, log):
-    results = {"model": loaded.description, "settings": settings, "steps": []}
+    results = {"model": starting_model(loaded), "settings": settings, "steps": []}
     if not isinstance(loaded.model, PeftModel):
         loaded.model = attach(loaded.model, rank, first_layer)
     start = 0
     if out is not None and (Path(out) / "results.json").exists():
         saved = json.loads((Path(out) / "results.json").read_text())
-        if saved.get("settings") == settings and saved.get("model") == loaded.description:
+        if saved.get("settings") == settings and saved.get("model") == results["model"]:
             results = saved
             load_adapter(loaded, Path(out) / "adapter")
             start = len(results["steps"])
             log(f"resuming at step {start}")
         else:
-            log(f"{out}: saved by another model or other settings; starting over")
+            was = saved.get("settings") if isinstance(saved.get("settings"), dict) else {}
+            differ = sorted(k for k in set(was) | set(settings) if was.get(k) != settings.get(k))
+            differ += ["model"] if saved.get("model") != results["model"] else []
+            log(f"{out}: saved with another {', '.join(differ)}; starting over")
     opt = torch.optim.AdamW([p for p in loaded.model.parameters() if p.requires_grad], lr=settings["lr"])
     return results, start, opt
 
