@@ -48,6 +48,7 @@ FAMILIES = [
     "mix",
     "ask",
     "blend",
+    "askcall",
 ]  # toolkit.rl.envs.FAMILIES (its import is slow)
 STARTS = {"lora": "qwen2.5-coder-0.5b+lora", "base": "qwen2.5-coder-0.5b"}
 
