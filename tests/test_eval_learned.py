@@ -81,3 +81,43 @@ def test_budgets_fit_the_longest_possible_answer():
     # the saved runs' fixed 64 / 128 cut the longest answers of three categories
     assert budget.longest_answer("simple_python", tok)[0] > 64
     assert budget.longest_answer("parallel", tok)[0] > 128
+
+
+def test_lost_counts_what_the_second_model_missed_and_the_arguments_it_left_out():
+    def c(cid, ok, kind, calls, mode="native"):
+        return dict(_case(cid, mode, ok, kind, ""), calls=calls)
+
+    full = [{"f": {"a": 1, "detail": True}}]
+    before = _doc(
+        [
+            c("simple_python_0", True, "ok", full),
+            c("simple_python_1", True, "ok", full),
+            c("parallel_0", True, "ok", [{"f": {"a": 1}}, {"g": {"b": 2, "c": 3}}]),
+            c("multiple_0", True, "ok", [{"f": {"a": 1}}]),
+            c("multiple_1", False, "wrong_value", [{"f": {"a": 9}}]),
+            c("irrelevance_0", True, "ok", []),
+            c("simple_python_2", True, "ok", full, mode="prompt"),
+        ],
+        "before",
+    )
+    after = _doc(
+        [
+            c("simple_python_0", False, "missing_param", [{"f": {"a": 1}}]),  # an argument left out
+            c("simple_python_1", False, "wrong_value", [{"f": {"a": 2, "detail": True}}]),  # same names: not dropped
+            c("parallel_0", False, "missing_param", [{"f": {"a": 1}}, {"g": {"b": 2}}]),  # left out in the second call
+            c("multiple_0", False, "wrong_function", [{"h": {}}]),  # another function: not dropped
+            c("multiple_1", True, "ok", [{"f": {"a": 1}}]),  # gained, not lost
+            c("irrelevance_0", False, "call_when_none", [{"f": {}}]),  # no call was due: left to compare()
+            c("simple_python_2", False, "missing_param", [{"f": {"a": 1}}], mode="prompt"),  # another mode
+            c("simple_python_9", False, "no_call", []),  # only in the second file
+        ],
+        "after",
+    )
+    got = learned.lost(before, after)
+    assert got["n"] == 4 and got["dropped"] == 2
+    assert got["kinds"] == {"missing_param": 2, "wrong_value": 1, "wrong_function": 1}
+    assert got["ids"] == ["simple_python_0", "simple_python_1", "parallel_0", "multiple_0"]
+    assert learned.lost(before, after, mode="prompt")["dropped"] == 1
+    back = learned.lost(after, before)  # the other way round: only multiple_1
+    assert (back["n"], back["kinds"], back["dropped"]) == (1, {"wrong_value": 1}, 0)
+    assert learned.lost(_doc([], "x"), after)["n"] == 0

@@ -9,6 +9,8 @@ What it does
   the same cases (read from the per-case outputs both results files keep), with Wilson intervals, the failure
   taxonomy and the *tag rate*: the share of answers holding a ``<tool_call>`` block, where a call is due (the four
   call categories) and where none is (irrelevance).
+- ``lost(before_doc, after_doc)``: what the cases the first model got right and the second missed became (the
+  second's failure kinds), and how many of them are the first model's calls with stated arguments left out.
 - ``markdown(cmp)``: the before/after table, the published rows beside it, the paired count of cases each side got
   right alone, and the taxonomy of what training did not fix, per mode.
 
@@ -112,6 +114,36 @@ def compare(base_doc: dict, adapter_doc: dict) -> dict:
     out["adapter_model"] = (adapter_doc.get("accuracy") or {}).get("meta", {}).get("model")
     out["base_model"] = (base_doc.get("accuracy") or {}).get("meta", {}).get("model")
     return out
+
+
+def _dropped(before: list, after: list) -> bool:
+    """The same functions in the same order, each call's arguments a strict subset of the earlier call's (or equal)."""
+    if not before or len(before) != len(after):
+        return False
+    if not all(
+        isinstance(x, dict) and len(x) == 1 and isinstance(next(iter(x.values())), dict) for x in before + after
+    ):
+        return False
+    pairs = [(next(iter(b.items())), next(iter(a.items()))) for b, a in zip(before, after)]
+    names_same = all(bn == an for (bn, _), (an, _) in pairs)
+    subsets = all(set(aa) <= set(ba) for (_, ba), (_, aa) in pairs)
+    return names_same and subsets and any(set(aa) < set(ba) for (_, ba), (_, aa) in pairs)
+
+
+def lost(before_doc: dict, after_doc: dict, mode: str = "native") -> dict:
+    """Cases of ``mode`` the first file's model got right and the second's missed, where a call was due: their count,
+    the second model's failure kinds, and ``dropped`` (those whose calls are the first model's with arguments left
+    out). Cases only one file holds are skipped."""
+    before = {c["id"]: c for c in _cases(before_doc) if c["mode"] == mode}
+    out, kinds = [], Counter()
+    for c in _cases(after_doc):
+        b = before.get(c["id"])
+        if c["mode"] != mode or b is None or category_of(c["id"]) == "irrelevance":
+            continue
+        if b["ok"] and not c["ok"]:
+            kinds[c["kind"]] += 1
+            out.append((c["id"], _dropped(b.get("calls") or [], c.get("calls") or [])))
+    return dict(n=len(out), kinds=dict(kinds.most_common()), dropped=sum(d for _, d in out), ids=[i for i, _ in out])
 
 
 def targets(cmp: dict) -> list[dict]:
