@@ -42,7 +42,7 @@ import torch
 from IPython.display import HTML, Markdown, display
 
 from toolkit.cliargs import count, from_env
-from toolkit.eval.learned import compare
+from toolkit.eval.learned import compare, lost
 from toolkit.eval.questions import summary
 from toolkit.memory import memory_available
 from toolkit.models import FULL_MODEL_BYTES, load
@@ -390,6 +390,56 @@ else:
             )
         )
     )
+
+# %% [markdown]
+# ### Every BFCL case, not the seeded 50
+# The seeded cases are a sample of each category, and their intervals are wide. The `ask-resample3` adapter also ran
+# over every case of its categories, paired case by case with the SFT adapter's run over every case. For the cases the SFT adapter
+# got right and the RL adapter missed, the taxonomy says what the RL answer became, and `lost` counts the answers that
+# are the SFT adapter's own call with an argument left out.
+
+# %%
+whole = saved_json("rl/ask-resample3/whole/bfcl_qwen2.5-coder-0.5b+lora+rl.json")
+if whole and sft_bfcl:
+    every = compare(sft_bfcl, whole)["rows"]
+    delta = {r["category"]: 100 * (r["adapter"]["accuracy"] - r["base"]["accuracy"]) for r in every}
+    display(
+        pd.DataFrame(
+            [
+                {
+                    "category": r["category"],
+                    "cases": r["adapter"]["n"],
+                    "SFT adapter": f"{100 * r['base']['accuracy']:.2f}",
+                    "ask-resample3": f"{100 * r['adapter']['accuracy']:.2f}",
+                    "Δ": f"{delta[r['category']]:+.2f}",
+                    "gained / lost": f"{r['gained']} / {r['lost']}",
+                    "missing_param (SFT → RL)": f"{r['base']['kinds'].get('missing_param', 0)} → "
+                    f"{r['adapter']['kinds'].get('missing_param', 0)}",
+                }
+                for r in every
+            ]
+        ).set_index("category")
+    )
+    gone, won = lost(sft_bfcl, whole), lost(whole, sft_bfcl)
+    below = [c for c, d in delta.items() if round(d, 6) < -2]
+    display(
+        Markdown(
+            f"Over every case, where a call is due the RL adapter loses {gone['n']} cases the SFT adapter got right "
+            f"and gains {won['n']}. Of the lost, {gone['kinds'].get('missing_param', 0)} are `missing_param`, and "
+            f"{gone['dropped']} are the SFT adapter's own call with an argument the request stated left out "
+            f"(the other way round, the SFT adapter left one out in {won['dropped']} of the {won['n']} gained). "
+            + (
+                f"{len(below)} categories are more than 2 points below the SFT adapter ({', '.join(below)}), which "
+                "the seeded 50 did not show. "
+                if below
+                else "No category is more than 2 points below the SFT adapter. "
+            )
+            + "The free-form tasks are judged on the final answer, not on the call's arguments: leaving out an "
+            "argument the answer does not need costs nothing there, and the policy drifted toward shorter calls."
+        )
+    )
+else:
+    print("no whole-category run saved in this checkout: see benchmarks/results/rl/README.md for its command")
 
 # %% [markdown]
 # ## 6 · A live mini-run
