@@ -302,12 +302,14 @@ else:
 # (`toolkit.rl.asks`: new phrasings, values and city pairs, judged by the loop questions' own judge) and a quarter
 # each of single calls and declines; `ask` is the free-form questions alone; `ask-resample3` is the same with
 # dynamic sampling (where all four members of a group earn the same reward, up to three other tasks are drawn, so
-# that the step has something to learn from). The last three add a KL penalty to the starting model. "Refuses"
+# that the step has something to learn from); `askcall-resample3` adds one single call to every two free-form
+# questions, with no declines. The last four add a KL penalty to the starting model. "Refuses"
 # counts answers that say they cannot help and made no call.
 
 # %%
 RUNS = {"all": "every family", "mix": "each kind equally", "blend": "half free-form", "ask": "free-form only"}
 RUNS["ask-resample3"] = "free-form only, groups without spread redrawn"
+RUNS["askcall-resample3"] = "two free-form to one single call, redrawn"
 sft_bfcl = saved_json("full/bfcl_qwen2.5-coder-0.5b+lora.json")
 sft_loop = [saved_json(f"rl/loop_questions_lora{s}.json") for s in ("", "_fresh", "_heldout")]
 table, seen = [], {}
