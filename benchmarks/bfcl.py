@@ -336,12 +336,7 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--model", type=cliargs.model, default="qwen2.5-coder-0.5b")
     common.add_argument("--categories", nargs="+", default=None, help="default: all five (levers: its four)")
     common.add_argument("--seed", type=cliargs.seed, default=0)
-    common.add_argument(
-        "--dtype",
-        choices=DTYPES,
-        default="auto",
-        help="auto: bf16 where this CPU is fast at it (the cache keeps each apart)",
-    )
+    common.add_argument("--dtype", choices=DTYPES, default="auto", help="auto: bf16 where this CPU is fast at it")
     cache = os.path.join(os.path.expanduser("~"), ".cache", "toolcall-kit", "bfcl")
     common.add_argument("--cache", type=cliargs.out_dir, default=cache)
     common.add_argument("--out", type=cliargs.out_dir, default=RESULTS)
@@ -400,8 +395,7 @@ def parse(argv=None) -> argparse.Namespace:
     a = p.parse_args(argv)
     if a.categories is None:
         a.categories = list(LEVER_CATEGORIES if a.cmd == "levers" else C.CATEGORIES)
-    unknown = [c for c in a.categories if c not in C.CATEGORIES]
-    if unknown:
+    if unknown := [c for c in a.categories if c not in C.CATEGORIES]:
         p.error(f"unknown or unsupported BFCL categories {unknown}; this benchmark scores {list(C.CATEGORIES)}")
     return a
 
