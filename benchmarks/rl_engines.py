@@ -99,7 +99,7 @@ def main(argv=None) -> int:
     from toolkit.rl.envs import EVAL_SEED, rollout_group
     from toolkit.rl.envs import tasks as tasks_for
     from toolkit.rl.policy import Sampler
-    from toolkit.rl.served import ServedSampler, post
+    from toolkit.rl.served import ServedSampler
     from toolkit.rl.train import attach
 
     torch.set_num_threads(a.threads)
@@ -180,9 +180,7 @@ def main(argv=None) -> int:
         body |= dict(
             prompt=[render(m, t, template, tokenizer=tok).ids for m, t in batch], stop_token_ids=sorted(STOP_IDS)
         )
-        without = [
-            c["text"] for c in sorted(post(served.server, "/completions", body)["choices"], key=lambda c: c["index"])
-        ]
+        without = [c["text"] for c in sorted(served.complete(body)["choices"], key=lambda c: c["index"])]
         strip = [x.replace("<|im_end|>", "").strip() for x in mine]
         check = dict(
             tasks=len(batch),

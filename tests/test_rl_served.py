@@ -106,6 +106,34 @@ def test_the_adapter_is_handed_over_when_it_changed_and_only_then(served):
     assert sampler.handovers == 2 and sampler.handover_s > 0
 
 
+def test_one_openai_client_serves_every_request_and_is_closed(monkeypatch):
+    import toolkit.rl.served as mod
+
+    made = []
+
+    def counted(url, timeout):
+        made.append(mod.openai_client.__wrapped__(url, timeout))
+        return made[-1]
+
+    counted.__wrapped__ = mod.openai_client
+    monkeypatch.setattr(mod, "openai_client", counted)
+    loaded, stub = load("stand-in-qwen2.5", quiet=True), Stub()
+    with ServedSampler(loaded, max_new=5, server=stub) as sampler:
+        loaded.model = attach(loaded.model)
+        for _ in range(2):
+            with torch.no_grad():  # a changed adapter each time: load, unload and completions requests
+                next(p for n, p in loaded.model.named_parameters() if "lora_B" in n).add_(0.1)
+            sampler(_batch())
+    assert stub.paths() == [
+        "load_lora_adapter",
+        "completions",
+        "load_lora_adapter",
+        "unload_lora_adapter",
+        "completions",
+    ]
+    assert len(made) == 1 and made[0].is_closed()
+
+
 def test_a_negative_temperature_is_refused():
     with pytest.raises(ValueError, match="temperature"):
         ServedSampler(object(), temperature=-1)

@@ -44,23 +44,9 @@ from toolkit.sft.export import merged_folder
 TIMEOUT_S = 600.0  # one request: a step's 16 episodes on 2 CPU cores take about a minute
 
 
-def post(server, route: str, body: dict, timeout: float = TIMEOUT_S):
-    """POST ``body`` to ``server.url + route`` with the official ``openai`` client: ``/completions`` through
-    ``completions.create`` (the kit's ids as the prompt, vLLM's own fields in ``extra_body``), vLLM's LoRA routes
-    through the client's plain ``post``. Any failure (refused, timed out, an HTTP error, a reply that is not JSON) is
-    one ``ServerError`` line naming the route, the cause and, where the server has died, its exit and last error."""
-    client = openai_client(server.url, timeout)
-    if route == "/completions":
-        own = {k: body[k] for k in ("model", "prompt", "max_tokens", "temperature") if k in body}
-        extra = {k: v for k, v in body.items() if k not in own}
-
-        def fn():
-            reply = client.completions.create(**own, extra_body=extra)
-            if not hasattr(reply, "model_dump"):  # the client hands back a reply that is not JSON as its text
-                raise ValueError(f"a reply that is not a JSON completion: {' '.join(str(reply).split())[:80]!r}")
-            return reply.model_dump()
-    else:
-        fn = lambda: client.post(route, body=body, cast_to=str)  # noqa: E731  vLLM answers these in plain text
+def _guarded(server, route: str, fn, timeout: float):
+    """Run one request to ``server``; any failure (refused, timed out, an HTTP error, a reply that is not JSON) is one
+    ``ServerError`` line naming the route, the cause and, where the server has died, its exit and last error."""
     try:
         return call_server(server.url, f"POST {route}", fn, timeout)
     except ServerError as e:
@@ -68,6 +54,27 @@ def post(server, route: str, body: dict, timeout: float = TIMEOUT_S):
         if hasattr(server, "alive") and not server.alive():
             msg += f"; the server exited with {server.proc.returncode}: {server.failure()}"
         raise ServerError(e.kind, msg[:900]) from None
+
+
+def complete(server, client, body: dict, timeout: float = TIMEOUT_S) -> dict:
+    """``POST /completions`` through the official ``openai`` client's ``completions.create``: the kit's ids as the
+    prompt, vLLM's own fields (``stop_token_ids``, ``skip_special_tokens``) in ``extra_body``. The reply as a dict."""
+    own = {k: body[k] for k in ("model", "prompt", "max_tokens", "temperature") if k in body}
+    extra = {k: v for k, v in body.items() if k not in own}
+
+    def fn():
+        reply = client.completions.create(**own, extra_body=extra)
+        if not hasattr(reply, "model_dump"):  # the client hands back a reply that is not JSON as its text
+            raise ValueError(f"a reply that is not a JSON completion: {' '.join(str(reply).split())[:80]!r}")
+        return reply.model_dump()
+
+    return _guarded(server, "/completions", fn, timeout)
+
+
+def lora_route(server, client, route: str, body: dict, timeout: float = TIMEOUT_S) -> str:
+    """``POST`` to one of vLLM's LoRA routes (``/load_lora_adapter``, ``/unload_lora_adapter``) through the client's
+    plain ``post``; vLLM answers them in plain text."""
+    return _guarded(server, route, lambda: client.post(route, body=body, cast_to=str), timeout)
 
 
 def start_folder(loaded) -> Path:
@@ -89,6 +96,7 @@ class ServedSampler:
         self.handovers, self.handover_s, self._stamp, self._name = 0, 0.0, None, None
         self._dir = Path(tempfile.mkdtemp(prefix="toolkit-rl-served-"))
         self.threads, self.server = threads, server  # started at the first call, when the adapter's rank is known
+        self._client = None  # one openai client (one connection pool) per server, made with it
 
     def _ensure_server(self, rank: int):
         if self.server is None:
@@ -100,6 +108,8 @@ class ServedSampler:
                 extra=["--enable-lora", "--max-lora-rank", str(rank), "--max-loras", "1"],
                 env={"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"},
             )
+        if self._client is None:
+            self._client = openai_client(self.server.url, TIMEOUT_S)
         return self.server
 
     def _lora(self):
@@ -122,9 +132,9 @@ class ServedSampler:
             name = f"rl-{self.handovers}"
             self.loaded.model.save_pretrained(self._dir / name)
             body = {"lora_name": name, "lora_path": str(self._dir / name)}
-            post(server, "/load_lora_adapter", body)
+            lora_route(server, self._client, "/load_lora_adapter", body)
             if self._name:
-                post(server, "/unload_lora_adapter", {"lora_name": self._name})
+                lora_route(server, self._client, "/unload_lora_adapter", {"lora_name": self._name})
                 shutil.rmtree(self._dir / self._name, ignore_errors=True)
             self._stamp, self._name = stamp, name
             self.handovers += 1
@@ -136,7 +146,7 @@ class ServedSampler:
         prompts = [render(m, t, self.template, tokenizer=tok).ids for m, t in batch]
         body = dict(model=self.model_name(), prompt=prompts, max_tokens=self.max_new, temperature=self.temperature)
         body |= dict(stop_token_ids=sorted(STOP_IDS), skip_special_tokens=False)
-        out = post(self.server, "/completions", body)
+        out = self.complete(body)
         try:
             texts = [c["text"] for c in sorted(out["choices"], key=lambda c: c["index"])]
             used = int(out["usage"]["completion_tokens"])
@@ -149,7 +159,13 @@ class ServedSampler:
         self.calls, self.tokens = self.calls + 1, self.tokens + used
         return texts
 
+    def complete(self, body: dict) -> dict:
+        """One ``/completions`` request to this sampler's server with its client, ``body`` sent as given."""
+        return complete(self._ensure_server(self._rank()), self._client, body)
+
     def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
         if self.server is not None:
             self.server.stop()
         shutil.rmtree(self._dir, ignore_errors=True)
