@@ -97,6 +97,46 @@ def test_episodes_train_on_the_models_own_tokens_and_resume(tmp_path):
         T.train_tasks(again, [task], group=1, policy=scripted)
 
 
+def test_a_resumed_run_takes_the_steps_an_unbroken_one_takes(tmp_path):
+    """Three steps in one go, and two steps then a resume in a fresh load, end on the same adapter: the optimizer's
+    moments are saved beside it. With them deleted, the resumed third step differs and the log says why."""
+    from toolkit.rl import envs
+
+    task = next(t for t in envs.multi_tasks(0, 20) if t.family == "calc")
+
+    value = int(task.truth["value"])
+
+    def scripted(batch):  # half compute and answer right, half guess: a spread every step
+        out = []
+        for j, (msgs, _) in enumerate(batch):
+            if msgs[-1]["role"] == "tool":
+                out.append(f"The result is {value}.")
+            else:
+                out.append("It is 12." if j % 2 else _call("calculator", expression=str(value)))
+        return out
+
+    def run(out, steps, lines=None):
+        torch.manual_seed(0)  # the same fresh LoRA init for every run
+        loaded = load("stand-in", quiet=True, dtype=torch.float32)
+        T.train_tasks(loaded, [task], steps=steps, group=4, lr=1e-2, out=out, save_every=1, policy=scripted,
+                      log=(lines.append if lines is not None else lambda s: None))  # fmt: skip
+        return {n: p.detach().clone() for n, p in loaded.model.named_parameters() if "lora_" in n}
+
+    unbroken = run(tmp_path / "a", 3)
+    run(tmp_path / "b", 2)
+    lines = []
+    resumed = run(tmp_path / "b", 3, lines)
+    assert "resuming at step 2" in lines and (tmp_path / "b" / T.OPTIMIZER_FILE).exists()
+    for n, w in unbroken.items():
+        torch.testing.assert_close(resumed[n], w)
+    run(tmp_path / "c", 2)
+    (tmp_path / "c" / T.OPTIMIZER_FILE).unlink()
+    lines = []
+    afresh = run(tmp_path / "c", 3, lines)
+    assert any("no optimizer state saved: AdamW starts afresh" in x for x in lines)
+    assert any(not torch.allclose(afresh[n], w) for n, w in unbroken.items())
+
+
 def test_the_expected_reward_rises_on_a_toy_task():
     """The smoke test of learning itself: one prompt, one token to write, reward 1 for any token but the one the
     untrained model writes a third of the time (the stand-in's random weights need temperature 6 for that spread).

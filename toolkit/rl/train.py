@@ -15,8 +15,9 @@ What it does
   printed is to the model the run started from (the adapters switched off: one extra forward without gradients;
   the loss has ``beta=0`` unless asked, TRL's default); LoRA on the upper layers only, placed as the kit's SFT places it
   (:func:`toolkit.sft.lora.attach`); a progress line (step, mean reward, KL, tokens/s, ETA); ``results.json``
-  with the reward curve and the adapter saved every ``save_every`` steps under ``out``; a rerun with the same
-  settings resumes from the last save (more ``steps`` than before extend a run).
+  with the reward curve, the adapter and the optimizer's state saved every ``save_every`` steps under ``out``; a
+  rerun with the same settings resumes from the last save (more ``steps`` than before extend a run) and takes the
+  steps an unbroken run would (runs saved before the optimizer's state was: AdamW starts afresh, said in the log).
 - ``load_adapter(loaded, folder)``: a saved adapter back on the base model.
 
 What it leaves out
@@ -54,6 +55,9 @@ class Row:
 
     ids: list[int]
     labels: list[int]
+
+
+OPTIMIZER_FILE = "optimizer.pt"  # beside adapter/ and results.json: a resumed run continues AdamW's moments
 
 
 def attach(model, rank: int = 8, first_layer: int | None = None):
@@ -105,17 +109,23 @@ def _start(loaded, settings: dict, rank: int, first_layer: int | None, out, log)
             results = saved
             load_adapter(loaded, Path(out) / "adapter")
             start = len(results["steps"])
-            log(f"resuming at step {start}")
         else:
             was = saved.get("settings") if isinstance(saved.get("settings"), dict) else {}
             differ = sorted(k for k in set(was) | set(settings) if was.get(k) != settings.get(k))
             differ += ["model"] if saved.get("model") != results["model"] else []
             log(f"{out}: saved with another {', '.join(differ)}; starting over")
     opt = torch.optim.AdamW([p for p in loaded.model.parameters() if p.requires_grad], lr=settings["lr"])
+    if start:  # AdamW's moments as saved, so a resumed run takes the steps an unbroken one would
+        state = Path(out) / OPTIMIZER_FILE
+        if state.exists():
+            opt.load_state_dict(torch.load(state, weights_only=True))
+        log(
+            f"resuming at step {start}" + ("" if state.exists() else " (no optimizer state saved: AdamW starts afresh)")
+        )
     return results, start, opt
 
 
-def _log_step(results, row, start, steps, sampler, t0, log, out, save_every, model):
+def _log_step(results, row, start, steps, sampler, t0, log, out, save_every, model, opt):
     results["steps"].append(row)
     secs = time.perf_counter() - t0
     done, step = row["step"] - start, row["step"]
@@ -125,7 +135,7 @@ def _log_step(results, row, start, steps, sampler, t0, log, out, save_every, mod
         + f"{getattr(sampler, 'tokens', 0) / max(secs, 1e-9):.1f} tok/s  ETA {secs / done * (steps - step):.0f} s"
     )
     if out is not None and (step % save_every == 0 or step == steps):
-        save(results, Path(out), model)
+        save(results, Path(out), model, opt)
 
 
 def train_tasks(
@@ -191,7 +201,7 @@ def train_tasks(
         row |= {"sampled_tokens": getattr(sampler, "tokens", 0), "rollout_s": round(roll_s, 2)}
         row["prefix_reused"] = getattr(sampler, "prefix_reused", 0)
         row["seconds"] = round(time.perf_counter() - t0, 2)
-        _log_step(results, row, start, steps, sampler, t0, log, out, save_every, loaded.model)
+        _log_step(results, row, start, steps, sampler, t0, log, out, save_every, loaded.model, opt)
     return results
 
 
@@ -231,13 +241,17 @@ def train(
         row = {"step": step + 1, "mean_reward": sum(rewards) / group, "rewards": rewards}
         row |= {k: up[k] for k in ("loss", "kl", "trained_tokens")} | {"sampled_tokens": sampler.tokens}
         row["seconds"] = round(time.perf_counter() - t0, 2)
-        _log_step(results, row, start, steps, sampler, t0, log, out, save_every, loaded.model)
+        _log_step(results, row, start, steps, sampler, t0, log, out, save_every, loaded.model, opt)
     return results
 
 
-def save(results: dict, out: Path, model) -> None:
+def save(results: dict, out: Path, model, opt=None) -> None:
+    """The adapter, the optimizer's state (when given: AdamW's moments, about twice the adapter's size) and the
+    results so far; ``results.json`` last, so a run killed mid-save resumes from the save before."""
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out / "adapter")
+    if opt is not None:
+        torch.save(opt.state_dict(), out / OPTIMIZER_FILE)
     (out / "results.json").write_text(json.dumps(results, indent=1))
 
 
