@@ -242,13 +242,13 @@ def test_a_run_resumes_in_a_fresh_process_whose_adapter_changes_the_parameter_co
     count, which a description rounds to 0.1M)."""
     first = load("stand-in", quiet=True, dtype=torch.float32)
     ids = first.tokenizer("Say something.")["input_ids"]
-    before = T.starting_model(first)
+    before = first.describe(unmerged_lora=False)
     reward = lambda got: sum(i % 2 == 0 for i in got) / max(1, len(got))  # noqa: E731
     how = dict(group=4, lr=1e-2, max_new=3, temperature=40.0, rank=64, first_layer=0, out=tmp_path)
     lines = []
     T.train(first, [ids], reward, steps=1, save_every=1, log=lines.append, **how)
     assert first.description != before  # the adapter is counted in the description ...
-    assert T.starting_model(first) == before  # ... and left out of the name a run is matched on
+    assert first.describe(unmerged_lora=False) == before  # ... and left out of the name a run is matched on
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["model"] == before
     again = load("stand-in", quiet=True, dtype=torch.float32)  # as a new process has it: no adapter yet

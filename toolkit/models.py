@@ -122,7 +122,14 @@ class Loaded:
 
     @property
     def description(self) -> str:
+        return self.describe()
+
+    def describe(self, unmerged_lora: bool = True) -> str:
+        """The description; ``unmerged_lora=False`` leaves LoRA weights not merged into the model (a trainer's
+        adapter, ``lora_*`` parameters) out of the count, so a model reads the same before and after one goes on."""
         params = small.count_params(self.model) if self.model is not None else 0
+        if not unmerged_lora and self.model is not None:
+            params -= sum(p.numel() for n, p in self.model.named_parameters() if "lora_" in n)
         label = "RANDOM-WEIGHT STAND-IN (shows mechanics, not meaning)" if not self.semantic else "real weights"
         return f"{self.name} [{self.kind}, {label}, {params / 1e6:.1f}M params, {self.device}, {self.dtype}]"
 

@@ -85,21 +85,10 @@ def update(model, opt, rows, rewards: list[float], group: int, temperature: floa
     return {"loss": float(loss.detach()), "kl": kl, "trained_tokens": int(mask.sum()), "advantages": adv}
 
 
-def starting_model(loaded) -> str:
-    """The model a run starts from, as its results name it and a resumed run is matched on: the description with
-    the RL adapter's own weights left out of the parameter count. A run resumed in a fresh process attaches a new
-    adapter before it compares; one resumed in the same process carries the adapter already; both name the model
-    that was saved (the description before the adapter went on)."""
-    text = loaded.description
-    lora = sum(p.numel() for n, p in loaded.model.named_parameters() if "lora_" in n)
-    if lora:
-        total = sum(p.numel() for p in loaded.model.parameters())
-        text = text.replace(f", {total / 1e6:.1f}M params,", f", {(total - lora) / 1e6:.1f}M params,")
-    return text
-
-
 def _start(loaded, settings: dict, rank: int, first_layer: int | None, out, log):
-    results = {"model": starting_model(loaded), "settings": settings, "steps": []}
+    # the model before the RL adapter goes on: a fresh process attaches a new adapter before it compares with the
+    # saved run, one resumed in the same process carries it already; both name the model that was saved
+    results = {"model": loaded.describe(unmerged_lora=False), "settings": settings, "steps": []}
     if not isinstance(loaded.model, PeftModel):
         loaded.model = attach(loaded.model, rank, first_layer)
     start = 0
