@@ -22,7 +22,7 @@ the saved calls) and writes ``benchmarks/results/loop_questions_strict.md``. ``-
 check the adapter (``$TOOLKIT_ADAPTER`` or the shipped one) against its manifest first (``toolkit.artifact``): a
 broken one is one line and exit 1 before torch is imported or any model loads. ``--pass lora-rl`` loads that model
 with an RL adapter merged on top (``$TOOLKIT_RL_ADAPTER`` or ``benchmarks/rl.py train``'s run from ``+lora`` on the
-multi-turn family; ``toolkit.models.apply_rl_adapter``), checked the same way first; the saved model names both.
+multi-turn family; ``toolkit.rl_adapter.apply_rl_adapter``), checked the same way first; the saved model names both.
 
 Leaves out: sampling (greedy only: one run per question is the whole distribution) and any timing assert.
 """
@@ -76,8 +76,9 @@ PASSES = {
     "lora-int8": ("qwen2.5-coder-0.5b+lora-int8", "the adapter model in int8 (toolkit.small), no crutches"),
     "lora-rl": ("qwen2.5-coder-0.5b+lora+rl", "the adapter model + an RL adapter on top (issue 38), no crutches"),
     "base-free": ("qwen2.5-coder-0.5b", "the base model, no crutches (like for like with 'lora')"),
+    "base-rl": ("qwen2.5-coder-0.5b+rl", "the base model + an RL adapter trained from it (issue 38), no crutches"),
 }
-FREE = ("lora", "lora-int8", "lora-rl", "base-free")  # the passes without crutches
+FREE = ("lora", "lora-int8", "lora-rl", "base-free", "base-rl")  # the passes without crutches
 
 
 class Capped(Exception):
@@ -228,15 +229,19 @@ def main(argv=None) -> int:
     chosen = [q for q in pool if not a.only or q.id in a.only.split(",")]
     if a.only and len(chosen) != len(a.only.split(",")):
         p.error(f"unknown id in --only; known: {[q.id for q in pool]}")
-    if a.which in ("lora", "lora-int8", "lora-rl"):  # the adapters (int8: checked against its weights) before any load
-        from toolkit.artifact import ArtifactError, verify_adapter, verify_rl_adapter
-        from toolkit.models import adapter_folder, rl_adapter_folder  # light: torch loads inside load()
+    if a.which in ("lora", "lora-int8", "lora-rl", "base-rl"):  # the adapters (int8: checked against its weights)
+        from toolkit.artifact import ArtifactError, verify_adapter, verify_rl_adapter  # before any load
+        from toolkit.models import adapter_folder  # light: torch loads inside load()
+        from toolkit.rl_adapter import rl_adapter_folder, rl_start_mismatch
         from toolkit.untrusted import UntrustedInputError
 
         try:
-            verify_adapter(adapter_folder())
-            if a.which == "lora-rl":
-                verify_rl_adapter(rl_adapter_folder())
+            if a.which != "base-rl":
+                verify_adapter(adapter_folder())
+            if a.which.endswith("-rl") and (
+                why := rl_start_mismatch(PASSES[a.which][0], verify_rl_adapter(rl_adapter_folder()))
+            ):
+                raise ArtifactError(why)
         except (ArtifactError, UntrustedInputError) as e:
             print(f"loop_questions.py: {e}", file=sys.stderr)
             return 1

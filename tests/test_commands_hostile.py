@@ -245,17 +245,27 @@ def _safetensors() -> bytes:
 
 
 def test_loop_questions_and_bfcl_refuse_a_broken_rl_adapter_before_any_model_loads(tmp_path):
-    """``--pass lora-rl`` / ``--model qwen2.5-coder-0.5b+lora+rl`` with ``TOOLKIT_RL_ADAPTER`` naming a missing or
-    damaged folder: one line (exit 1 for the loop questions, a usage error for BFCL), torch never imported."""
+    """``--pass lora-rl|base-rl`` / ``--model qwen2.5-coder-0.5b[+lora]+rl`` with ``TOOLKIT_RL_ADAPTER`` naming a
+    missing or damaged folder, or (for the base) a run that started from the SFT adapter: one line (exit 1 for the
+    loop questions, a usage error for BFCL), torch never imported."""
     runs = {
         "loop_questions.py": (["--pass", "lora-rl", "--set", "heldout", "--only", "h_mean_en"], 1),
         "bfcl.py": (["accuracy", "--model", "qwen2.5-coder-0.5b+lora+rl", "--limit", "1", "--no-save"], 2),
+        "loop_questions.py base-rl": (["--pass", "base-rl", "--set", "heldout", "--only", "h_mean_en"], 1),
+        "bfcl.py +rl": (["accuracy", "--model", "qwen2.5-coder-0.5b+rl", "--limit", "1", "--no-save"], 2),
     }
-    for how, bad in _rl_adapters(tmp_path).items():
+    wrong = tmp_path / "from_sft" / "adapter"  # a sound adapter whose run started from the SFT adapter, not the base
+    wrong.mkdir(parents=True)
+    (wrong / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 8}))
+    (wrong / "adapter_model.safetensors").write_bytes(_safetensors())
+    (wrong.parent / "results.json").write_text(json.dumps({"model": "Qwen + LoRA adapter x (weights 07ad3f3e) [cpu]"}))
+    for how, bad in (_rl_adapters(tmp_path) | {"another start": wrong}).items():
         env = dict(os.environ, HF_HUB_OFFLINE="1", TOOLKIT_RL_ADAPTER=str(bad), TOOLKIT_BACKEND="")
         env.pop("TOOLKIT_ADAPTER", None)
         for script, (argv, rc) in runs.items():
-            cmd = [sys.executable, str(RUNNER), "--block-heavy", str(ROOT / "benchmarks" / script), *argv]
+            if how == "another start" and "base-rl" not in argv and "qwen2.5-coder-0.5b+rl" not in argv:
+                continue  # an adapter trained from the SFT adapter fits +lora+rl
+            cmd = [sys.executable, str(RUNNER), "--block-heavy", str(ROOT / "benchmarks" / script.split()[0]), *argv]
             r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
             assert "MODEL LOAD" not in r.stderr and "HEAVY IMPORT" not in r.stderr, (script, how, r.stderr[-800:])
             assert r.returncode == rc and "Traceback" not in r.stderr, (script, how, r.returncode, r.stderr[-800:])
@@ -266,7 +276,8 @@ def test_loop_questions_and_bfcl_refuse_a_broken_rl_adapter_before_any_model_loa
 def test_an_rl_adapter_from_another_start_is_refused_before_peft(tmp_path):
     """The run's ``results.json`` names the model it started from; applying it to another model is one line."""
     from toolkit.artifact import ArtifactError, verify_rl_adapter
-    from toolkit.models import Loaded, apply_rl_adapter
+    from toolkit.models import Loaded
+    from toolkit.rl_adapter import apply_rl_adapter
 
     good = tmp_path / "run" / "adapter"
     good.mkdir(parents=True)

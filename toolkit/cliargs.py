@@ -33,16 +33,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from toolkit.artifact import ArtifactError, verify_adapter, verify_rl_adapter
-from toolkit.models import (
-    ADAPTER_SUFFIX,
-    REAL_OFFLINE,
-    RL_SUFFIX,
-    SMALL,
-    SMALL_BASE,
-    STAND_IN,
-    adapter_folder,
-    rl_adapter_folder,
-)
+from toolkit.models import ADAPTER_SUFFIX, REAL_OFFLINE, SMALL, SMALL_BASE, STAND_IN, adapter_folder
+from toolkit.rl_adapter import RL_SUFFIX, rl_adapter_folder, rl_start_mismatch
 from toolkit.untrusted import UntrustedInputError, expand_path, redact
 
 MAX_SHOWN = 60  # characters of a bad value echoed back in an error
@@ -242,7 +234,7 @@ def _hub_cache() -> Path:
 
 def model(text: str) -> str:
     """``auto``, ``stand-in[-qwen2.5]``, ``qwen2.5-coder-0.5b``, ``qwen2.5-coder-0.5b+lora`` (installed, with the
-    kit's adapter; ``+lora+rl``: and an RL adapter on top, both checked) and ``qwen2.5-coder-0.5b+lora-int8`` (its
+    kit's adapter; ``+lora+rl``: and an RL adapter on top, both checked; ``+rl``: an RL adapter trained from the base) and ``qwen2.5-coder-0.5b+lora-int8`` (its
     int8 build), a model folder, a ``.gguf`` file or a hub id (in the local hub cache when ``HF_HUB_OFFLINE=1``).
     Returns the text unchanged for ``models.load``."""
     name = text.strip()
@@ -255,11 +247,14 @@ def model(text: str) -> str:
         return name
     if name == "auto" or name in (STAND_IN, f"{STAND_IN}-qwen2.5", f"{STAND_IN}-qwen3"):
         return name
-    if name in (REAL_OFFLINE + ADAPTER_SUFFIX, REAL_OFFLINE + ADAPTER_SUFFIX + RL_SUFFIX):  # checked before any load
-        try:
-            verify_adapter(adapter_folder())  # shipped or $TOOLKIT_ADAPTER
-            if name.endswith(RL_SUFFIX):
-                verify_rl_adapter(rl_adapter_folder())  # $TOOLKIT_RL_ADAPTER or benchmarks/rl.py's run
+    if name in (REAL_OFFLINE + ADAPTER_SUFFIX, REAL_OFFLINE + ADAPTER_SUFFIX + RL_SUFFIX, REAL_OFFLINE + RL_SUFFIX):
+        try:  # checked before any load
+            if ADAPTER_SUFFIX in name:
+                verify_adapter(adapter_folder())  # shipped or $TOOLKIT_ADAPTER
+            if name.endswith(RL_SUFFIX):  # $TOOLKIT_RL_ADAPTER or benchmarks/rl.py's run, from the start named
+                why = rl_start_mismatch(name, verify_rl_adapter(rl_adapter_folder()))
+                if why:
+                    raise ArtifactError(why)
         except (ArtifactError, UntrustedInputError) as e:
             raise argparse.ArgumentTypeError(str(e)) from None
         return name

@@ -7,7 +7,7 @@ What it does
   adapter merged: the model that writes ``<tool_call>`` by itself), ``"qwen2.5-coder-0.5b+lora-int8"`` (that model
   in int8, ``toolkit.small``: ~0.5 GB of weights instead of 2.5 GB float32), ``"qwen2.5-coder-0.5b+lora+rl"`` (an RL
   adapter merged on top: ``$TOOLKIT_RL_ADAPTER`` or ``benchmarks/rl.py``'s run; refused if its run started from
-  another model), ``"stand-in"`` (random weights, Qwen3 shape) or ``"auto"``.
+  another model; ``"qwen2.5-coder-0.5b+rl"``: one trained from the base model), ``"stand-in"`` (random weights, Qwen3 shape) or ``"auto"``.
 - ``"auto"`` is the model the kit tests: the real model with the adapter wherever it is installed — the int8 build
   where memory is short (under ``FULL_MODEL_BYTES`` available, e.g. Binder's 2 GB) — else the stand-in, said
   loudly. A hub model runs only when named (``TOOLKIT_MODEL``, ``--model``): no test of the kit can reach the hub.
@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from toolkit import artifact, calibrate, fetch, memory, small
-from toolkit.paths import cache_dir, cpu_threads, hub_reachable
+from toolkit.paths import cpu_threads, hub_reachable
+from toolkit.rl_adapter import RL_SUFFIX, apply_rl_adapter, rl_adapter_folder, rl_start_mismatch
 from toolkit.stand_in import stand_in, stand_in_config  # noqa: F401 (importable from here, as before)
 from toolkit.tokenizer import load_folder, qwen_tokenizer
 from toolkit.untrusted import UntrustedInputError, expand_path, read_json_file
@@ -61,33 +62,6 @@ def adapter_folder(name: str = ADAPTER_NAME) -> Path:
     if os.environ.get(ADAPTER_ENV):
         return expand_path(os.environ[ADAPTER_ENV], ADAPTER_ENV).resolve()  # ~nosuchuser: one line, not a traceback
     return Path(str(files("toolkit") / "data" / "adapters" / name))
-
-
-RL_SUFFIX = "+rl"  # load("qwen2.5-coder-0.5b+lora+rl"): that model with an RL adapter (benchmarks/rl.py) on top
-RL_ADAPTER_ENV = "TOOLKIT_RL_ADAPTER"  # the RL adapter's folder; default: the GRPO run from +lora on "multi"
-
-
-def rl_adapter_folder() -> Path:
-    """``$TOOLKIT_RL_ADAPTER``, else ``benchmarks/rl.py train``'s run from +lora on "multi" in the kit's cache."""
-    if os.environ.get(RL_ADAPTER_ENV):
-        return expand_path(os.environ[RL_ADAPTER_ENV], RL_ADAPTER_ENV).resolve()
-    return cache_dir() / "rl" / "bench-lora-multi" / "adapter"
-
-
-def apply_rl_adapter(loaded: Loaded, folder: Path) -> Loaded:
-    """Merge the RL adapter in ``folder`` into ``loaded`` (the model its run started from: refused when the run
-    recorded another one) and name it, with its rank and weights hash, in ``loaded.name``."""
-    info = artifact.verify_rl_adapter(folder)
-    start = (info["started_from"] or "").split(" [")[0]
-    if start and start != loaded.name:
-        raise artifact.ArtifactError(f"RL adapter {folder} was trained from {start}, not from {loaded.name}")
-    from peft import PeftModel  # lazy: heavy, only when an adapter is applied
-
-    loaded.model = PeftModel.from_pretrained(loaded.model, str(folder)).merge_and_unload().eval()
-    label, loaded.adapter = f"{folder.parent.name}/{folder.name}", dict(sft=loaded.adapter, rl=info)
-    loaded.name += f" + RL adapter {label} (r={info['rank']}, weights {info['weights_sha256'][:8]})"
-    loaded.notes.append(f"RL adapter {label} merged into the weights" + ("" if start else " (its start not recorded)"))
-    return loaded
 
 
 def adapter_manifest(folder: Path | None = None) -> dict | None:
@@ -197,9 +171,15 @@ def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet
         out = load_small(dev, notes, adapter=name == SMALL)
         say(f"loaded {out.description}")
         return out
-    if name == REAL_LORA + RL_SUFFIX:  # both adapters checked before the base model loads
-        artifact.verify_adapter(adapter_folder()), artifact.verify_rl_adapter(rl_adapter_folder())
-        return apply_rl_adapter(load(REAL_LORA, device, dtype, quiet=True), rl_adapter_folder())
+    if name in (REAL_OFFLINE + RL_SUFFIX, REAL_LORA + RL_SUFFIX):  # every adapter checked before the model loads
+        stem = name.removesuffix(RL_SUFFIX)
+        if stem == REAL_LORA:
+            artifact.verify_adapter(adapter_folder())
+        if why := rl_start_mismatch(name, artifact.verify_rl_adapter(rl_adapter_folder())):
+            raise artifact.ArtifactError(why)
+        out = apply_rl_adapter(load(stem, device, dtype, quiet=True), rl_adapter_folder())
+        say(f"loaded {out.description}")
+        return out
     if name.endswith(ADAPTER_SUFFIX):
         artifact.verify_adapter(adapter_folder())  # a bad adapter is refused before the base model loads
         out = load(name[: -len(ADAPTER_SUFFIX)], device, dtype, quiet=True)
