@@ -49,6 +49,7 @@ FAMILIES = [
     "ask",
     "blend",
     "askcall",
+    "askmix",
 ]  # toolkit.rl.envs.FAMILIES (its import is slow)
 STARTS = {"lora": "qwen2.5-coder-0.5b+lora", "base": "qwen2.5-coder-0.5b"}
 

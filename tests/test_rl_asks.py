@@ -89,5 +89,8 @@ def test_gaming_a_free_form_question_earns_nothing():
 def test_blend_is_half_free_form_questions():
     fams = [t.family for t in envs.tasks("blend", 0, 6)]
     assert sorted(fams) == sorted(["ask"] * 12 + ["call"] * 6 + ["decline"] * 6)
+    mixed = [t.family for t in envs.tasks("askmix", 0, 3)]  # 4 : 2 : 1
+    assert sorted(mixed) == sorted(["ask"] * 12 + ["call"] * 6 + ["decline"] * 3)
+    assert [t.family for t in envs.tasks("askcall", 0, 3)].count("decline") == 0
     assert envs.tasks("ask", 0, 5)[0].tools == envs.tasks("ask", 3, 5)[0].tools  # the loop's four tools, each time
     assert len(envs.tasks("ask", 0, 5)[0].tools) == 4

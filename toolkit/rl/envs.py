@@ -13,7 +13,8 @@ What it does
   ``decline``, ``calc`` and ``warmer``, so a step that draws one task at random draws each kind as often — ``all``
   holds about three single-turn tasks per multi-turn one; ``ask``: free-form questions of the loop questions' kinds,
   :func:`ask_tasks`; ``blend``: ``2n`` of ``ask`` and ``n`` each of ``call`` and ``decline``; ``askcall``: ``2n`` of
-  ``ask`` and ``n`` of ``call``, the generator's calls keeping the arguments a request states). :data:`EVAL_SEED` and
+  ``ask`` and ``n`` of ``call``, the generator's calls keeping the arguments a request states; ``askmix``: ``4n``
+  of ``ask``, ``2n`` of ``call`` and ``n`` of ``decline``). :data:`EVAL_SEED` and
   above: held out.
 - :func:`rollout(policy, task)`: runs ``policy(messages, tools) -> text`` turn by turn; every ``<tool_call>`` is
   parsed by the kit's parser and executed by the host loop's executor (:func:`toolkit.loop.execute.execute`), its
@@ -136,7 +137,7 @@ def ask_tasks(seed: int = 0, n: int = 8) -> list[Task]:
     return out
 
 
-FAMILIES = ("call", "decline", "multi", "calc", "warmer", "all", "mix", "ask", "blend", "askcall")
+FAMILIES = ("call", "decline", "multi", "calc", "warmer", "all", "mix", "ask", "blend", "askcall", "askmix")
 
 
 def _first(draw: Callable[[int, int], list[Task]], seed: int, n: int, family: str | None = None) -> list[Task]:
@@ -163,6 +164,8 @@ def tasks(family: str, seed: int = 0, n: int = 8) -> list[Task]:
         return ask_tasks(seed, 2 * n) + _first(call_tasks, seed, n) + _first(decline_tasks, seed, n)
     if family == "askcall":  # two free-form questions to each single call (no declines: they taught refusing)
         return ask_tasks(seed, 2 * n) + _first(call_tasks, seed, n)
+    if family == "askmix":  # four free-form questions, two single calls, one decline: declines kept, outweighed
+        return ask_tasks(seed, 4 * n) + _first(call_tasks, seed, 2 * n) + _first(decline_tasks, seed, n)
     if family == "mix":
         single = _first(call_tasks, seed, n) + _first(decline_tasks, seed, n)
         return single + _first(multi_tasks, seed, n, "calc") + _first(multi_tasks, seed, n, "warmer")
