@@ -63,3 +63,32 @@ def test_toolkit_model_overrides_auto(auto_picks, monkeypatch):
     auto_picks(models.SMALL)
     monkeypatch.setenv("TOOLKIT_MODEL", "qwen2.5-coder-0.5b+lora")
     assert serve.model_to_serve("auto") == ("qwen2.5-coder-0.5b+lora", None)
+
+
+def test_a_sigterm_to_the_starting_process_still_stops_what_it_started(tmp_path):
+    """Killing a script that started a server (``kill PID``) runs its exit handlers: the server is stopped by PID.
+    Here a ``sleep`` in its own session stands in for the server, stopped the way ``LocalServer.stop`` is
+    registered (atexit). Without ``stop_on_sigterm`` Python would die at once and the sleep would outlive it."""
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import atexit, os, signal, subprocess, sys, time\n"
+        "from toolkit.backends.serve import stop_on_sigterm\n"
+        "child = subprocess.Popen(['sleep', '60'], start_new_session=True)\n"
+        "atexit.register(lambda: os.killpg(child.pid, signal.SIGKILL))\n"
+        "stop_on_sigterm() if sys.argv[1] == 'on' else None\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    for how, stopped in (("on", True), ("off", False)):
+        proc = subprocess.Popen([sys.executable, "-c", script, how], stdout=subprocess.PIPE, text=True)
+        child = int(proc.stdout.readline())
+        proc.terminate()
+        rc = proc.wait(20)
+        time.sleep(0.3)
+        alive = subprocess.run(["kill", "-0", str(child)], capture_output=True).returncode == 0
+        if alive:
+            subprocess.run(["kill", "-9", str(child)])
+        assert (rc, alive) == ((143, False) if stopped else (-15, True)), how

@@ -5,7 +5,8 @@ What it does
   "transformers"``, in the kit's own venv) or vLLM's OpenAI server (``engine="vllm"``, from vLLM's own venv: its
   command, environment and workarounds are ``toolkit.backends.vllm_local``'s), P a free port; waits for ``GET
   /health`` (bounded; an early exit or a timeout is one line with the end of the server's log), and ``stop()`` ends
-  it by PID (SIGTERM to its process group, then SIGKILL) and removes a model folder ``folder_for`` saved. ``url`` is
+  it by PID (SIGTERM to its process group, then SIGKILL) and removes a model folder ``folder_for`` saved; it also
+  runs at exit, and when the process that started it is sent SIGTERM (``stop_on_sigterm``). ``url`` is
   the ``/v1`` base the kit's HTTP backend takes. The model defaults to the real offline model's folder
   (``toolkit.fetch.installed_folder()``); ``folder_for(loaded)`` gives a folder for any loaded model (the stand-in is
   saved to a temporary folder). The server's log goes to a file (``log_tail()`` shows its end, ``log_text()`` all).
@@ -34,6 +35,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -144,6 +146,18 @@ def model_to_serve(name: str = "auto") -> tuple[str, str | None]:
     )
 
 
+def _exit_on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def stop_on_sigterm() -> None:
+    """Make a SIGTERM to this process (``kill PID``, a stopped job) leave through ``SystemExit``, so ``finally``
+    blocks and ``atexit`` stop the servers it started; Python's default would end it at once and leave them
+    running. Only from the main thread, and only where no one has set a handler (a Jupyter kernel keeps its own)."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+
+
 class LocalServer:
     """A server subprocess on 127.0.0.1 (``engine``: transformers | vllm); a context manager, or call ``stop()``.
     vLLM only: ``lora`` = {name: LoRA adapter folder}, served beside the base model under that name; ``served_name``:
@@ -207,6 +221,7 @@ class LocalServer:
         )
         self.pid = self.proc.pid
         atexit.register(self.stop)  # a kernel or script that ends without stop() does not leave the server behind
+        stop_on_sigterm()  # ... nor one that is killed with SIGTERM
         self.started_s = time.monotonic()
         try:
             self._wait(timeout)
