@@ -103,6 +103,19 @@ def test_the_heldout_set_judges_declines_chains_and_all_of_several():
     assert judge(by_id("h_divzero_en"), "You cannot divide by zero: 45 / 0 is undefined.", [])
 
 
+def test_a_call_written_as_text_is_not_an_answer_whatever_result_it_claims():
+    """RL from the base model learned to write ``{"name": "calculator", "arguments": {..., "result": "42.0"}}``
+    untagged: no host ran it, the number is the model's guess. The plain answer and a real call both still pass."""
+    q = by_id("sqrt_en")
+    assert judge(q, "The square root of 1764 is 42.").met
+    blob = '{"name": "calculator", "arguments": {"expression": "sqrt(1764)", "result": "42.0"}}'
+    for text in (blob, f"```json\n{blob}\n```", f"Here it is: {blob} So 42."):
+        v = judge(q, text)
+        assert not v.met and v.parts["not a call written as text"] is False, text
+    ran = [dict(name="calculator", arguments={"expression": "sqrt(1764)"}, status="ok", result={"result": 42.0})]
+    assert judge(q, "It is 42.", ran).met
+
+
 def test_saved_calls_are_replayed_on_the_demo_tools():
     steps = steps_from_saved(
         ['get_weather({"city": "纽约"})->ok', 'write_note({"title": "t", "text": "x"})->ok', "junk"]

@@ -78,6 +78,10 @@ def test_gaming_a_free_form_question_earns_nothing():
     seq = iter([every, f"It is {v:g}."])
     assert envs.rollout(lambda m, s: next(seq), t).reward <= 0.5  # every tool called: two unneeded calls cost
     assert envs.rollout(lambda m, s: "", t).reward == 0.0
+    # a call written as text with its result made up (what RL from the base model learned): nothing ran, nothing paid
+    blob = json.dumps({"name": "calculator", "arguments": {"expression": "x", "result": f"{v:g}"}})
+    for text in (blob, f"```json\n{blob}\n```", f"The answer: {blob}"):
+        assert envs.rollout(lambda m, s: text, t).reward == 0.0, text  # noqa: B023
     known = _task("known")
     word = known.truth["question"].answer.get("words", ["366"])[0]
     assert envs.rollout(lambda m, s: f"It is {word}.", known).reward == 1.0

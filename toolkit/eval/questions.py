@@ -15,7 +15,8 @@ What it does
   an observation with its unit (a looked-up "21°C" is an observation, the figure after it the result). A
   comparison is judged by the city the answer names beside its comparative ("X is colder", "the colder one is X",
   "X比Y热"), so "Sydney is colder" does not meet a Berlin-colder question. Words count from the start of a word, and not in an answer that also says one
-  of the record's negations ("no need", "不需要").
+  of the record's negations ("no need", "不需要"). A tool call written as text (no tags, so nothing ran) is not an
+  answer, whatever result it claims (``toolkit.eval.read.written_call``).
 
 What it leaves out
 - Running the loop (``benchmarks/loop_questions.py`` does) and the lenient checks the saved runs were first scored
@@ -29,6 +30,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from toolkit.eval.read import written_call
 from toolkit.loop.steps import Executed
 from toolkit.paths import data_file
 from toolkit.tools import TOOLS
@@ -220,14 +222,16 @@ def _tool_part(need: dict, steps) -> bool:
 
 def judge(question: Question, answer: str | None, steps=()) -> Verdict:
     """Met only when every requirement of the record holds: the tool results it needs came back ok (or no tool
-    ran, for a question that needs none, and the answer is prose) and the answer states the right value or
-    conclusion."""
+    ran, for a question that needs none, and the answer is prose), the answer is not a tool call written as text
+    (no host ran it: a result inside it is the model's guess), and it states the right value or conclusion."""
     steps, parts = list(steps), {}
     for need in question.tools:
         parts[f"{need['name']}({need.get('city', '')})".replace("()", "") + " ok"] = _tool_part(need, steps)
     if question.no_tools:
         parts[f"no tool ran ({len(steps)} calls)"] = not steps
         parts["prose without JSON"] = _prose(answer or "")
+    else:  # a call written out with a made-up result is not an answer, even where the number in it is right
+        parts["not a call written as text"] = not written_call(answer or "")
     ok, why = _answer_part(question, question.answer, answer or "", steps)
     parts[why] = ok
     return Verdict(all(parts.values()), "; ".join(f"{k}: {v}" for k, v in parts.items()), parts)

@@ -135,6 +135,12 @@ def decode_python(text: str) -> Decoded:
 _UNTAGGED = re.compile(r'\{\s*"name"\s*:\s*"[^"]+"\s*,\s*"(arguments|parameters)"\s*:', re.DOTALL)
 
 
+def written_call(text: str) -> bool:
+    """A JSON tool call written as plain text (``{"name": ..., "arguments": ...}`` without the tags, bare or in a
+    fence): no host runs it, so anything it says a tool returned is the model's own."""
+    return isinstance(text, str) and len(text) <= MAX_TEXT and bool(_UNTAGGED.search(text))
+
+
 _BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 
 
@@ -168,7 +174,7 @@ def decode_tagged(text: str, list_calls: bool = False) -> Decoded:
     bad = [c for c in calls if not c.ok]
     if bad:
         return Decoded(error=f"{bad[0].error['type']}: {bad[0].error['message'][:120]}", attempted=True)
-    return Decoded([{c.name: c.arguments} for c in calls], untagged_json=not calls and bool(_UNTAGGED.search(content)))
+    return Decoded([{c.name: c.arguments} for c in calls], untagged_json=not calls and written_call(content))
 
 
 def decode(text: str, mode: str, list_calls: bool = False) -> Decoded:
