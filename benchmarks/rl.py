@@ -18,8 +18,9 @@ Two sections, both resumable, both saved under ``benchmarks/results/rl/`` with d
       same groups (same seeds) run both ways, one after the other; seconds, prompt tokens not prefilled again,
       and whether the episodes came out the same; ``rollouts_<start>_<family>.json``.
 
-Leaves out: BFCL and the loop questions before/after (the ``lora`` run's adapter is model
-``qwen2.5-coder-0.5b+lora+rl`` there: ``benchmarks/loop_questions.py --pass lora-rl``, ``benchmarks/bfcl.py --model``;
+Leaves out: BFCL and the loop questions before/after (a ``lora`` run's adapter is model
+``qwen2.5-coder-0.5b+lora+rl`` there, a ``base`` run's ``qwen2.5-coder-0.5b+rl``, ``$TOOLKIT_RL_ADAPTER`` naming it:
+``benchmarks/loop_questions.py --pass lora-rl|base-rl``, ``benchmarks/bfcl.py --model``;
 ``results/rl/README.md``), any timed assert. The engines side by side: ``benchmarks/rl_engines.py``. The stand-in
 is refused: a random-weight model earns no reward to learn from.
 """

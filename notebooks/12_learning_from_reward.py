@@ -43,7 +43,8 @@ from IPython.display import HTML, Markdown, display
 
 from toolkit.cliargs import count, from_env
 from toolkit.eval.learned import compare, lost
-from toolkit.eval.questions import summary
+from toolkit.eval.questions import by_id, judge, steps_from_saved, summary
+from toolkit.eval.read import written_call
 from toolkit.memory import memory_available
 from toolkit.models import FULL_MODEL_BYTES, load
 from toolkit.paths import cpu_threads, saved_json
@@ -242,6 +243,73 @@ if "base" in starts:
             )
         )
     )
+
+# %% [markdown]
+# The base model again, on the free-form questions of the loop questions' kinds (`--family ask`), with the settings
+# of the best run from the SFT adapter (32 steps, groups without a spread redrawn up to three times, the KL
+# penalty), then judged on all four sets of loop questions before and after, without crutches.
+
+# %%
+SETS = ("main", "fresh", "heldout", "heldout2")
+base_run = saved_json("rl/train_base_ask-resample3_vllm.json")
+b4 = [saved_json(f"rl/base-ask-resample3/loop_questions_base-free_{s}.json") for s in SETS]
+af = [saved_json(f"rl/base-ask-resample3/loop_questions_base-rl_{s}.json") for s in SETS]
+bfcl_base_rl = saved_json("rl/base-ask-resample3/bfcl_qwen2.5-coder-0.5b+rl.json")
+
+
+def judged(doc):  # each saved row judged again by today's judge (the run's own verdict stays in its file)
+    return [judge(by_id(r["id"]), r["answer"], steps_from_saved(r["calls"])).met for r in doc["rows"]]
+
+
+if not (base_run and all(b4) and all(af)):
+    print("no saved run: `python benchmarks/rl.py train --start base --family ask --resample 3 --engine vllm`")
+else:
+    steps = base_run["steps"]
+    per_set, written = {}, {}
+    for name, before, after in zip(SETS, b4, af):
+        per_set[name] = {
+            "met before": f"{sum(judged(before))}/{before['total']}",
+            "met after": f"{sum(judged(after))}/{after['total']}",
+            "met after, as the run judged it": f"{after['met']}/{after['total']}",
+            "tagged turns before → after": f"{sum(r['tagged_turns'] for r in before['rows'])} → "
+            f"{sum(r['tagged_turns'] for r in after['rows'])}",
+        }
+        for who, doc in (("before", before), ("after", after)):
+            written[who] = written.get(who, 0) + sum(written_call(r["answer"]) for r in doc["rows"])
+    display(pd.DataFrame(per_set).T)
+    n = sum(len(d["rows"]) for d in af)
+    was, now = sum(sum(judged(d)) for d in b4), sum(sum(judged(d)) for d in af)
+    as_run = sum(d["met"] for d in af)
+    made_up = [
+        sum(written_call(r["answer"]) and '"result"' in r["answer"] for d in ds for r in d["rows"]) for ds in (b4, af)
+    ]
+    paid = sum(r["met"] and written_call(r["answer"]) for d in af for r in d["rows"])
+    tags = sum(r["tagged_turns"] for d in af for r in d["rows"])
+    bfcl_rows = (bfcl_base_rl or {}).get("accuracy", {}).get("data", {}).get("rows", [])
+    bfcl_said = "; ".join(
+        f"BFCL {r['category']} (native, seeded {r['n']}): {r['correct']} right, a call written as text in "
+        f"{r['untagged_json']}"
+        for r in bfcl_rows
+    )
+    display(
+        Markdown(
+            f"Over its {len(steps)} steps the model wrote no call the host could run "
+            f"({sum(sum(s['calls']) for s in steps)} calls in the episodes the steps kept), and "
+            f"{sum(s['trained_tokens'] > 0 for s in steps)} of its {len(steps)} groups had a spread. "
+            f"After the run it wrote the `<tool_call>` tag in {tags} turns of the {n} loop questions. "
+            f"What changed is the shape of its answers: a tool call written as text, with no tags, in "
+            f"{written['before']} answers before and {written['after']} after; {made_up[1]} of them after the run "
+            f'(against {made_up[0]} before) carry a `"result"` the model made up (no tool ran). The run judged {as_run} of {n} met, {paid} of them '
+            "such calls whose made-up result happened to be right. The reward scores these questions with the same "
+            "judge, so during the run it paid for them whenever the guess was right: a hack that the judge now "
+            f"refuses (a call written as text is not an answer). Judged today, the loop questions went {was} → "
+            f"{now} of {n}. "
+            + (bfcl_said + ". " if bfcl_said else "")
+            + "RL from this start could only reinforce what it already wrote, and the call format never appeared "
+            "for the reward to pay."
+        )
+    )
+
 
 # %% [markdown]
 # ### Which tasks the reward sees decides what is learned
