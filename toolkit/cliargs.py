@@ -234,9 +234,9 @@ def _hub_cache() -> Path:
 
 def model(text: str) -> str:
     """``auto``, ``stand-in[-qwen2.5]``, ``qwen2.5-coder-0.5b``, ``qwen2.5-coder-0.5b+lora`` (installed, with the
-    kit's adapter; ``+lora+rl``: and an RL adapter on top, both checked; ``+rl``: an RL adapter trained from the base) and ``qwen2.5-coder-0.5b+lora-int8`` (its
-    int8 build), a model folder, a ``.gguf`` file or a hub id (in the local hub cache when ``HF_HUB_OFFLINE=1``).
-    Returns the text unchanged for ``models.load``."""
+    kit's adapter; ``+lora+rl``: and an RL adapter on top, both checked; ``+rl``: an RL adapter trained from the
+    base) and ``qwen2.5-coder-0.5b+lora-int8`` (its int8 build), a model folder, a ``.gguf`` file or a hub id (in
+    the local hub cache when ``HF_HUB_OFFLINE=1``). Returns the text unchanged for ``models.load``."""
     name = text.strip()
     pinned = os.environ.get("TOOLKIT_MODEL", "auto").strip() or "auto"
     if name == "auto" and pinned != "auto":  # load("auto") loads $TOOLKIT_MODEL: checked here, as the option is

@@ -7,7 +7,8 @@ What it does
   adapter merged: the model that writes ``<tool_call>`` by itself), ``"qwen2.5-coder-0.5b+lora-int8"`` (that model
   in int8, ``toolkit.small``: ~0.5 GB of weights instead of 2.5 GB float32), ``"qwen2.5-coder-0.5b+lora+rl"`` (an RL
   adapter merged on top: ``$TOOLKIT_RL_ADAPTER`` or ``benchmarks/rl.py``'s run; refused if its run started from
-  another model; ``"qwen2.5-coder-0.5b+rl"``: one trained from the base model), ``"stand-in"`` (random weights, Qwen3 shape) or ``"auto"``.
+  another model; ``"qwen2.5-coder-0.5b+rl"``: one trained from the base model), ``"stand-in"`` (random weights,
+  Qwen3 shape) or ``"auto"``.
 - ``"auto"`` is the model the kit tests: the real model with the adapter wherever it is installed — the int8 build
   where memory is short (under ``FULL_MODEL_BYTES`` available, e.g. Binder's 2 GB) — else the stand-in, said
   loudly. A hub model runs only when named (``TOOLKIT_MODEL``, ``--model``): no test of the kit can reach the hub.
