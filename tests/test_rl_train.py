@@ -135,6 +135,11 @@ def test_a_resumed_run_takes_the_steps_an_unbroken_one_takes(tmp_path):
     afresh = run(tmp_path / "c", 3, lines)
     assert any("no optimizer state saved: AdamW starts afresh" in x for x in lines)
     assert any(not torch.allclose(afresh[n], w) for n, w in unbroken.items())
+    run(tmp_path / "d", 2)
+    (tmp_path / "d" / T.OPTIMIZER_FILE).write_bytes(b"\x80\x02truncated")  # a damaged file: one line, no traceback
+    lines = []
+    run(tmp_path / "d", 3, lines)
+    assert any("optimizer.pt unreadable" in x and "AdamW starts afresh" in x for x in lines)
 
 
 def test_the_expected_reward_rises_on_a_toy_task():

@@ -105,13 +105,19 @@ def _start(loaded, settings: dict, rank: int, first_layer: int | None, out, log)
             log(f"{out}: saved with another {', '.join(differ)}; starting over")
     opt = torch.optim.AdamW([p for p in loaded.model.parameters() if p.requires_grad], lr=settings["lr"])
     if start:  # AdamW's moments as saved, so a resumed run takes the steps an unbroken one would
-        state = Path(out) / OPTIMIZER_FILE
-        if state.exists():
-            opt.load_state_dict(torch.load(state, weights_only=True))
-        log(
-            f"resuming at step {start}" + ("" if state.exists() else " (no optimizer state saved: AdamW starts afresh)")
-        )
+        log(f"resuming at step {start}" + _restore(opt, Path(out) / OPTIMIZER_FILE))
     return results, start, opt
+
+
+def _restore(opt, state: Path) -> str:
+    """Load AdamW's saved state into ``opt``; what the resume line adds where it could not (none, or damaged)."""
+    if not state.exists():
+        return " (no optimizer state saved: AdamW starts afresh)"
+    try:
+        opt.load_state_dict(torch.load(state, weights_only=True))
+    except Exception as e:  # noqa: BLE001  a truncated or foreign file: one line in the log, the run goes on
+        return f" (optimizer state {state.name} unreadable, {type(e).__name__}: AdamW starts afresh)"
+    return ""
 
 
 def _log_step(results, row, start, steps, sampler, t0, log, out, save_every, model, opt):
