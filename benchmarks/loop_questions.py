@@ -230,18 +230,12 @@ def main(argv=None) -> int:
     if a.only and len(chosen) != len(a.only.split(",")):
         p.error(f"unknown id in --only; known: {[q.id for q in pool]}")
     if a.which in ("lora", "lora-int8", "lora-rl", "base-rl"):  # the adapters (int8: checked against its weights)
-        from toolkit.artifact import ArtifactError, verify_adapter, verify_rl_adapter  # before any load
-        from toolkit.models import adapter_folder  # light: torch loads inside load()
-        from toolkit.rl_adapter import rl_adapter_folder, rl_start_mismatch
+        from toolkit.artifact import ArtifactError  # before any load
+        from toolkit.models import verify_adapters  # light: torch loads inside load()
         from toolkit.untrusted import UntrustedInputError
 
         try:
-            if a.which != "base-rl":
-                verify_adapter(adapter_folder())
-            if a.which.endswith("-rl") and (
-                why := rl_start_mismatch(PASSES[a.which][0], verify_rl_adapter(rl_adapter_folder()))
-            ):
-                raise ArtifactError(why)
+            verify_adapters(PASSES[a.which][0])
         except (ArtifactError, UntrustedInputError) as e:
             print(f"loop_questions.py: {e}", file=sys.stderr)
             return 1

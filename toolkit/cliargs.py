@@ -32,9 +32,9 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from toolkit.artifact import ArtifactError, verify_adapter, verify_rl_adapter
-from toolkit.models import ADAPTER_SUFFIX, REAL_OFFLINE, SMALL, SMALL_BASE, STAND_IN, adapter_folder
-from toolkit.rl_adapter import RL_SUFFIX, rl_adapter_folder, rl_start_mismatch
+from toolkit.artifact import ArtifactError
+from toolkit.models import ADAPTER_SUFFIX, REAL_OFFLINE, SMALL, SMALL_BASE, STAND_IN, verify_adapters
+from toolkit.rl_adapter import RL_SUFFIX
 from toolkit.untrusted import UntrustedInputError, expand_path, redact
 
 MAX_SHOWN = 60  # characters of a bad value echoed back in an error
@@ -248,13 +248,8 @@ def model(text: str) -> str:
     if name == "auto" or name in (STAND_IN, f"{STAND_IN}-qwen2.5", f"{STAND_IN}-qwen3"):
         return name
     if name in (REAL_OFFLINE + ADAPTER_SUFFIX, REAL_OFFLINE + ADAPTER_SUFFIX + RL_SUFFIX, REAL_OFFLINE + RL_SUFFIX):
-        try:  # checked before any load
-            if ADAPTER_SUFFIX in name:
-                verify_adapter(adapter_folder())  # shipped or $TOOLKIT_ADAPTER
-            if name.endswith(RL_SUFFIX):  # $TOOLKIT_RL_ADAPTER or benchmarks/rl.py's run, from the start named
-                why = rl_start_mismatch(name, verify_rl_adapter(rl_adapter_folder()))
-                if why:
-                    raise ArtifactError(why)
+        try:
+            verify_adapters(name)  # before any load
         except (ArtifactError, UntrustedInputError) as e:
             raise argparse.ArgumentTypeError(str(e)) from None
         return name

@@ -65,6 +65,16 @@ def adapter_folder(name: str = ADAPTER_NAME) -> Path:
     return Path(str(files("toolkit") / "data" / "adapters" / name))
 
 
+def verify_adapters(name: str) -> None:
+    """Before any load: every adapter the short ``name`` puts on the real model checked (``+lora…``: the SFT adapter;
+    ``…+rl``: the RL adapter, its run started from the model named). One ``ArtifactError`` (or
+    ``UntrustedInputError``) line, else None."""
+    if ADAPTER_SUFFIX in name:
+        artifact.verify_adapter(adapter_folder())  # shipped or $TOOLKIT_ADAPTER
+    if name.endswith(RL_SUFFIX) and (why := rl_start_mismatch(name, artifact.verify_rl_adapter(rl_adapter_folder()))):
+        raise artifact.ArtifactError(why)
+
+
 def adapter_manifest(folder: Path | None = None) -> dict | None:
     """The adapter's ``manifest.json`` (base model sha256, data seed and hash, settings, commit, loss), or None."""
     f = (folder or adapter_folder()) / "manifest.json"
@@ -173,12 +183,8 @@ def load(name: str = DEFAULT_MODEL, device: str | None = None, dtype=None, quiet
         say(f"loaded {out.description}")
         return out
     if name in (REAL_OFFLINE + RL_SUFFIX, REAL_LORA + RL_SUFFIX):  # every adapter checked before the model loads
-        stem = name.removesuffix(RL_SUFFIX)
-        if stem == REAL_LORA:
-            artifact.verify_adapter(adapter_folder())
-        if why := rl_start_mismatch(name, artifact.verify_rl_adapter(rl_adapter_folder())):
-            raise artifact.ArtifactError(why)
-        out = apply_rl_adapter(load(stem, device, dtype, quiet=True), rl_adapter_folder())
+        verify_adapters(name)
+        out = apply_rl_adapter(load(name.removesuffix(RL_SUFFIX), device, dtype, quiet=True), rl_adapter_folder())
         say(f"loaded {out.description}")
         return out
     if name.endswith(ADAPTER_SUFFIX):
