@@ -39,7 +39,7 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from toolkit.eval.questions import SETS, judge, questions, steps_from_saved, steps_of  # noqa: E402  (no torch)
+from toolkit.eval.questions import SETS, judge, judge_saved, questions, steps_of  # noqa: E402  (no torch)
 from toolkit.models import DTYPES  # noqa: E402  (torch loads inside load())
 from toolkit.paths import provenance  # noqa: E402  (standard library only: a usage error stays fast)
 
@@ -169,7 +169,7 @@ def rescore(out: str) -> int:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
         rows = doc["rows"]
-        strict = {r["id"]: judge(by[r["id"]], r["answer"], steps_from_saved(r["calls"])) for r in rows}
+        strict = {r["id"]: judge_saved(r, by[r["id"]]) for r in rows}
         lost = [
             f"{r['id']} ({', '.join(k for k, ok in strict[r['id']].parts.items() if not ok)})"
             for r in rows

@@ -43,7 +43,7 @@ from IPython.display import HTML, Markdown, display
 
 from toolkit.cliargs import count, from_env
 from toolkit.eval.learned import compare, lost
-from toolkit.eval.questions import by_id, judge, steps_from_saved, summary
+from toolkit.eval.questions import judge_saved, summary
 from toolkit.eval.read import written_call
 from toolkit.memory import memory_available
 from toolkit.models import FULL_MODEL_BYTES, load
@@ -258,7 +258,7 @@ bfcl_base_rl = saved_json("rl/base-ask-resample3/bfcl_qwen2.5-coder-0.5b+rl.json
 
 
 def judged(doc):  # each saved row judged again by today's judge (the run's own verdict stays in its file)
-    return [judge(by_id(r["id"]), r["answer"], steps_from_saved(r["calls"])).met for r in doc["rows"]]
+    return [judge_saved(r).met for r in doc["rows"]]
 
 
 if not (base_run and all(b4) and all(af)):

@@ -6,7 +6,16 @@ import re
 
 import pytest
 
-from toolkit.eval.questions import Question, by_id, judge, numbers, questions, stated_result, steps_from_saved
+from toolkit.eval.questions import (
+    Question,
+    by_id,
+    judge,
+    judge_saved,
+    numbers,
+    questions,
+    stated_result,
+    steps_from_saved,
+)
 from toolkit.paths import results_file
 
 
@@ -129,10 +138,10 @@ def test_the_saved_runs_rescored_strictly_never_gain():
     for name in ("loop_questions_lora.json", "loop_questions_base-free_fresh.json"):
         doc = json.loads(results_file(name).read_text(encoding="utf-8"))
         for r in doc["rows"]:
-            v = judge(by_id(r["id"]), r["answer"], steps_from_saved(r["calls"]))
+            v = judge_saved(r)
             assert r["met"] or not v.met, (name, r["id"], v.reason)
     row = next(r for r in doc["rows"] if r["id"] == "f_spanish_en")
-    assert row["met"] and not judge(by_id(row["id"]), row["answer"], steps_from_saved(row["calls"]))
+    assert row["met"] and not judge_saved(row)
     assert re.search(r"Buenas", row["answer"])
 
 

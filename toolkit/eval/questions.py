@@ -5,7 +5,7 @@ What it does
   "heldout", written before the RL adapter of issue 38 ran, and "heldout2", written after "heldout" had been used to
   choose between RL runs),
   each a :class:`Question` (id, set, kind, question, note, the tool results it needs, the answer it needs).
-- ``summary(rows)``: a saved run counted (met, answers that refuse with no call, junk calls); ``refuses(answer)``.
+- ``judge_saved(row)``: a saved row judged again. ``summary(rows)``: a saved run counted (met, answers that refuse with no call, junk calls); ``refuses(answer)``.
 - ``judge(question, answer, steps) -> Verdict``: met or not, with the reason. ``steps`` are the calls the loop ran
   (dicts or objects with ``name``, ``arguments``, ``status``, ``result``: ``steps_of(trace)`` reads them from a
   ``toolkit.loop.steps.Trace``; ``steps_from_saved(calls)`` re-runs the demo tools on a saved row's calls).
@@ -235,6 +235,12 @@ def judge(question: Question, answer: str | None, steps=()) -> Verdict:
     ok, why = _answer_part(question, question.answer, answer or "", steps)
     parts[why] = ok
     return Verdict(all(parts.values()), "; ".join(f"{k}: {v}" for k, v in parts.items()), parts)
+
+
+def judge_saved(row: dict, question: Question | None = None) -> Verdict:
+    """A saved row (``benchmarks/loop_questions.py``: id, answer, calls) judged again, its calls replayed on the demo
+    tools (:func:`steps_from_saved`); ``question``: its record, where the caller has it."""
+    return judge(question or by_id(row["id"]), row["answer"], steps_from_saved(row["calls"]))
 
 
 # ---------------------------------------------------------------- steps from a run
