@@ -109,14 +109,8 @@ def test_the_adapter_is_handed_over_when_it_changed_and_only_then(served):
 def test_one_openai_client_serves_every_request_and_is_closed(monkeypatch):
     import toolkit.rl.served as mod
 
-    made = []
-
-    def counted(url, timeout):
-        made.append(mod.openai_client.__wrapped__(url, timeout))
-        return made[-1]
-
-    counted.__wrapped__ = mod.openai_client
-    monkeypatch.setattr(mod, "openai_client", counted)
+    made, real = [], mod.openai_client
+    monkeypatch.setattr(mod, "openai_client", lambda url, timeout: made.append(real(url, timeout)) or made[-1])
     loaded, stub = load("stand-in-qwen2.5", quiet=True), Stub()
     with ServedSampler(loaded, max_new=5, server=stub) as sampler:
         loaded.model = attach(loaded.model)
