@@ -16,6 +16,7 @@ def _claim(**given):
     run = {
         "rl_run": _run([5, 0, 3]),
         "rl_eval": {"before": {"summary": _summary(13)}, "after": {"summary": _summary(17)}},
+        "rl_base_ask": None,
     }
     return next(c for c in claims_rl.RL.run(**(run | given)) if c.id == "rl-verifiable-env")
 
@@ -28,6 +29,27 @@ def test_a_start_whose_groups_never_had_a_spread_is_a_caveat():
     assert "13 -> 21 of 24 met" in c.evidence
     assert "from the base model no group had a spread (0 of 24 met before)" in c.why
     assert "from the SFT adapter no group" not in c.why
+
+
+def _loop(answers: list[str], tags: int) -> dict:
+    rows = [{"id": "sqrt_en", "answer": a, "tagged_turns": tags, "calls": [], "met": True} for a in answers]
+    return {"rows": rows}
+
+
+def test_a_base_start_that_never_calls_on_free_form_questions_is_a_caveat_judged_now():
+    blob = '{"name": "calculator", "arguments": {"expression": "sqrt(1764)", "result": "42.0"}}'
+    base_ask = {
+        "run": {"steps": [{"calls": [0, 0, 0, 0], "trained_tokens": t} for t in (0, 12, 0)]},
+        "before": [_loop(["I cannot compute that."], 0)],
+        "after": [_loop([blob, "The square root of 1764 is 42."], 0)],
+    }
+    c = _claim(rl_base_ask=base_ask)
+    # the saved rows say met; today's judge refuses the call written as text with a made-up result
+    assert "3 steps on free-form questions (ask), 1 with a spread, 0 calls run by the host" in c.evidence
+    assert "loop questions met 0 -> 1 of 2 (judged now), the <tool_call> tag in 0 -> 0 turns" in c.evidence
+    assert "never wrote a call the host could run" in c.why
+    base_ask["after"] = [_loop(["42"], 1)]
+    assert "never wrote a call" not in _claim(rl_base_ask=base_ask).why
 
 
 def test_without_the_start_runs_the_claim_rests_on_the_multi_run_alone():

@@ -7,7 +7,8 @@ What it does
   groups had a spread, and the held-out evaluation before and after (greedy, tasks the run never drew): the
   verdict rests on that, since the training curve mixes easy and hard task families; and the calculator family
   from the SFT adapter and from the base model (sampled held-out episodes, the same draws before and after), with
-  a caveat where a start had no group with a spread to learn from.
+  a caveat where a start had no group with a spread to learn from; and the free-form questions (``ask``) from the
+  base model, judged on the loop questions before and after, with a caveat where it never wrote a call to reinforce.
 - ``rl-credit-assignment``: "the hard part is trajectory-level credit assignment" — with one reward per
   trajectory, GRPO gives every token the model wrote the same advantage and the environment's tokens none; the
   loss cannot say which step was the wrong one (computed on a two-turn trajectory with a tool result).
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from toolkit.book.ledger import BOOK, Claim, make_verdict
 from toolkit.book.registry import Group, loader
+from toolkit.eval.questions import SETS, judge_saved
 from toolkit.paths import saved_json
 from toolkit.rl.evidence import evidence
 from toolkit.tokenizer import qwen_tokenizer
@@ -27,6 +29,8 @@ from toolkit.tokenizer import qwen_tokenizer
 RL = Group("rl")
 TRAIN, EVAL = "rl/train_lora_multi.json", "rl/eval_lora_multi.json"
 STARTS = {"the SFT adapter": "lora", "the base model": "base"}  # benchmarks/rl.py --start, the calc family, sampled
+BASE_ASK = "rl/train_base_ask-resample3_vllm.json"  # --start base --family ask, judged by loop_questions.py below
+BASE_ASK_LOOP = "rl/base-ask-resample3/loop_questions_base-{side}_{set}.json"  # side: free (before), rl (after)
 
 
 @loader
@@ -53,6 +57,41 @@ def rl_starts() -> dict:
         if run and ev and "before" in ev and "after" in ev:
             out[name] = (run, ev)
     return out
+
+
+@loader
+def rl_base_ask() -> dict | None:
+    """The base model's run on the free-form questions and its loop questions before and after, every set saved."""
+    run = saved_json(BASE_ASK)
+    loops = {side: [saved_json(BASE_ASK_LOOP.format(side=side, set=s)) for s in SETS] for side in ("free", "rl")}
+    if not run or not all(all(docs) for docs in loops.values()):
+        return None
+    return {"run": run, "before": loops["free"], "after": loops["rl"]}
+
+
+def _base_ask_text(base_ask: dict | None) -> tuple[str, list]:
+    """The base model's ``ask`` run: its calls, and the loop questions met judged by today's judge, before and after;
+    a caveat where it never wrote a call the host ran."""
+    if base_ask is None:
+        return "", []
+    steps = base_ask["run"]["steps"]
+    calls = sum(sum(s["calls"]) for s in steps)
+    spread = sum(s["trained_tokens"] > 0 for s in steps)
+    rows = {side: [r for d in base_ask[side] for r in d["rows"]] for side in ("before", "after")}
+    met = {side: sum(judge_saved(r).met for r in rs) for side, rs in rows.items()}
+    tags = {side: sum(r["tagged_turns"] for r in rs) for side, rs in rows.items()}
+    n = len(rows["after"])
+    text = (
+        f"; from the base model, {len(steps)} steps on free-form questions (ask), {spread} with a spread, {calls} "
+        f"calls run by the host in the groups kept: loop questions met {met['before']} -> {met['after']} of {n} "
+        f"(judged now), the <tool_call> tag in {tags['before']} -> {tags['after']} turns"
+    )
+    caveat = (
+        calls == 0 and tags["after"] == 0,
+        "from the base model on free-form questions it never wrote a call the host could run: there was no call to "
+        "reinforce, and what moved was the shape of its text",
+    )
+    return text, [caveat]
 
 
 def _starts_text(rl_starts: dict) -> tuple[str, list]:
@@ -90,7 +129,7 @@ def _per_family(run: dict) -> dict[str, tuple[int, int]]:
     "A model can learn by trial and error in a verifiable environment, rewarded by whether the task got done.",
     answers=("让模型在可验证环境里自己试错",),
 )
-def verifiable_env(rl_evidence, rl_run, rl_eval, rl_starts):
+def verifiable_env(rl_evidence, rl_run, rl_eval, rl_starts, rl_base_ask):
     env = rl_evidence["environment"]
     gamed = [env["call"]["in_prose"], env["decline"]["empty"]]
     families = ", ".join(f"{f}: {v['tasks']} tasks" for f, v in env.items())
@@ -122,8 +161,9 @@ def verifiable_env(rl_evidence, rl_run, rl_eval, rl_starts):
         f"{b['mean_reward']:+.3f} -> {a['mean_reward']:+.3f}; failed calls {b['failed_calls']} -> {a['failed_calls']})"
     )
     more, start_caveats = _starts_text(rl_starts)
+    ask_text, ask_caveats = _base_ask_text(rl_base_ask)
     return (
-        text + more,
+        text + more + ask_text,
         *make_verdict(
             a["met"] > b["met"] and all(g <= 0 for g in gamed),
             "the saved run did not raise the held-out tasks met (or gaming earned a reward)",
@@ -131,6 +171,7 @@ def verifiable_env(rl_evidence, rl_run, rl_eval, rl_starts):
                 (len(rl_run["steps"]) < 200, f"a small run ({len(rl_run['steps'])} steps on a 0.5B model, CPU)"),
                 (a["n"] < 100, f"{a['n']} held-out tasks: a difference of a few is within sampling noise"),
                 *start_caveats,
+                *ask_caveats,
             ],
         ),
     )
