@@ -244,33 +244,42 @@ def _safetensors() -> bytes:
     return len(header).to_bytes(8, "little") + header + bytes(8)
 
 
+def _sound_adapter(folder: Path, started_from: str) -> Path:
+    """A sound RL adapter whose run's ``results.json`` names the model it started from."""
+    folder.mkdir(parents=True)
+    (folder / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 8}))
+    (folder / "adapter_model.safetensors").write_bytes(_safetensors())
+    (folder.parent / "results.json").write_text(json.dumps({"model": started_from}))
+    return folder
+
+
 def test_loop_questions_and_bfcl_refuse_a_broken_rl_adapter_before_any_model_loads(tmp_path):
     """``--pass lora-rl|base-rl`` / ``--model qwen2.5-coder-0.5b[+lora]+rl`` with ``TOOLKIT_RL_ADAPTER`` naming a
-    missing or damaged folder, or (for the base) a run that started from the SFT adapter: one line (exit 1 for the
-    loop questions, a usage error for BFCL), torch never imported."""
-    runs = {
-        "loop_questions.py": (["--pass", "lora-rl", "--set", "heldout", "--only", "h_mean_en"], 1),
-        "bfcl.py": (["accuracy", "--model", "qwen2.5-coder-0.5b+lora+rl", "--limit", "1", "--no-save"], 2),
-        "loop_questions.py base-rl": (["--pass", "base-rl", "--set", "heldout", "--only", "h_mean_en"], 1),
-        "bfcl.py +rl": (["accuracy", "--model", "qwen2.5-coder-0.5b+rl", "--limit", "1", "--no-save"], 2),
+    missing or damaged folder, or a sound run that started from the other model: one line (exit 1 for the loop
+    questions, a usage error for BFCL), torch never imported."""
+    runs = {  # script: (argv, exit status, the start the model name wants)
+        "loop_questions.py": (["--pass", "lora-rl", "--set", "heldout", "--only", "h_mean_en"], 1, "lora"),
+        "bfcl.py": (["accuracy", "--model", "qwen2.5-coder-0.5b+lora+rl", "--limit", "1", "--no-save"], 2, "lora"),
+        "loop_questions.py base-rl": (["--pass", "base-rl", "--set", "heldout", "--only", "h_mean_en"], 1, "base"),
+        "bfcl.py +rl": (["accuracy", "--model", "qwen2.5-coder-0.5b+rl", "--limit", "1", "--no-save"], 2, "base"),
     }
-    wrong = tmp_path / "from_sft" / "adapter"  # a sound adapter whose run started from the SFT adapter, not the base
-    wrong.mkdir(parents=True)
-    (wrong / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 8}))
-    (wrong / "adapter_model.safetensors").write_bytes(_safetensors())
-    (wrong.parent / "results.json").write_text(json.dumps({"model": "Qwen + LoRA adapter x (weights 07ad3f3e) [cpu]"}))
-    for how, bad in (_rl_adapters(tmp_path) | {"another start": wrong}).items():
-        env = dict(os.environ, HF_HUB_OFFLINE="1", TOOLKIT_RL_ADAPTER=str(bad), TOOLKIT_BACKEND="")
-        env.pop("TOOLKIT_ADAPTER", None)
-        for script, (argv, rc) in runs.items():
-            if how == "another start" and "base-rl" not in argv and "qwen2.5-coder-0.5b+rl" not in argv:
-                continue  # an adapter trained from the SFT adapter fits +lora+rl
+    other_start = {  # a sound adapter from the other start: wrong for every run that wants this one
+        "lora": _sound_adapter(tmp_path / "from_base" / "adapter", "Qwen base [cpu]"),
+        "base": _sound_adapter(tmp_path / "from_sft" / "adapter", "Qwen + LoRA adapter x (weights 07ad3f3e) [cpu]"),
+    }
+    broken = _rl_adapters(tmp_path)
+    for script, (argv, rc, start) in runs.items():
+        for how, bad in (broken | {"another start": other_start[start]}).items():
+            env = dict(os.environ, HF_HUB_OFFLINE="1", TOOLKIT_RL_ADAPTER=str(bad), TOOLKIT_BACKEND="")
+            env.pop("TOOLKIT_ADAPTER", None)
             cmd = [sys.executable, str(RUNNER), "--block-heavy", str(ROOT / "benchmarks" / script.split()[0]), *argv]
             r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
             assert "MODEL LOAD" not in r.stderr and "HEAVY IMPORT" not in r.stderr, (script, how, r.stderr[-800:])
             assert r.returncode == rc and "Traceback" not in r.stderr, (script, how, r.returncode, r.stderr[-800:])
             last = r.stderr.strip().splitlines()[-1]
             assert "RL adapter" in last or "nosuchuser" in last, (script, how, r.stderr[-800:])
+            if how == "another start":
+                assert "was trained from" in last, (script, last)
 
 
 def test_an_rl_adapter_from_another_start_is_refused_before_peft(tmp_path):
