@@ -127,6 +127,9 @@ def test_a_resumed_run_takes_the_steps_an_unbroken_one_takes(tmp_path):
     lines = []
     resumed = run(tmp_path / "b", 3, lines)
     assert "resuming at step 2" in lines and (tmp_path / "b" / T.OPTIMIZER_FILE).exists()
+    saved = json.loads((tmp_path / "b" / "results.json").read_text())
+    assert [(r["after_step"], r["optimizer"]) for r in saved["resumed"]] == [(2, "saved")]  # the file says so
+    assert "resumed" not in json.loads((tmp_path / "a" / "results.json").read_text())
     for n, w in unbroken.items():
         torch.testing.assert_close(resumed[n], w)
     run(tmp_path / "c", 2)

@@ -17,7 +17,8 @@ What it does
   (:func:`toolkit.sft.lora.attach`); a progress line (step, mean reward, KL, tokens/s, ETA); ``results.json``
   with the reward curve, the adapter and the optimizer's state saved every ``save_every`` steps under ``out``; a
   rerun with the same settings resumes from the last save (more ``steps`` than before extend a run) and takes the
-  steps an unbroken run would (runs saved before the optimizer's state was: AdamW starts afresh, said in the log).
+  steps an unbroken run would (runs saved before the optimizer's state was: AdamW starts afresh, said in the log);
+  ``results.json`` lists each resume (``resumed``: after which step, when, whether AdamW's state came back).
 - ``load_adapter(loaded, folder)``: a saved adapter back on the base model.
 
 What it leaves out
@@ -105,7 +106,13 @@ def _start(loaded, settings: dict, rank: int, first_layer: int | None, out, log)
             log(f"{out}: saved with another {', '.join(differ)}; starting over")
     opt = torch.optim.AdamW([p for p in loaded.model.parameters() if p.requires_grad], lr=settings["lr"])
     if start:  # AdamW's moments as saved, so a resumed run takes the steps an unbroken one would
-        log(f"resuming at step {start}" + _restore(opt, Path(out) / OPTIMIZER_FILE))
+        restored = _restore(opt, Path(out) / OPTIMIZER_FILE)
+        log(f"resuming at step {start}" + restored)
+        # the file says it was resumed, when, and how (a step's "seconds" count from its own process's start)
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        results.setdefault("resumed", []).append(
+            {"after_step": start, "date": when, "optimizer": restored.strip(" ()") or "saved"}
+        )
     return results, start, opt
 
 
