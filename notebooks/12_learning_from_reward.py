@@ -371,13 +371,15 @@ else:
 # each of single calls and declines; `ask` is the free-form questions alone; `ask-resample3` is the same with
 # dynamic sampling (where all four members of a group earn the same reward, up to three other tasks are drawn, so
 # that the step has something to learn from); `askcall-resample3` adds one single call to every two free-form
-# questions, with no declines. The last four add a KL penalty to the starting model. "Refuses"
+# questions, with no declines; `askmix-resample3` draws four free-form questions to two single calls and one
+# decline, so declines are kept but outweighed. The last five add a KL penalty to the starting model. "Refuses"
 # counts answers that say they cannot help and made no call.
 
 # %%
 RUNS = {"all": "every family", "mix": "each kind equally", "blend": "half free-form", "ask": "free-form only"}
 RUNS["ask-resample3"] = "free-form only, groups without spread redrawn"
 RUNS["askcall-resample3"] = "two free-form to one single call, redrawn"
+RUNS["askmix-resample3"] = "four free-form, two single calls, one decline, redrawn"
 sft_bfcl = saved_json("full/bfcl_qwen2.5-coder-0.5b+lora.json")
 sft_loop = [saved_json(f"rl/loop_questions_lora{s}.json") for s in ("", "_fresh", "_heldout")]
 table, seen = [], {}
@@ -463,49 +465,51 @@ else:
 
 # %% [markdown]
 # ### Every BFCL case, not the seeded 50
-# The seeded cases are a sample of each category, and their intervals are wide. The `ask-resample3` adapter also ran
-# over every case of its categories, paired case by case with the SFT adapter's run over every case. For the cases the SFT adapter
-# got right and the RL adapter missed, the taxonomy says what the RL answer became, and `lost` counts the answers that
-# are the SFT adapter's own call with an argument left out.
+# The seeded cases are a sample of each category, and their intervals are wide. Two adapters also ran over every case
+# of the five categories, paired case by case with the SFT adapter's run over every case: `ask-resample3` (free-form
+# questions only) and `askmix-resample3` (single calls and declines mixed in). For the cases the SFT adapter got right
+# and an RL adapter missed, the taxonomy says what the RL answer became, and `dropped` counts the answers that are the
+# SFT adapter's own call with an argument left out.
 
 # %%
-whole = saved_json("rl/ask-resample3/whole/bfcl_qwen2.5-coder-0.5b+lora+rl.json")
-if whole and sft_bfcl:
-    every = compare(sft_bfcl, whole)["rows"]
-    delta = {r["category"]: 100 * (r["adapter"]["accuracy"] - r["base"]["accuracy"]) for r in every}
-    display(
-        pd.DataFrame(
-            [
-                {
-                    "category": r["category"],
-                    "cases": r["adapter"]["n"],
-                    "SFT adapter": f"{100 * r['base']['accuracy']:.2f}",
-                    "ask-resample3": f"{100 * r['adapter']['accuracy']:.2f}",
-                    "Δ": f"{delta[r['category']]:+.2f}",
-                    "gained / lost": f"{r['gained']} / {r['lost']}",
-                    "missing_param (SFT → RL)": f"{r['base']['kinds'].get('missing_param', 0)} → "
-                    f"{r['adapter']['kinds'].get('missing_param', 0)}",
-                }
-                for r in every
-            ]
-        ).set_index("category")
-    )
-    gone, won = lost(sft_bfcl, whole), lost(whole, sft_bfcl)
-    below = [c for c, d in delta.items() if round(d, 6) < -2]
+WHOLE = ("ask-resample3", "askmix-resample3")
+wholes = {n: w for n in WHOLE if (w := saved_json(f"rl/{n}/whole/bfcl_qwen2.5-coder-0.5b+lora+rl.json"))}
+if wholes and sft_bfcl:
+    paired = {n: {r["category"]: r for r in compare(sft_bfcl, w)["rows"]} for n, w in wholes.items()}
+    delta = {n: {c: 100 * (r["adapter"]["accuracy"] - r["base"]["accuracy"]) for c, r in rows.items()}
+             for n, rows in paired.items()}  # fmt: skip
+    mp = lambda r, who: r[who]["kinds"].get("missing_param", 0)  # noqa: E731
+    by_cat = []
+    for c, first in next(iter(paired.values())).items():
+        row = {"category": c, "cases": first["base"]["n"], "SFT adapter": f"{100 * first['base']['accuracy']:.2f}"}
+        row["missing_param, SFT"] = mp(first, "base")
+        for n, rows in paired.items():
+            if c in rows:
+                r = rows[c]
+                row[n] = f"{100 * r['adapter']['accuracy']:.2f} ({delta[n][c]:+.2f})"
+                row[f"{n}: gained / lost, missing_param"] = f"{r['gained']} / {r['lost']}, {mp(r, 'adapter')}"
+        by_cat.append(row)
+    display(pd.DataFrame(by_cat).set_index("category"))
+    said = []
+    for n, w in wholes.items():
+        gone, won = lost(sft_bfcl, w), lost(w, sft_bfcl)
+        below = [c for c, d in delta[n].items() if round(d, 6) < -2]
+        said.append(
+            f"`{n}`: where a call is due it loses {gone['n']} cases the SFT adapter got right and gains {won['n']}; "
+            f"{gone['kinds'].get('missing_param', 0)} of the lost are `missing_param`, and {gone['dropped']} are the "
+            f"SFT adapter's own call with an argument left out ({won['dropped']} of the gained the other way round). "
+            + (
+                f"{len(below)} categories are more than 2 points below the SFT adapter ({', '.join(below)})."
+                if below
+                else "No category is more than 2 points below the SFT adapter."
+            )
+        )
     display(
         Markdown(
-            f"Over every case, where a call is due the RL adapter loses {gone['n']} cases the SFT adapter got right "
-            f"and gains {won['n']}. Of the lost, {gone['kinds'].get('missing_param', 0)} are `missing_param`, and "
-            f"{gone['dropped']} are the SFT adapter's own call with an argument the request stated left out "
-            f"(the other way round, the SFT adapter left one out in {won['dropped']} of the {won['n']} gained). "
-            + (
-                f"{len(below)} categories are more than 2 points below the SFT adapter ({', '.join(below)}), which "
-                "the seeded 50 did not show. "
-                if below
-                else "No category is more than 2 points below the SFT adapter. "
-            )
-            + "The free-form tasks are judged on the final answer, not on the call's arguments: leaving out an "
-            "argument the answer does not need costs nothing there, and the policy drifted toward shorter calls."
+            " ".join(said)
+            + " The free-form tasks are judged on the final answer, not on the call's arguments: leaving out an "
+            "argument the answer does not need costs nothing there. The single-call tasks are scored on every "
+            "argument, which is why `askmix` mixes them in."
         )
     )
 else:
