@@ -41,9 +41,10 @@ import plotly.graph_objects as go
 import torch
 from IPython.display import HTML, Markdown, display
 
+from toolkit.book.claims_rl import rl_base_ask
 from toolkit.cliargs import count, from_env
 from toolkit.eval.learned import compare, lost
-from toolkit.eval.questions import judge_saved, summary
+from toolkit.eval.questions import SETS, judge_saved, summary
 from toolkit.eval.read import written_call
 from toolkit.memory import memory_available
 from toolkit.models import FULL_MODEL_BYTES, load
@@ -250,10 +251,8 @@ if "base" in starts:
 # penalty), then judged on all four sets of loop questions before and after, without crutches.
 
 # %%
-SETS = ("main", "fresh", "heldout", "heldout2")
-base_run = saved_json("rl/train_base_ask-resample3_vllm.json")
-b4 = [saved_json(f"rl/base-ask-resample3/loop_questions_base-free_{s}.json") for s in SETS]
-af = [saved_json(f"rl/base-ask-resample3/loop_questions_base-rl_{s}.json") for s in SETS]
+base_ask = rl_base_ask() or {}  # the ledger's loader: the run and its loop questions, every set, or None
+base_run, b4, af = base_ask.get("run"), base_ask.get("before", [None]), base_ask.get("after", [None])
 bfcl_base_rl = saved_json("rl/base-ask-resample3/bfcl_qwen2.5-coder-0.5b+rl.json")
 
 
