@@ -81,11 +81,15 @@ def _load(start: str, threads: int):
 def train(a) -> int:
     from toolkit.eval.report import meta
     from toolkit.rl.envs import tasks as tasks_for
-    from toolkit.rl.train import train_tasks
+    from toolkit.rl.train import saved_run, train_tasks
 
+    out = _adapter_dir(a.start, _run_name(a))
+    try:  # before any model loads: a damaged save is one line, and nothing is overwritten
+        saved_run(out)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     loaded = _load(a.start, a.threads)
     tasks = tasks_for(a.family, 0, a.tasks)
-    out = _adapter_dir(a.start, _run_name(a))
     print(f"model: {loaded.description}\n{a.family}: {len(tasks)} tasks, adapter -> {out}", flush=True)
     how = dict(steps=a.steps, group=a.group, lr=a.lr, max_new=a.max_new, seed=a.seed, out=out, beta=a.beta)
     how["resample"] = a.resample

@@ -266,3 +266,17 @@ def test_a_run_resumes_in_a_fresh_process_whose_adapter_changes_the_parameter_co
     other = T.train(fresh, [ids], reward, steps=1, log=lines.append, **how | {"lr": 2e-2})  # says why it starts over
     assert any(x.endswith("saved with another lr; starting over") for x in lines)
     assert [s["step"] for s in other["steps"]] == [1]
+
+
+def test_a_damaged_save_is_one_error_and_is_kept(tmp_path):
+    """``saved_run``: none, a run, and a file that is not one (truncated, binary, the wrong shape): a ValueError
+    naming the file, which stays as it was."""
+    assert T.saved_run(tmp_path) is None
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"steps": [{"step": 1}], "resumed": []}))
+    assert T.saved_run(tmp_path)["steps"] == [{"step": 1}]
+    for bad in (b'{"steps": [', b"\xff\xfe", b"[]", b'{"steps": 3}', b'{"steps": [], "resumed": {}}'):
+        path.write_bytes(bad)
+        with pytest.raises(ValueError, match="results.json") as e:
+            T.saved_run(tmp_path)
+        assert "\n" not in str(e.value) and path.read_bytes() == bad

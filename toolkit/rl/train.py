@@ -30,6 +30,7 @@ What it leaves out
 
 from __future__ import annotations
 
+import datetime
 import json
 import random
 import time
@@ -93,8 +94,7 @@ def _start(loaded, settings: dict, rank: int, first_layer: int | None, out, log)
     if not isinstance(loaded.model, PeftModel):
         loaded.model = attach(loaded.model, rank, first_layer)
     start = 0
-    if out is not None and (Path(out) / "results.json").exists():
-        saved = json.loads((Path(out) / "results.json").read_text())
+    if out is not None and (saved := saved_run(out)) is not None:
         if saved.get("settings") == settings and saved.get("model") == results["model"]:
             results = saved
             load_adapter(loaded, Path(out) / "adapter")
@@ -109,11 +109,27 @@ def _start(loaded, settings: dict, rank: int, first_layer: int | None, out, log)
         restored = _restore(opt, Path(out) / OPTIMIZER_FILE)
         log(f"resuming at step {start}" + restored)
         # the file says it was resumed, when, and how (a step's "seconds" count from its own process's start)
-        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")  # as results files date
         results.setdefault("resumed", []).append(
             {"after_step": start, "date": when, "optimizer": restored.strip(" ()") or "saved"}
         )
     return results, start, opt
+
+
+def saved_run(out) -> dict | None:
+    """The run saved under ``out`` (its ``results.json``), or None where there is none. A file that is not a saved
+    run is a ValueError in one line, and nothing is overwritten: move it away to start over."""
+    path = Path(out) / "results.json"
+    if not path.exists():
+        return None
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path} is unreadable ({type(e).__name__}): move it away to start over") from None
+    if not (isinstance(saved, dict) and isinstance(saved.get("steps"), list)
+            and isinstance(saved.get("resumed", []), list)):  # fmt: skip
+        raise ValueError(f"{path} is not a saved RL run (no list of steps): move it away to start over")
+    return saved
 
 
 def _restore(opt, state: Path) -> str:
