@@ -7,6 +7,7 @@ import re
 import jsonschema
 import pytest
 
+from toolkit import calculator as calculator_module
 from toolkit import tools
 from toolkit.calculator import _TOKEN, MAX_EXPR_CHARS, calculator
 from toolkit.errors import MAX_MESSAGE_CHARS, ToolError, bounded_message, describe
@@ -141,6 +142,34 @@ def test_calculator_limits_are_exact_at_the_edge():
     with pytest.raises(ToolError, match="exponent"):
         calculator("1 ** 1001")
     assert calculator("1" * 30)["result"] == pytest.approx(float("1" * 30))
+
+
+class _Clock:
+    """A clock that moves ``step`` seconds each time it is read: a thread paused by a busy machine (wall clock) or
+    a runaway computation (CPU clock)."""
+
+    def __init__(self, step):
+        self.now, self.step = 0.0, step
+
+    def __call__(self):
+        self.now += self.step
+        return self.now
+
+
+def test_a_paused_thread_gets_the_right_answer_not_a_timeout(monkeypatch):
+    # A one-CPU classroom machine can pause the kernel's thread for seconds between two reads of the wall clock;
+    # the answer must not depend on that (it did: a notebook failed on "took longer than 50 ms").
+    monkeypatch.setattr(calculator_module.time, "perf_counter", _Clock(10.0))
+    monkeypatch.setattr(calculator_module.time, "monotonic", _Clock(10.0))
+    monkeypatch.setattr(calculator_module.time, "time", _Clock(10.0))
+    assert calculator("(3 + 4) ** 2 / 7 + 250 * 15%")["result"] == 44.5
+
+
+def test_the_cpu_time_limit_still_stops_a_runaway(monkeypatch):
+    monkeypatch.setattr(calculator_module.time, "thread_time", _Clock(calculator_module.MAX_CPU_SECONDS / 3))
+    with pytest.raises(ToolError, match=r"^calculator: took more than \d+ ms of CPU time$"):
+        calculator("1 + 2 + 3 + 4 + 5")
+    assert calculator("1")["result"] == 1  # one read after the start stays inside the limit
 
 
 def test_schema_is_generated_from_the_function_not_written_by_hand():
