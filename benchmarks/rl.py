@@ -56,8 +56,11 @@ STARTS = {"lora": "qwen2.5-coder-0.5b+lora", "base": "qwen2.5-coder-0.5b"}
 
 
 def _run_name(a) -> str:
-    """A run's name: the family, then what sets it apart (``-resample3``, ``-vllm``), so runs never share files."""
-    return a.family + (f"-resample{a.resample}" if a.resample else "") + ("-vllm" if a.engine == "vllm" else "")
+    """A run's name: the family, then what sets it apart (``-resample3``, ``-family``, ``-vllm``), so runs never
+    share files."""
+    name = a.family + (f"-resample{a.resample}" if a.resample else "")
+    name += f"-{a.resample_within}" if a.resample_within and a.resample else ""
+    return name + ("-vllm" if a.engine == "vllm" else "")
 
 
 def _adapter_dir(start: str, family: str) -> Path:
@@ -93,6 +96,7 @@ def train(a) -> int:
     print(f"model: {loaded.description}\n{a.family}: {len(tasks)} tasks, adapter -> {out}", flush=True)
     how = dict(steps=a.steps, group=a.group, lr=a.lr, max_new=a.max_new, seed=a.seed, out=out, beta=a.beta)
     how["resample"] = a.resample
+    how["resample_within"] = a.resample_within if a.resample else None
     if a.engine == "vllm":  # rollouts on the kit's vLLM server, the adapter handed over each step (toolkit.rl.served)
         from toolkit.rl.served import ServedSampler
 
@@ -193,6 +197,12 @@ def main(argv=None) -> int:
         type=cliargs.count(0, 16),
         default=0,
         help="train: other tasks drawn where a group has no spread (eval --rl: that run's adapter)",
+    )
+    p.add_argument(
+        "--resample-within",
+        choices=["family"],
+        default=None,
+        help="train: draw the other tasks from the step's own family, keeping the mix's proportions",
     )
     p.add_argument("--max-new", type=cliargs.count(1, 1024), default=96)
     p.add_argument("--seed", type=cliargs.count(0, 2**31 - 1), default=0)

@@ -154,6 +154,7 @@ CASES = [
             "--lr": REAL,
             "--beta": ["-1", "11", "nan", "x"],
             "--resample": ["-1", "17", "x"],
+            "--resample-within": ["x", "all"],
             "--max-new": COUNT,
             "--tasks": COUNT,
             "--engine": ["x"],

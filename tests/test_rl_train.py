@@ -244,6 +244,64 @@ def test_resample_rolls_out_other_tasks_where_a_group_has_no_spread():
     assert runs[16]["settings"]["resample"] == 16 and "resample" not in runs[0]["settings"]
 
 
+def test_resample_within_the_family_keeps_the_mix():
+    """``resample_within="family"``: a step drawn from one family redraws only from that family, so a mix's
+    proportions of trained steps hold; a family with no spread anywhere skips its step instead of handing it to
+    another family. Without the option the same draw rolls out other families' tasks."""
+    from toolkit.rl import envs
+
+    tasks = envs.multi_tasks(0, 40)
+    calc = [t for t in tasks if t.family == "calc"][:3]
+    warmer = [t for t in tasks if t.family == "warmer"][:6]
+    learnable = calc[0]
+    x, y, z = re.findall(r"\d+", learnable.question)[:3]
+    seen: list[str] = []
+
+    def scripted(batch):  # members differ only on the learnable task (half compute it, half guess)
+        out = []
+        for j, (msgs, _) in enumerate(batch):
+            q = next(m["content"] for m in msgs if m["role"] == "user")
+            seen.append(q)
+            if q != learnable.question:
+                out.append("I think it is 7.")
+            elif msgs[-1]["role"] == "tool":
+                out.append(f"The result is {learnable.truth['value']:g}.")
+            else:
+                out.append(_call("calculator", expression=f"{x}*{y}-{z}") if j % 2 == 0 else "I think it is 7.")
+        return out
+
+    family_of = {t.question: t.family for t in tasks}
+    pool = calc[1:] + warmer  # the learnable task is left out: no task has a spread
+    pool_learnable = calc + warmer
+    dull_calc = lambda p, s: random.Random(s).choice(p) in calc[1:]  # noqa: E731
+    seed = next(s for s in range(200) if dull_calc(pool, s) and dull_calc(pool_learnable, s))  # step 1: dull calc
+    rows = {}
+    for within, p in ((None, pool), ("family", pool), ("family", pool_learnable)):
+        seen.clear()
+        torch.manual_seed(0)
+        loaded = load("stand-in", quiet=True, dtype=torch.float32)
+        res = T.train_tasks(
+            loaded,
+            p,
+            steps=1,
+            group=4,
+            lr=5e-2,
+            log=lambda s: None,
+            policy=scripted,
+            seed=seed,
+            resample=8,
+            resample_within=within,
+        )
+        rows[(within, len(p))] = (res["steps"][0], {family_of[q] for q in seen}, res["settings"])
+    (plain, fam_plain, _), (kept, fam_kept, settings), (found, fam_found, _) = rows.values()
+    assert plain["drawn"] == "calc" and "warmer" in fam_plain  # without the option: other families' tasks too
+    assert fam_kept == {"calc"} and kept["family"] == "calc" and kept["resampled"] == 8 and kept["trained_tokens"] == 0
+    assert settings["resample_within"] == "family"
+    assert fam_found == {"calc"} and found["family"] == "calc" and found["trained_tokens"] > 0
+    with pytest.raises(ValueError, match="resample_within"):
+        T.train_tasks(loaded, pool, steps=1, resample=2, resample_within="all", policy=scripted)
+
+
 def test_a_run_resumes_in_a_fresh_process_whose_adapter_changes_the_parameter_count(tmp_path):
     """A fresh process loads the starting model and attaches a new adapter before it compares with the saved run;
     the adapter's own weights must not make it another model (rank 64 from layer 0 adds ~0.2M to the stand-in's

@@ -11,7 +11,8 @@ What it does
 - Both: one update (:func:`update`, the loss of :mod:`grpo` with one iteration per batch, so the old
   log-probabilities are the current ones detached, as TRL's default); a group whose rewards are all equal teaches
   nothing and skips the backward pass (its KL is not measured: ``None``, logged as "no spread, no update"), unless
-  ``resample`` draws other tasks until one has a spread (DAPO's dynamic sampling); the KL
+  ``resample`` draws other tasks until one has a spread (DAPO's dynamic sampling; ``resample_within="family"``
+  draws them from the drawn task's own family, so a mix keeps its proportions of trained steps); the KL
   printed is to the model the run started from (the adapters switched off: one extra forward without gradients;
   the loss has ``beta=0`` unless asked, TRL's default); LoRA on the upper layers only, placed as the kit's SFT places it
   (:func:`toolkit.sft.lora.attach`); a progress line (step, mean reward, KL, tokens/s, ETA); ``results.json``
@@ -173,15 +174,20 @@ def train_tasks(
     policy: BatchPolicy | None = None,
     beta: float = 0.0,
     resample: int = 0,
+    resample_within: str | None = None,
 ) -> dict:
     """GRPO on episodes (see the module docstring). Returns (and saves under ``out``) the results. ``policy``: a
     scripted batch policy in place of the model's own sampling (tests); ``beta``: the KL penalty's weight;
     ``resample``: where a group's rewards are all equal, up to this many other tasks are drawn and rolled out
-    instead (DAPO's dynamic sampling), so that the step has a spread to learn from."""
+    instead (DAPO's dynamic sampling), so that the step has a spread to learn from; ``resample_within="family"``
+    draws them from the same family as the step's own task (else from every task, where the family whose groups
+    most often have a spread wins most steps)."""
     if group < 2:
         raise ValueError(f"group must be at least 2 (advantages are relative to the group), not {group}")
     if not tasks:
         raise ValueError("no tasks to train on")
+    if resample_within not in (None, "family"):
+        raise ValueError(f"resample_within must be None or 'family', not {resample_within!r}")
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0: GRPO learns from the spread of sampled episodes, not {temperature}")
     settings = {"group": group, "lr": lr, "max_new": max_new, "temperature": temperature}
@@ -191,6 +197,8 @@ def train_tasks(
         settings["beta"] = beta
     if resample:
         settings["resample"] = resample
+    if resample_within:
+        settings["resample_within"] = resample_within
     results, start, opt = _start(loaded, settings, rank, first_layer, out, log)
     rng = random.Random(seed)
     order = [rng.choice(tasks) for _ in range(steps)]  # fixed by the seed, so a resumed run sees the same tasks
@@ -203,9 +211,10 @@ def train_tasks(
         ts = time.perf_counter()
         episodes = rollout_group(sampler, [task] * group)
         extra = random.Random(seed * 7919 + step)  # the step's own draws: a resumed run draws the same
-        tried = 0
+        tried, drawn = 0, task
+        pool = [t for t in tasks if t.family == task.family] if resample_within else tasks
         while tried < resample and len({e.reward for e in episodes}) == 1:
-            tried, task = tried + 1, extra.choice(tasks)
+            tried, task = tried + 1, extra.choice(pool)
             episodes = rollout_group(sampler, [task] * group)
         roll_s = time.perf_counter() - ts
         rewards = [e.reward for e in episodes]
@@ -215,6 +224,7 @@ def train_tasks(
         row |= {"met": sum(e.met for e in episodes), "calls": [len(e.results) for e in episodes]}
         if resample:
             row["resampled"] = tried
+            row["drawn"] = drawn.family
         row |= {k: up[k] for k in ("loss", "kl", "trained_tokens")}
         row |= {"sampled_tokens": getattr(sampler, "tokens", 0), "rollout_s": round(roll_s, 2)}
         row["prefix_reused"] = getattr(sampler, "prefix_reused", 0)
