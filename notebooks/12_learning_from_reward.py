@@ -371,19 +371,22 @@ else:
 # dynamic sampling (where all four members of a group earn the same reward, up to three other tasks are drawn, so
 # that the step has something to learn from); `askcall-resample3` adds one single call to every two free-form
 # questions, with no declines; `askmix-resample3` draws four free-form questions to two single calls and one
-# decline, so declines are kept but outweighed. The last five add a KL penalty to the starting model. "Refuses"
-# counts answers that say they cannot help and made no call.
+# decline, so declines are kept but outweighed; `askmix-resample3-family` is the same mix with each redraw taken from
+# the step's own family, so a drawn decline or single call stays one (without it, the free-form questions, whose
+# groups most often have a spread, took most redrawn steps). `KL penalty` is each run's penalty weight towards the
+# starting model. "Refuses" counts answers that say they cannot help and made no call.
 
 # %%
 RUNS = {"all": "every family", "mix": "each kind equally", "blend": "half free-form", "ask": "free-form only"}
 RUNS["ask-resample3"] = "free-form only, groups without spread redrawn"
 RUNS["askcall-resample3"] = "two free-form to one single call, redrawn"
 RUNS["askmix-resample3"] = "four free-form, two single calls, one decline, redrawn"
+RUNS["askmix-resample3-family"] = "as askmix, redrawn within the step's family"
 sft_bfcl = saved_json("full/bfcl_qwen2.5-coder-0.5b+lora.json")
 sft_loop = [saved_json(f"rl/loop_questions_lora{s}.json") for s in ("", "_fresh", "_heldout")]
 table, seen = [], {}
 if sft_bfcl and all(sft_loop):
-    row = {"run": "SFT adapter (start)", "steps drawn": "-", "KL penalty": "-"}
+    row = {"run": "SFT adapter (start)", "steps trained": "-", "KL penalty": "-"}
     for name in RUNS:
         bfcl = saved_json(f"rl/{name}/bfcl_qwen2.5-coder-0.5b+lora+rl.json")
         train = saved_json(f"rl/train_lora_{name}_vllm.json")
@@ -391,14 +394,15 @@ if sft_bfcl and all(sft_loop):
         if not (bfcl and train and all(loop)):
             continue
         rows = {r["category"]: r for r in compare(sft_bfcl, bfcl)["rows"]}
-        drawn = pd.Series([st["family"] for st in train["steps"]]).value_counts()
+        # the family each step trained on (a step with no spread trains nothing and is not counted)
+        drawn = pd.Series([st["family"] for st in train["steps"] if st["trained_tokens"]]).value_counts()
         counted = summary([r for d in loop for r in d["rows"]])
         seen[name] = dict(rows=rows, loop=counted, declines=int(drawn.get("decline", 0)))
         seen[name]["held"] = summary(loop[2]["rows"])["met"]
         table.append(
             {
                 "run": f"{name} ({RUNS[name]})",
-                "steps drawn": ", ".join(f"{n} {f}" for f, n in drawn.items()),
+                "steps trained": ", ".join(f"{n} {f}" for f, n in drawn.items()),
                 "KL penalty": train["settings"].get("beta", 0),
             }
             | {f"{c} (seeded {r['adapter']['n']})": f"{100 * r['adapter']['accuracy']:.0f}" for c, r in rows.items()}
@@ -420,7 +424,7 @@ if sft_bfcl and all(sft_loop):
             seen["ask-resample3"]["beside"] = beside
             extra.append(
                 {k: v for k, v in row.items() if "seeded" in k}
-                | {"run": "SFT adapter, run again beside ask-resample3", "steps drawn": "-", "KL penalty": "-"}
+                | {"run": "SFT adapter, run again beside ask-resample3", "steps trained": "-", "KL penalty": "-"}
                 | {"loop met": f"{beside['met']}/{beside['total']}", "refuses": beside["refused"]}
             )
         display(pd.DataFrame([row] + table + extra).set_index("run").fillna("-"))
