@@ -468,14 +468,15 @@ else:
 
 # %% [markdown]
 # ### Every BFCL case, not the seeded 50
-# The seeded cases are a sample of each category, and their intervals are wide. Two adapters also ran over every case
-# of the five categories, paired case by case with the SFT adapter's run over every case: `ask-resample3` (free-form
-# questions only) and `askmix-resample3` (single calls and declines mixed in). For the cases the SFT adapter got right
+# The seeded cases are a sample of each category, and their intervals are wide. Three adapters also ran over every
+# case of the five categories, paired case by case with the SFT adapter's run over every case: `ask-resample3`
+# (free-form questions only), `askmix-resample3` (single calls and declines mixed in) and `askmix-resample3-family`
+# (the same mix, redrawn within each step's family). For the cases the SFT adapter got right
 # and an RL adapter missed, the taxonomy says what the RL answer became, and `dropped` counts the answers that are the
 # SFT adapter's own call with an argument left out.
 
 # %%
-WHOLE = ("ask-resample3", "askmix-resample3")
+WHOLE = ("ask-resample3", "askmix-resample3", "askmix-resample3-family")
 wholes = {n: w for n in WHOLE if (w := saved_json(f"rl/{n}/whole/bfcl_qwen2.5-coder-0.5b+lora+rl.json"))}
 if wholes and sft_bfcl:
     paired = {n: {r["category"]: r for r in compare(sft_bfcl, w)["rows"]} for n, w in wholes.items()}
@@ -499,7 +500,8 @@ if wholes and sft_bfcl:
         below = [c for c, d in delta[n].items() if round(d, 6) < -2]
         said.append(
             f"`{n}`: where a call is due it loses {gone['n']} cases the SFT adapter got right and gains {won['n']}; "
-            f"{gone['kinds'].get('missing_param', 0)} of the lost are `missing_param`, and {gone['dropped']} are the "
+            f"{gone['kinds'].get('missing_param', 0)} of the lost are `missing_param` and "
+            f"{gone['kinds'].get('no_call', 0)} `no_call` (text where a call was due), and {gone['dropped']} are the "
             f"SFT adapter's own call with an argument left out ({won['dropped']} of the gained the other way round). "
             + (
                 f"{len(below)} categories are more than 2 points below the SFT adapter ({', '.join(below)})."
