@@ -209,6 +209,29 @@ def test_the_kl_penalty_enters_the_loss_once_the_adapter_has_moved():
     assert runs[50.0]["settings"]["beta"] == 50.0 and "beta" not in runs[0.0]["settings"]
 
 
+def _spread_only_on(learnable, seen: list | None = None):
+    """A scripted batch policy: on ``learnable`` (a calc task) half the members compute it with the calculator and
+    half guess, so its group has a spread; on every other task all members guess alike. ``seen`` collects the
+    questions rolled out."""
+    x, y, z = re.findall(r"\d+", learnable.question)[:3]
+
+    def scripted(batch):
+        out = []
+        for j, (msgs, _) in enumerate(batch):
+            q = next(m["content"] for m in msgs if m["role"] == "user")
+            if seen is not None:
+                seen.append(q)
+            if q != learnable.question:
+                out.append("I think it is 7.")
+            elif msgs[-1]["role"] == "tool":
+                out.append(f"The result is {learnable.truth['value']:g}.")
+            else:
+                out.append(_call("calculator", expression=f"{x}*{y}-{z}") if j % 2 == 0 else "I think it is 7.")
+        return out
+
+    return scripted
+
+
 def test_resample_rolls_out_other_tasks_where_a_group_has_no_spread():
     """Dynamic sampling: a task every member answers alike is replaced by another drawn task (up to ``resample``
     times), so the step trains; without it the step has no spread and no update."""
@@ -216,18 +239,7 @@ def test_resample_rolls_out_other_tasks_where_a_group_has_no_spread():
 
     calc = [t for t in envs.multi_tasks(0, 40) if t.family == "calc"][:6]
     learnable = calc[0]
-    x, y, z = re.findall(r"\d+", learnable.question)[:3]
-
-    def scripted(batch):  # only on the learnable task do the members differ; on every other they all guess
-        out = []
-        for j, (msgs, _) in enumerate(batch):
-            if next(m["content"] for m in msgs if m["role"] == "user") != learnable.question:
-                out.append("I think it is 7.")
-            elif msgs[-1]["role"] == "tool":
-                out.append(f"The result is {learnable.truth['value']:g}.")
-            else:
-                out.append(_call("calculator", expression=f"{x}*{y}-{z}") if j % 2 == 0 else "I think it is 7.")
-        return out
+    scripted = _spread_only_on(learnable)
 
     pool = calc[1:3] + [learnable]
     seed = next(s for s in range(100) if random.Random(s).choice(pool) is not learnable)  # step 1 draws a dull task
@@ -254,21 +266,8 @@ def test_resample_within_the_family_keeps_the_mix():
     calc = [t for t in tasks if t.family == "calc"][:3]
     warmer = [t for t in tasks if t.family == "warmer"][:6]
     learnable = calc[0]
-    x, y, z = re.findall(r"\d+", learnable.question)[:3]
     seen: list[str] = []
-
-    def scripted(batch):  # members differ only on the learnable task (half compute it, half guess)
-        out = []
-        for j, (msgs, _) in enumerate(batch):
-            q = next(m["content"] for m in msgs if m["role"] == "user")
-            seen.append(q)
-            if q != learnable.question:
-                out.append("I think it is 7.")
-            elif msgs[-1]["role"] == "tool":
-                out.append(f"The result is {learnable.truth['value']:g}.")
-            else:
-                out.append(_call("calculator", expression=f"{x}*{y}-{z}") if j % 2 == 0 else "I think it is 7.")
-        return out
+    scripted = _spread_only_on(learnable, seen)
 
     family_of = {t.question: t.family for t in tasks}
     pool = calc[1:] + warmer  # the learnable task is left out: no task has a spread
