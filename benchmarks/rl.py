@@ -59,7 +59,7 @@ def _run_name(a) -> str:
     """A run's name: the family, then what sets it apart (``-resample3``, ``-family``, ``-vllm``), so runs never
     share files."""
     name = a.family + (f"-resample{a.resample}" if a.resample else "")
-    name += f"-{a.resample_within}" if a.resample_within and a.resample else ""
+    name += f"-{a.resample_within}" if a.resample_within else ""
     return name + ("-vllm" if a.engine == "vllm" else "")
 
 
@@ -96,7 +96,7 @@ def train(a) -> int:
     print(f"model: {loaded.description}\n{a.family}: {len(tasks)} tasks, adapter -> {out}", flush=True)
     how = dict(steps=a.steps, group=a.group, lr=a.lr, max_new=a.max_new, seed=a.seed, out=out, beta=a.beta)
     how["resample"] = a.resample
-    how["resample_within"] = a.resample_within if a.resample else None
+    how["resample_within"] = a.resample_within
     if a.engine == "vllm":  # rollouts on the kit's vLLM server, the adapter handed over each step (toolkit.rl.served)
         from toolkit.rl.served import ServedSampler
 
@@ -218,6 +218,8 @@ def main(argv=None) -> int:
         help="train: the rollouts' sampler; eval --rl: the adapter that engine's training run made",
     )
     a = p.parse_args(argv)
+    if a.resample_within and not a.resample:  # else it would be ignored without a word
+        p.error("--resample-within needs --resample N (N > 0): it says where the redrawn tasks come from")
     if a.section == "train" and a.engine == "vllm":  # before any model loads
         usable, why = vllm_state()
         if not usable:

@@ -160,6 +160,7 @@ CASES = [
             "--engine": ["x"],
         },
     ),
+    *_bench("rl.py", ["train", "--resample-within", "family"], {"--resample": ["0"]}),  # nothing to redraw
     *_bench(
         "rl_engines.py",
         [],
