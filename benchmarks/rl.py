@@ -51,6 +51,7 @@ FAMILIES = [
     "blend",
     "askcall",
     "askmix",
+    "askpair",
 ]  # toolkit.rl.envs.FAMILIES (its import is slow)
 STARTS = {"lora": "qwen2.5-coder-0.5b+lora", "base": "qwen2.5-coder-0.5b"}
 

@@ -174,3 +174,20 @@ def test_a_bad_task_count_is_one_error_and_the_benchmark_offers_the_same_familie
 
     bench = script_module(Path(__file__).parents[1] / "benchmarks" / "rl.py")
     assert tuple(bench.FAMILIES) == envs.FAMILIES
+
+
+def test_askpair_is_askmix_with_a_same_tools_call_beside_each_decline():
+    """``askpair`` draws askmix's tasks in the same order (so a run differs from askmix's only by the partners); each
+    decline carries a call task of its own generator group: the same system prompt and tools, another request, and a
+    call the generator knows. Partners are call tasks the generator draws anyway, so they keep its held-out checks."""
+    mix, pair = envs.tasks("askmix", 0, 5), envs.tasks("askpair", 0, 5)
+    assert [(t.family, t.messages, t.tools) for t in mix] == [(t.family, t.messages, t.tools) for t in pair]
+    declines = [t for t in pair if t.family == "decline"]
+    assert len(declines) == 5 and all(t.partner is None for t in mix)
+    calls = {str(t.messages) for t in envs.call_tasks(0, 40)}
+    for t in declines:
+        p = t.partner
+        assert p.family == "call" and p.want and p.partner is None
+        assert p.tools == t.tools and p.messages[:-1] == t.messages[:-1]  # the system prompt, if any, and tools
+        assert p.question != t.question and str(p.messages) in calls
+    assert all(t.partner is None for t in pair if t.family != "decline")

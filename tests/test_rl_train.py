@@ -337,3 +337,48 @@ def test_a_damaged_save_is_one_error_and_is_kept(tmp_path):
         with pytest.raises(ValueError, match="results.json") as e:
             T.saved_run(tmp_path)
         assert "\n" not in str(e.value) and path.read_bytes() == bad
+
+
+def test_a_paired_decline_trains_its_partner_in_the_same_update():
+    """A decline task with a ``partner`` rolls out a group of each: here every member declines the decline task
+    (no spread) and half the partner's members make its call. The step trains on both groups (the partner's spread,
+    the decline's tokens with advantage 0 in the same batch); the same task without its partner has nothing to learn.
+    The row keeps the task's own rewards and the partner's beside them."""
+    import dataclasses
+
+    from toolkit.rl import envs
+    from toolkit.sft.labels import label
+
+    task = envs.paired_decline_tasks(0, 8)[0]
+    mate = task.partner
+    made = "".join(_call(c["name"], **c["arguments"]) for c in mate.want)
+
+    def scripted(batch):
+        out = []
+        for j, (msgs, _) in enumerate(batch):
+            q = next(m["content"] for m in msgs if m["role"] == "user")
+            out.append(made if q == mate.question and j % 2 == 0 else "Sorry, none of these tools can do that.")
+        return out
+
+    rows, settings = {}, {}
+    for t in (task, dataclasses.replace(task, partner=None)):
+        torch.manual_seed(0)
+        loaded = load("stand-in", quiet=True, dtype=torch.float32)
+        lines = []
+        res = T.train_tasks(loaded, [t], steps=1, group=4, lr=5e-2, log=lines.append, policy=scripted, seed=0)
+        rows[t.partner is not None] = (res["steps"][0], lines[-1], loaded)
+        settings[t.partner is not None] = res["settings"]
+    (paired, line, loaded), (alone, _, _) = rows[True], rows[False]
+    assert len(set(paired["rewards"])) == 1 and paired["family"] == "decline"
+    assert paired["partner"]["family"] == "call" and sorted(paired["partner"]["rewards"]) == [0.0, 0.0, 1.0, 1.0]
+    assert paired["partner"]["met"] == 2 and "partner +0.500" in line
+    tok = loaded.tokenizer
+    trained = [
+        label(m + [{"role": "assistant", "content": scripted([(m, None)])[0]}], x.tools, tokenizer=tok).trained
+        for x in (task, mate)
+        for m in [x.messages]
+    ]
+    # both groups' own tokens: four declines of the task, two declines and two calls of the partner
+    assert paired["trained_tokens"] == 6 * sum(trained[0]) + 2 * sum(trained[1])
+    assert alone["trained_tokens"] == 0 and "partner" not in alone and alone["kl"] is None
+    assert settings[True]["paired"] == 1 and "paired" not in settings[False]  # a saved run says it was paired

@@ -14,8 +14,8 @@ What it does
   holds about three single-turn tasks per multi-turn one; ``ask``: free-form questions of the loop questions' kinds,
   :func:`ask_tasks`; ``blend``: ``2n`` of ``ask`` and ``n`` each of ``call`` and ``decline``; ``askcall``: ``2n`` of
   ``ask`` and ``n`` of ``call``, the generator's calls keeping the arguments a request states; ``askmix``: ``4n``
-  of ``ask``, ``2n`` of ``call`` and ``n`` of ``decline``). :data:`EVAL_SEED` and
-  above: held out.
+  of ``ask``, ``2n`` of ``call`` and ``n`` of ``decline``; ``askpair``: ``askmix``'s tasks, each decline with a
+  ``partner``, :func:`paired_decline_tasks`). :data:`EVAL_SEED` and above: held out.
 - :func:`rollout(policy, task)`: runs ``policy(messages, tools) -> text`` turn by turn; every ``<tool_call>`` is
   parsed by the kit's parser and executed by the host loop's executor (:func:`toolkit.loop.execute.execute`), its
   result appended as a ``role="tool"`` message; returns an :class:`Episode` with the reward of
@@ -62,6 +62,7 @@ class Task:
     tools: list[dict]
     want: list[dict] = field(default_factory=list)  # call: the calls; warmer: the city and its temperature
     truth: dict = field(default_factory=dict)
+    partner: Task | None = None  # paired declines: a call task with the same tool list, trained in the same step
 
     @property
     def question(self) -> str:
@@ -87,11 +88,23 @@ def _prompt(messages: list[dict]) -> list[dict]:
     return out
 
 
-def _single_turn(seed: int, n_groups: int, kinds: tuple[str, ...], family: str) -> list[Task]:
-    tasks = []
-    for ex in dataset(n_groups, seed=SEED_BASE + seed, mix="v2"):
-        if ex.kind in kinds and sum(m["role"] == "user" for m in ex.messages) == 1:
+PER_GROUP = 6  # the generator's examples per group: one group shares one system prompt and one tool list
+
+
+def _single_turn(seed: int, n_groups: int, kinds: tuple[str, ...], family: str, paired: bool = False) -> list[Task]:
+    examples, tasks = dataset(n_groups, seed=SEED_BASE + seed, per_group=PER_GROUP, mix="v2"), []
+
+    def single(ex) -> bool:
+        return sum(m["role"] == "user" for m in ex.messages) == 1
+
+    for i, ex in enumerate(examples):
+        if ex.kind in kinds and single(ex):
             tasks.append(Task(family, _prompt(ex.messages), ex.tools, list(ex.calls)))
+            if paired:  # the first single-turn call of the same generator group: the same tools, a request they serve
+                start = i - i % PER_GROUP
+                mates = [e for e in examples[start : start + PER_GROUP] if e.kind in CALL_KINDS and single(e)]
+                if mates:
+                    tasks[-1].partner = Task("call", _prompt(mates[0].messages), mates[0].tools, list(mates[0].calls))
     return tasks
 
 
@@ -103,6 +116,14 @@ def call_tasks(seed: int = 0, n_groups: int = 8) -> list[Task]:
 def decline_tasks(seed: int = 0, n_groups: int = 8) -> list[Task]:
     """Requests no shown tool serves (near-miss tools among them): the right move is text and no call."""
     return _single_turn(seed, n_groups, DECLINE_KINDS, "decline")
+
+
+def paired_decline_tasks(seed: int = 0, n_groups: int = 8) -> list[Task]:
+    """:func:`decline_tasks` (the same tasks), each with a ``partner``: a call task from the same generator group, so
+    with the same system prompt and tool list and a request one of those tools serves (None where the group has
+    none). A step that trains the decline trains its partner beside it, so a decline update meets, in the same
+    batch, the case where those tools must be called."""
+    return _single_turn(seed, n_groups, DECLINE_KINDS, "decline", paired=True)
 
 
 def multi_tasks(seed: int = 0, n: int = 8) -> list[Task]:
@@ -137,7 +158,7 @@ def ask_tasks(seed: int = 0, n: int = 8) -> list[Task]:
     return out
 
 
-FAMILIES = ("call", "decline", "multi", "calc", "warmer", "all", "mix", "ask", "blend", "askcall", "askmix")
+FAMILIES = ("call", "decline", "multi", "calc", "warmer", "all", "mix", "ask", "blend", "askcall", "askmix", "askpair")
 
 
 def _first(draw: Callable[[int, int], list[Task]], seed: int, n: int, family: str | None = None) -> list[Task]:
@@ -166,6 +187,8 @@ def tasks(family: str, seed: int = 0, n: int = 8) -> list[Task]:
         return ask_tasks(seed, 2 * n) + _first(call_tasks, seed, n)
     if family == "askmix":  # four free-form questions, two single calls, one decline: declines kept, outweighed
         return ask_tasks(seed, 4 * n) + _first(call_tasks, seed, 2 * n) + _first(decline_tasks, seed, n)
+    if family == "askpair":  # askmix's tasks, each decline with its partner call on the same tools
+        return ask_tasks(seed, 4 * n) + _first(call_tasks, seed, 2 * n) + _first(paired_decline_tasks, seed, n)
     if family == "mix":
         single = _first(call_tasks, seed, n) + _first(decline_tasks, seed, n)
         return single + _first(multi_tasks, seed, n, "calc") + _first(multi_tasks, seed, n, "warmer")

@@ -12,7 +12,10 @@ What it does
   log-probabilities are the current ones detached, as TRL's default); a group whose rewards are all equal teaches
   nothing and skips the backward pass (its KL is not measured: ``None``, logged as "no spread, no update"), unless
   ``resample`` draws other tasks until one has a spread (DAPO's dynamic sampling; ``resample_within="family"``
-  draws them from the drawn task's own family, so a mix keeps its proportions of trained steps); the KL
+  draws them from the drawn task's own family, so a mix keeps its proportions of trained steps); a task with a
+  ``partner`` (:func:`toolkit.rl.envs.paired_decline_tasks`) is rolled out beside it, a group of each, and both groups
+  go into one update, each with advantages relative to its own group (a step redraws only where neither group has a
+  spread; the row's ``partner`` holds the partner's rewards, ``rewards`` the task's own); the KL
   printed is to the model the run started from (the adapters switched off: one extra forward without gradients;
   the loss has ``beta=0`` unless asked, TRL's default); LoRA on the upper layers only, placed as the kit's SFT places it
   (:func:`toolkit.sft.lora.attach`); a progress line (step, mean reward, KL, tokens/s, ETA); ``results.json``
@@ -150,6 +153,7 @@ def _log_step(results, row, start, steps, sampler, t0, log, out, save_every, mod
     done, step = row["step"] - start, row["step"]
     log(
         f"step {step}/{steps}  {row.get('family', 'toy'):8s} mean reward {row['mean_reward']:+.3f}  "
+        + (f"(partner {sum(p['rewards']) / len(p['rewards']):+.3f})  " if (p := row.get("partner")) else "")
         + (f"KL {row['kl']:.3g}  " if row["kl"] is not None else "no spread, no update  ")
         + f"{getattr(sampler, 'tokens', 0) / max(secs, 1e-9):.1f} tok/s  ETA {secs / done * (steps - step):.0f} s"
     )
@@ -199,6 +203,8 @@ def train_tasks(
         settings["resample"] = resample
     if resample_within:
         settings["resample_within"] = resample_within
+    if paired := sum(t.partner is not None for t in tasks):  # only when some are, as above
+        settings["paired"] = paired
     results, start, opt = _start(loaded, settings, rank, first_layer, out, log)
     rng = random.Random(seed)
     order = [rng.choice(tasks) for _ in range(steps)]  # fixed by the seed, so a resumed run sees the same tasks
@@ -209,19 +215,26 @@ def train_tasks(
     for step in range(start, steps):
         task = order[step]
         ts = time.perf_counter()
-        episodes = rollout_group(sampler, [task] * group)
+        episodes = rollout_group(sampler, _members(task, group))
         extra = random.Random(seed * 7919 + step)  # the step's own draws: a resumed run draws the same
         tried, drawn = 0, task
         pool = [t for t in tasks if t.family == task.family] if resample_within else tasks
-        while tried < resample and len({e.reward for e in episodes}) == 1:
+        while tried < resample and not _spread(episodes, group):
             tried, task = tried + 1, extra.choice(pool)
-            episodes = rollout_group(sampler, [task] * group)
+            episodes = rollout_group(sampler, _members(task, group))
         roll_s = time.perf_counter() - ts
         rewards = [e.reward for e in episodes]
-        rows = [label(e.messages, task.tools, template, tokenizer=loaded.tokenizer) for e in episodes]
+        rows = [label(e.messages, e.task.tools, template, tokenizer=loaded.tokenizer) for e in episodes]
         up = update(loaded.model, opt, rows, rewards, group, temperature, beta)
-        row = {"step": step + 1, "family": task.family, "mean_reward": sum(rewards) / group, "rewards": rewards}
-        row |= {"met": sum(e.met for e in episodes), "calls": [len(e.results) for e in episodes]}
+        own, mates = episodes[:group], episodes[group:]
+        row = {"step": step + 1, "family": task.family, "mean_reward": sum(rewards[:group]) / group}
+        row |= {"rewards": rewards[:group], "met": sum(e.met for e in own), "calls": [len(e.results) for e in own]}
+        if mates:  # the partner's group, trained in the same update
+            row["partner"] = {
+                "family": task.partner.family,
+                "rewards": rewards[group:],
+                "met": sum(e.met for e in mates),
+            }
         if resample:
             row["resampled"] = tried
             row["drawn"] = drawn.family
@@ -231,6 +244,16 @@ def train_tasks(
         row["seconds"] = round(time.perf_counter() - t0, 2)
         _log_step(results, row, start, steps, sampler, t0, log, out, save_every, loaded.model, opt)
     return results
+
+
+def _members(task: Task, group: int) -> list[Task]:
+    """A step's rollouts: ``group`` of the task, then ``group`` of its partner where it has one."""
+    return [task] * group + ([task.partner] * group if task.partner else [])
+
+
+def _spread(episodes, group: int) -> bool:
+    """Whether any group of ``group`` consecutive episodes has rewards that differ (something to learn from)."""
+    return any(len({e.reward for e in episodes[i : i + group]}) > 1 for i in range(0, len(episodes), group))
 
 
 def train(
