@@ -373,7 +373,10 @@ else:
 # questions, with no declines; `askmix-resample3` draws four free-form questions to two single calls and one
 # decline, so declines are kept but outweighed; `askmix-resample3-family` is the same mix with each redraw taken from
 # the step's own family, so a drawn decline or single call stays one (without it, the free-form questions, whose
-# groups most often have a spread, took most redrawn steps). `KL penalty` is each run's penalty weight towards the
+# groups most often have a spread, took most redrawn steps); `askpair-resample3-family` is that run with each decline
+# drawn together with a single call from the same generated group — the same system prompt and tools, a request one
+# of them serves — rolled out beside it and trained in the same update (its "call beside a decline" counts the steps
+# where that call's own group had a spread). `KL penalty` is each run's penalty weight towards the
 # starting model. "Refuses" counts answers that say they cannot help and made no call.
 
 # %%
@@ -382,6 +385,7 @@ RUNS["ask-resample3"] = "free-form only, groups without spread redrawn"
 RUNS["askcall-resample3"] = "two free-form to one single call, redrawn"
 RUNS["askmix-resample3"] = "four free-form, two single calls, one decline, redrawn"
 RUNS["askmix-resample3-family"] = "as askmix, redrawn within the step's family"
+RUNS["askpair-resample3-family"] = "as askmix-family, each decline trained beside a call on its tools"
 sft_bfcl = saved_json("full/bfcl_qwen2.5-coder-0.5b+lora.json")
 sft_loop = [saved_json(f"rl/loop_questions_lora{s}.json") for s in ("", "_fresh", "_heldout")]
 table, seen = [], {}
@@ -394,10 +398,17 @@ if sft_bfcl and all(sft_loop):
         if not (bfcl and train and all(loop)):
             continue
         rows = {r["category"]: r for r in compare(sft_bfcl, bfcl)["rows"]}
-        # the family each step trained on (a step with no spread trains nothing and is not counted)
-        drawn = pd.Series([st["family"] for st in train["steps"] if st["trained_tokens"]]).value_counts()
+        # the family each step trained on: a group with no spread trains nothing and is not counted; a decline's
+        # partner (askpair) is counted apart, where its own group had a spread
+        spread = lambda rewards: len(set(rewards)) > 1  # noqa: E731
+        trained = [st["family"] for st in train["steps"] if spread(st["rewards"])]
+        trained += [
+            "call beside a decline" for st in train["steps"] if spread(st.get("partner", {}).get("rewards", []))
+        ]
+        drawn = pd.Series(trained, dtype=str).value_counts()
         counted = summary([r for d in loop for r in d["rows"]])
         seen[name] = dict(rows=rows, loop=counted, declines=int(drawn.get("decline", 0)))
+        seen[name]["paired"] = train["settings"].get("paired", 0)
         seen[name]["held"] = summary(loop[2]["rows"])["met"]
         table.append(
             {
@@ -440,7 +451,13 @@ else:
     )
     declined = [n for n in seen if seen[n]["declines"]]
     others = [n for n in seen if not seen[n]["declines"]]
-    spread = all(seen[n]["loop"]["refused"] > start["refused"] for n in declined)
+    more = [n for n in declined if seen[n]["loop"]["refused"] > start["refused"]]
+    held = [n for n in declined if n not in more]
+    held_said = "".join(
+        f"`{n}` does not: it refuses {seen[n]['loop']['refused']}"
+        + ("; each of its declines was trained beside a call on the same tools. " if seen[n]["paired"] else ". ")
+        for n in held
+    )
     display(
         Markdown(
             f"On the loop questions the SFT adapter met {start['met']} of {start['total']} ({start_held} of the "
@@ -448,12 +465,14 @@ else:
             f"({seen[best]['held']} held out). Runs that practised declining: {said(declined)}; the SFT adapter "
             f"refused {start['refused']} of the loop questions. "
             + (
-                "Every one of them refuses more loop questions than the SFT adapter: a reward that pays for "
-                "plain text where no tool fits teaches the refusal as an answer, and it turns up where a tool or "
-                "plain knowledge would have served. "
-                if declined and spread
+                f"{'Every one of them refuses' if not held else f'{len(more)} of these {len(declined)} refuse'}"
+                " more loop questions than the SFT adapter: a reward that pays for plain "
+                "text where no tool fits teaches the refusal as an answer, and it turns up where a tool or plain "
+                "knowledge would have served. "
+                if more
                 else ""
             )
+            + held_said
             + (f"Without declines: {said(others)}." if others else "")
             + (
                 f" Loop questions are greedy single runs, and the saved SFT row is older and from another machine: "
@@ -468,15 +487,16 @@ else:
 
 # %% [markdown]
 # ### Every BFCL case, not the seeded 50
-# The seeded cases are a sample of each category, and their intervals are wide. Three adapters also ran over every
+# The seeded cases are a sample of each category, and their intervals are wide. These adapters also ran over every
 # case of the five categories, paired case by case with the SFT adapter's run over every case: `ask-resample3`
-# (free-form questions only), `askmix-resample3` (single calls and declines mixed in) and `askmix-resample3-family`
-# (the same mix, redrawn within each step's family). For the cases the SFT adapter got right
+# (free-form questions only), `askmix-resample3` (single calls and declines mixed in), `askmix-resample3-family`
+# (the same mix, redrawn within each step's family) and `askpair-resample3-family` (each decline beside a call on the
+# same tools). For the cases the SFT adapter got right
 # and an RL adapter missed, the taxonomy says what the RL answer became, and `dropped` counts the answers that are the
 # SFT adapter's own call with an argument left out.
 
 # %%
-WHOLE = ("ask-resample3", "askmix-resample3", "askmix-resample3-family")
+WHOLE = ("ask-resample3", "askmix-resample3", "askmix-resample3-family", "askpair-resample3-family")
 wholes = {n: w for n in WHOLE if (w := saved_json(f"rl/{n}/whole/bfcl_qwen2.5-coder-0.5b+lora+rl.json"))}
 if wholes and sft_bfcl:
     paired = {n: {r["category"]: r for r in compare(sft_bfcl, w)["rows"]} for n, w in wholes.items()}
@@ -504,7 +524,8 @@ if wholes and sft_bfcl:
             f"{gone['kinds'].get('no_call', 0)} `no_call` (text where a call was due), and {gone['dropped']} are the "
             f"SFT adapter's own call with an argument left out ({won['dropped']} of the gained the other way round). "
             + (
-                f"{len(below)} categories are more than 2 points below the SFT adapter ({', '.join(below)})."
+                f"{len(below)} {'category is' if len(below) == 1 else 'categories are'} more than 2 points below "
+                f"the SFT adapter ({', '.join(below)})."
                 if below
                 else "No category is more than 2 points below the SFT adapter."
             )
