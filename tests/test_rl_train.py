@@ -372,13 +372,12 @@ def test_a_paired_decline_trains_its_partner_in_the_same_update():
     assert len(set(paired["rewards"])) == 1 and paired["family"] == "decline"
     assert paired["partner"]["family"] == "call" and sorted(paired["partner"]["rewards"]) == [0.0, 0.0, 1.0, 1.0]
     assert paired["partner"]["met"] == 2 and "partner +0.500" in line
-    tok = loaded.tokenizer
-    trained = [
-        label(m + [{"role": "assistant", "content": scripted([(m, None)])[0]}], x.tools, tokenizer=tok).trained
-        for x in (task, mate)
-        for m in [x.messages]
-    ]
+
+    def own_tokens(x):  # the labelled tokens of the first member's answer to ``x`` (the call, for the partner)
+        said = {"role": "assistant", "content": scripted([(x.messages, None)])[0]}
+        return sum(label(x.messages + [said], x.tools, tokenizer=loaded.tokenizer).trained)
+
     # both groups' own tokens: four declines of the task, two declines and two calls of the partner
-    assert paired["trained_tokens"] == 6 * sum(trained[0]) + 2 * sum(trained[1])
+    assert paired["trained_tokens"] == 6 * own_tokens(task) + 2 * own_tokens(mate)
     assert alone["trained_tokens"] == 0 and "partner" not in alone and alone["kl"] is None
     assert settings[True]["paired"] == 1 and "paired" not in settings[False]  # a saved run says it was paired

@@ -39,7 +39,7 @@ from toolkit.loop.execute import CallResult, execute
 from toolkit.parse import parse_tool_calls
 from toolkit.rl.asks import LOOP_PAIRS, asks  # LOOP_PAIRS: the loop questions' city pairs, never drawn
 from toolkit.rl.reward import call_reward, decline_reward, numbers_ok, outcome_reward
-from toolkit.sft.data import dataset
+from toolkit.sft.data import dataset, groups_of
 from toolkit.sft.kit_turns import assistant_calls
 from toolkit.tools import TOOLS, WEATHER_TABLE, city_aliases, get_weather, schemas
 
@@ -88,11 +88,9 @@ def _prompt(messages: list[dict]) -> list[dict]:
     return out
 
 
-PER_GROUP = 6  # the generator's examples per group: one group shares one system prompt and one tool list
-
-
 def _single_turn(seed: int, n_groups: int, kinds: tuple[str, ...], family: str, paired: bool = False) -> list[Task]:
-    examples, tasks = dataset(n_groups, seed=SEED_BASE + seed, per_group=PER_GROUP, mix="v2"), []
+    examples, tasks = dataset(n_groups, seed=SEED_BASE + seed, mix="v2"), []
+    group_of = {i: g for g in groups_of(examples) for i in g}  # the examples sharing one tool list and system prompt
 
     def single(ex) -> bool:
         return sum(m["role"] == "user" for m in ex.messages) == 1
@@ -101,8 +99,7 @@ def _single_turn(seed: int, n_groups: int, kinds: tuple[str, ...], family: str, 
         if ex.kind in kinds and single(ex):
             tasks.append(Task(family, _prompt(ex.messages), ex.tools, list(ex.calls)))
             if paired:  # the first single-turn call of the same generator group: the same tools, a request they serve
-                start = i - i % PER_GROUP
-                mates = [e for e in examples[start : start + PER_GROUP] if e.kind in CALL_KINDS and single(e)]
+                mates = [examples[j] for j in group_of[i] if examples[j].kind in CALL_KINDS and single(examples[j])]
                 if mates:
                     tasks[-1].partner = Task("call", _prompt(mates[0].messages), mates[0].tools, list(mates[0].calls))
     return tasks
