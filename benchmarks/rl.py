@@ -57,10 +57,11 @@ STARTS = {"lora": "qwen2.5-coder-0.5b+lora", "base": "qwen2.5-coder-0.5b"}
 
 
 def _run_name(a) -> str:
-    """A run's name: the family, then what sets it apart (``-resample3``, ``-family``, ``-vllm``), so runs never
-    share files."""
+    """A run's name: the family, then what sets it apart (``-resample3``, ``-family``, ``-seed1``, ``-vllm``), so
+    runs never share files. Seed 0 adds nothing, so the runs saved before seeds were named keep their names."""
     name = a.family + (f"-resample{a.resample}" if a.resample else "")
     name += f"-{a.resample_within}" if a.resample_within else ""
+    name += f"-seed{a.seed}" if a.seed else ""
     return name + ("-vllm" if a.engine == "vllm" else "")
 
 
@@ -206,7 +207,12 @@ def main(argv=None) -> int:
         help="train: draw the other tasks from the step's own family, keeping the mix's proportions",
     )
     p.add_argument("--max-new", type=cliargs.count(1, 1024), default=96)
-    p.add_argument("--seed", type=cliargs.count(0, 2**31 - 1), default=0)
+    p.add_argument(
+        "--seed",
+        type=cliargs.count(0, 2**31 - 1),
+        default=0,
+        help="train: the task order and the sampling (a replicate, another run's folder); eval --rl: that run's adapter",
+    )
     p.add_argument("--n", type=cliargs.count(1, 1_000), default=24, help="eval, rollouts: held-out tasks")
     p.add_argument("--temperature", type=cliargs.number(0.0, 5.0), default=0.0, help="eval: 0 greedy")
     p.add_argument("--samples", type=cliargs.count(1, 64), default=1, help="eval: episodes per task")

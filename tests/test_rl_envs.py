@@ -176,6 +176,22 @@ def test_a_bad_task_count_is_one_error_and_the_benchmark_offers_the_same_familie
     assert tuple(bench.FAMILIES) == envs.FAMILIES
 
 
+def test_a_run_with_another_seed_gets_its_own_name_and_folder():
+    """A replicate (``--seed 1``) must not resume, or be refused by, the seed-0 run of the same recipe; seed 0 keeps
+    the names the saved runs already have."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from toolkit.paths import script_module
+
+    bench = script_module(Path(__file__).parents[1] / "benchmarks" / "rl.py")
+    how = dict(family="askpair", resample=3, resample_within="family", engine="vllm")
+    names = [bench._run_name(SimpleNamespace(**how, seed=s)) for s in (0, 1, 2)]
+    assert names[0] == "askpair-resample3-family-vllm"
+    assert len(set(names)) == 3 and names[1] == "askpair-resample3-family-seed1-vllm"
+    assert len({bench._adapter_dir("lora", n) for n in names}) == 3
+
+
 def test_askpair_is_askmix_with_a_same_tools_call_beside_each_decline():
     """``askpair`` draws askmix's tasks in the same order (so a run differs from askmix's only by the partners); each
     decline carries a call task of its own generator group: the same system prompt and tools, another request, and a
