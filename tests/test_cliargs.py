@@ -176,6 +176,11 @@ CASES = [
         },
     ),
     *_bench(
+        "rl_trl.py",
+        [],
+        {"--steps": COUNT, "--tasks": COUNT, "--group": ["1", "17"], "--max-new": ["7", *COUNT], "--threads": COUNT},
+    ),
+    *_bench(
         "rl.py",
         ["eval"],
         {"--n": COUNT, "--threads": COUNT, "--seed": NON_NEGATIVE, "--temperature": REAL, "--samples": COUNT},
