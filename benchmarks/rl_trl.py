@@ -5,8 +5,9 @@ shape from :func:`toolkit.rl.train.attach`):
 - TRL 1.16's ``GRPOTrainer`` (pinned) with ``environment_factory``: one environment per rollout whose one method,
   ``calculator``, runs the kit's calculator tool for real (the host loop's executor); TRL renders the method as a
   tool, parses the model's ``<tool_call>`` with its own Qwen response template, runs it and feeds the result back.
-  The reward is the kit's (:func:`toolkit.rl.reward.outcome_reward` on the environment's recorded calls and the
-  final text, :func:`toolkit.rl.envs.met`'s calculator check), so both trainers pay for the same thing.
+  The tool's description is the kit's schema's. The reward is the kit's (the scoring that ends an episode of
+  :func:`toolkit.rl.envs.rollout_group`, on the final text and the environment's recorded calls), so both trainers
+  pay for the same thing.
 - Per step: seconds, mean reward, TRL's logged KL and completion length. Rollouts run on the trainer's own model
   (``model.generate``): TRL's vLLM modes need a GPU (colocate) or NCCL weight transfer (server).
 - Beside it, in the same process: the kit's own trainer (:func:`toolkit.rl.train.train_tasks`, its transformers
@@ -39,7 +40,8 @@ KIT_MAX_NEW = 48  # new tokens per turn in the kit's calc runs (TRL's budget cou
 
 
 def _environment():
-    """A class TRL instantiates once per rollout: the kit's calculator as a method, its calls recorded."""
+    """A class TRL instantiates once per rollout: the kit's calculator as a method, its calls recorded. TRL writes a
+    tool's schema from its method's docstring, so the docstring is the kit's own schema in that form."""
     from toolkit.loop.execute import execute
     from toolkit.parse import ToolCall
     from toolkit.tools import TOOLS
@@ -50,32 +52,27 @@ def _environment():
             return None
 
         def calculator(self, expression: str) -> str:
-            """Calculates an arithmetic expression, e.g. "250 * 15%" or "(3 + 4) ** 2 / 7".
-
-            Args:
-                expression: The arithmetic expression to evaluate, e.g. "250 * 0.15".
-            """
             call = ToolCall(index=0, raw="", name="calculator", arguments={"expression": expression})
             result = execute([call], {"calculator": TOOLS["calculator"]}, parallel=False)[0]
             self.results.append(result)
             return json.dumps(result.result, ensure_ascii=False, default=str)
 
+    schema = TOOLS["calculator"].schema["function"]
+    arg = schema["parameters"]["properties"]["expression"]["description"]
+    KitCalculator.calculator.__doc__ = f"{schema['description']}\n\nArgs:\n    expression: {arg}\n"
     return KitCalculator
 
 
 def _reward(completions, environments, value, question, **_):
-    """The kit's outcome reward for each rollout: its final text and the calls its environment ran."""
-    from toolkit.parse import parse_tool_calls
-    from toolkit.rl.envs import Task, met
-    from toolkit.rl.reward import outcome_reward
+    """The kit's reward for each rollout (the scoring :func:`toolkit.rl.envs.rollout_group` ends an episode with):
+    its final text, and the calls its environment ran."""
+    from toolkit.rl.envs import Task, _finish
 
     out = []
     for msgs, env, v, q in zip(completions, environments, value, question, strict=True):
-        text = msgs[-1].get("content") or "" if msgs else ""
-        answer = "" if parse_tool_calls(text)[1] else text.strip()
+        text = (msgs[-1].get("content") or "") if msgs else ""
         task = Task("calc", [{"role": "user", "content": q}], [], truth={"value": v, "needed": 1})
-        ok = bool(answer) and met(task, answer, env.results)
-        out.append(outcome_reward(ok, env.results, 1))
+        out.append(_finish(task, [], env.results, text).reward)
     return out
 
 
