@@ -66,13 +66,13 @@ def _environment():
 def _reward(completions, environments, value, question, **_):
     """The kit's reward for each rollout (the scoring :func:`toolkit.rl.envs.rollout_group` ends an episode with):
     its final text, and the calls its environment ran."""
-    from toolkit.rl.envs import Task, _finish
+    from toolkit.rl.envs import Task, finish_episode
 
     out = []
     for msgs, env, v, q in zip(completions, environments, value, question, strict=True):
         text = (msgs[-1].get("content") or "") if msgs else ""
         task = Task("calc", [{"role": "user", "content": q}], [], truth={"value": v, "needed": 1})
-        out.append(_finish(task, [], env.results, text).reward)
+        out.append(finish_episode(task, [], env.results, text).reward)
     return out
 
 

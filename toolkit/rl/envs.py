@@ -16,6 +16,7 @@ What it does
   ``ask`` and ``n`` of ``call``, the generator's calls keeping the arguments a request states; ``askmix``: ``4n``
   of ``ask``, ``2n`` of ``call`` and ``n`` of ``decline``; ``askpair``: ``askmix``'s tasks, each decline with a
   ``partner``, :func:`paired_decline_tasks`). :data:`EVAL_SEED` and above: held out.
+- :func:`finish_episode`: the scoring that ends an episode (also TRL's reward in ``benchmarks/rl_trl.py``).
 - :func:`rollout(policy, task)`: runs ``policy(messages, tools) -> text`` turn by turn; every ``<tool_call>`` is
   parsed by the kit's parser and executed by the host loop's executor (:func:`toolkit.loop.execute.execute`), its
   result appended as a ``role="tool"`` message; returns an :class:`Episode` with the reward of
@@ -235,7 +236,9 @@ Policy = Callable[[list[dict], list[dict]], str]
 BatchPolicy = Callable[[list[tuple[list[dict], list[dict]]]], list[str]]
 
 
-def _finish(task: Task, msgs: list[dict], results: list[CallResult], text: str) -> Episode:
+def finish_episode(task: Task, msgs: list[dict], results: list[CallResult], text: str) -> Episode:
+    """The :class:`Episode` that ``text``, the policy's last turn, ends: single-turn families scored on the text
+    alone; multi-turn ones on the answer (none if ``text`` still calls a tool) and the calls run (``results``)."""
     if task.family in ("call", "decline"):
         r = call_reward(text, task.tools, task.want) if task.family == "call" else decline_reward(text)
         return Episode(task, msgs + [{"role": "assistant", "content": text}], [], text, r, r > 0)
@@ -260,7 +263,7 @@ def rollout_group(policy: BatchPolicy, tasks: list[Task], max_turns: int = 4) ->
             task = tasks[i]
             content, calls = parse_tool_calls(text)
             if task.family in ("call", "decline") or not calls or turn == max_turns:
-                done[i] = _finish(task, msgs[i], results[i], text)
+                done[i] = finish_episode(task, msgs[i], results[i], text)
                 continue
             batch = execute(calls, {k: TOOLS[k] for k in MULTI_TOOLS}, parallel=False)
             results[i] += batch
