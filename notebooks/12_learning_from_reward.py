@@ -403,10 +403,11 @@ if sft_bfcl and all(sft_loop):
         rows = {r["category"]: r for r in compare(sft_bfcl, bfcl)["rows"]}
         # the family each step trained on: a group with no spread trains nothing and is not counted; a decline's
         # partner (askpair) is counted apart, where its own group had a spread
-        spread = lambda rewards: len(set(rewards)) > 1  # noqa: E731
-        trained = [st["family"] for st in train["steps"] if spread(st["rewards"])]
+        trained = [st["family"] for st in train["steps"] if grpo.has_spread(st["rewards"])]
         trained += [
-            "call beside a decline" for st in train["steps"] if spread(st.get("partner", {}).get("rewards", []))
+            "call beside a decline"
+            for st in train["steps"]
+            if grpo.has_spread(st.get("partner", {}).get("rewards", []))
         ]
         drawn = pd.Series(trained, dtype=str).value_counts()
         counted = summary([r for d in loop for r in d["rows"]])

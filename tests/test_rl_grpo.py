@@ -97,3 +97,15 @@ def test_the_trainers_log_probs_are_the_full_sequences_at_the_model_tokens():
     value, _ = grpo.loss(got, got.detach(), torch.tensor([1.0, -0.5, -0.5]), mask)
     value.backward()
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in loaded.model.parameters())
+
+
+def test_has_spread_looks_inside_each_group_and_agrees_with_the_advantages():
+    # two groups of 2: the first all equal, the second not -> a spread; flip them and still one
+    for rewards in ([1.0, 1.0, 0.0, 1.0], [0.0, 1.0, 1.0, 1.0]):
+        assert grpo.has_spread(rewards, 2)
+        assert any(grpo.advantages(rewards, 2))
+    # equal inside each group though the groups differ: nothing to learn, every advantage 0
+    assert not grpo.has_spread([1.0, 1.0, 0.0, 0.0], 2)
+    assert not any(grpo.advantages([1.0, 1.0, 0.0, 0.0], 2))
+    # no group given: the whole list is one group (a saved step's rewards)
+    assert grpo.has_spread([1.0, 1.0, 0.0, 0.0]) and not grpo.has_spread([0.5] * 4) and not grpo.has_spread([])

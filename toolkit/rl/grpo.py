@@ -3,7 +3,7 @@
 What it does
 - ``advantages(rewards, group)``: each trajectory's reward minus its group's mean, divided by the group's standard
   deviation (+1e-4) — the group-relative advantage of GRPO (TRL's ``scale_rewards="group"``); a group whose
-  rewards are all equal teaches nothing (advantage 0).
+  rewards are all equal teaches nothing (advantage 0); ``has_spread(rewards, group)`` says whether any group can teach.
 - ``token_mask(episode_messages, tools, tokenizer)``: which tokens of a rendered trajectory are the model's own,
   from the SFT labels (:func:`toolkit.sft.labels.label`): tool results, user turns and headers are masked exactly
   as in SFT, so the environment's words never get a gradient.
@@ -37,6 +37,13 @@ def advantages(rewards: list[float], group: int) -> list[float]:
     r = torch.tensor(rewards, dtype=torch.float64).view(-1, group)
     a = (r - r.mean(1, keepdim=True)) / (r.std(1, keepdim=True) + 1e-4)
     return a.flatten().tolist()
+
+
+def has_spread(rewards: list[float], group: int | None = None) -> bool:
+    """Whether any run of ``group`` consecutive rewards (all of them if ``group`` is None) holds two that differ: a
+    group GRPO can learn from. A group whose members all scored the same has no advantage to spread."""
+    group = group or max(1, len(rewards))
+    return any(len(set(rewards[i : i + group])) > 1 for i in range(0, len(rewards), group))
 
 
 def token_mask(messages: list[dict], tools: list[dict] | None, tokenizer, template: str = "qwen2.5"):

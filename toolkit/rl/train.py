@@ -219,7 +219,7 @@ def train_tasks(
         extra = random.Random(seed * 7919 + step)  # the step's own draws: a resumed run draws the same
         tried, drawn = 0, task
         pool = [t for t in tasks if t.family == task.family] if resample_within else tasks
-        while tried < resample and not _spread(episodes, group):
+        while tried < resample and not grpo.has_spread([e.reward for e in episodes], group):
             tried, task = tried + 1, extra.choice(pool)
             episodes = rollout_group(sampler, _members(task, group))
         roll_s = time.perf_counter() - ts
@@ -249,11 +249,6 @@ def train_tasks(
 def _members(task: Task, group: int) -> list[Task]:
     """A step's rollouts: ``group`` of the task, then ``group`` of its partner where it has one."""
     return [task] * group + ([task.partner] * group if task.partner else [])
-
-
-def _spread(episodes, group: int) -> bool:
-    """Whether any group of ``group`` consecutive episodes has rewards that differ (something to learn from)."""
-    return any(len({e.reward for e in episodes[i : i + group]}) > 1 for i in range(0, len(episodes), group))
 
 
 def train(
