@@ -377,7 +377,8 @@ else:
 # drawn together with a single call from the same generated group — the same system prompt and tools, a request one
 # of them serves — rolled out beside it and trained in the same update (its "call beside a decline" counts the steps
 # where that call's own group had a spread); `askpair-resample3-family-seed1` is the same recipe with another seed
-# (another draw of steps and other samples), to show how far two runs of one recipe land apart. `KL penalty` is each
+# (another draw of steps and other samples), to show how far two runs of one recipe land apart, and
+# `askmix-resample3-seed1` is the same for `askmix-resample3`, the run with the most loop questions met. `KL penalty` is each
 # run's penalty weight towards the starting model. "Refuses" counts answers that say they cannot help and made no
 # call.
 
@@ -389,6 +390,8 @@ RUNS["askmix-resample3"] = "four free-form, two single calls, one decline, redra
 RUNS["askmix-resample3-family"] = "as askmix, redrawn within the step's family"
 RUNS["askpair-resample3-family"] = "as askmix-family, each decline trained beside a call on its tools"
 RUNS["askpair-resample3-family-seed1"] = "the same recipe, seed 1"
+RUNS["askmix-resample3-seed1"] = "askmix-resample3 again, seed 1"
+TWINS = [("askpair-resample3-family", "askpair-resample3-family-seed1"), ("askmix-resample3", "askmix-resample3-seed1")]
 sft_bfcl = saved_json("full/bfcl_qwen2.5-coder-0.5b+lora.json")
 sft_loop = [saved_json(f"rl/loop_questions_lora{s}.json") for s in ("", "_fresh", "_heldout")]
 table, seen = [], {}
@@ -478,6 +481,12 @@ else:
             )
             + held_said
             + (f"Without declines: {said(others)}." if others else "")
+            + "".join(
+                f" One recipe, two seeds: `{a}` met {seen[a]['loop']['met']} of these loop questions and "
+                f"its seed-1 run {seen[b]['loop']['met']}."
+                for a, b in TWINS
+                if a in seen and b in seen
+            )
             + (
                 f" Loop questions are greedy single runs, and the saved SFT row is older and from another machine: "
                 f"run again beside `ask-resample3` (same machine, day and dtype), the SFT adapter met "
@@ -495,13 +504,13 @@ else:
 # case of the five categories, paired case by case with the SFT adapter's run over every case: `ask-resample3`
 # (free-form questions only), `askmix-resample3` (single calls and declines mixed in), `askmix-resample3-family`
 # (the same mix, redrawn within each step's family), `askpair-resample3-family` (each decline beside a call on the
-# same tools) and its replicate with seed 1. For the cases the SFT adapter got right
+# same tools), and the replicates with seed 1 of `askpair-resample3-family` and `askmix-resample3`. For the cases the SFT adapter got right
 # and an RL adapter missed, the taxonomy says what the RL answer became, and `dropped` counts the answers that are the
 # SFT adapter's own call with an argument left out.
 
 # %%
 WHOLE = ("ask-resample3", "askmix-resample3", "askmix-resample3-family", "askpair-resample3-family")
-WHOLE += ("askpair-resample3-family-seed1",)  # the same recipe as the one before it, another seed
+WHOLE += tuple(b for _, b in TWINS)  # a recipe above run again with seed 1
 wholes = {n: w for n in WHOLE if (w := saved_json(f"rl/{n}/whole/bfcl_qwen2.5-coder-0.5b+lora+rl.json"))}
 if wholes and sft_bfcl:
     paired = {n: {r["category"]: r for r in compare(sft_bfcl, w)["rows"]} for n, w in wholes.items()}
@@ -535,15 +544,18 @@ if wholes and sft_bfcl:
                 else "No category is more than 2 points below the SFT adapter."
             )
         )
-    twins = [n for n in ("askpair-resample3-family", "askpair-resample3-family-seed1") if n in delta]
-    if len(twins) == 2:  # one recipe, two seeds: the distance between them is the scale to read the others by
+    for twins in (t for t in TWINS if all(n in delta for n in t)):  # one recipe, two seeds: the scale to read by
         apart = {c: abs(delta[twins[0]][c] - delta[twins[1]][c]) for c in delta[twins[0]] if c in delta[twins[1]]}
         far = max(apart, key=apart.get)
         said.append(
-            f"The same recipe with seeds 0 and 1 lands {min(apart.values()):.2f} to {max(apart.values()):.2f} points "
+            f"`{twins[0]}` with seeds 0 and 1 lands {min(apart.values()):.2f} to {max(apart.values()):.2f} points "
             f"apart per category, most in {far} ({delta[twins[0]][far]:+.2f} and {delta[twins[1]][far]:+.2f} "
-            "against the SFT adapter): where two recipes, one run each, differ in a category by less than these "
-            "two seeds do there, the runs do not tell the recipes apart."
+            "against the SFT adapter)."
+        )
+    if any(all(n in delta for n in t) for t in TWINS):
+        said.append(
+            "Where two recipes, one run each, differ in a category by less than two seeds of one recipe do there, "
+            "the runs do not tell the recipes apart."
         )
     display(
         Markdown(
